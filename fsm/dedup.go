@@ -1,0 +1,74 @@
+package fsm
+
+import (
+	"crypto/sha256"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/metad/metad/fsm/fsmpb"
+)
+
+// dedupEntry remembers the result of one request id, so that a client
+// retrying after an indeterminate failure gets the first answer instead of
+// applying the command twice.
+type dedupEntry struct {
+	requestID string
+	digest    []byte // commandDigest of the first command with this id
+	at        int64  // machine time it was applied
+	result    *fsmpb.Result
+}
+
+func dedupLess(a, b dedupEntry) bool { return a.requestID < b.requestID }
+
+// dedupDeadline orders dedup entries by age for eviction.
+type dedupDeadline struct {
+	at        int64
+	requestID string
+}
+
+func dedupDeadlineLess(a, b dedupDeadline) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.requestID < b.requestID
+}
+
+// commandDigest identifies what a command asks for, without its request id
+// and stamp, so that a retry with the same id is recognised and a different
+// command reusing the id is refused.
+func commandDigest(cmd *fsmpb.Command) []byte {
+	c := &fsmpb.Command{Op: cmd.Op}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+	if err != nil {
+		// The command was decoded from, or is about to become, these bytes.
+		panic("fsm: marshal command for digest: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return sum[:]
+}
+
+func (m *Machine) remember(requestID string, digest []byte, res *fsmpb.Result) {
+	m.dedup.ReplaceOrInsert(dedupEntry{requestID: requestID, digest: digest, at: m.clock, result: res})
+	m.dedupAge.ReplaceOrInsert(dedupDeadline{at: m.clock, requestID: requestID})
+	for m.dedup.Len() > MaxDedupEntries {
+		m.evictOldestDedup()
+	}
+}
+
+// pruneDedup forgets request ids older than DedupTTL in machine time.
+func (m *Machine) pruneDedup() {
+	for {
+		d, ok := m.dedupAge.Min()
+		if !ok || d.at+int64(DedupTTL) > m.clock {
+			return
+		}
+		m.evictOldestDedup()
+	}
+}
+
+func (m *Machine) evictOldestDedup() {
+	d, ok := m.dedupAge.DeleteMin()
+	if ok {
+		m.dedup.Delete(dedupEntry{requestID: d.requestID})
+	}
+}

@@ -1,0 +1,47 @@
+// Package fsm is metad's replicated state machine: the whole state of
+// DESIGN.md §3 and every mutation of §4, as a pure function of the commands
+// applied to it.
+//
+// # What it holds
+//
+// Per stream: its snapshot (name, writer epoch, status, version), the
+// committed end and trim point, the append evidence not yet wholly trimmed,
+// and per read view the live generations of index records. Besides streams:
+// the object registry (key → identity, status, reference and pin counts),
+// pins, and the request-id dedup table.
+//
+// # How it changes
+//
+// Every Raft entry is one fsmpb.Command; Apply dispatches its oneof in one
+// switch to one small handler per operation. A handler validates first and
+// mutates only once nothing can refuse, so a command is all or nothing.
+// A refusal is a Result with a Rejection (code, field, message): it is part
+// of the replicated outcome and is identical on every replica. Only an
+// entry that cannot be decoded panics (see ApplyEntry for why).
+//
+// Nothing here reads a clock, touches the network or disk, logs, or starts a
+// goroutine. Time comes from the command's stamp (the leader's clock when it
+// proposed); machine time is the largest stamp seen, so it never goes back.
+// Metadata versions are Raft indexes, passed to Apply.
+//
+// # Reading
+//
+// Queries (query.go) are O(log n) lookups over B-trees: the record covering
+// an offset, the evidence covering it, an object, a pin. Package resolver
+// plans reads over them. Clone gives a copy-on-write point-in-time copy that
+// can be read, hashed or written as a snapshot while Apply goes on.
+//
+// # Snapshots
+//
+// WriteSnapshot writes a 64-byte header (magic, format, applied index,
+// record count, SHA-256) and then typed records in one canonical order, so
+// the same state always gives the same bytes and replicas can be compared
+// by StateHash. Restore verifies everything, invariants included, before
+// returning a machine the caller may swap in.
+//
+// # Invariants
+//
+// Each is stated as an "Invariant:" comment on the field it constrains and
+// checked by CheckInvariants; WithInvariantChecks runs that check, and a
+// check that nothing went backwards (G3), after every Apply.
+package fsm

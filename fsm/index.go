@@ -1,0 +1,314 @@
+package fsm
+
+import (
+	"github.com/google/btree"
+
+	"github.com/metad/metad/fsm/fsmpb"
+)
+
+// viewIndex holds the generations of one (stream, view).
+type viewIndex struct {
+	// last is the largest generation number ever created in this view,
+	// retired ones included; hasLast says whether there was any.
+	// Invariant: last never decreases, and every live generation's number
+	// is <= last.
+	last    uint64
+	hasLast bool
+	// gens holds the live (building or published) generations.
+	// Invariant: strictly ascending by number.
+	gens []*generation
+}
+
+// generation is one numbered index of one (stream, view).
+type generation struct {
+	number   uint64
+	status   GenerationStatus
+	version  uint64
+	coverage Range
+	// records is ordered by range start.
+	// Invariant: ranges are pairwise disjoint, so start order is end order.
+	records *btree.BTreeG[record]
+}
+
+// record is the stored form of RecordInfo; the key is implied by position.
+type record struct {
+	rng       Range
+	survivors []Range
+	object    ObjectRef
+	bytes     ByteRange
+	version   uint64
+	checksum  uint32
+	status    RecordStatus
+}
+
+func recordLess(a, b record) bool { return a.rng.Start < b.rng.Start }
+
+func newGeneration(number uint64, status GenerationStatus, index uint64, coverage Range) *generation {
+	return &generation{
+		number: number, status: status, version: index, coverage: coverage,
+		records: btree.NewG(treeDegree, recordLess),
+	}
+}
+
+// latest returns the newest live generation, or nil.
+func (v *viewIndex) latest() *generation {
+	if len(v.gens) == 0 {
+		return nil
+	}
+	return v.gens[len(v.gens)-1]
+}
+
+func (v *viewIndex) find(number uint64) (int, *generation) {
+	for i, g := range v.gens {
+		if g.number == number {
+			return i, g
+		}
+	}
+	return -1, nil
+}
+
+// overlapping returns the records of g that share an offset with r.
+func (g *generation) overlapping(r Range) []record {
+	var out []record
+	// The record starting at or before r.Start may reach into r.
+	g.records.DescendLessOrEqual(record{rng: Range{Start: r.Start}}, func(x record) bool {
+		if x.rng.Overlaps(r) {
+			out = append(out, x)
+		}
+		return false
+	})
+	g.records.AscendRange(record{rng: Range{Start: r.Start + 1}}, record{rng: Range{Start: r.End}}, func(x record) bool {
+		out = append(out, x)
+		return true
+	})
+	return out
+}
+
+func (m *Machine) publishGeneration(index uint64, c *fsmpb.PublishGeneration) *fsmpb.Result {
+	s, rej := m.lookupStream(index, c.StreamId)
+	if rej != nil {
+		return rej
+	}
+	if rej := checkEpoch(index, s, c.WriterEpoch); rej != nil {
+		return rej
+	}
+	vi := s.view(c.View)
+	coverage := rangeOf(c.Coverage)
+	g := vi.latest()
+	continuing := g != nil && g.number == c.Generation && g.status == GenerationBuilding
+	switch {
+	case continuing && g.coverage != coverage:
+		return reject(index, fsmpb.RejectCode_INVALID_ARGUMENT, "coverage",
+			"coverage %v differs from %v given by the generation's first part", coverage, g.coverage)
+	case !continuing && vi.hasLast && c.Generation <= vi.last:
+		r := reject(index, fsmpb.RejectCode_GENERATION_NOT_NEWER, "generation",
+			"generation %d is not larger than %d, the last of stream %d view %s", c.Generation, vi.last, s.info.ID, c.View)
+		r.Generation = vi.last
+		return r
+	case coverage.End > s.info.CommittedEnd:
+		r := reject(index, fsmpb.RejectCode_RECORD_OUT_OF_RANGE, "coverage",
+			"coverage %v reaches past committed end %d", coverage, s.info.CommittedEnd)
+		r.CommittedEnd = s.info.CommittedEnd
+		return r
+	}
+	if !continuing {
+		g = newGeneration(c.Generation, GenerationBuilding, index, coverage)
+	}
+	recs := make([]record, len(c.Records))
+	for i, pr := range c.Records {
+		rec, rej := m.admitRecord(index, s, g, c.View, pr, fieldIndex("records", i))
+		if rej != nil {
+			return rej
+		}
+		recs[i] = rec
+	}
+	// Every check passed; from here on nothing can refuse.
+	if !continuing {
+		vi.gens = append(vi.gens, g)
+		vi.last, vi.hasLast = c.Generation, true
+	}
+	for _, rec := range recs {
+		if rec.rng.End <= s.info.Trim {
+			// Trimmed while the generation was being written: it can never be
+			// read, so it is not kept (trim would have dropped it).
+			continue
+		}
+		g.records.ReplaceOrInsert(rec)
+		m.addReference(rec.object.Key)
+	}
+	g.version = index
+	if c.Complete {
+		g.status = GenerationPublished
+	}
+	return &fsmpb.Result{Version: index, StreamId: s.info.ID, Generation: g.number}
+}
+
+// admitRecord checks one published record against the machine: inside the
+// generation's coverage and the committed offsets, clear of the records
+// already in the generation, naming a live object under the same identity,
+// and carrying the right checksum. Static shape was checked by Validate.
+func (m *Machine) admitRecord(index uint64, s *stream, g *generation, view View, pr *fsmpb.IndexRecord, field string) (record, *fsmpb.Result) {
+	rng := rangeOf(pr.Range)
+	if rng.Start < g.coverage.Start || rng.End > g.coverage.End {
+		return record{}, reject(index, fsmpb.RejectCode_RECORD_OUT_OF_RANGE, field+".range",
+			"record %v lies outside the generation's coverage %v", rng, g.coverage)
+	}
+	if over := g.overlapping(rng); len(over) > 0 {
+		return record{}, reject(index, fsmpb.RejectCode_RECORD_OVERLAP, field+".range",
+			"record %v overlaps record %v of generation %d", rng, over[0].rng, g.number)
+	}
+	obj, rej := m.liveObject(index, refOf(pr.Object), field+".object")
+	if rej != nil {
+		return record{}, rej
+	}
+	rec := record{
+		rng: rng, survivors: rangesOf(pr.Survivors), object: obj.ref, bytes: byteRangeOf(pr.Bytes),
+		version: index, checksum: pr.Checksum, status: RecordValid,
+	}
+	key := IndexKey{Stream: s.info.ID, View: view, Generation: g.number, Start: rng.Start}
+	if want := RecordChecksum(key, rng, rec.survivors, rec.object, rec.bytes); want != pr.Checksum {
+		return record{}, reject(index, fsmpb.RejectCode_CHECKSUM_MISMATCH, field+".checksum",
+			"checksum %08x does not match the record's canonical fields (%08x)", pr.Checksum, want)
+	}
+	return rec, nil
+}
+
+func (m *Machine) retireGeneration(index uint64, c *fsmpb.RetireGeneration) *fsmpb.Result {
+	s, rej := m.lookupStream(index, c.StreamId)
+	if rej != nil {
+		return rej
+	}
+	if c.View == Committed && c.Generation == 0 {
+		return reject(index, fsmpb.RejectCode_INVALID_ARGUMENT, "generation",
+			"generation 0 of COMMITTED is derived from append evidence and cannot be retired")
+	}
+	vi := s.view(c.View)
+	i, g := vi.find(c.Generation)
+	if g == nil {
+		return reject(index, fsmpb.RejectCode_GENERATION_NOT_FOUND, "generation",
+			"stream %d view %s has no live generation %d", s.info.ID, c.View, c.Generation)
+	}
+	m.dropGenerationRecords(g)
+	vi.gens = append(vi.gens[:i:i], vi.gens[i+1:]...)
+	return &fsmpb.Result{Version: index, StreamId: s.info.ID, Generation: c.Generation}
+}
+
+func (m *Machine) dropGenerationRecords(g *generation) {
+	g.records.Ascend(func(r record) bool {
+		m.dropReference(r.object.Key)
+		return true
+	})
+	g.records.Clear(false)
+}
+
+func (m *Machine) dropRecordsBelow(g *generation, trim uint64) {
+	for {
+		r, ok := g.records.Min()
+		if !ok || r.rng.End > trim {
+			return
+		}
+		g.records.DeleteMin()
+		m.dropReference(r.object.Key)
+	}
+}
+
+// reportCandidateFailure records that a reader could not use a record. A
+// permanent failure quarantines the record, so no resolve admits it again;
+// a transient one changes nothing. A report about an older version of the
+// record is stale and changes nothing either.
+func (m *Machine) reportCandidateFailure(index uint64, c *fsmpb.ReportCandidateFailure) *fsmpb.Result {
+	key := indexKeyOf(c.Key)
+	s, rej := m.lookupStream(index, key.Stream)
+	if rej != nil {
+		return rej
+	}
+	_, g := s.view(key.View).find(key.Generation)
+	var rec record
+	var ok bool
+	if g != nil {
+		rec, ok = g.records.Get(record{rng: Range{Start: key.Start}})
+	}
+	if !ok {
+		return reject(index, fsmpb.RejectCode_RECORD_NOT_FOUND, "key", "no index record %v", key)
+	}
+	res := &fsmpb.Result{Version: index, StreamId: s.info.ID, Generation: g.number}
+	if rec.version != c.Version || rec.status != RecordValid || !permanentFailure(c.Kind) {
+		return res
+	}
+	rec.status = RecordQuarantined
+	rec.version = index
+	g.records.ReplaceOrInsert(rec)
+	g.version = index
+	res.Quarantined = true
+	return res
+}
+
+func permanentFailure(k FailureKind) bool {
+	switch k {
+	case fsmpb.FailureKind_FAILURE_KIND_IDENTITY_MISMATCH,
+		fsmpb.FailureKind_FAILURE_KIND_OBJECT_MISSING,
+		fsmpb.FailureKind_FAILURE_KIND_CORRUPT:
+		return true
+	}
+	return false
+}
+
+// repairGen0 rebuilds the COMMITTED generation-0 record of one append from
+// its evidence, replacing whatever stale records overlapped it. Every
+// condition is checked at apply time, so of several repairs planned from the
+// same state at most one takes effect.
+func (m *Machine) repairGen0(index uint64, c *fsmpb.RepairGen0) *fsmpb.Result {
+	s, rej := m.lookupStream(index, c.StreamId)
+	if rej != nil {
+		return rej
+	}
+	ev, ok := s.evidence.Get(evidence{rng: Range{Start: c.EvidenceStart}})
+	if !ok || ev.version != c.EvidenceVersion {
+		return reject(index, fsmpb.RejectCode_CONDITION_FAILED, "evidence_version",
+			"no evidence at %d with version %d", c.EvidenceStart, c.EvidenceVersion)
+	}
+	want := record{rng: ev.rng, object: ev.object, bytes: ev.bytes}
+	got := record{rng: rangeOf(c.Record.Range), object: refOf(c.Record.Object), bytes: byteRangeOf(c.Record.Bytes)}
+	if got.rng != want.rng || got.object != want.object || got.bytes != want.bytes || len(c.Record.Survivors) > 0 {
+		return reject(index, fsmpb.RejectCode_CONDITION_FAILED, "record",
+			"record %v %v does not match its evidence %v %v", got.rng, got.object, want.rng, want.object)
+	}
+	key := IndexKey{Stream: s.info.ID, View: Committed, Generation: 0, Start: ev.rng.Start}
+	if sum := RecordChecksum(key, ev.rng, nil, ev.object, ev.bytes); sum != c.Record.Checksum {
+		return reject(index, fsmpb.RejectCode_CHECKSUM_MISMATCH, "record.checksum",
+			"checksum %08x does not match the record's canonical fields (%08x)", c.Record.Checksum, sum)
+	}
+	g0 := s.views[Committed].gens[0]
+	stale := g0.overlapping(ev.rng)
+	if !sameRecordVersions(stale, c.Replace) {
+		return reject(index, fsmpb.RejectCode_CONDITION_FAILED, "replace",
+			"generation-0 records overlapping %v changed since the repair was planned", ev.rng)
+	}
+	obj, rej := m.liveObject(index, ev.object, "record.object")
+	if rej != nil {
+		return rej
+	}
+	for _, r := range stale {
+		g0.records.Delete(r)
+		m.dropReference(r.object.Key)
+	}
+	g0.records.ReplaceOrInsert(record{
+		rng: ev.rng, object: obj.ref, bytes: ev.bytes, version: index,
+		checksum: c.Record.Checksum, status: RecordValid,
+	})
+	m.addReference(obj.ref.Key)
+	g0.version = index
+	return &fsmpb.Result{Version: index, StreamId: s.info.ID, Generation: 0}
+}
+
+func sameRecordVersions(have []record, want []*fsmpb.RecordVersion) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for i := range have {
+		if have[i].rng.Start != want[i].Start || have[i].version != want[i].Version {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,174 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+)
+
+// CheckInvariants verifies every invariant of the state and returns all that
+// are broken, joined. It is O(state): tests run it after every Apply (see
+// WithInvariantChecks) and Restore runs it once before returning a machine.
+func (m *Machine) CheckInvariants() error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	refs := make(map[string]uint64)
+	for id, s := range m.streams {
+		m.checkStream(id, s, refs, fail)
+	}
+	if len(m.byName) != len(m.streams) {
+		fail("byName has %d names for %d streams", len(m.byName), len(m.streams))
+	}
+	pins := make(map[string]uint64)
+	m.pins.Ascend(func(p pin) bool {
+		pins[p.object.Key]++
+		if p.id >= m.nextPinID {
+			fail("pin %d not below next pin id %d", p.id, m.nextPinID)
+		}
+		if _, ok := m.pinExpiry.Get(pinDeadline{at: p.expiry + int64(PinGrace), id: p.id}); !ok {
+			fail("pin %d missing from the expiry index", p.id)
+		}
+		return true
+	})
+	if m.pinExpiry.Len() != m.pins.Len() {
+		fail("expiry index has %d entries for %d pins", m.pinExpiry.Len(), m.pins.Len())
+	}
+	m.objects.Ascend(func(o object) bool {
+		if o.refs != refs[o.ref.Key] {
+			fail("object %q counts %d references, the state has %d", o.ref.Key, o.refs, refs[o.ref.Key])
+		}
+		if o.refs > 0 && o.status != ObjectLive {
+			fail("object %q is %s but referenced %d times", o.ref.Key, o.status, o.refs)
+		}
+		if o.pins != pins[o.ref.Key] {
+			fail("object %q counts %d pins, the state has %d", o.ref.Key, o.pins, pins[o.ref.Key])
+		}
+		delete(refs, o.ref.Key)
+		delete(pins, o.ref.Key)
+		return true
+	})
+	for key := range refs {
+		fail("reference to unregistered object %q", key)
+	}
+	for key := range pins {
+		fail("pin on unregistered object %q", key)
+	}
+	if m.dedup.Len() != m.dedupAge.Len() || m.dedup.Len() > MaxDedupEntries {
+		fail("dedup table has %d entries and %d ages (bound %d)", m.dedup.Len(), m.dedupAge.Len(), MaxDedupEntries)
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Machine) checkStream(id uint64, s *stream, refs map[string]uint64, fail func(string, ...any)) {
+	in := s.info
+	if in.ID != id || m.byName[in.Name] != id || id == 0 || id >= m.nextStreamID {
+		fail("stream %d: id or name index inconsistent (%d, %q)", id, in.ID, in.Name)
+	}
+	if in.Trim > in.CommittedEnd {
+		fail("stream %d: trim %d beyond committed end %d", id, in.Trim, in.CommittedEnd)
+	}
+	var prev *evidence
+	s.evidence.Ascend(func(e evidence) bool {
+		refs[e.object.Key]++
+		if e.rng.Start >= e.rng.End || e.rng.End <= in.Trim {
+			fail("stream %d: evidence %v empty or wholly trimmed (trim %d)", id, e.rng, in.Trim)
+		}
+		if prev != nil && prev.rng.End != e.rng.Start {
+			fail("stream %d: evidence %v does not follow %v", id, e.rng, prev.rng)
+		}
+		prev = &e
+		return true
+	})
+	if prev != nil && prev.rng.End != in.CommittedEnd {
+		fail("stream %d: evidence ends at %d, committed end is %d", id, prev.rng.End, in.CommittedEnd)
+	}
+	if prev == nil && in.CommittedEnd > in.Trim {
+		fail("stream %d: no evidence for committed offsets [%d,%d)", id, in.Trim, in.CommittedEnd)
+	}
+	for _, view := range []View{Committed, TopicCompacted} {
+		m.checkView(s, view, refs, fail)
+	}
+}
+
+func (m *Machine) checkView(s *stream, view View, refs map[string]uint64, fail func(string, ...any)) {
+	id, vi := s.info.ID, s.views[view]
+	if view == Committed && (len(vi.gens) == 0 || vi.gens[0].number != 0 || vi.gens[0].status != GenerationPublished || !vi.hasLast) {
+		fail("stream %d: COMMITTED generation 0 missing or not published", id)
+	}
+	for i, g := range vi.gens {
+		if i > 0 && g.number <= vi.gens[i-1].number {
+			fail("stream %d %s: generation %d after %d", id, view, g.number, vi.gens[i-1].number)
+		}
+		if !vi.hasLast || g.number > vi.last {
+			fail("stream %d %s: live generation %d above last %d", id, view, g.number, vi.last)
+		}
+		if g.status != GenerationBuilding && g.status != GenerationPublished {
+			fail("stream %d %s: live generation %d is %s", id, view, g.number, g.status)
+		}
+		var prev *record
+		g.records.Ascend(func(r record) bool {
+			refs[r.object.Key]++
+			key := IndexKey{Stream: id, View: view, Generation: g.number, Start: r.rng.Start}
+			m.checkRecord(s, g, key, r, prev, fail)
+			prev = &r
+			return true
+		})
+	}
+}
+
+func (m *Machine) checkRecord(s *stream, g *generation, key IndexKey, r record, prev *record, fail func(string, ...any)) {
+	if prev != nil && prev.rng.End > r.rng.Start {
+		fail("%v: overlaps %v", key, prev.rng)
+	}
+	if r.rng.Start >= r.rng.End || r.rng.End > s.info.CommittedEnd || r.rng.End <= s.info.Trim {
+		fail("%v: range %v outside (trim %d, committed end %d]", key, r.rng, s.info.Trim, s.info.CommittedEnd)
+	}
+	if key.Generation > 0 && (r.rng.Start < g.coverage.Start || r.rng.End > g.coverage.End) {
+		fail("%v: range %v outside coverage %v", key, r.rng, g.coverage)
+	}
+	if (key.View == Committed) != (len(r.survivors) == 0) {
+		fail("%v: %d survivors in a %s record", key, len(r.survivors), key.View)
+	}
+	if r.checksum != RecordChecksum(key, r.rng, r.survivors, r.object, r.bytes) {
+		fail("%v: checksum does not verify", key)
+	}
+	if r.version == 0 || r.version > m.applied {
+		fail("%v: version %d outside (0, %d]", key, r.version, m.applied)
+	}
+}
+
+// watermarks are the values that may never decrease, per stream.
+type watermarks struct {
+	committedEnd, trim, epoch, version, lastCommitted, lastCompacted uint64
+}
+
+func (m *Machine) watermarks() map[uint64]watermarks {
+	w := make(map[uint64]watermarks, len(m.streams))
+	for id, s := range m.streams {
+		w[id] = watermarks{
+			committedEnd: s.info.CommittedEnd, trim: s.info.Trim, epoch: s.info.WriterEpoch,
+			version: s.info.Version, lastCommitted: s.views[Committed].last, lastCompacted: s.views[TopicCompacted].last,
+		}
+	}
+	return w
+}
+
+// checkMonotone compares watermarks taken before an Apply with the state
+// after it: for every stream that still exists, nothing went backwards.
+func (m *Machine) checkMonotone(before map[uint64]watermarks, clockBefore int64) error {
+	if m.clock < clockBefore {
+		return fmt.Errorf("clock went back from %d to %d", clockBefore, m.clock)
+	}
+	after := m.watermarks()
+	for id, b := range before {
+		a, ok := after[id]
+		if !ok {
+			continue
+		}
+		if a.committedEnd < b.committedEnd || a.trim < b.trim || a.epoch < b.epoch || a.version < b.version ||
+			a.lastCommitted < b.lastCommitted || a.lastCompacted < b.lastCompacted {
+			return fmt.Errorf("stream %d went backwards: %+v then %+v", id, b, a)
+		}
+	}
+	return nil
+}

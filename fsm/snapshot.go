@@ -1,0 +1,456 @@
+package fsm
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/google/btree"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/metad/metad/fsm/fsmpb"
+)
+
+// Snapshot format, version 1.
+//
+//	header (64 bytes, integers big-endian):
+//	  magic           [8]byte  "METADSNP"
+//	  format          uint32   1
+//	  reserved        uint32   0
+//	  applied index   uint64
+//	  record count    uint64
+//	  body SHA-256    [32]byte
+//	body: record count times
+//	  uvarint length, then a fsmpb.SnapshotRecord of that many bytes
+//
+// Records come in one canonical order: the meta record; objects by key; then
+// per stream by id the stream, its evidence by offset, and per view
+// (COMMITTED first) each live generation by number followed by its records
+// by offset; then pins by id, and dedup entries by request id. Messages are
+// marshalled deterministically, so the same state always gives the same
+// bytes and the body's SHA-256 is the state hash replicas compare.
+const (
+	snapshotMagic   = "METADSNP"
+	snapshotFormat  = uint32(1)
+	headerSize      = 64
+	maxRecordLength = 64 << 20
+)
+
+// ErrCorruptSnapshot is wrapped by every Restore error caused by the bytes
+// of the snapshot (as opposed to the reader failing).
+var ErrCorruptSnapshot = errors.New("corrupt snapshot")
+
+// Header is what a snapshot's first 64 bytes say.
+type Header struct {
+	Format       uint32
+	AppliedIndex uint64
+	Records      uint64
+	Checksum     [32]byte
+}
+
+// Clone returns a point-in-time copy that can be read, or written out as a
+// snapshot, concurrently with later Applies to m. It costs O(number of
+// streams and generations): the B-trees are shared copy-on-write.
+func (m *Machine) Clone() *Machine {
+	c := *m
+	c.streams = make(map[uint64]*stream, len(m.streams))
+	for id, s := range m.streams {
+		c.streams[id] = s.clone()
+	}
+	c.byName = make(map[string]uint64, len(m.byName))
+	for k, v := range m.byName {
+		c.byName[k] = v
+	}
+	c.objects = m.objects.Clone()
+	c.pins = m.pins.Clone()
+	c.pinExpiry = m.pinExpiry.Clone()
+	c.dedup = m.dedup.Clone()
+	c.dedupAge = m.dedupAge.Clone()
+	return &c
+}
+
+func (s *stream) clone() *stream {
+	c := &stream{info: s.info, evidence: s.evidence.Clone()}
+	for v := range s.views {
+		vi := s.views[v]
+		c.views[v] = viewIndex{last: vi.last, hasLast: vi.hasLast}
+		for _, g := range vi.gens {
+			gc := *g
+			gc.records = g.records.Clone()
+			c.views[v].gens = append(c.views[v].gens, &gc)
+		}
+	}
+	return c
+}
+
+// WriteSnapshot writes the machine in the snapshot format. The state is
+// walked twice, once to hash it and once to write it, so that the header can
+// carry the checksum without buffering the body; call it on a Clone.
+func (m *Machine) WriteSnapshot(w io.Writer) error {
+	sum, count, err := m.StateHash()
+	if err != nil {
+		return err
+	}
+	var hdr [headerSize]byte
+	copy(hdr[:8], snapshotMagic)
+	binary.BigEndian.PutUint32(hdr[8:], snapshotFormat)
+	binary.BigEndian.PutUint64(hdr[16:], m.applied)
+	binary.BigEndian.PutUint64(hdr[24:], count)
+	copy(hdr[32:], sum[:])
+	bw := bufio.NewWriterSize(w, 256<<10)
+	if _, err := bw.Write(hdr[:]); err != nil {
+		return err
+	}
+	n, err := m.writeBody(bw)
+	if err != nil {
+		return err
+	}
+	if n != count {
+		panic(fmt.Sprintf("fsm: snapshot walk gave %d records, then %d; was the machine changed during WriteSnapshot?", count, n))
+	}
+	return bw.Flush()
+}
+
+// StateHash returns the SHA-256 of the canonical encoding of the state (the
+// snapshot body) and the number of records in it. Two replicas at the same
+// applied index have the same hash. O(state).
+func (m *Machine) StateHash() ([32]byte, uint64, error) {
+	h := sha256.New()
+	bw := bufio.NewWriterSize(h, 64<<10)
+	n, err := m.writeBody(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	var sum [32]byte
+	copy(sum[:], h.Sum(nil))
+	return sum, n, err
+}
+
+func (m *Machine) writeBody(w io.Writer) (uint64, error) {
+	var n uint64
+	buf := make([]byte, 0, 512)
+	opts := proto.MarshalOptions{Deterministic: true}
+	err := m.eachRecord(func(r *fsmpb.SnapshotRecord) error {
+		var err error
+		size := opts.Size(r)
+		buf = binary.AppendUvarint(buf[:0], uint64(size))
+		buf, err = opts.MarshalAppend(buf, r)
+		if err != nil {
+			return err
+		}
+		n++
+		_, err = w.Write(buf)
+		return err
+	})
+	return n, err
+}
+
+func (m *Machine) sortedStreamIDs() []uint64 {
+	ids := make([]uint64, 0, len(m.streams))
+	for id := range m.streams {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// eachRecord walks the state in canonical order.
+func (m *Machine) eachRecord(emit func(*fsmpb.SnapshotRecord) error) error {
+	var err error
+	put := func(r *fsmpb.SnapshotRecord) bool {
+		err = emit(r)
+		return err == nil
+	}
+	put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Meta{Meta: &fsmpb.MachineMeta{
+		ClockUnixNano: m.clock, NextStreamId: m.nextStreamID, NextPinId: m.nextPinID,
+	}}})
+	if err != nil {
+		return err
+	}
+	m.objects.Ascend(func(o object) bool { return put(o.record()) })
+	for _, id := range m.sortedStreamIDs() {
+		if err != nil {
+			return err
+		}
+		m.streams[id].eachRecord(put)
+	}
+	if err != nil {
+		return err
+	}
+	m.pins.Ascend(func(p pin) bool { return put(p.record()) })
+	if err != nil {
+		return err
+	}
+	m.dedup.Ascend(func(d dedupEntry) bool {
+		return put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Dedup{Dedup: &fsmpb.DedupState{
+			RequestId: d.requestID, CommandDigest: d.digest, AtUnixNano: d.at, Result: d.result,
+		}}})
+	})
+	return err
+}
+
+func (s *stream) eachRecord(put func(*fsmpb.SnapshotRecord) bool) {
+	id := s.info.ID
+	if !put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Stream{Stream: &fsmpb.StreamState{
+		Id: id, Name: s.info.Name, WriterEpoch: s.info.WriterEpoch, Status: s.info.Status,
+		Version: s.info.Version, CommittedEnd: s.info.CommittedEnd, Trim: s.info.Trim,
+		CreatedVersion: s.info.CreatedVersion,
+		LastCommittedGeneration: s.views[Committed].last,
+		LastCompactedGeneration: s.views[TopicCompacted].last,
+		HasCompactedGeneration:  s.views[TopicCompacted].hasLast,
+	}}}) {
+		return
+	}
+	ok := true
+	s.evidence.Ascend(func(e evidence) bool {
+		ok = put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Evidence{Evidence: &fsmpb.EvidenceState{
+			StreamId: id, Range: e.rng.PB(), Object: e.object.PB(), Bytes: e.bytes.PB(),
+			WriterEpoch: e.epoch, Version: e.version,
+		}}})
+		return ok
+	})
+	for _, view := range []View{Committed, TopicCompacted} {
+		for _, g := range s.views[view].gens {
+			if !ok || !put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Generation{Generation: &fsmpb.GenerationState{
+				StreamId: id, View: view, Number: g.number, Status: g.status, Version: g.version, Coverage: g.coverage.PB(),
+			}}}) {
+				return
+			}
+			key := IndexKey{Stream: id, View: view, Generation: g.number}
+			g.records.Ascend(func(r record) bool {
+				key.Start = r.rng.Start
+				ok = put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_IndexRecord{IndexRecord: &fsmpb.IndexRecordState{
+					Key: key.PB(), Version: r.version, Status: r.status,
+					Record: &fsmpb.IndexRecord{
+						Range: r.rng.PB(), Survivors: RangesPB(r.survivors), Object: r.object.PB(),
+						Bytes: r.bytes.PB(), Checksum: r.checksum,
+					},
+				}}})
+				return ok
+			})
+		}
+	}
+}
+
+func (o object) record() *fsmpb.SnapshotRecord {
+	return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Object{Object: &fsmpb.ObjectState{
+		Object: o.ref.PB(), Size: o.size, Status: o.status, Version: o.version, References: o.refs,
+		IdleSinceUnixNano: o.idleSince, PinMaxExpiryUnixNano: o.pinMaxExpiry,
+	}}}
+}
+
+func (p pin) record() *fsmpb.SnapshotRecord {
+	return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Pin{Pin: &fsmpb.PinState{
+		Id: p.id, Object: p.object.PB(), Holder: p.holder, TtlNanos: p.ttl,
+		ExpiryUnixNano: p.expiry, Version: p.version,
+	}}}
+}
+
+// ReadHeader reads and checks a snapshot header.
+func ReadHeader(r io.Reader) (Header, error) {
+	var hdr [headerSize]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return Header{}, fmt.Errorf("%w: header: %w", ErrCorruptSnapshot, err)
+	}
+	if string(hdr[:8]) != snapshotMagic {
+		return Header{}, fmt.Errorf("%w: bad magic %q", ErrCorruptSnapshot, hdr[:8])
+	}
+	h := Header{
+		Format:       binary.BigEndian.Uint32(hdr[8:]),
+		AppliedIndex: binary.BigEndian.Uint64(hdr[16:]),
+		Records:      binary.BigEndian.Uint64(hdr[24:]),
+	}
+	copy(h.Checksum[:], hdr[32:])
+	if h.Format != snapshotFormat {
+		return h, fmt.Errorf("%w: format %d, this binary reads %d", ErrCorruptSnapshot, h.Format, snapshotFormat)
+	}
+	return h, nil
+}
+
+// RecordVisitor receives each decoded snapshot record, for inspection tools.
+type RecordVisitor func(*fsmpb.SnapshotRecord) error
+
+// Restore reads a snapshot and returns the machine it describes. It verifies
+// the header, the record count, the checksum and every invariant before
+// returning, so a caller can swap the result in or discard it whole.
+func Restore(r io.Reader, opts ...Option) (*Machine, error) {
+	m := New(opts...)
+	hdr, err := ReadSnapshot(r, m.restoreRecord)
+	if err != nil {
+		return nil, err
+	}
+	m.applied = hdr.AppliedIndex
+	if err := m.CheckInvariants(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorruptSnapshot, err)
+	}
+	return m, nil
+}
+
+// ReadSnapshot reads a snapshot, passing each record to visit, and checks
+// the count and checksum at the end.
+func ReadSnapshot(r io.Reader, visit RecordVisitor) (Header, error) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	hdr, err := ReadHeader(br)
+	if err != nil {
+		return hdr, err
+	}
+	h := sha256.New()
+	body := bufio.NewReader(io.TeeReader(br, h))
+	var buf []byte
+	for i := uint64(0); i < hdr.Records; i++ {
+		rec, b, err := readRecord(body, buf)
+		buf = b
+		if err != nil {
+			return hdr, fmt.Errorf("%w: record %d: %w", ErrCorruptSnapshot, i, err)
+		}
+		if err := visit(rec); err != nil {
+			return hdr, fmt.Errorf("%w: record %d: %w", ErrCorruptSnapshot, i, err)
+		}
+	}
+	if _, err := body.ReadByte(); err != io.EOF {
+		return hdr, fmt.Errorf("%w: bytes after the last of %d records", ErrCorruptSnapshot, hdr.Records)
+	}
+	if !bytes.Equal(h.Sum(nil), hdr.Checksum[:]) {
+		return hdr, fmt.Errorf("%w: checksum mismatch", ErrCorruptSnapshot)
+	}
+	return hdr, nil
+}
+
+func readRecord(r *bufio.Reader, buf []byte) (*fsmpb.SnapshotRecord, []byte, error) {
+	size, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, buf, fmt.Errorf("length: %w", err)
+	}
+	if size > maxRecordLength {
+		return nil, buf, fmt.Errorf("length %d exceeds %d", size, maxRecordLength)
+	}
+	if uint64(cap(buf)) < size {
+		buf = make([]byte, size)
+	}
+	buf = buf[:size]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, buf, err
+	}
+	rec := &fsmpb.SnapshotRecord{}
+	if err := proto.Unmarshal(buf, rec); err != nil {
+		return nil, buf, err
+	}
+	return rec, buf, nil
+}
+
+// restoreRecord adds one record to a machine being restored. Records must
+// arrive in canonical order: objects before everything naming them, a stream
+// before its evidence and generations, a generation before its records.
+func (m *Machine) restoreRecord(rec *fsmpb.SnapshotRecord) error {
+	switch r := rec.Record.(type) {
+	case *fsmpb.SnapshotRecord_Meta:
+		m.clock, m.nextStreamID, m.nextPinID = r.Meta.ClockUnixNano, r.Meta.NextStreamId, r.Meta.NextPinId
+	case *fsmpb.SnapshotRecord_Stream:
+		return m.restoreStream(r.Stream)
+	case *fsmpb.SnapshotRecord_Evidence:
+		e := r.Evidence
+		s, ok := m.streams[e.StreamId]
+		if !ok {
+			return fmt.Errorf("evidence of unknown stream %d", e.StreamId)
+		}
+		s.evidence.ReplaceOrInsert(evidence{
+			rng: rangeOf(e.Range), object: m.intern(refOf(e.Object)), bytes: byteRangeOf(e.Bytes),
+			epoch: e.WriterEpoch, version: e.Version,
+		})
+	case *fsmpb.SnapshotRecord_Generation:
+		return m.restoreGeneration(r.Generation)
+	case *fsmpb.SnapshotRecord_IndexRecord:
+		return m.restoreIndexRecord(r.IndexRecord)
+	case *fsmpb.SnapshotRecord_Object:
+		o := r.Object
+		m.objects.ReplaceOrInsert(object{
+			ref: refOf(o.Object), size: o.Size, status: o.Status, version: o.Version, refs: o.References,
+			idleSince: o.IdleSinceUnixNano, pinMaxExpiry: o.PinMaxExpiryUnixNano,
+		})
+	case *fsmpb.SnapshotRecord_Pin:
+		return m.restorePin(r.Pin)
+	case *fsmpb.SnapshotRecord_Dedup:
+		d := r.Dedup
+		if d.Result == nil {
+			return fmt.Errorf("dedup entry %q without result", d.RequestId)
+		}
+		m.dedup.ReplaceOrInsert(dedupEntry{requestID: d.RequestId, digest: d.CommandDigest, at: d.AtUnixNano, result: d.Result})
+		m.dedupAge.ReplaceOrInsert(dedupDeadline{at: d.AtUnixNano, requestID: d.RequestId})
+	default:
+		return fmt.Errorf("unknown record type %T", r)
+	}
+	return nil
+}
+
+func (m *Machine) restoreStream(st *fsmpb.StreamState) error {
+	if _, dup := m.streams[st.Id]; dup {
+		return fmt.Errorf("stream %d twice", st.Id)
+	}
+	s := &stream{
+		info: StreamInfo{
+			ID: st.Id, Name: st.Name, WriterEpoch: st.WriterEpoch, Status: st.Status, Version: st.Version,
+			CommittedEnd: st.CommittedEnd, Trim: st.Trim, CreatedVersion: st.CreatedVersion,
+		},
+		evidence: btree.NewG(treeDegree, evidenceLess),
+	}
+	s.views[Committed] = viewIndex{last: st.LastCommittedGeneration, hasLast: true}
+	s.views[TopicCompacted] = viewIndex{last: st.LastCompactedGeneration, hasLast: st.HasCompactedGeneration}
+	m.streams[st.Id] = s
+	m.byName[st.Name] = st.Id
+	return nil
+}
+
+func (m *Machine) restoreGeneration(gs *fsmpb.GenerationState) error {
+	s, ok := m.streams[gs.StreamId]
+	if !ok || !ValidView(gs.View) {
+		return fmt.Errorf("generation of unknown stream %d or view %s", gs.StreamId, gs.View)
+	}
+	vi := s.view(gs.View)
+	if g := vi.latest(); g != nil && g.number >= gs.Number {
+		return fmt.Errorf("generation %d after %d", gs.Number, g.number)
+	}
+	vi.gens = append(vi.gens, newGeneration(gs.Number, gs.Status, gs.Version, rangeOf(gs.Coverage)))
+	return nil
+}
+
+func (m *Machine) restoreIndexRecord(rs *fsmpb.IndexRecordState) error {
+	key := indexKeyOf(rs.Key)
+	g := m.generation(key.Stream, key.View, key.Generation)
+	if g == nil || rs.Record == nil {
+		return fmt.Errorf("record %v of an unknown generation", key)
+	}
+	pr := rs.Record
+	g.records.ReplaceOrInsert(record{
+		rng: rangeOf(pr.Range), survivors: rangesOf(pr.Survivors), object: m.intern(refOf(pr.Object)),
+		bytes: byteRangeOf(pr.Bytes), version: rs.Version, checksum: pr.Checksum, status: rs.Status,
+	})
+	return nil
+}
+
+func (m *Machine) restorePin(ps *fsmpb.PinState) error {
+	o, ok := m.getObject(refOf(ps.Object).Key)
+	if !ok {
+		return fmt.Errorf("pin %d on unknown object %v", ps.Id, refOf(ps.Object))
+	}
+	p := pin{id: ps.Id, object: m.intern(refOf(ps.Object)), holder: ps.Holder, ttl: ps.TtlNanos, expiry: ps.ExpiryUnixNano, version: ps.Version}
+	m.pins.ReplaceOrInsert(p)
+	m.pinExpiry.ReplaceOrInsert(pinDeadline{at: p.expiry + int64(PinGrace), id: p.id})
+	o.pins++
+	m.objects.ReplaceOrInsert(o)
+	return nil
+}
+
+// intern returns ref with its strings shared with the registry entry when
+// they are equal, so that a million records naming one object hold one copy
+// of its key and identity.
+func (m *Machine) intern(ref ObjectRef) ObjectRef {
+	if o, ok := m.getObject(ref.Key); ok && o.ref.Identity == ref.Identity {
+		return o.ref
+	}
+	return ref
+}

@@ -1,0 +1,212 @@
+package fsm
+
+import (
+	"github.com/google/btree"
+
+	"github.com/metad/metad/fsm/fsmpb"
+)
+
+// stream is one stream's state.
+type stream struct {
+	// Invariant: info.Trim <= info.CommittedEnd; both, WriterEpoch and
+	// Version never decrease.
+	info StreamInfo
+	// evidence holds the append evidence that is not wholly below trim,
+	// ordered by start.
+	// Invariant: contiguous, and the last entry ends at info.CommittedEnd.
+	evidence *btree.BTreeG[evidence]
+	// views is indexed by View; index 0 (unspecified) is unused.
+	views [3]viewIndex
+}
+
+// evidence is the stored form of EvidenceInfo; the stream id is implied.
+type evidence struct {
+	rng     Range
+	object  ObjectRef
+	bytes   ByteRange
+	epoch   uint64
+	version uint64
+}
+
+func evidenceLess(a, b evidence) bool { return a.rng.Start < b.rng.Start }
+
+func newStream(id uint64, name string, index uint64) *stream {
+	s := &stream{
+		info: StreamInfo{
+			ID: id, Name: name, Status: StreamActive,
+			Version: index, CreatedVersion: index,
+		},
+		evidence: btree.NewG(treeDegree, evidenceLess),
+	}
+	// COMMITTED generation 0 exists from the start: it is derived from append
+	// evidence and grows with every indexed append or repair.
+	s.views[Committed] = viewIndex{
+		hasLast: true,
+		gens:    []*generation{newGeneration(0, GenerationPublished, index, Range{})},
+	}
+	return s
+}
+
+func (s *stream) view(v View) *viewIndex { return &s.views[v] }
+
+// lookupStream returns the stream or a STREAM_NOT_FOUND refusal.
+func (m *Machine) lookupStream(index, id uint64) (*stream, *fsmpb.Result) {
+	s, ok := m.streams[id]
+	if !ok {
+		return nil, reject(index, fsmpb.RejectCode_STREAM_NOT_FOUND, "stream_id", "stream %d does not exist", id)
+	}
+	return s, nil
+}
+
+func (m *Machine) createStream(index uint64, c *fsmpb.CreateStream) *fsmpb.Result {
+	if id, ok := m.byName[c.Name]; ok {
+		return &fsmpb.Result{Version: index, StreamId: id}
+	}
+	id := m.nextStreamID
+	m.nextStreamID++
+	m.streams[id] = newStream(id, c.Name, index)
+	m.byName[c.Name] = id
+	return &fsmpb.Result{Version: index, StreamId: id}
+}
+
+func (m *Machine) openForWrite(index uint64, c *fsmpb.OpenForWrite) *fsmpb.Result {
+	s, rej := m.lookupStream(index, c.StreamId)
+	if rej != nil {
+		return rej
+	}
+	if s.info.Status == StreamSealed {
+		return reject(index, fsmpb.RejectCode_STREAM_SEALED, "stream_id", "stream %d is sealed", s.info.ID)
+	}
+	s.info.WriterEpoch++
+	s.info.Version = index
+	return &fsmpb.Result{Version: index, StreamId: s.info.ID, WriterEpoch: s.info.WriterEpoch}
+}
+
+// checkEpoch fences writers: only the current epoch may write.
+func checkEpoch(index uint64, s *stream, epoch uint64) *fsmpb.Result {
+	switch {
+	case epoch < s.info.WriterEpoch:
+		r := reject(index, fsmpb.RejectCode_STALE_EPOCH, "writer_epoch",
+			"writer epoch %d is stale: stream %d is at epoch %d", epoch, s.info.ID, s.info.WriterEpoch)
+		r.WriterEpoch = s.info.WriterEpoch
+		return r
+	case epoch > s.info.WriterEpoch:
+		r := reject(index, fsmpb.RejectCode_EPOCH_AHEAD, "writer_epoch",
+			"writer epoch %d was never issued: stream %d is at epoch %d", epoch, s.info.ID, s.info.WriterEpoch)
+		r.WriterEpoch = s.info.WriterEpoch
+		return r
+	}
+	return nil
+}
+
+func (m *Machine) commitAppend(index uint64, c *fsmpb.CommitAppend) *fsmpb.Result {
+	s, rej := m.lookupStream(index, c.StreamId)
+	if rej != nil {
+		return rej
+	}
+	if s.info.Status == StreamSealed {
+		return reject(index, fsmpb.RejectCode_STREAM_SEALED, "stream_id", "stream %d is sealed", s.info.ID)
+	}
+	if rej := checkEpoch(index, s, c.WriterEpoch); rej != nil {
+		return rej
+	}
+	if c.ExpectedStart != s.info.CommittedEnd {
+		r := reject(index, fsmpb.RejectCode_APPEND_NOT_AT_END, "expected_start",
+			"append must start at committed end %d, not %d", s.info.CommittedEnd, c.ExpectedStart)
+		r.CommittedEnd = s.info.CommittedEnd
+		return r
+	}
+	ref := refOf(c.Object)
+	obj, rej := m.liveObject(index, ref, "object")
+	if rej != nil {
+		return rej
+	}
+	rng := Range{c.ExpectedStart, c.End}
+	ev := evidence{rng: rng, object: obj.ref, bytes: byteRangeOf(c.Bytes), epoch: c.WriterEpoch, version: index}
+	s.evidence.ReplaceOrInsert(ev)
+	m.addReference(obj.ref.Key)
+	if c.IndexGen0 {
+		key := IndexKey{Stream: s.info.ID, View: Committed, Generation: 0, Start: rng.Start}
+		rec := record{rng: rng, object: obj.ref, bytes: ev.bytes, version: index, status: RecordValid}
+		rec.checksum = RecordChecksum(key, rng, nil, rec.object, rec.bytes)
+		g := s.views[Committed].gens[0]
+		g.records.ReplaceOrInsert(rec)
+		g.version = index
+		m.addReference(obj.ref.Key)
+	}
+	s.info.CommittedEnd = c.End
+	s.info.Version = index
+	return &fsmpb.Result{Version: index, StreamId: s.info.ID, CommittedEnd: s.info.CommittedEnd}
+}
+
+// trim advances the trim point and forgets evidence and records that lie
+// wholly below it: they can never be read again.
+func (m *Machine) trim(index uint64, c *fsmpb.Trim) *fsmpb.Result {
+	s, rej := m.lookupStream(index, c.StreamId)
+	if rej != nil {
+		return rej
+	}
+	switch {
+	case c.Offset > s.info.CommittedEnd:
+		r := reject(index, fsmpb.RejectCode_TRIM_BEYOND_END, "offset",
+			"trim %d is beyond committed end %d", c.Offset, s.info.CommittedEnd)
+		r.CommittedEnd, r.Trim = s.info.CommittedEnd, s.info.Trim
+		return r
+	case c.Offset < s.info.Trim:
+		r := reject(index, fsmpb.RejectCode_TRIM_BACKWARDS, "offset",
+			"trim %d is below the trim point %d; trim never moves back", c.Offset, s.info.Trim)
+		r.CommittedEnd, r.Trim = s.info.CommittedEnd, s.info.Trim
+		return r
+	case c.Offset == s.info.Trim:
+		return &fsmpb.Result{Version: index, StreamId: s.info.ID, Trim: s.info.Trim, CommittedEnd: s.info.CommittedEnd}
+	}
+	s.info.Trim = c.Offset
+	s.info.Version = index
+	for {
+		e, ok := s.evidence.Min()
+		if !ok || e.rng.End > s.info.Trim {
+			break
+		}
+		s.evidence.DeleteMin()
+		m.dropReference(e.object.Key)
+	}
+	for v := range s.views {
+		for _, g := range s.views[v].gens {
+			m.dropRecordsBelow(g, s.info.Trim)
+		}
+	}
+	return &fsmpb.Result{Version: index, StreamId: s.info.ID, Trim: s.info.Trim, CommittedEnd: s.info.CommittedEnd}
+}
+
+func (m *Machine) seal(index uint64, c *fsmpb.Seal) *fsmpb.Result {
+	s, rej := m.lookupStream(index, c.StreamId)
+	if rej != nil {
+		return rej
+	}
+	if s.info.Status != StreamSealed {
+		s.info.Status = StreamSealed
+		s.info.Version = index
+	}
+	return &fsmpb.Result{Version: index, StreamId: s.info.ID, CommittedEnd: s.info.CommittedEnd}
+}
+
+// deleteStream forgets the stream and everything it references; the objects
+// it named become candidates for garbage collection. Ids are never reused.
+func (m *Machine) deleteStream(index uint64, c *fsmpb.DeleteStream) *fsmpb.Result {
+	s, rej := m.lookupStream(index, c.StreamId)
+	if rej != nil {
+		return rej
+	}
+	s.evidence.Ascend(func(e evidence) bool {
+		m.dropReference(e.object.Key)
+		return true
+	})
+	for v := range s.views {
+		for _, g := range s.views[v].gens {
+			m.dropGenerationRecords(g)
+		}
+	}
+	delete(m.streams, s.info.ID)
+	delete(m.byName, s.info.Name)
+	return &fsmpb.Result{Version: index, StreamId: s.info.ID}
+}
