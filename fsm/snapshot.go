@@ -199,7 +199,7 @@ func (s *stream) eachRecord(put func(*fsmpb.SnapshotRecord) bool) {
 	if !put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Stream{Stream: &fsmpb.StreamState{
 		Id: id, Name: s.info.Name, WriterEpoch: s.info.WriterEpoch, Status: s.info.Status,
 		Version: s.info.Version, CommittedEnd: s.info.CommittedEnd, Trim: s.info.Trim,
-		CreatedVersion: s.info.CreatedVersion,
+		CreatedVersion:          s.info.CreatedVersion,
 		LastCommittedGeneration: s.views[Committed].last,
 		LastCompactedGeneration: s.views[TopicCompacted].last,
 		HasCompactedGeneration:  s.views[TopicCompacted].hasLast,
