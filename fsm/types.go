@@ -32,6 +32,11 @@ const (
 	RecordRetired     = fsmpb.RecordStatus_RECORD_STATUS_RETIRED
 	RecordQuarantined = fsmpb.RecordStatus_RECORD_STATUS_QUARANTINED
 
+	FailureIdentityMismatch = fsmpb.FailureKind_FAILURE_KIND_IDENTITY_MISMATCH
+	FailureObjectMissing    = fsmpb.FailureKind_FAILURE_KIND_OBJECT_MISSING
+	FailureCorrupt          = fsmpb.FailureKind_FAILURE_KIND_CORRUPT
+	FailureIOError          = fsmpb.FailureKind_FAILURE_KIND_IO_ERROR
+
 	ObjectLive     = fsmpb.ObjectStatus_OBJECT_STATUS_LIVE
 	ObjectDeleting = fsmpb.ObjectStatus_OBJECT_STATUS_DELETING
 	ObjectDeleted  = fsmpb.ObjectStatus_OBJECT_STATUS_DELETED
