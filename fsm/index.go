@@ -218,7 +218,7 @@ func (m *Machine) dropRecordsBelow(g *generation, trim uint64) {
 // record is stale and changes nothing either.
 func (m *Machine) reportCandidateFailure(index uint64, c *fsmpb.ReportCandidateFailure) *fsmpb.Result {
 	key := indexKeyOf(c.Key)
-	s, rej := m.lookupStream(index, key.Stream)
+	s, rej := m.lookupStreamField(index, key.Stream, "key.stream_id")
 	if rej != nil {
 		return rej
 	}

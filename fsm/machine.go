@@ -160,12 +160,33 @@ func (m *Machine) applyDeduplicated(index uint64, cmd *fsmpb.Command) *fsmpb.Res
 	return res
 }
 
-// dispatch runs the handler of the command's operation: one small function
-// per operation, each validating first and mutating only when it accepts.
+// dispatch validates the command and runs its operation's handler.
+//
+// Handlers name the field at fault relative to their operation's message;
+// dispatch prefixes the operation's name, so that every Rejection.Field is
+// a dotted path from the Command, as Validate's are (fsm.proto, Rejection).
 func (m *Machine) dispatch(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 	if rej := Validate(cmd); rej != nil {
 		return &fsmpb.Result{Version: index, Rejection: rej}
 	}
+	res := m.handle(index, cmd)
+	if rej := res.Rejection; rej != nil && rej.Field != "" {
+		rej.Field = opName(cmd) + "." + rej.Field
+	}
+	return res
+}
+
+// opOneof describes Command's op oneof.
+var opOneof = (&fsmpb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("op")
+
+// opName is the field name of the command's operation, e.g. "commit_append".
+func opName(cmd *fsmpb.Command) string {
+	return string(cmd.ProtoReflect().WhichOneof(opOneof).Name())
+}
+
+// handle runs the handler of the command's operation: one small function per
+// operation, each checking first and mutating only when it accepts.
+func (m *Machine) handle(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 	switch op := cmd.Op.(type) {
 	case *fsmpb.Command_CreateStream:
 		return m.createStream(index, op.CreateStream)

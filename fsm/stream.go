@@ -49,11 +49,17 @@ func newStream(id uint64, name string, index uint64) *stream {
 
 func (s *stream) view(v View) *viewIndex { return &s.views[v] }
 
-// lookupStream returns the stream or a STREAM_NOT_FOUND refusal.
+// lookupStream returns the stream or a STREAM_NOT_FOUND refusal naming the
+// command's stream_id field.
 func (m *Machine) lookupStream(index, id uint64) (*stream, *fsmpb.Result) {
+	return m.lookupStreamField(index, id, "stream_id")
+}
+
+// lookupStreamField is lookupStream for a command whose stream id is at field.
+func (m *Machine) lookupStreamField(index, id uint64, field string) (*stream, *fsmpb.Result) {
 	s, ok := m.streams[id]
 	if !ok {
-		return nil, reject(index, fsmpb.RejectCode_STREAM_NOT_FOUND, "stream_id", "stream %d does not exist", id)
+		return nil, reject(index, fsmpb.RejectCode_STREAM_NOT_FOUND, field, "stream %d does not exist", id)
 	}
 	return s, nil
 }
