@@ -120,10 +120,10 @@ func newScriptRunner(t *testing.T) *scriptRunner {
 
 // scriptArgs are the key=value (or bare key) arguments of one command.
 type scriptArgs struct {
-	t    *testing.T
+	t     *testing.T
 	where string
-	kv   [][2]string
-	used map[int]bool
+	kv    [][2]string
+	used  map[int]bool
 }
 
 func parseArgs(t *testing.T, where string, fields []string) *scriptArgs {
@@ -233,7 +233,9 @@ func (a *scriptArgs) parseBytes(v string) ByteRange {
 	return ByteRange{a.parseU64(o), a.parseU64(l)}
 }
 
-func (a *scriptArgs) obj() ObjectRef { return ObjectRef{Key: a.str("obj", ""), Identity: a.str("id", "")} }
+func (a *scriptArgs) obj() ObjectRef {
+	return ObjectRef{Key: a.str("obj", ""), Identity: a.str("id", "")}
+}
 
 // record parses START-END[:S-E,S-E...]@KEY/IDENTITY/OFF+LEN[!], computing the
 // checksum for key; a trailing "!" corrupts it.
@@ -353,6 +355,9 @@ func (r *scriptRunner) command(name string, a *scriptArgs) *fsmpb.Command {
 		return cmdDeleted(a.obj())
 	case "report":
 		kind := fsmpb.FailureKind(fsmpb.FailureKind_value["FAILURE_KIND_"+a.str("kind", "")])
+		if n, err := strconv.ParseInt(a.str("kind", ""), 10, 32); err == nil {
+			kind = fsmpb.FailureKind(n)
+		}
 		key := IndexKey{Stream: s, View: a.view("view"), Generation: a.u64("gen", 0), Start: a.u64("start", 0)}
 		return cmdReport(key, a.u64("ver", 0), kind, a.str("detail", ""))
 	case "repair":
