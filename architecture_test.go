@@ -1,0 +1,110 @@
+// Package metad_test holds the architecture test: it keeps the dependency
+// directions of STYLE.md true as the code grows.
+package metad_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/metad/metad"
+
+// pureCore packages decide; they never do I/O, read clocks, log, or start
+// goroutines, so they can be tested exhaustively and deterministically.
+var pureCore = []string{"fsm", "fsm/fsmpb", "resolver"}
+
+// forbiddenInCore may not appear anywhere in a pure package's transitive
+// dependencies.
+var forbiddenInCore = regexp.MustCompile(`^(net|net/.*|log|log/.*|os/exec|github\.com/hashicorp/.*|google\.golang\.org/grpc.*)$`)
+
+// forbiddenDirect may not be imported by a pure package's own files. `os` can
+// only be checked here: the standard library's fmt imports it.
+var forbiddenDirect = regexp.MustCompile(`^(os|os/.*|net|net/.*|log|log/.*)$`)
+
+// inward lists, per package, the project packages it must not import
+// (directly or not): dependencies point inward,
+// cmd/metad → api → {resolver, repair} → raftstore → fsm,
+// and jepsen/ sees metad only over the network.
+var inward = map[string][]string{
+	"fsm":        {"resolver", "repair", "raftstore", "membership", "api", "cmd/metad", "objectstore", "client", "jepsen"},
+	"resolver":   {"repair", "raftstore", "membership", "api", "cmd/metad", "objectstore", "client", "jepsen"},
+	"repair":     {"resolver", "raftstore", "membership", "api", "cmd/metad", "client", "jepsen"},
+	"raftstore":  {"resolver", "repair", "membership", "api", "cmd/metad", "objectstore", "client", "jepsen"},
+	"membership": {"fsm", "resolver", "repair", "raftstore", "api", "cmd/metad", "client", "jepsen"},
+	"api":        {"cmd/metad", "jepsen"},
+	"client":     {"fsm", "resolver", "repair", "raftstore", "membership", "cmd/metad", "jepsen"},
+	"jepsen":     {"fsm", "resolver", "repair", "raftstore", "membership", "objectstore"},
+}
+
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	return strings.Fields(string(out))
+}
+
+func exists(pkg string) bool {
+	_, err := os.Stat(filepath.FromSlash(pkg))
+	return err == nil
+}
+
+func TestPureCoreImportsNoIO(t *testing.T) {
+	for _, pkg := range pureCore {
+		path := module + "/" + pkg
+		for _, dep := range goList(t, "-deps", path) {
+			if forbiddenInCore.MatchString(dep) {
+				t.Errorf("%s depends on %s", pkg, dep)
+			}
+		}
+		for _, imp := range goList(t, "-f", `{{join .Imports " "}}`, path) {
+			if forbiddenDirect.MatchString(imp) {
+				t.Errorf("%s imports %s", pkg, imp)
+			}
+		}
+	}
+}
+
+// clockOrConcurrency finds reads of the wall clock, sleeps and goroutines.
+var clockOrConcurrency = regexp.MustCompile(`\btime\.(Now|Since|Until|Sleep|After|Tick|NewTimer|NewTicker)\(|^\s*go\s+\w`)
+
+func TestPureCoreReadsNoClock(t *testing.T) {
+	for _, pkg := range pureCore {
+		files, _ := filepath.Glob(filepath.Join(filepath.FromSlash(pkg), "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(string(b), "\n") {
+				if clockOrConcurrency.MatchString(line) {
+					t.Errorf("%s:%d: %s", f, i+1, strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+}
+
+func TestDependenciesPointInward(t *testing.T) {
+	for pkg, banned := range inward {
+		if !exists(pkg) {
+			continue
+		}
+		deps := goList(t, "-deps", module+"/"+pkg+"/...")
+		for _, dep := range deps {
+			for _, b := range banned {
+				if dep == module+"/"+b || strings.HasPrefix(dep, module+"/"+b+"/") {
+					t.Errorf("%s depends on %s", pkg, dep)
+				}
+			}
+		}
+	}
+}
