@@ -71,7 +71,7 @@ func TestPureCoreImportsNoIO(t *testing.T) {
 }
 
 // clockOrConcurrency finds reads of the wall clock, sleeps and goroutines.
-var clockOrConcurrency = regexp.MustCompile(`\btime\.(Now|Since|Until|Sleep|After|Tick|NewTimer|NewTicker)\(|^\s*go\s+\w`)
+var clockOrConcurrency = regexp.MustCompile(`\btime\.(Now|Since|Until|Sleep|After|Tick|NewTimer|NewTicker)\(|(^|[{;])\s*go\s+(func\b|[\w.]+\()`)
 
 func TestPureCoreReadsNoClock(t *testing.T) {
 	for _, pkg := range pureCore {
