@@ -20,15 +20,21 @@ type dedupEntry struct {
 
 func dedupLess(a, b dedupEntry) bool { return a.requestID < b.requestID }
 
-// dedupDeadline orders dedup entries by age for eviction.
+// dedupDeadline orders dedup entries by age for eviction: by machine time,
+// then by the index the command was applied at (its result's version), so
+// that entries applied at the same machine time still leave oldest first.
 type dedupDeadline struct {
 	at        int64
+	version   uint64
 	requestID string
 }
 
 func dedupDeadlineLess(a, b dedupDeadline) bool {
 	if a.at != b.at {
 		return a.at < b.at
+	}
+	if a.version != b.version {
+		return a.version < b.version
 	}
 	return a.requestID < b.requestID
 }
@@ -47,9 +53,12 @@ func commandDigest(cmd *fsmpb.Command) []byte {
 	return sum[:]
 }
 
+// remember stores res for requestID. It keeps its own copy: the caller owns
+// the result Apply returns and may change it.
 func (m *Machine) remember(requestID string, digest []byte, res *fsmpb.Result) {
+	res = proto.Clone(res).(*fsmpb.Result)
 	m.dedup.ReplaceOrInsert(dedupEntry{requestID: requestID, digest: digest, at: m.clock, result: res})
-	m.dedupAge.ReplaceOrInsert(dedupDeadline{at: m.clock, requestID: requestID})
+	m.dedupAge.ReplaceOrInsert(dedupDeadline{at: m.clock, version: res.Version, requestID: requestID})
 	for m.dedup.Len() > MaxDedupEntries {
 		m.evictOldestDedup()
 	}
@@ -59,7 +68,7 @@ func (m *Machine) remember(requestID string, digest []byte, res *fsmpb.Result) {
 func (m *Machine) pruneDedup() {
 	for {
 		d, ok := m.dedupAge.Min()
-		if !ok || d.at+int64(DedupTTL) > m.clock {
+		if !ok || addSaturated(d.at, int64(DedupTTL)) > m.clock {
 			return
 		}
 		m.evictOldestDedup()

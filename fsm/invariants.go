@@ -25,7 +25,7 @@ func (m *Machine) CheckInvariants() error {
 		if p.id >= m.nextPinID {
 			fail("pin %d not below next pin id %d", p.id, m.nextPinID)
 		}
-		if _, ok := m.pinExpiry.Get(pinDeadline{at: p.expiry + int64(PinGrace), id: p.id}); !ok {
+		if _, ok := m.pinExpiry.Get(pinDeadline{at: p.pruneAt(), id: p.id}); !ok {
 			fail("pin %d missing from the expiry index", p.id)
 		}
 		return true

@@ -142,7 +142,9 @@ func (m *Machine) Apply(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 }
 
 func (m *Machine) applyDeduplicated(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
-	if cmd.RequestId == "" {
+	// An oversized request id is refused by Validate; remembering it would
+	// let one command put an unbounded id into the dedup table.
+	if cmd.RequestId == "" || len(cmd.RequestId) > MaxRequestIDLen {
 		return m.dispatch(index, cmd)
 	}
 	digest := commandDigest(cmd)

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"math"
 	"time"
 
 	"github.com/metad/metad/fsm/fsmpb"
@@ -50,6 +51,19 @@ type pin struct {
 }
 
 func pinLess(a, b pin) bool { return a.id < b.id }
+
+// pruneAt is the machine time at which the pin is forgotten.
+func (p pin) pruneAt() int64 { return addSaturated(p.expiry, int64(PinGrace)) }
+
+// addSaturated returns a+b for b >= 0, or math.MaxInt64 if that overflows.
+// Machine time comes from stamps, so a leader with a wild clock can put it
+// anywhere; an expiry must then stay in the future, not wrap into the past.
+func addSaturated(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
 
 func (p pin) info() PinInfo {
 	return PinInfo{ID: p.id, Object: p.object, Holder: p.holder, TTL: p.ttl, Expiry: p.expiry, Version: p.version}
@@ -152,11 +166,11 @@ func (m *Machine) pinObject(index uint64, c *fsmpb.PinObject) *fsmpb.Result {
 	}
 	p := pin{
 		id: m.nextPinID, object: o.ref, holder: c.Holder,
-		ttl: c.TtlNanos, expiry: m.clock + c.TtlNanos, version: index,
+		ttl: c.TtlNanos, expiry: addSaturated(m.clock, c.TtlNanos), version: index,
 	}
 	m.nextPinID++
 	m.pins.ReplaceOrInsert(p)
-	m.pinExpiry.ReplaceOrInsert(pinDeadline{at: p.expiry + int64(PinGrace), id: p.id})
+	m.pinExpiry.ReplaceOrInsert(pinDeadline{at: p.pruneAt(), id: p.id})
 	o.pins++
 	o.pinMaxExpiry = max(o.pinMaxExpiry, p.expiry)
 	m.objects.ReplaceOrInsert(o)
@@ -175,7 +189,7 @@ func (m *Machine) releasePin(index uint64, c *fsmpb.ReleasePin) *fsmpb.Result {
 
 func (m *Machine) dropPin(p pin) {
 	m.pins.Delete(p)
-	m.pinExpiry.Delete(pinDeadline{at: p.expiry + int64(PinGrace), id: p.id})
+	m.pinExpiry.Delete(pinDeadline{at: p.pruneAt(), id: p.id})
 	o, ok := m.getObject(p.object.Key)
 	if !ok || o.pins == 0 {
 		panic("fsm: pin on an object that does not count it: " + p.object.Key)

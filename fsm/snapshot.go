@@ -380,7 +380,7 @@ func (m *Machine) restoreRecord(rec *fsmpb.SnapshotRecord) error {
 			return fmt.Errorf("dedup entry %q without result", d.RequestId)
 		}
 		m.dedup.ReplaceOrInsert(dedupEntry{requestID: d.RequestId, digest: d.CommandDigest, at: d.AtUnixNano, result: d.Result})
-		m.dedupAge.ReplaceOrInsert(dedupDeadline{at: d.AtUnixNano, requestID: d.RequestId})
+		m.dedupAge.ReplaceOrInsert(dedupDeadline{at: d.AtUnixNano, version: d.Result.Version, requestID: d.RequestId})
 	default:
 		return fmt.Errorf("unknown record type %T", r)
 	}
@@ -439,7 +439,7 @@ func (m *Machine) restorePin(ps *fsmpb.PinState) error {
 	}
 	p := pin{id: ps.Id, object: m.intern(refOf(ps.Object)), holder: ps.Holder, ttl: ps.TtlNanos, expiry: ps.ExpiryUnixNano, version: ps.Version}
 	m.pins.ReplaceOrInsert(p)
-	m.pinExpiry.ReplaceOrInsert(pinDeadline{at: p.expiry + int64(PinGrace), id: p.id})
+	m.pinExpiry.ReplaceOrInsert(pinDeadline{at: p.pruneAt(), id: p.id})
 	o.pins++
 	m.objects.ReplaceOrInsert(o)
 	return nil
