@@ -1,0 +1,305 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
+)
+
+// ErrClosed is returned by Leave after Close.
+var ErrClosed = errors.New("membership: agent closed")
+
+// Raft is the part of *raft.Raft the agent drives (a subset of
+// raft-autopilot's autopilot.Raft). *raft.Raft satisfies it; so may a
+// wrapper that delegates to one.
+type Raft interface {
+	// State tells whether this node leads: reconcile runs only then.
+	State() raft.RaftState
+	// GetConfiguration gives the latest configuration and its index; the
+	// index is passed as prevIndex to every change, so a change planned on
+	// a stale configuration fails instead of applying.
+	GetConfiguration() raft.ConfigurationFuture
+	AddNonvoter(id raft.ServerID, address raft.ServerAddress, prevIndex uint64, timeout time.Duration) raft.IndexFuture
+	AddVoter(id raft.ServerID, address raft.ServerAddress, prevIndex uint64, timeout time.Duration) raft.IndexFuture
+	RemoveServer(id raft.ServerID, prevIndex uint64, timeout time.Duration) raft.IndexFuture
+	// LastIndex and Stats give the leader's last index and term, against
+	// which non-voters' health is judged.
+	LastIndex() uint64
+	Stats() map[string]string
+}
+
+// Hooks are the functions cmd/metad injects; all are required.
+type Hooks struct {
+	// HasState reports whether this node already has raft state on disk
+	// (raft.HasExistingState). Such a node never bootstraps.
+	HasState func() bool
+	// Bootstrap bootstraps raft with the given configuration
+	// (raft.BootstrapCluster(...).Error()). An error wrapping
+	// raft.ErrCantBootstrap means state appeared meanwhile: no retry.
+	Bootstrap func(servers []raft.Server) error
+	// FetchStats fetches another server's raft stats (normally an RPC to
+	// m.Meta.GRPCAddr answered with StatsFromRaft). The leader calls it
+	// for each alive non-voter every reconcile round, with a deadline.
+	FetchStats func(ctx context.Context, m Member) (*autopilot.ServerStats, error)
+}
+
+// Agent is one node's membership: its memberlist instance, its gossip view,
+// and the loop that bootstraps raft and, while this node leads, reconciles
+// the raft configuration with the gossip view.
+type Agent struct {
+	// Immutable after New.
+	cfg   Config
+	raft  Raft
+	hooks Hooks
+	log   *slog.Logger
+	ml    *memberlist.Memberlist
+	table *table
+	meta  *metaSource
+	// joinAddrs is cfg.Join without this node's own address.
+	joinAddrs []string
+
+	// Lifecycle. nudgeCh (capacity 1) wakes the loop; cancel and wg stop
+	// and join the two goroutines New starts; lifeMu orders Leave/Close.
+	nudgeCh chan struct{}
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	lifeMu  sync.Mutex
+	closed  bool
+	left    atomic.Bool
+
+	// Owned by the loop goroutine (run); nothing else touches it.
+	loop loopState
+}
+
+// loopState is the loop goroutine's private memory.
+type loopState struct {
+	// bootstrapDone: never consider bootstrapping again (no expect, state
+	// found, bootstrapped, or a peer is already in a cluster).
+	bootstrapDone bool
+	// lastBootstrapReason de-duplicates bootstrap log lines.
+	lastBootstrapReason string
+	// bootstrapped is what this node's metadata currently advertises.
+	bootstrapped bool
+	// leading: reconcile state below belongs to the current leadership.
+	leading     bool
+	absentSince map[raft.ServerID]time.Time
+	health      map[raft.ServerID]health
+	// logged holds keys of hold decisions already logged and still in
+	// force; failed maps planned actions to the last error logged for them.
+	logged map[string]bool
+	failed map[string]string
+}
+
+// New validates cfg, starts memberlist on cfg.BindAddr and starts the
+// agent's goroutines: the joiner (Join with backoff, then periodic
+// reconnects) and the loop (bootstrap, then reconcile while leading).
+// r is this node's raft; logger receives the agent's and memberlist's logs
+// (nil discards them). Close stops everything.
+func New(cfg Config, r Raft, hooks Hooks, logger *slog.Logger) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if r == nil || hooks.HasState == nil || hooks.Bootstrap == nil || hooks.FetchStats == nil {
+		return nil, fmt.Errorf("%w: raft handle and all hooks (HasState, Bootstrap, FetchStats) are required", ErrInvalidConfig)
+	}
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	logger = logger.With("node", cfg.NodeID)
+	a := &Agent{cfg: cfg, raft: r, hooks: hooks, log: logger, nudgeCh: make(chan struct{}, 1)}
+	a.table = newTable(logger, time.Now, a.nudge)
+	hasState := hooks.HasState()
+	a.loop.bootstrapped = hasState
+	a.loop.bootstrapDone = hasState || cfg.BootstrapExpect == 0
+	meta, err := newMetaSource(Meta{RaftAddr: cfg.RaftAddr, GRPCAddr: cfg.GRPCAddr,
+		Expect: cfg.BootstrapExpect, Bootstrapped: hasState})
+	if err != nil {
+		return nil, err
+	}
+	a.meta = meta
+	if a.ml, err = a.createMemberlist(); err != nil {
+		return nil, err
+	}
+	a.joinAddrs = withoutSelf(cfg.Join, a.GossipAddr(), cfg.BindAddr)
+	logger.Info("membership started", "gossip", a.GossipAddr(), "raft", cfg.RaftAddr,
+		"grpc", cfg.GRPCAddr, "expect", cfg.BootstrapExpect, "has_state", hasState, "join", a.joinAddrs)
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	a.wg.Add(2)
+	go func() { defer a.wg.Done(); a.run(ctx) }()
+	go func() { defer a.wg.Done(); a.runJoiner(ctx) }()
+	return a, nil
+}
+
+func (a *Agent) createMemberlist() (*memberlist.Memberlist, error) {
+	bindHost, bindPort, _ := net.SplitHostPort(a.cfg.BindAddr) // validated
+	port, _ := strconv.Atoi(bindPort)
+	stdLog := newStdLogger(a.log)
+	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
+		BindAddrs: []string{bindHost}, BindPort: port, Logger: stdLog})
+	if err != nil {
+		return nil, fmt.Errorf("membership: gossip listen on %s: %w", a.cfg.BindAddr, err)
+	}
+	var transport memberlist.NodeAwareTransport = nt
+	if a.cfg.DialAddress != nil {
+		transport = &dialTransport{inner: nt, dial: a.cfg.DialAddress}
+	}
+	advHost, advPort := bindHost, nt.GetAutoBindPort()
+	if a.cfg.AdvertiseAddr != "" {
+		h, p, _ := net.SplitHostPort(a.cfg.AdvertiseAddr) // validated
+		advHost = h
+		if n, _ := strconv.Atoi(p); n != 0 {
+			advPort = n
+		}
+	}
+	conf := memberlist.DefaultLocalConfig()
+	conf.Name = a.cfg.NodeID
+	conf.Transport = transport
+	conf.AdvertiseAddr, conf.AdvertisePort = advHost, advPort
+	conf.BindAddr, conf.BindPort = bindHost, nt.GetAutoBindPort()
+	conf.ProbeInterval = a.cfg.ProbeInterval
+	conf.ProbeTimeout = a.cfg.ProbeTimeout
+	conf.SuspicionMult = a.cfg.SuspicionMult
+	// A node restarted on a new gossip address may take its name back once
+	// its old incarnation has been dead this long (0 would mean never,
+	// until memberlist forgets the dead node).
+	conf.DeadNodeReclaimTime = a.cfg.ProbeInterval
+	conf.Delegate = a.meta
+	conf.Events = a.table
+	conf.Logger = stdLog
+	ml, err := memberlist.Create(conf)
+	if err != nil {
+		_ = nt.Shutdown()
+		return nil, fmt.Errorf("membership: start memberlist: %w", err)
+	}
+	return ml, nil
+}
+
+// withoutSelf drops this node's own addresses from a join list: joining
+// oneself "succeeds" and would end the join retries before any peer
+// answered.
+func withoutSelf(join []string, self ...string) []string {
+	var out []string
+	for _, j := range join {
+		mine := false
+		for _, s := range self {
+			mine = mine || j == s
+		}
+		if !mine {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// GossipAddr is the gossip address this node advertises (host:port).
+func (a *Agent) GossipAddr() string {
+	return a.ml.LocalNode().Address()
+}
+
+// Members is this node's gossip view, sorted by id: every server with valid
+// metadata, alive, dead or left (dead and left ones are forgotten after
+// 72h). Nodes with invalid metadata are not listed.
+func (a *Agent) Members() []Member { return a.table.snapshot() }
+
+// Lookup returns the member with node id id, e.g. to turn the raft
+// leader's id into its gRPC address (m.Meta.GRPCAddr).
+func (a *Agent) Lookup(id string) (Member, bool) { return a.table.lookup(id) }
+
+// Leave announces a graceful leave to the other nodes, waiting up to
+// timeout for the broadcast. It does not remove this node from raft (the
+// leader does, after DeadServerTimeout, if it does not come back) and does
+// not stop the agent: call Close afterwards.
+func (a *Agent) Leave(timeout time.Duration) error {
+	a.lifeMu.Lock()
+	defer a.lifeMu.Unlock()
+	if a.closed {
+		return ErrClosed
+	}
+	a.left.Store(true) // stops reconnect attempts, which would undo the leave
+	a.log.Info("leaving gossip")
+	if err := a.ml.Leave(timeout); err != nil {
+		return fmt.Errorf("membership: leave: %w", err)
+	}
+	return nil
+}
+
+// Close stops the agent's goroutines, waits for them, and shuts memberlist
+// down without a leave broadcast (peers will see this node dead). It is
+// idempotent. It may wait for an in-flight raft configuration change;
+// shutting raft down first ends that wait.
+func (a *Agent) Close() error {
+	a.lifeMu.Lock()
+	defer a.lifeMu.Unlock()
+	if a.closed {
+		return nil
+	}
+	a.closed = true
+	a.cancel()
+	a.wg.Wait()
+	if err := a.ml.Shutdown(); err != nil {
+		return fmt.Errorf("membership: shutdown memberlist: %w", err)
+	}
+	a.log.Info("membership stopped")
+	return nil
+}
+
+// nudge wakes the loop without blocking (memberlist callbacks call it).
+func (a *Agent) nudge() {
+	select {
+	case a.nudgeCh <- struct{}{}:
+	default:
+	}
+}
+
+// metaSource is the memberlist.Delegate that serves this node's metadata.
+// The loop replaces it; memberlist reads it from its own goroutines.
+type metaSource struct {
+	encoded atomic.Pointer[[]byte]
+	meta    atomic.Pointer[Meta]
+}
+
+var _ memberlist.Delegate = (*metaSource)(nil)
+
+func newMetaSource(m Meta) (*metaSource, error) {
+	s := &metaSource{}
+	return s, s.set(m)
+}
+
+func (s *metaSource) set(m Meta) error {
+	b, err := EncodeMeta(m)
+	if err != nil {
+		return err
+	}
+	s.encoded.Store(&b)
+	s.meta.Store(&m)
+	return nil
+}
+
+func (s *metaSource) current() Meta { return *s.meta.Load() }
+
+func (s *metaSource) NodeMeta(limit int) []byte {
+	b := *s.encoded.Load()
+	if len(b) > limit {
+		// Unreachable: EncodeMeta output is at most 405 bytes. Advertise
+		// nothing rather than make memberlist panic.
+		return nil
+	}
+	return b
+}
+
+func (s *metaSource) NotifyMsg([]byte)                  {}
+func (s *metaSource) GetBroadcasts(int, int) [][]byte   { return nil }
+func (s *metaSource) LocalState(bool) []byte            { return nil }
+func (s *metaSource) MergeRemoteState(buf []byte, _ bool) {}

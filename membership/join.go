@@ -1,0 +1,85 @@
+package membership
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+)
+
+// runJoiner is the joiner goroutine. It joins the configured addresses,
+// retrying with backoff until one answers (so nodes may start in any
+// order), then every ReconnectInterval tries to rejoin members it sees as
+// dead, and the Join addresses when it is alone. memberlist alone never
+// re-contacts a node once it has stopped gossiping to the dead, so without
+// this a partition longer than that would never heal (serf's reconnect
+// loop exists for the same reason).
+func (a *Agent) runJoiner(ctx context.Context) {
+	if len(a.joinAddrs) > 0 {
+		a.joinWithBackoff(ctx)
+	}
+	ticker := time.NewTicker(a.cfg.ReconnectInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			a.reconnect()
+		}
+	}
+}
+
+func (a *Agent) joinWithBackoff(ctx context.Context) {
+	delay := a.cfg.JoinRetryMin
+	for attempt := 1; ; attempt++ {
+		if a.left.Load() {
+			return
+		}
+		n, err := a.ml.Join(a.joinAddrs)
+		if n > 0 {
+			a.log.Info("joined gossip", "contacted", n, "attempt", attempt)
+			return
+		}
+		if attempt == 1 {
+			a.log.Info("gossip join failed; retrying in the background", "join", a.joinAddrs, "err", err)
+		} else {
+			a.log.Debug("gossip join failed", "attempt", attempt, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(jitter(delay)):
+		}
+		delay = min(2*delay, a.cfg.JoinRetryMax)
+	}
+}
+
+// jitter spreads d over [0.8d, 1.2d) so restarted nodes do not retry in step.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+func (a *Agent) reconnect() {
+	if a.left.Load() {
+		return
+	}
+	var targets []string
+	alive := 0
+	for _, m := range a.table.snapshot() {
+		switch {
+		case m.ID == a.cfg.NodeID:
+		case m.Status == StatusAlive:
+			alive++
+		case m.Status == StatusDead:
+			targets = append(targets, m.GossipAddr)
+		}
+	}
+	if alive == 0 {
+		targets = append(targets, a.joinAddrs...)
+	}
+	if len(targets) == 0 {
+		return
+	}
+	n, err := a.ml.Join(targets)
+	a.log.Debug("gossip reconnect attempt", "targets", targets, "contacted", n, "err", err)
+}

@@ -1,0 +1,112 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// metaUpdateTimeout bounds how long the loop waits for memberlist to
+// broadcast a metadata change. The broadcast goes out anyway; the wait
+// only avoids piling changes up.
+const metaUpdateTimeout = time.Second
+
+// run is the loop goroutine: one step per ReconcileInterval, and at once on
+// any gossip change or after an applied raft change.
+func (a *Agent) run(ctx context.Context) {
+	ticker := time.NewTicker(a.cfg.ReconcileInterval)
+	defer ticker.Stop()
+	for {
+		a.step(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-a.nudgeCh:
+		}
+	}
+}
+
+func (a *Agent) step(ctx context.Context) {
+	a.table.forget()
+	a.refreshBootstrapped()
+	if !a.loop.bootstrapDone {
+		a.maybeBootstrap()
+	}
+	if a.raft.State() == raft.Leader {
+		a.reconcile(ctx)
+	} else if a.loop.leading {
+		a.log.Info("no longer raft leader; membership reconcile stopped")
+		a.loop = loopState{bootstrapDone: a.loop.bootstrapDone, bootstrapped: a.loop.bootstrapped,
+			lastBootstrapReason: a.loop.lastBootstrapReason}
+	}
+}
+
+// refreshBootstrapped advertises Bootstrapped once raft has a
+// configuration, however it got one (bootstrap, or a leader adding this
+// node), so forming nodes know a cluster exists.
+func (a *Agent) refreshBootstrapped() {
+	if a.loop.bootstrapped {
+		return
+	}
+	f := a.raft.GetConfiguration()
+	if f.Error() != nil || len(f.Configuration().Servers) == 0 {
+		return
+	}
+	if !a.loop.bootstrapDone {
+		a.log.Info("raft configuration present; this node will never bootstrap")
+		a.loop.bootstrapDone = true
+	}
+	a.setBootstrapped()
+}
+
+func (a *Agent) setBootstrapped() {
+	a.loop.bootstrapped = true
+	m := a.meta.current()
+	m.Bootstrapped = true
+	if err := a.meta.set(m); err != nil {
+		a.log.Error("cannot encode own metadata", "err", err) // unreachable: validated in New
+		return
+	}
+	if err := a.ml.UpdateNode(metaUpdateTimeout); err != nil {
+		a.log.Debug("metadata broadcast still pending", "err", err)
+	}
+}
+
+func (a *Agent) maybeBootstrap() {
+	if a.hooks.HasState() {
+		a.log.Info("raft state found on disk; not bootstrapping")
+		a.loop.bootstrapDone = true
+		a.setBootstrapped()
+		return
+	}
+	d := decideBootstrap(a.cfg.NodeID, a.cfg.BootstrapExpect, a.table.snapshot())
+	if d.Reason != a.loop.lastBootstrapReason {
+		a.loop.lastBootstrapReason = d.Reason
+		if d.Conflict {
+			a.log.Error(d.Reason)
+		} else {
+			a.log.Info(d.Reason)
+		}
+	}
+	switch d.Verdict {
+	case bootstrapNever:
+		a.loop.bootstrapDone = true
+	case bootstrapNow:
+		err := a.hooks.Bootstrap(d.Servers)
+		switch {
+		case errors.Is(err, raft.ErrCantBootstrap):
+			a.log.Info("raft refused to bootstrap: state already exists; not bootstrapping")
+		case err != nil:
+			a.log.Error("raft bootstrap failed; will retry", "err", err)
+			a.loop.lastBootstrapReason = "" // log the retry's decision too
+			return
+		default:
+			a.log.Info("raft bootstrapped", "servers", len(d.Servers))
+		}
+		a.loop.bootstrapDone = true
+		a.setBootstrapped()
+	}
+}

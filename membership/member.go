@@ -1,0 +1,177 @@
+package membership
+
+import (
+	"hash/fnv"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Status is a member's state in this node's gossip view.
+//
+// memberlist also has a "suspect" state, but it reports no event for it and
+// its public Members() hands out pointers to nodes it mutates under its own
+// lock, so reading a suspect state would be a data race. A suspect node is
+// therefore shown as alive until memberlist declares it dead.
+type Status int
+
+const (
+	// StatusAlive: memberlist considers the node alive (or only suspect).
+	StatusAlive Status = iota + 1
+	// StatusDead: memberlist declared the node dead (failed probes).
+	StatusDead
+	// StatusLeft: the node announced a graceful leave.
+	StatusLeft
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusAlive:
+		return "alive"
+	case StatusDead:
+		return "dead"
+	case StatusLeft:
+		return "left"
+	default:
+		return "unknown(" + strconv.Itoa(int(s)) + ")"
+	}
+}
+
+// Member is one server in this node's gossip view.
+type Member struct {
+	// ID is the node's stable id: memberlist name and raft ServerID.
+	ID string
+	// GossipAddr is the gossip address the node advertises (host:port).
+	GossipAddr string
+	// Status is alive, dead or left.
+	Status Status
+	// Since is when this node observed the current Status (local clock).
+	Since time.Time
+	// Meta is the node's decoded metadata: raft and gRPC addresses,
+	// bootstrap-expect, bootstrapped flag.
+	Meta Meta
+}
+
+// forgetAfter is how long a dead or left member stays in the table. It
+// outlives any sane DeadServerTimeout so the leader's removal decision and
+// the reconnect attempts still see it; serf keeps its failed members for
+// 72h for the same reason.
+const forgetAfter = 72 * time.Hour
+
+// table is the gossip view, fed by memberlist's event callbacks. Those run
+// on memberlist's goroutines with its node lock held, so every method here
+// is short and never calls back into memberlist.
+type table struct {
+	log   *slog.Logger
+	now   func() time.Time
+	nudge func() // wakes the agent loop; must not block
+
+	mu sync.Mutex // guards the fields below
+	// members holds only nodes whose name and metadata decoded.
+	// Invariant: members[id].ID == id.
+	members map[string]Member
+	// badSeen remembers (name, metadata hash) pairs already logged as
+	// invalid, so a misbehaving node is logged once, not per gossip round.
+	badSeen map[string]uint64
+}
+
+var _ memberlist.EventDelegate = (*table)(nil)
+
+func newTable(log *slog.Logger, now func() time.Time, nudge func()) *table {
+	return &table{log: log, now: now, nudge: nudge,
+		members: make(map[string]Member), badSeen: make(map[string]uint64)}
+}
+
+func (t *table) NotifyJoin(n *memberlist.Node)   { t.upsert(n, StatusAlive) }
+func (t *table) NotifyUpdate(n *memberlist.Node) { t.upsert(n, StatusAlive) }
+
+func (t *table) NotifyLeave(n *memberlist.Node) {
+	status := StatusDead
+	if n.State == memberlist.StateLeft {
+		status = StatusLeft
+	}
+	t.upsert(n, status)
+}
+
+// upsert records n with status, or drops it if its name or metadata is
+// invalid: a node nobody can decode must not count for bootstrap nor be
+// added to raft, and must crash no one.
+func (t *table) upsert(n *memberlist.Node, status Status) {
+	meta, err := DecodeMeta(n.Meta)
+	if err == nil {
+		err = validateID(n.Name)
+	}
+	gossip := net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
+	t.mu.Lock()
+	if err != nil {
+		t.dropBadLocked(n, gossip, err)
+		t.mu.Unlock()
+		return
+	}
+	delete(t.badSeen, n.Name)
+	old, found := t.members[n.Name]
+	m := Member{ID: n.Name, GossipAddr: gossip, Status: status, Since: old.Since, Meta: meta}
+	if !found || old.Status != status {
+		m.Since = t.now()
+	}
+	t.members[n.Name] = m
+	t.mu.Unlock()
+	if !found || old.Status != status || old.GossipAddr != gossip || old.Meta != meta {
+		t.log.Info("gossip member changed", "id", m.ID, "status", status.String(),
+			"gossip", gossip, "raft", meta.RaftAddr, "grpc", meta.GRPCAddr,
+			"expect", meta.Expect, "bootstrapped", meta.Bootstrapped)
+	}
+	t.nudge()
+}
+
+func (t *table) dropBadLocked(n *memberlist.Node, gossip string, err error) {
+	h := fnv.New64a()
+	h.Write(n.Meta)
+	sum := h.Sum64()
+	_, had := t.members[n.Name]
+	delete(t.members, n.Name)
+	if prev, seen := t.badSeen[n.Name]; !seen || prev != sum || had {
+		t.badSeen[n.Name] = sum
+		t.log.Warn("ignoring gossip member with invalid name or metadata",
+			"name", n.Name, "gossip", gossip, "meta_len", len(n.Meta), "err", err)
+	}
+	if had {
+		t.nudge()
+	}
+}
+
+// snapshot returns the members sorted by id.
+func (t *table) snapshot() []Member {
+	t.mu.Lock()
+	out := make([]Member, 0, len(t.members))
+	for _, m := range t.members {
+		out = append(out, m)
+	}
+	t.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func (t *table) lookup(id string) (Member, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m, ok := t.members[id]
+	return m, ok
+}
+
+// forget drops members dead or left for longer than forgetAfter.
+func (t *table) forget() {
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, m := range t.members {
+		if m.Status != StatusAlive && now.Sub(m.Since) > forgetAfter {
+			delete(t.members, id)
+		}
+	}
+}

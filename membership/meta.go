@@ -1,0 +1,126 @@
+package membership
+
+import (
+	"errors"
+	"fmt"
+)
+
+// MetaVersion is the only node-metadata format this build reads and writes.
+//
+// A future format must first be taught to the decoder of a release that
+// still writes version 1, and only be emitted by the release after that,
+// so that a rolling upgrade never has two nodes unable to read each other.
+const MetaVersion = 1
+
+// metaMaxSize is memberlist.MetaMaxSize, restated so that a test can check
+// the two agree without every caller importing memberlist.
+const metaMaxSize = 512
+
+const (
+	metaFlagBootstrapped = 1 << 0
+	metaKnownFlags       = metaFlagBootstrapped
+)
+
+// ErrBadMeta is wrapped by every DecodeMeta error.
+var ErrBadMeta = errors.New("membership: bad node metadata")
+
+// Meta is what a node tells the others about itself through gossip.
+type Meta struct {
+	// Version is the encoding version it arrived in (MetaVersion).
+	Version int
+	// RaftAddr is the node's advertised raft address.
+	RaftAddr string
+	// GRPCAddr is the node's advertised gRPC address.
+	GRPCAddr string
+	// Expect is the node's --bootstrap-expect (0 = never bootstraps).
+	Expect int
+	// Bootstrapped is true once the node has raft state: it bootstrapped,
+	// was added by a leader, or restarted with data. A forming node that
+	// sees it on any peer never bootstraps.
+	Bootstrapped bool
+}
+
+// EncodeMeta encodes m in the version-1 layout:
+//
+//	byte 0     version (1)
+//	byte 1     flags (bit 0: bootstrapped; other bits zero)
+//	byte 2     expect (0..MaxBootstrapExpect)
+//	byte 3     len(raftAddr), then raftAddr
+//	byte 4+r   len(grpcAddr), then grpcAddr
+//
+// It is at most 5 + 2×MaxAddrLen = 405 bytes, under memberlist's 512.
+// It refuses anything DecodeMeta would refuse, so a node never advertises
+// metadata its peers drop.
+func EncodeMeta(m Meta) ([]byte, error) {
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	var flags byte
+	if m.Bootstrapped {
+		flags |= metaFlagBootstrapped
+	}
+	b := make([]byte, 0, 5+len(m.RaftAddr)+len(m.GRPCAddr))
+	b = append(b, MetaVersion, flags, byte(m.Expect))
+	b = append(b, byte(len(m.RaftAddr)))
+	b = append(b, m.RaftAddr...)
+	b = append(b, byte(len(m.GRPCAddr)))
+	b = append(b, m.GRPCAddr...)
+	return b, nil
+}
+
+// DecodeMeta decodes and validates metadata from the wire. Every error
+// wraps ErrBadMeta; the caller ignores that node and logs why.
+func DecodeMeta(b []byte) (Meta, error) {
+	bad := func(format string, args ...any) (Meta, error) {
+		return Meta{}, fmt.Errorf("%w: "+format, append([]any{ErrBadMeta}, args...)...)
+	}
+	if len(b) < 5 {
+		return bad("%d bytes, want at least 5", len(b))
+	}
+	if len(b) > metaMaxSize {
+		return bad("%d bytes, more than %d", len(b), metaMaxSize)
+	}
+	if b[0] != MetaVersion {
+		return bad("version %d, this build reads %d", b[0], MetaVersion)
+	}
+	if b[1]&^metaKnownFlags != 0 {
+		return bad("unknown flags %#x", b[1])
+	}
+	m := Meta{Version: int(b[0]), Bootstrapped: b[1]&metaFlagBootstrapped != 0, Expect: int(b[2])}
+	rest := b[3:]
+	var ok bool
+	if m.RaftAddr, rest, ok = cutString(rest); !ok {
+		return bad("truncated raft address")
+	}
+	if m.GRPCAddr, rest, ok = cutString(rest); !ok {
+		return bad("truncated gRPC address")
+	}
+	if len(rest) != 0 {
+		return bad("%d trailing bytes", len(rest))
+	}
+	if err := m.validate(); err != nil {
+		return Meta{}, err
+	}
+	return m, nil
+}
+
+func cutString(b []byte) (string, []byte, bool) {
+	if len(b) < 1 || len(b) < 1+int(b[0]) {
+		return "", nil, false
+	}
+	n := int(b[0])
+	return string(b[1 : 1+n]), b[1+n:], true
+}
+
+func (m Meta) validate() error {
+	if m.Expect < 0 || m.Expect > MaxBootstrapExpect {
+		return fmt.Errorf("%w: expect %d, want 0..%d", ErrBadMeta, m.Expect, MaxBootstrapExpect)
+	}
+	if err := validateHostPort(m.RaftAddr, false); err != nil {
+		return fmt.Errorf("%w: raft address %q: %v", ErrBadMeta, m.RaftAddr, err)
+	}
+	if err := validateHostPort(m.GRPCAddr, false); err != nil {
+		return fmt.Errorf("%w: gRPC address %q: %v", ErrBadMeta, m.GRPCAddr, err)
+	}
+	return nil
+}

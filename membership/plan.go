@@ -1,0 +1,324 @@
+package membership
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
+)
+
+// actionKind names one decision of the planner.
+type actionKind int
+
+const (
+	// actUpdateAddress re-adds a server under its id at its new raft
+	// address, keeping its suffrage.
+	actUpdateAddress actionKind = iota + 1
+	// actRemove removes a long-dead server from raft.
+	actRemove
+	// actAdd adds an alive gossip server to raft as a non-voter.
+	actAdd
+	// actPromote makes a caught-up, stable non-voter a voter.
+	actPromote
+	// actHold is a decision not to act (waiting, or a safety guard).
+	actHold
+)
+
+func (k actionKind) String() string {
+	switch k {
+	case actUpdateAddress:
+		return "update-address"
+	case actRemove:
+		return "remove"
+	case actAdd:
+		return "add-nonvoter"
+	case actPromote:
+		return "promote"
+	case actHold:
+		return "hold"
+	default:
+		return fmt.Sprintf("action(%d)", int(k))
+	}
+}
+
+// holdClass says why the planner held back; with the kind and server it
+// keys the "log each decision once" memory.
+type holdClass string
+
+const (
+	holdNone         holdClass = ""
+	holdDeadWaiting  holdClass = "dead-waiting"
+	holdQuorumGuard  holdClass = "quorum-guard"
+	holdMinQuorum    holdClass = "min-quorum"
+	holdAddrConflict holdClass = "address-conflict"
+	holdNotStable    holdClass = "not-stable"
+)
+
+// decision is one planner output. Reason is a sentence for the log.
+type decision struct {
+	Kind   actionKind
+	Hold   holdClass
+	ID     raft.ServerID
+	Addr   raft.ServerAddress
+	Voter  bool // actUpdateAddress: the server is a voter and stays one
+	Reason string
+}
+
+// key identifies a decision for log de-duplication: the same decision made
+// again on the next round is not news, a different one is.
+func (d decision) key() string {
+	return fmt.Sprintf("%s|%s|%s|%s", d.Kind, d.Hold, d.ID, d.Addr)
+}
+
+// health is a non-voter's health as the current leader tracks it.
+type health struct {
+	Healthy bool
+	Since   time.Time // when Healthy last changed (or was first seen)
+	Reason  string    // why unhealthy, for the log
+}
+
+// planInput is everything the planner looks at: values only, no clock.
+type planInput struct {
+	Now    time.Time
+	Leader raft.ServerID // this node; never removed
+	// Servers is the latest raft configuration.
+	Servers []raft.Server
+	// Members is the gossip view (valid metadata only).
+	Members []Member
+	// AbsentSince says since when each configured server has been missing
+	// from the gossip view altogether (e.g. forgotten by memberlist before
+	// this node became leader); it then counts as dead since that time.
+	AbsentSince map[raft.ServerID]time.Time
+	// Health is the tracked health of non-voters.
+	Health map[raft.ServerID]health
+
+	DeadServerTimeout       time.Duration
+	ServerStabilizationTime time.Duration
+	MinQuorum               int
+}
+
+// plan computes the leader's membership decisions, as raft-autopilot's
+// planner does, under these rules:
+//
+//  1. Servers are keyed by id. An alive member whose advertised raft
+//     address differs from its configured one is updated in place
+//     (same id, same suffrage), unless another id holds the new address.
+//  2. A server dead or left (or absent) in gossip for at least
+//     DeadServerTimeout is removed: non-voters freely, voters only if the
+//     voters alive in gossip are a quorum of the current voters (i.e. the
+//     dead voters do not exceed the configuration's failure tolerance
+//     (V-1)/2; otherwise the cluster has lost quorum and removing would
+//     only act on a stale view) and at least MinQuorum voters remain.
+//     The leader itself is never removed.
+//  3. An alive member not in the configuration is added as a non-voter.
+//  4. A non-voter alive and healthy for ServerStabilizationTime is
+//     promoted to voter.
+//
+// Actions come back in that priority order, each sorted by id; the caller
+// applies the first and plans again with a fresh configuration, so every
+// rule is re-checked after each change. Holds are decisions not to act.
+func plan(in planInput) (acts, holds []decision) {
+	members := make(map[raft.ServerID]Member, len(in.Members))
+	for _, m := range in.Members {
+		members[raft.ServerID(m.ID)] = m
+	}
+	servers := append([]raft.Server(nil), in.Servers...)
+	sort.Slice(servers, func(i, j int) bool { return servers[i].ID < servers[j].ID })
+	owner := make(map[raft.ServerAddress]raft.ServerID, len(servers))
+	for _, s := range servers {
+		owner[s.Address] = s.ID
+	}
+	p := planner{in: in, members: members, servers: servers, owner: owner}
+	p.updateAddresses()
+	p.removeDead()
+	p.addNew()
+	p.promote()
+	return p.acts, p.holds
+}
+
+type planner struct {
+	in      planInput
+	members map[raft.ServerID]Member
+	servers []raft.Server // sorted by id
+	owner   map[raft.ServerAddress]raft.ServerID
+	acts    []decision
+	holds   []decision
+}
+
+func (p *planner) act(d decision)  { p.acts = append(p.acts, d) }
+func (p *planner) hold(d decision) { d.Kind = actHold; p.holds = append(p.holds, d) }
+
+func (p *planner) updateAddresses() {
+	for _, s := range p.servers {
+		m, ok := p.members[s.ID]
+		if !ok || m.Status != StatusAlive || raft.ServerAddress(m.Meta.RaftAddr) == s.Address {
+			continue
+		}
+		addr := raft.ServerAddress(m.Meta.RaftAddr)
+		if o, taken := p.owner[addr]; taken {
+			p.hold(decision{Hold: holdAddrConflict, ID: s.ID, Addr: addr, Reason: fmt.Sprintf(
+				"raft address of %s changed from %s to %s, but %s holds that address in the raft configuration; waiting for its removal",
+				s.ID, s.Address, addr, o)})
+			continue
+		}
+		p.act(decision{Kind: actUpdateAddress, ID: s.ID, Addr: addr, Voter: s.Suffrage == raft.Voter,
+			Reason: fmt.Sprintf("server %s now advertises raft address %s (was %s); same id, same server", s.ID, addr, s.Address)})
+	}
+}
+
+// downSince reports whether configured server s is down in gossip (dead,
+// left or absent) and since when.
+func (p *planner) downSince(s raft.Server) (time.Time, string, bool) {
+	m, ok := p.members[s.ID]
+	if !ok {
+		since, known := p.in.AbsentSince[s.ID]
+		if !known {
+			since = p.in.Now // first noticed now: the timeout starts now
+		}
+		return since, "absent from gossip", true
+	}
+	if m.Status == StatusAlive {
+		return time.Time{}, "", false
+	}
+	return m.Since, m.Status.String() + " in gossip", true
+}
+
+func (p *planner) removeDead() {
+	voters, deadVoters := 0, 0
+	for _, s := range p.servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+			if _, _, down := p.downSince(s); down {
+				deadVoters++
+			}
+		}
+	}
+	tolerance := (voters - 1) / 2
+	// Non-voters first: removing them never changes the quorum.
+	for _, wantVoter := range []bool{false, true} {
+		for _, s := range p.servers {
+			if (s.Suffrage == raft.Voter) != wantVoter || s.ID == p.in.Leader {
+				continue
+			}
+			since, how, down := p.downSince(s)
+			if !down {
+				continue
+			}
+			d := decision{ID: s.ID, Addr: s.Address}
+			elapsed := p.in.Now.Sub(since)
+			switch {
+			case elapsed < p.in.DeadServerTimeout:
+				d.Hold = holdDeadWaiting
+				d.Reason = fmt.Sprintf("%s is %s; removing it from raft after %v unless it returns",
+					s.ID, how, p.in.DeadServerTimeout)
+				p.hold(d)
+			case wantVoter && deadVoters > tolerance:
+				d.Hold = holdQuorumGuard
+				d.Reason = fmt.Sprintf("not removing voter %s (%s for %v): %d of %d voters are down, more than the %d the configuration tolerates; quorum is lost, so this view may be stale",
+					s.ID, how, elapsed.Round(time.Millisecond), deadVoters, voters, tolerance)
+				p.hold(d)
+			case wantVoter && voters-1 < p.in.MinQuorum:
+				d.Hold = holdMinQuorum
+				d.Reason = fmt.Sprintf("not removing voter %s (%s for %v): %d voters would remain, below MinQuorum %d",
+					s.ID, how, elapsed.Round(time.Millisecond), voters-1, p.in.MinQuorum)
+				p.hold(d)
+			default:
+				d.Kind = actRemove
+				d.Reason = fmt.Sprintf("removing %s from raft: %s for %v (dead-server timeout %v)",
+					s.ID, how, elapsed.Round(time.Millisecond), p.in.DeadServerTimeout)
+				p.act(d)
+			}
+		}
+	}
+}
+
+func (p *planner) addNew() {
+	inConfig := make(map[raft.ServerID]bool, len(p.servers))
+	for _, s := range p.servers {
+		inConfig[s.ID] = true
+	}
+	ids := make([]raft.ServerID, 0, len(p.members))
+	for id := range p.members {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		m := p.members[id]
+		if inConfig[id] || m.Status != StatusAlive {
+			continue
+		}
+		addr := raft.ServerAddress(m.Meta.RaftAddr)
+		if o, taken := p.owner[addr]; taken {
+			p.hold(decision{Hold: holdAddrConflict, ID: id, Addr: addr, Reason: fmt.Sprintf(
+				"not adding %s: its raft address %s is held by %s in the raft configuration; waiting for %s's removal",
+				id, addr, o, o)})
+			continue
+		}
+		p.act(decision{Kind: actAdd, ID: id, Addr: addr, Reason: fmt.Sprintf(
+			"adding %s at %s as a non-voter: alive in gossip, not in the raft configuration", id, addr)})
+	}
+}
+
+func (p *planner) promote() {
+	for _, s := range p.servers {
+		m, ok := p.members[s.ID]
+		if s.Suffrage != raft.Nonvoter || !ok || m.Status != StatusAlive {
+			continue
+		}
+		h, tracked := p.in.Health[s.ID]
+		stableFor := p.in.Now.Sub(h.Since)
+		if !tracked || !h.Healthy || stableFor < p.in.ServerStabilizationTime {
+			why := h.Reason
+			if !tracked {
+				why = "no health data yet"
+			} else if h.Healthy {
+				why = fmt.Sprintf("healthy for %v of %v", stableFor.Round(time.Millisecond), p.in.ServerStabilizationTime)
+			}
+			p.hold(decision{Hold: holdNotStable, ID: s.ID, Addr: s.Address, Reason: fmt.Sprintf(
+				"not promoting non-voter %s yet: %s", s.ID, why)})
+			continue
+		}
+		p.act(decision{Kind: actPromote, ID: s.ID, Addr: s.Address, Reason: fmt.Sprintf(
+			"promoting %s to voter: caught up and healthy for %v (stabilization %v)",
+			s.ID, stableFor.Round(time.Millisecond), p.in.ServerStabilizationTime)})
+	}
+}
+
+// healthLimits are the autopilot thresholds a non-voter must meet.
+type healthLimits struct {
+	LastContactThreshold time.Duration
+	MaxTrailingLogs      uint64
+}
+
+// judgeHealth applies raft-autopilot's health rule (ServerState.isHealthy)
+// to a non-voter's stats against the leader's last term and index: recent
+// contact with the leader, same term, and not too far behind.
+func judgeHealth(st *autopilot.ServerStats, leaderTerm, leaderIndex uint64, lim healthLimits) (bool, string) {
+	switch {
+	case st == nil:
+		return false, "no stats"
+	case st.LastContact < 0:
+		return false, "never contacted by a leader"
+	case st.LastContact > lim.LastContactThreshold:
+		return false, fmt.Sprintf("last contact %v ago, over %v", st.LastContact, lim.LastContactThreshold)
+	case st.LastTerm != leaderTerm:
+		return false, fmt.Sprintf("last log term %d, leader's is %d", st.LastTerm, leaderTerm)
+	case st.LastIndex+lim.MaxTrailingLogs < leaderIndex:
+		return false, fmt.Sprintf("last log index %d, leader's %d, more than %d behind",
+			st.LastIndex, leaderIndex, lim.MaxTrailingLogs)
+	default:
+		return true, "healthy"
+	}
+}
+
+// trackHealth returns the next health of a server given its previous one:
+// Since moves only when Healthy flips, as autopilot's StableSince does.
+func trackHealth(prev health, seen bool, healthy bool, reason string, now time.Time) health {
+	if seen && prev.Healthy == healthy {
+		prev.Reason = reason
+		return prev
+	}
+	return health{Healthy: healthy, Since: now, Reason: reason}
+}
