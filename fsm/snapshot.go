@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"slices"
 
@@ -21,7 +22,7 @@ import (
 //	header (64 bytes, integers big-endian):
 //	  magic           [8]byte  "METADSNP"
 //	  format          uint32   1
-//	  reserved        uint32   0
+//	  header CRC      uint32   CRC-32C of the other 60 header bytes
 //	  applied index   uint64
 //	  record count    uint64
 //	  body SHA-256    [32]byte
@@ -33,7 +34,10 @@ import (
 // (COMMITTED first) each live generation by number followed by its records
 // by offset; then pins by id, and dedup entries by request id. Messages are
 // marshalled deterministically, so the same state always gives the same
-// bytes and the body's SHA-256 is the state hash replicas compare.
+// bytes and the body's SHA-256 is the state hash replicas compare. The body
+// hash does not cover the header, so the header carries its own CRC: a
+// flipped bit in the applied index is detected too. Restore accepts only a
+// body that is exactly the canonical encoding of the state it describes.
 const (
 	snapshotMagic   = "METADSNP"
 	snapshotFormat  = uint32(1)
@@ -102,6 +106,7 @@ func (m *Machine) WriteSnapshot(w io.Writer) error {
 	binary.BigEndian.PutUint64(hdr[16:], m.applied)
 	binary.BigEndian.PutUint64(hdr[24:], count)
 	copy(hdr[32:], sum[:])
+	sealHeader(hdr[:])
 	bw := bufio.NewWriterSize(w, 256<<10)
 	if _, err := bw.Write(hdr[:]); err != nil {
 		return err
@@ -251,14 +256,26 @@ func (p pin) record() *fsmpb.SnapshotRecord {
 	}}}
 }
 
+// headerCRC is the CRC-32C of a header's bytes other than the CRC itself.
+func headerCRC(hdr []byte) uint32 {
+	crc := crc32.Update(0, castagnoli, hdr[:12])
+	return crc32.Update(crc, castagnoli, hdr[16:headerSize])
+}
+
+// sealHeader stores the header's CRC in it.
+func sealHeader(hdr []byte) { binary.BigEndian.PutUint32(hdr[12:], headerCRC(hdr)) }
+
 // ReadHeader reads and checks a snapshot header.
 func ReadHeader(r io.Reader) (Header, error) {
 	var hdr [headerSize]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return Header{}, fmt.Errorf("%w: header: %w", ErrCorruptSnapshot, err)
+		return Header{}, readError("header", err)
 	}
 	if string(hdr[:8]) != snapshotMagic {
 		return Header{}, fmt.Errorf("%w: bad magic %q", ErrCorruptSnapshot, hdr[:8])
+	}
+	if got, want := binary.BigEndian.Uint32(hdr[12:]), headerCRC(hdr[:]); got != want {
+		return Header{}, fmt.Errorf("%w: header CRC %08x, computed %08x", ErrCorruptSnapshot, got, want)
 	}
 	h := Header{
 		Format:       binary.BigEndian.Uint32(hdr[8:]),
@@ -276,8 +293,11 @@ func ReadHeader(r io.Reader) (Header, error) {
 type RecordVisitor func(*fsmpb.SnapshotRecord) error
 
 // Restore reads a snapshot and returns the machine it describes. It verifies
-// the header, the record count, the checksum and every invariant before
-// returning, so a caller can swap the result in or discard it whole.
+// the header, the record count, the checksum, every invariant, and that the
+// body is the canonical encoding of the restored state (records in order,
+// none duplicated or missing) before returning, so a caller can swap the
+// result in or discard it whole. Errors caused by the snapshot's bytes wrap
+// ErrCorruptSnapshot; an error of the reader is returned wrapped as it is.
 func Restore(r io.Reader, opts ...Option) (*Machine, error) {
 	m := New(opts...)
 	hdr, err := ReadSnapshot(r, m.restoreRecord)
@@ -288,15 +308,69 @@ func Restore(r io.Reader, opts ...Option) (*Machine, error) {
 	if err := m.CheckInvariants(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptSnapshot, err)
 	}
+	// restoreRecord tolerates some disorder (a B-tree sorts what it is
+	// given, a duplicate replaces its twin); re-encoding the state and
+	// comparing with the verified body hash refuses all of it at once.
+	sum, _, err := m.StateHash()
+	if err != nil {
+		return nil, fmt.Errorf("fsm: restore: re-encode state: %w", err)
+	}
+	if sum != hdr.Checksum {
+		return nil, fmt.Errorf("%w: records are not in canonical form (out of order, duplicated or missing)", ErrCorruptSnapshot)
+	}
 	return m, nil
+}
+
+// trackedReader remembers the first error of its reader other than EOF, so
+// that a failing reader is told apart from a snapshot that is too short.
+type trackedReader struct {
+	r   io.Reader
+	err error
+}
+
+func (t *trackedReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && err != io.EOF && t.err == nil {
+		t.err = err
+	}
+	return n, err
+}
+
+// failure returns err, marked as the reader's if the reader failed.
+func (t *trackedReader) failure(err error) error {
+	if t.err != nil {
+		return &readerFailure{t.err}
+	}
+	return err
+}
+
+// readerFailure marks an error as the reader's own.
+type readerFailure struct{ err error }
+
+func (f *readerFailure) Error() string { return f.err.Error() }
+func (f *readerFailure) Unwrap() error { return f.err }
+
+// readError classifies a failure to read part of a snapshot: the reader's
+// own error is returned as it is, anything else (a short or undecodable
+// snapshot) is corruption.
+func readError(what string, err error) error {
+	var rf *readerFailure
+	if errors.As(err, &rf) {
+		return fmt.Errorf("fsm: read snapshot %s: %w", what, rf.err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrCorruptSnapshot, what, err)
 }
 
 // ReadSnapshot reads a snapshot, passing each record to visit, and checks
 // the count and checksum at the end.
 func ReadSnapshot(r io.Reader, visit RecordVisitor) (Header, error) {
-	br := bufio.NewReaderSize(r, 256<<10)
+	tr := &trackedReader{r: r}
+	br := bufio.NewReaderSize(tr, 256<<10)
 	hdr, err := ReadHeader(br)
 	if err != nil {
+		if tr.err != nil {
+			return hdr, readError("header", tr.failure(err))
+		}
 		return hdr, err
 	}
 	h := sha256.New()
@@ -306,13 +380,16 @@ func ReadSnapshot(r io.Reader, visit RecordVisitor) (Header, error) {
 		rec, b, err := readRecord(body, buf)
 		buf = b
 		if err != nil {
-			return hdr, fmt.Errorf("%w: record %d: %w", ErrCorruptSnapshot, i, err)
+			return hdr, readError(fmt.Sprintf("record %d", i), tr.failure(err))
 		}
 		if err := visit(rec); err != nil {
 			return hdr, fmt.Errorf("%w: record %d: %w", ErrCorruptSnapshot, i, err)
 		}
 	}
 	if _, err := body.ReadByte(); err != io.EOF {
+		if tr.err != nil {
+			return hdr, readError("end", tr.failure(err))
+		}
 		return hdr, fmt.Errorf("%w: bytes after the last of %d records", ErrCorruptSnapshot, hdr.Records)
 	}
 	if !bytes.Equal(h.Sum(nil), hdr.Checksum[:]) {
