@@ -299,7 +299,7 @@ func (s *metaSource) NodeMeta(limit int) []byte {
 	return b
 }
 
-func (s *metaSource) NotifyMsg([]byte)                  {}
-func (s *metaSource) GetBroadcasts(int, int) [][]byte   { return nil }
-func (s *metaSource) LocalState(bool) []byte            { return nil }
+func (s *metaSource) NotifyMsg([]byte)                    {}
+func (s *metaSource) GetBroadcasts(int, int) [][]byte     { return nil }
+func (s *metaSource) LocalState(bool) []byte              { return nil }
 func (s *metaSource) MergeRemoteState(buf []byte, _ bool) {}
