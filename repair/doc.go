@@ -1,0 +1,21 @@
+// Package repair rebuilds COMMITTED generation-0 index records from append
+// evidence (DESIGN.md §7, G11).
+//
+// Planning (plan.go) is pure: PlanOffset decides, from one consistent state,
+// whether the record covering an offset is healthy, must be rebuilt, or
+// cannot be (the offset is trimmed or past the end; the evidence is missing;
+// its object is gone). A rebuild is a conditional RepairGen0 command whose
+// premises — the evidence version and the exact set of overlapping
+// generation-0 records — are re-checked when it is applied, so of any number
+// of repairs planned from the same state, on any leader, at most one takes
+// effect. Scan walks streams and evidence in bounded slices for the
+// periodic pass. TOPIC_COMPACTED is never repaired: only COMMITTED has
+// evidence to derive it from.
+//
+// Service (service.go) is the leader-only loop: Run is started for each
+// leadership term, after the new leader's barrier, and stopped on step-down.
+// It serves Repair requests from resolves (bounded queue) and runs a
+// periodic scan bounded in records, repairs and time per pass. Missing
+// evidence is never skipped: it is logged at ERROR, counted, and returned
+// to the resolve that asked, which puts it in its diagnostic.
+package repair

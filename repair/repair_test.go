@@ -1,0 +1,319 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/fsm/fsmpb"
+)
+
+// machineStore is a Store over one fsm.Machine: reads and proposals are
+// serialised by a mutex, which makes reads trivially linearizable.
+type machineStore struct {
+	mu    sync.Mutex
+	m     *fsm.Machine
+	index uint64
+	// beforePropose runs (unlocked) before each proposal, to let tests
+	// change the state between planning and committing.
+	beforePropose func()
+}
+
+func newMachineStore() *machineStore { return &machineStore{m: fsm.New(fsm.WithInvariantChecks())} }
+
+func (s *machineStore) Read(ctx context.Context, fn func(State)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s.m)
+	return nil
+}
+
+func (s *machineStore) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error) {
+	if s.beforePropose != nil {
+		f := s.beforePropose
+		s.beforePropose = nil
+		f()
+	}
+	return s.apply(cmd), nil
+}
+
+func (s *machineStore) apply(cmd *fsmpb.Command) *fsmpb.Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.index++
+	cmd.StampUnixNano = int64(s.index) * int64(time.Millisecond)
+	return s.m.Apply(s.index, cmd)
+}
+
+func (s *machineStore) must(t *testing.T, cmd *fsmpb.Command) *fsmpb.Result {
+	t.Helper()
+	r := s.apply(cmd)
+	if r.Rejection != nil {
+		t.Fatalf("%v: %v", cmd.Op, r.Rejection)
+	}
+	return r
+}
+
+// seed creates stream 1 with appends [0,10) indexed, [10,20) not indexed,
+// [20,30) indexed, all in object "o".
+func seed(t *testing.T) *machineStore {
+	s := newMachineStore()
+	obj := fsm.ObjectRef{Key: "o", Identity: "sha256:o"}
+	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_CreateStream{CreateStream: &fsmpb.CreateStream{Name: "s"}}})
+	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_OpenForWrite{OpenForWrite: &fsmpb.OpenForWrite{StreamId: 1}}})
+	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_RegisterObject{RegisterObject: &fsmpb.RegisterObject{Object: obj.PB(), Size: 300}}})
+	for i, indexed := range []bool{true, false, true} {
+		start := uint64(i * 10)
+		s.must(t, &fsmpb.Command{Op: &fsmpb.Command_CommitAppend{CommitAppend: &fsmpb.CommitAppend{
+			StreamId: 1, WriterEpoch: 1, ExpectedStart: start, End: start + 10, Object: obj.PB(),
+			Bytes: fsm.ByteRange{Offset: start * 10, Length: 100}.PB(), IndexGen0: indexed,
+		}}})
+	}
+	return s
+}
+
+func plan(s *machineStore, offset uint64) Action {
+	var a Action
+	_ = s.Read(context.Background(), func(st State) { a = PlanOffset(st, 1, offset) })
+	return a
+}
+
+func TestPlanOffsetVerdicts(t *testing.T) {
+	s := seed(t)
+	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_Trim{Trim: &fsmpb.Trim{StreamId: 1, Offset: 5}}})
+	for _, tc := range []struct {
+		offset uint64
+		want   Verdict
+	}{{4, ProvenTrimmed}, {5, Healthy}, {9, Healthy}, {10, Rebuild}, {19, Rebuild}, {29, Healthy}, {30, ProvenEOF}} {
+		if a := plan(s, tc.offset); a.Verdict != tc.want {
+			t.Errorf("offset %d: %v (%s), want %v", tc.offset, a.Verdict, a.Detail, tc.want)
+		}
+	}
+	var a Action
+	_ = s.Read(context.Background(), func(st State) { a = PlanOffset(st, 9, 0) })
+	if a.Verdict != StreamMissing {
+		t.Errorf("unknown stream: %v", a.Verdict)
+	}
+	// A rebuild command is exactly the evidence's record.
+	a = plan(s, 12)
+	if a.Command == nil || a.Command.EvidenceStart != 10 || len(a.Command.Replace) != 0 ||
+		a.Command.Record.Range.Start != 10 || a.Command.Record.Range.End != 20 {
+		t.Fatalf("rebuild command %+v", a.Command)
+	}
+}
+
+func TestRebuildReplacesQuarantinedRecord(t *testing.T) {
+	s := seed(t)
+	rec, _ := s.m.RecordFrom(1, fsm.Committed, 0, 0)
+	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
+		Key: rec.Key.PB(), Version: rec.Version, Kind: fsm.FailureCorrupt,
+	}}})
+	a := plan(s, 3)
+	if a.Verdict != Rebuild || len(a.Command.Replace) != 1 || a.Command.Replace[0].Version == 0 {
+		t.Fatalf("quarantined record: %v %+v", a.Verdict, a.Command)
+	}
+	svc := newService(t, s)
+	runLeader(t, svc, func(ctx context.Context) {
+		if err := svc.Repair(ctx, 1, 3); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if r, _ := s.m.RecordFrom(1, fsm.Committed, 0, 3); r.Status != fsm.RecordValid || r.Version == rec.Version {
+		t.Fatalf("record after repair: %+v", r)
+	}
+	if a := plan(s, 3); a.Verdict != Healthy {
+		t.Fatalf("after repair: %v", a.Verdict)
+	}
+}
+
+func TestObjectUnusableIsNotRebuilt(t *testing.T) {
+	s := seed(t)
+	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_RegisterObject{RegisterObject: &fsmpb.RegisterObject{
+		Object: &fsmpb.ObjectRef{Key: "o", Identity: "sha256:replaced"}, Size: 300,
+	}}})
+	if a := plan(s, 12); a.Verdict != ObjectUnusable {
+		t.Fatalf("replaced object: %v", a.Verdict)
+	}
+	svc := newService(t, s)
+	runLeader(t, svc, func(ctx context.Context) {
+		if err := svc.Repair(ctx, 1, 12); !errors.Is(err, ErrObjectUnusable) {
+			t.Fatalf("got %v", err)
+		}
+	})
+}
+
+// TestEvidenceMissingIsLoud runs planning over a state that lacks evidence
+// for a committed offset (the machine's invariants forbid it, so the state
+// is wrapped) and checks the verdict and the service's error.
+func TestEvidenceMissingIsLoud(t *testing.T) {
+	s := seed(t)
+	st := holeyState{State: s.m, hole: fsm.Range{Start: 10, End: 20}}
+	if a := PlanOffset(st, 1, 15); a.Verdict != EvidenceMissing || a.Detail == "" {
+		t.Fatalf("hole: %v %q", a.Verdict, a.Detail)
+	}
+	actions, _ := Scan(st, Cursor{}, 100)
+	found := false
+	for _, a := range actions {
+		found = found || (a.Verdict == EvidenceMissing && a.Offset == 10)
+	}
+	if !found {
+		t.Fatalf("scan did not report the hole: %+v", actions)
+	}
+	svc := newService(t, s)
+	if err := svc.act(context.Background(), PlanOffset(st, 1, 15)); !errors.Is(err, ErrEvidenceMissing) {
+		t.Fatalf("act: %v", err)
+	}
+}
+
+type holeyState struct {
+	State
+	hole fsm.Range
+}
+
+func (h holeyState) EvidenceAt(stream, offset uint64) (fsm.EvidenceInfo, bool) {
+	if h.hole.Contains(offset) {
+		return fsm.EvidenceInfo{}, false
+	}
+	return h.State.EvidenceAt(stream, offset)
+}
+
+func (h holeyState) Evidence(stream, from uint64, limit int) []fsm.EvidenceInfo {
+	var out []fsm.EvidenceInfo
+	for _, e := range h.State.Evidence(stream, from, limit) {
+		if e.Range != h.hole {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestAtMostOneRepairTakesEffect: two repairs planned from the same state
+// (an old leader's and a new leader's) both reach the log; the conditional
+// command lets exactly one take effect, and the other re-plans to HEALTHY.
+func TestAtMostOneRepairTakesEffect(t *testing.T) {
+	s := seed(t)
+	first, second := plan(s, 12), plan(s, 12)
+	r1 := s.apply(&fsmpb.Command{Op: &fsmpb.Command_RepairGen0{RepairGen0: first.Command}})
+	r2 := s.apply(&fsmpb.Command{Op: &fsmpb.Command_RepairGen0{RepairGen0: second.Command}})
+	if r1.Rejection != nil || r2.Rejection == nil || r2.Rejection.Code != fsmpb.RejectCode_CONDITION_FAILED {
+		t.Fatalf("first %v, second %v", r1.Rejection, r2.Rejection)
+	}
+	// Through the service: a rival repair lands between planning and
+	// proposing; the service's command is refused and it re-plans.
+	s = seed(t)
+	rival := plan(s, 12)
+	s.beforePropose = func() { s.apply(&fsmpb.Command{Op: &fsmpb.Command_RepairGen0{RepairGen0: rival.Command}}) }
+	svc := newService(t, s)
+	before := s.m.Counts().Records
+	runLeader(t, svc, func(ctx context.Context) {
+		if err := svc.Repair(ctx, 1, 12); err != nil {
+			t.Fatalf("repair after a rival won: %v", err)
+		}
+	})
+	if got := s.m.Counts().Records; got != before+1 {
+		t.Fatalf("records %d, want %d: exactly one repair takes effect", got, before+1)
+	}
+}
+
+func TestNotLeaderAndQueueBounds(t *testing.T) {
+	s := seed(t)
+	svc := newService(t, s)
+	if err := svc.Repair(context.Background(), 1, 12); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("outside Run: %v", err)
+	}
+	svc.Hint(1, 12) // dropped, must not block
+}
+
+func TestScanRepairsEverythingWithinBounds(t *testing.T) {
+	s := seed(t)
+	cfg := DefaultConfig()
+	cfg.ScanInterval = 10 * time.Millisecond
+	svc, err := New(cfg, s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); svc.Run(ctx) }()
+	deadline := time.After(10 * time.Second)
+	for plan(s, 12).Verdict != Healthy {
+		select {
+		case <-deadline:
+			t.Fatal("periodic scan never repaired [10,20)")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	cancel()
+	<-done
+	// Scan over a repaired stream reports nothing.
+	var actions []Action
+	_ = s.Read(ctx, func(st State) { actions, _ = Scan(st, Cursor{}, 100) })
+	if len(actions) != 0 {
+		t.Fatalf("healthy stream, scan found %+v", actions)
+	}
+}
+
+func TestScanResumesFromCursor(t *testing.T) {
+	s := seed(t)
+	var all []Action
+	cur := Cursor{}
+	for i := 0; i < 10; i++ {
+		var acts []Action
+		_ = s.Read(context.Background(), func(st State) { acts, cur = Scan(st, cur, 1) })
+		all = append(all, acts...)
+		if cur == (Cursor{}) {
+			break
+		}
+	}
+	if len(all) != 1 || all[0].Verdict != Rebuild || all[0].Evidence.Range.Start != 10 {
+		t.Fatalf("budget-1 scan found %+v", all)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Config{}).Validate(); err == nil {
+		t.Fatal("zero config accepted")
+	}
+}
+
+func newService(t *testing.T, s Store) *Service {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.ScanInterval = time.Hour // requests only
+	svc, err := New(cfg, s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// runLeader runs the service as if this node led for the duration of fn.
+func runLeader(t *testing.T, svc *Service, fn func(ctx context.Context)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	done := make(chan struct{})
+	go func() { defer close(done); svc.Run(ctx) }()
+	for svc.enqueueReady() == false {
+		time.Sleep(time.Millisecond)
+	}
+	fn(ctx)
+	cancel()
+	<-done
+	if err := svc.Repair(context.Background(), 1, 0); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("after step-down: %v", err)
+	}
+}
+
+func (s *Service) enqueueReady() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queue != nil
+}
