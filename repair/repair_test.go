@@ -5,64 +5,28 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/internal/fsmtest"
 )
 
-// machineStore is a Store over one fsm.Machine: reads and proposals are
-// serialised by a mutex, which makes reads trivially linearizable.
-type machineStore struct {
-	mu    sync.Mutex
-	m     *fsm.Machine
-	index uint64
-	// beforePropose runs (unlocked) before each proposal, to let tests
-	// change the state between planning and committing.
-	beforePropose func()
+// machineStore adapts fsmtest.Store to this package's Store.
+type machineStore struct{ *fsmtest.Store }
+
+func (s machineStore) Read(ctx context.Context, fn func(State)) error {
+	return s.Store.Read(ctx, func(m *fsm.Machine) { fn(m) })
 }
 
-func newMachineStore() *machineStore { return &machineStore{m: fsm.New(fsm.WithInvariantChecks())} }
-
-func (s *machineStore) Read(ctx context.Context, fn func(State)) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fn(s.m)
-	return nil
-}
-
-func (s *machineStore) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error) {
-	if s.beforePropose != nil {
-		f := s.beforePropose
-		s.beforePropose = nil
-		f()
-	}
-	return s.apply(cmd), nil
-}
-
-func (s *machineStore) apply(cmd *fsmpb.Command) *fsmpb.Result {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.index++
-	cmd.StampUnixNano = int64(s.index) * int64(time.Millisecond)
-	return s.m.Apply(s.index, cmd)
-}
-
-func (s *machineStore) must(t *testing.T, cmd *fsmpb.Command) *fsmpb.Result {
-	t.Helper()
-	r := s.apply(cmd)
-	if r.Rejection != nil {
-		t.Fatalf("%v: %v", cmd.Op, r.Rejection)
-	}
-	return r
-}
+func (s machineStore) must(t *testing.T, cmd *fsmpb.Command) *fsmpb.Result { return s.Must(t, cmd) }
+func (s machineStore) apply(cmd *fsmpb.Command) *fsmpb.Result              { return s.Apply(cmd) }
 
 // seed creates stream 1 with appends [0,10) indexed, [10,20) not indexed,
 // [20,30) indexed, all in object "o".
-func seed(t *testing.T) *machineStore {
-	s := newMachineStore()
+func seed(t *testing.T) machineStore {
+	s := machineStore{fsmtest.New()}
 	obj := fsm.ObjectRef{Key: "o", Identity: "sha256:o"}
 	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_CreateStream{CreateStream: &fsmpb.CreateStream{Name: "s"}}})
 	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_OpenForWrite{OpenForWrite: &fsmpb.OpenForWrite{StreamId: 1}}})
@@ -77,7 +41,7 @@ func seed(t *testing.T) *machineStore {
 	return s
 }
 
-func plan(s *machineStore, offset uint64) Action {
+func plan(s machineStore, offset uint64) Action {
 	var a Action
 	_ = s.Read(context.Background(), func(st State) { a = PlanOffset(st, 1, offset) })
 	return a
@@ -109,7 +73,7 @@ func TestPlanOffsetVerdicts(t *testing.T) {
 
 func TestRebuildReplacesQuarantinedRecord(t *testing.T) {
 	s := seed(t)
-	rec, _ := s.m.RecordFrom(1, fsm.Committed, 0, 0)
+	rec, _ := s.Machine().RecordFrom(1, fsm.Committed, 0, 0)
 	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
 		Key: rec.Key.PB(), Version: rec.Version, Kind: fsm.FailureCorrupt,
 	}}})
@@ -123,7 +87,7 @@ func TestRebuildReplacesQuarantinedRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if r, _ := s.m.RecordFrom(1, fsm.Committed, 0, 3); r.Status != fsm.RecordValid || r.Version == rec.Version {
+	if r, _ := s.Machine().RecordFrom(1, fsm.Committed, 0, 3); r.Status != fsm.RecordValid || r.Version == rec.Version {
 		t.Fatalf("record after repair: %+v", r)
 	}
 	if a := plan(s, 3); a.Verdict != Healthy {
@@ -152,7 +116,7 @@ func TestObjectUnusableIsNotRebuilt(t *testing.T) {
 // is wrapped) and checks the verdict and the service's error.
 func TestEvidenceMissingIsLoud(t *testing.T) {
 	s := seed(t)
-	st := holeyState{State: s.m, hole: fsm.Range{Start: 10, End: 20}}
+	st := holeyState{State: s.Machine(), hole: fsm.Range{Start: 10, End: 20}}
 	if a := PlanOffset(st, 1, 15); a.Verdict != EvidenceMissing || a.Detail == "" {
 		t.Fatalf("hole: %v %q", a.Verdict, a.Detail)
 	}
@@ -207,15 +171,15 @@ func TestAtMostOneRepairTakesEffect(t *testing.T) {
 	// proposing; the service's command is refused and it re-plans.
 	s = seed(t)
 	rival := plan(s, 12)
-	s.beforePropose = func() { s.apply(&fsmpb.Command{Op: &fsmpb.Command_RepairGen0{RepairGen0: rival.Command}}) }
+	s.BeforePropose = func() { s.apply(&fsmpb.Command{Op: &fsmpb.Command_RepairGen0{RepairGen0: rival.Command}}) }
 	svc := newService(t, s)
-	before := s.m.Counts().Records
+	before := s.Machine().Counts().Records
 	runLeader(t, svc, func(ctx context.Context) {
 		if err := svc.Repair(ctx, 1, 12); err != nil {
 			t.Fatalf("repair after a rival won: %v", err)
 		}
 	})
-	if got := s.m.Counts().Records; got != before+1 {
+	if got := s.Machine().Counts().Records; got != before+1 {
 		t.Fatalf("records %d, want %d: exactly one repair takes effect", got, before+1)
 	}
 }

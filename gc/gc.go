@@ -1,0 +1,221 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/fsm/fsmpb"
+)
+
+// State is the read-only view GC planning needs; *fsm.Machine has it.
+type State interface {
+	Clock() int64
+	Objects(after string, limit int) []fsm.ObjectInfo
+}
+
+// Store is what the loop needs from Raft.
+type Store interface {
+	Read(ctx context.Context, fn func(State)) error
+	Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error)
+}
+
+// Deleter removes physical bytes by (key, identity); objectstore.Store has it.
+type Deleter interface {
+	Delete(ctx context.Context, key, identity string) error
+}
+
+// Config bounds the collector.
+type Config struct {
+	// Interval between passes. Default 5s; range [10ms, 1h].
+	Interval time.Duration
+	// ObjectsPerPass bounds the registry entries one pass examines.
+	// Default 1000; range [1, 1<<20].
+	ObjectsPerPass int
+	// DeletesPerPass bounds physical deletes per pass. Default 100; range [1, 1<<16].
+	DeletesPerPass int
+	// MinIdle is how long, in machine time, an object must have been
+	// unreferenced before GC marks it DELETING: the window in which a
+	// writer registers an object and then commits the append naming it.
+	// Default 1m; range [0, 24h].
+	MinIdle time.Duration
+	// SkewMargin is added to every pin lifetime GC waits out, for clock
+	// rate differences between holders and the leader. Default 5s; range
+	// [0, 10m].
+	SkewMargin time.Duration
+}
+
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig() Config {
+	return Config{Interval: 5 * time.Second, ObjectsPerPass: 1000, DeletesPerPass: 100, MinIdle: time.Minute, SkewMargin: 5 * time.Second}
+}
+
+// Validate reports every out-of-range setting.
+func (c Config) Validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("gc: "+format, args...))
+		}
+	}
+	check(c.Interval >= 10*time.Millisecond && c.Interval <= time.Hour, "Interval %s outside [10ms, 1h]", c.Interval)
+	check(c.ObjectsPerPass >= 1 && c.ObjectsPerPass <= 1<<20, "ObjectsPerPass %d outside [1, 1048576]", c.ObjectsPerPass)
+	check(c.DeletesPerPass >= 1 && c.DeletesPerPass <= 1<<16, "DeletesPerPass %d outside [1, 65536]", c.DeletesPerPass)
+	check(c.MinIdle >= 0 && c.MinIdle <= 24*time.Hour, "MinIdle %s outside [0, 24h]", c.MinIdle)
+	check(c.SkewMargin >= 0 && c.SkewMargin <= 10*time.Minute, "SkewMargin %s outside [0, 10m]", c.SkewMargin)
+	return errors.Join(errs...)
+}
+
+// Collector is the leader-only garbage collector of DESIGN.md §6 (G9).
+type Collector struct {
+	cfg     Config
+	store   Store
+	deleter Deleter
+	log     *slog.Logger
+	now     func() time.Time // monotonic source for pin waits
+	metrics *metrics
+}
+
+// New returns a Collector; call Run on each leadership term.
+func New(cfg Config, store Store, deleter Deleter, log *slog.Logger, reg prometheus.Registerer) (*Collector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Collector{cfg: cfg, store: store, deleter: deleter, log: log, now: time.Now, metrics: newMetrics(reg)}, nil
+}
+
+// term is what one leadership term has observed: when it first saw each
+// DELETING object that still had pins. It starts empty on every new
+// leader, which only ever makes GC wait longer.
+type term struct {
+	firstSeen map[fsm.ObjectRef]time.Time
+	cursor    string
+}
+
+// Run collects until ctx ends. The caller starts it once this node leads
+// (after its barrier) and cancels ctx on step-down.
+func (c *Collector) Run(ctx context.Context) {
+	t := &term{firstSeen: map[fsm.ObjectRef]time.Time{}}
+	c.log.Info("gc started")
+	timer := time.NewTimer(c.cfg.Interval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.log.Info("gc stopped")
+			return
+		case <-timer.C:
+			start := c.now()
+			if err := c.pass(ctx, t); err != nil && ctx.Err() == nil {
+				c.log.Warn("gc pass failed", "err", err)
+			}
+			c.metrics.passSeconds.Observe(c.now().Sub(start).Seconds())
+			timer.Reset(c.cfg.Interval)
+		}
+	}
+}
+
+// pass examines the next ObjectsPerPass registry entries: marks idle,
+// unreferenced live objects DELETING, and physically deletes DELETING
+// objects whose pins have all ended, then marks them DELETED.
+func (c *Collector) pass(ctx context.Context, t *term) error {
+	var objs []fsm.ObjectInfo
+	var clock int64
+	err := c.store.Read(ctx, func(st State) {
+		objs, clock = st.Objects(t.cursor, c.cfg.ObjectsPerPass), st.Clock()
+	})
+	if err != nil {
+		return err
+	}
+	if len(objs) < c.cfg.ObjectsPerPass {
+		t.cursor = "" // wrap around next pass
+	} else {
+		t.cursor = objs[len(objs)-1].Ref.Key
+	}
+	deletes, deleting := 0, 0
+	for _, o := range objs {
+		switch Decide(o, clock, c.cfg.MinIdle) {
+		case MarkDeleting:
+			c.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_MarkObjectDeleting{MarkObjectDeleting: &fsmpb.MarkObjectDeleting{Object: o.Ref.PB()}}}, "marked DELETING", o)
+		case AwaitPins:
+			deleting++
+			if deletes < c.cfg.DeletesPerPass && c.pinsEnded(t, o) {
+				deletes++
+				c.delete(ctx, o)
+			}
+		}
+	}
+	c.metrics.deleting.Set(float64(deleting))
+	return nil
+}
+
+// pinsEnded reports whether every pin on a DELETING object has ended: none
+// is left in the machine, or this leader has watched the object for longer
+// than any pin can last. The second rule uses only this node's monotonic
+// clock and the pin TTL bound, so a leader with a skewed wall clock cannot
+// shorten it. Pins are refused once DELETING, so no pin can start later.
+func (c *Collector) pinsEnded(t *term, o fsm.ObjectInfo) bool {
+	if o.Pins == 0 {
+		delete(t.firstSeen, o.Ref)
+		return true
+	}
+	first, ok := t.firstSeen[o.Ref]
+	if !ok {
+		t.firstSeen[o.Ref] = c.now()
+		return false
+	}
+	return c.now().Sub(first) >= fsm.MaxPinTTL+c.cfg.SkewMargin
+}
+
+// delete removes the bytes, then records DELETED. If the record fails, the
+// object stays DELETING (refusing pins and references) and the next pass
+// tries again; deleting absent bytes is not an error.
+func (c *Collector) delete(ctx context.Context, o fsm.ObjectInfo) {
+	if err := c.deleter.Delete(ctx, o.Ref.Key, o.Ref.Identity); err != nil {
+		c.log.Warn("gc: physical delete failed", "object", o.Ref.String(), "err", err)
+		return
+	}
+	c.metrics.deletions.Inc()
+	c.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_MarkObjectDeleted{MarkObjectDeleted: &fsmpb.MarkObjectDeleted{Object: o.Ref.PB()}}}, "deleted", o)
+}
+
+func (c *Collector) propose(ctx context.Context, cmd *fsmpb.Command, what string, o fsm.ObjectInfo) {
+	res, err := c.store.Propose(ctx, cmd)
+	switch {
+	case err != nil:
+		c.log.Warn("gc: propose failed", "object", o.Ref.String(), "err", err)
+	case res.Rejection != nil:
+		// Deterministic refusals are expected under races (a reference or
+		// a pin arrived first); the next pass decides again.
+		c.metrics.refusals.WithLabelValues(res.Rejection.Code.String()).Inc()
+		c.log.Debug("gc: refused", "object", o.Ref.String(), "code", res.Rejection.Code, "msg", res.Rejection.Message)
+	default:
+		c.metrics.marks.WithLabelValues(what).Inc()
+		c.log.Info("gc: object "+what, "object", o.Ref.String(), "version", res.Version)
+	}
+}
+
+// Decision is what GC does with one registry entry.
+type Decision int
+
+const (
+	Keep Decision = iota
+	MarkDeleting
+	AwaitPins
+)
+
+// Decide is GC's pure planning rule for one object at machine time clock.
+func Decide(o fsm.ObjectInfo, clock int64, minIdle time.Duration) Decision {
+	switch {
+	case o.Status == fsm.ObjectLive && o.References == 0 && clock-o.IdleSince >= int64(minIdle):
+		return MarkDeleting
+	case o.Status == fsm.ObjectDeleting:
+		return AwaitPins
+	}
+	return Keep
+}

@@ -1,0 +1,181 @@
+package gc
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/internal/fsmtest"
+)
+
+type machineStore struct{ *fsmtest.Store }
+
+func (s machineStore) Read(ctx context.Context, fn func(State)) error {
+	return s.Store.Read(ctx, func(m *fsm.Machine) { fn(m) })
+}
+
+type recordingDeleter struct{ deleted []fsm.ObjectRef }
+
+func (d *recordingDeleter) Delete(ctx context.Context, key, identity string) error {
+	d.deleted = append(d.deleted, fsm.ObjectRef{Key: key, Identity: identity})
+	return nil
+}
+
+// rig: stream 1 with one append in object "used", and an unreferenced
+// registered object "idle".
+type rig struct {
+	s       machineStore
+	deleter *recordingDeleter
+	c       *Collector
+	t       *term
+	clock   time.Time
+}
+
+var (
+	used = fsm.ObjectRef{Key: "used", Identity: "sha256:u"}
+	idle = fsm.ObjectRef{Key: "idle", Identity: "sha256:i"}
+)
+
+func newRig(t *testing.T) *rig {
+	s := machineStore{fsmtest.New()}
+	s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_CreateStream{CreateStream: &fsmpb.CreateStream{Name: "s"}}})
+	s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_OpenForWrite{OpenForWrite: &fsmpb.OpenForWrite{StreamId: 1}}})
+	for _, o := range []fsm.ObjectRef{used, idle} {
+		s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_RegisterObject{RegisterObject: &fsmpb.RegisterObject{Object: o.PB(), Size: 10}}})
+	}
+	s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_CommitAppend{CommitAppend: &fsmpb.CommitAppend{
+		StreamId: 1, WriterEpoch: 1, ExpectedStart: 0, End: 10, Object: used.PB(), Bytes: fsm.ByteRange{Length: 10}.PB(), IndexGen0: true,
+	}}})
+	r := &rig{s: s, deleter: &recordingDeleter{}, t: &term{firstSeen: map[fsm.ObjectRef]time.Time{}}, clock: time.Unix(0, 0)}
+	cfg := DefaultConfig()
+	c, err := New(cfg, s, r.deleter, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.now = func() time.Time { return r.clock }
+	r.c = c
+	return r
+}
+
+func (r *rig) pass(t *testing.T) {
+	t.Helper()
+	if err := r.c.pass(context.Background(), r.t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *rig) status(key string) fsm.ObjectStatus {
+	o, _ := r.s.Machine().Object(key)
+	return o.Status
+}
+
+func TestUnreferencedObjectIsCollectedAfterMinIdle(t *testing.T) {
+	r := newRig(t)
+	r.pass(t)
+	if r.status("idle") != fsm.ObjectLive {
+		t.Fatal("collected before MinIdle: a writer may still be about to reference it")
+	}
+	r.s.Advance(2 * time.Minute)
+	r.pass(t) // marks DELETING
+	if r.status("idle") != fsm.ObjectDeleting || r.status("used") != fsm.ObjectLive {
+		t.Fatalf("idle %v used %v", r.status("idle"), r.status("used"))
+	}
+	r.pass(t) // no pins: deletes, then DELETED
+	if r.status("idle") != fsm.ObjectDeleted || len(r.deleter.deleted) != 1 || r.deleter.deleted[0] != idle {
+		t.Fatalf("status %v, deleted %v", r.status("idle"), r.deleter.deleted)
+	}
+}
+
+// TestPinnedObjectSurvivesUntilPinEnds: a pin taken before DELETING keeps
+// the bytes until it is released (or outlived), and DELETING refuses new pins.
+func TestPinnedObjectSurvivesUntilPinEnds(t *testing.T) {
+	r := newRig(t)
+	pin := r.s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{Object: idle.PB(), Holder: "reader", TtlNanos: int64(30 * time.Second)}}})
+	r.s.Advance(2 * time.Minute)
+	r.pass(t)
+	if r.status("idle") != fsm.ObjectDeleting {
+		t.Fatalf("status %v", r.status("idle"))
+	}
+	if res := r.s.Apply(&fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{Object: idle.PB(), TtlNanos: int64(time.Second)}}}); res.Rejection == nil {
+		t.Fatal("a DELETING object accepted a new pin")
+	}
+	// The pin expired in machine time long ago, but it has not been pruned
+	// yet: this leader has not watched it for a whole pin lifetime.
+	r.pass(t)
+	r.clock = r.clock.Add(time.Minute)
+	r.pass(t)
+	if len(r.deleter.deleted) != 0 {
+		t.Fatal("deleted while a pin was outstanding")
+	}
+	r.s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_ReleasePin{ReleasePin: &fsmpb.ReleasePin{PinId: pin.PinId}}})
+	r.pass(t)
+	if len(r.deleter.deleted) != 1 || r.status("idle") != fsm.ObjectDeleted {
+		t.Fatalf("after release: %v %v", r.deleter.deleted, r.status("idle"))
+	}
+}
+
+func TestLeaderOutlivesUnreleasedPins(t *testing.T) {
+	r := newRig(t)
+	r.s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{Object: idle.PB(), TtlNanos: int64(30 * time.Second)}}})
+	// Past MinIdle, and past the pin's expiry, but within PinGrace of it:
+	// the pin is still in the machine.
+	r.s.Advance(70 * time.Second)
+	r.pass(t) // DELETING
+	r.pass(t) // first seen with a pin
+	r.clock = r.clock.Add(fsm.MaxPinTTL + DefaultConfig().SkewMargin - time.Second)
+	r.pass(t)
+	if len(r.deleter.deleted) != 0 {
+		t.Fatal("deleted before a whole pin lifetime passed on the leader's clock")
+	}
+	r.clock = r.clock.Add(time.Second)
+	r.pass(t)
+	if len(r.deleter.deleted) != 1 {
+		t.Fatal("never deleted after outliving the pin")
+	}
+}
+
+func TestReferencedObjectIsNeverMarked(t *testing.T) {
+	r := newRig(t)
+	r.s.Advance(time.Hour)
+	r.pass(t)
+	r.pass(t)
+	if r.status("used") != fsm.ObjectLive {
+		t.Fatal("referenced object marked")
+	}
+	// Trimming the only append unlinks it (committed first); then it goes.
+	r.s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_Trim{Trim: &fsmpb.Trim{StreamId: 1, Offset: 10}}})
+	r.s.Advance(2 * time.Minute)
+	r.pass(t)
+	r.pass(t)
+	if r.status("used") != fsm.ObjectDeleted {
+		t.Fatalf("after trim: %v", r.status("used"))
+	}
+}
+
+func TestRunStopsWithContext(t *testing.T) {
+	r := newRig(t)
+	r.c.cfg.Interval = 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.c.Run(ctx) }()
+	cancel()
+	<-done
+}
+
+func TestDecideAndConfig(t *testing.T) {
+	o := fsm.ObjectInfo{Status: fsm.ObjectLive, IdleSince: 0}
+	if Decide(o, int64(time.Minute), time.Minute) != MarkDeleting || Decide(o, 1, time.Minute) != Keep {
+		t.Fatal("idle rule")
+	}
+	o.References = 1
+	if Decide(o, int64(time.Hour), 0) != Keep {
+		t.Fatal("referenced object")
+	}
+	if (Config{}).Validate() == nil || DefaultConfig().Validate() != nil {
+		t.Fatal("config validation")
+	}
+}
