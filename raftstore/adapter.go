@@ -1,0 +1,213 @@
+package raftstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/metad/metad/fsm"
+)
+
+// barrierMarker is the Log.Extensions value of the barrier entries this
+// package appends (an empty-data LogCommand). Raft's own LogBarrier and
+// LogNoop entries are never handed to the FSM, so the FSM cannot tell that
+// the log has moved past them; a reader waiting for a commit index that
+// ends on one would wait for the next write. Our barrier is a LogCommand,
+// so it reaches the adapter, which counts it as applied without giving it
+// to the machine. See doc.go ("Applied index").
+var barrierMarker = []byte("metad.raftstore.barrier.v1")
+
+func isBarrier(l *raft.Log) bool {
+	return l.Type == raft.LogCommand && bytes.Equal(l.Extensions, barrierMarker)
+}
+
+// Snapshot stream: a 16-byte header, then fsm's own snapshot format.
+//
+//	magic    [8]byte "MDRAFT01"
+//	through  uint64  big-endian: the adapter's applied index at the snapshot
+//
+// through can exceed the machine's applied index (the last *command*) when
+// barriers or configuration entries followed it; restoring it keeps reads
+// that wait for such an index from hanging after a restore.
+const (
+	snapshotMagic      = "MDRAFT01"
+	snapshotHeaderSize = 16
+)
+
+// fsmAdapter is the raft.BatchingFSM around one *fsm.Machine. Raft's FSM
+// goroutine is its only writer; readers synchronise through mu and wait for
+// indexes through through/signal.
+type fsmAdapter struct {
+	// Set at construction, never changed.
+	opts   []fsm.Option
+	logger *slog.Logger
+
+	// mu guards m. ApplyBatch and Restore hold it for writing; Read,
+	// ReadLocal, Snapshot and StateHash for reading.
+	mu sync.RWMutex
+	m  *fsm.Machine
+
+	// through is the highest log index m reflects: the last entry raft
+	// delivered (command, barrier or configuration). It is stored while mu
+	// is held for writing, after m changed, so a reader that sees
+	// through >= i and then takes mu.RLock sees every command <= i.
+	// Invariant: m.AppliedIndex() <= through, and through only grows
+	// (a restore to an older snapshot is logged as an error).
+	through atomic.Uint64
+
+	// sigMu guards signal, which is closed and replaced each time through
+	// advances, waking every waiter at once.
+	sigMu  sync.Mutex
+	signal chan struct{}
+}
+
+func newFSMAdapter(logger *slog.Logger, opts ...fsm.Option) *fsmAdapter {
+	return &fsmAdapter{opts: opts, logger: logger, m: fsm.New(opts...), signal: make(chan struct{})}
+}
+
+// Apply implements raft.FSM for a single entry.
+func (a *fsmAdapter) Apply(l *raft.Log) any {
+	return a.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch implements raft.BatchingFSM. Raft passes LogCommand and
+// LogConfiguration entries, in order and without gaps among those types.
+// The response for a command is its *fsmpb.Result; barriers and
+// configuration entries answer nil.
+func (a *fsmAdapter) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	a.mu.Lock()
+	for i, l := range logs {
+		if prev := a.through.Load(); l.Index <= prev {
+			panic(fmt.Sprintf("raftstore: raft delivered entry %d after %d", l.Index, prev))
+		}
+		if l.Type == raft.LogCommand && !isBarrier(l) {
+			// Panics on an undecodable committed entry, by design (see
+			// fsm.Machine.ApplyEntry): replicas must crash, not diverge.
+			out[i] = a.m.ApplyEntry(l.Index, l.Data)
+		}
+		a.through.Store(l.Index)
+	}
+	a.mu.Unlock()
+	a.wake()
+	return out
+}
+
+func (a *fsmAdapter) wake() {
+	a.sigMu.Lock()
+	close(a.signal)
+	a.signal = make(chan struct{})
+	a.sigMu.Unlock()
+}
+
+// Snapshot implements raft.FSM: a copy-on-write clone taken under the read
+// lock, written out later by Persist while Apply goes on.
+func (a *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return &adapterSnapshot{m: a.m.Clone(), through: a.through.Load()}, nil
+}
+
+// Restore implements raft.FSM: read the whole snapshot into a new machine,
+// verify it, and only then swap it in under the write lock.
+func (a *fsmAdapter) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var hdr [snapshotHeaderSize]byte
+	if _, err := io.ReadFull(rc, hdr[:]); err != nil {
+		return fmt.Errorf("raftstore: snapshot header: %w", err)
+	}
+	if string(hdr[:8]) != snapshotMagic {
+		return fmt.Errorf("raftstore: snapshot header: bad magic %q", hdr[:8])
+	}
+	through := binary.BigEndian.Uint64(hdr[8:])
+	m, err := fsm.Restore(rc, a.opts...)
+	if err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	if m.AppliedIndex() > through {
+		return fmt.Errorf("raftstore: restore: %w: machine applied %d beyond header's %d",
+			fsm.ErrCorruptSnapshot, m.AppliedIndex(), through)
+	}
+	a.mu.Lock()
+	prev := a.through.Load()
+	a.m = m
+	a.through.Store(through)
+	a.mu.Unlock()
+	if through < prev {
+		a.logger.Error("raftstore: restored a snapshot older than the applied state; reads may go back in time",
+			"snapshot_index", through, "applied_index", prev)
+	}
+	a.wake()
+	return nil
+}
+
+// appliedIndex is the highest log index the machine reflects.
+func (a *fsmAdapter) appliedIndex() uint64 { return a.through.Load() }
+
+// waitApplied blocks until appliedIndex() >= index, ctx ends, or stop is
+// closed.
+func (a *fsmAdapter) waitApplied(ctx context.Context, index uint64, stop <-chan struct{}) error {
+	for {
+		if a.through.Load() >= index {
+			return nil
+		}
+		a.sigMu.Lock()
+		sig := a.signal
+		a.sigMu.Unlock()
+		// Re-check after taking the signal: an advance between the first
+		// check and here closed the old channel, not this one.
+		if a.through.Load() >= index {
+			return nil
+		}
+		select {
+		case <-sig:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: waiting for index %d to be applied (at %d): %w",
+				ErrTimeout, index, a.through.Load(), ctx.Err())
+		case <-stop:
+			return fmt.Errorf("%w: waiting for index %d to be applied", ErrClosed, index)
+		}
+	}
+}
+
+// read runs fn on the machine under the read lock.
+func (a *fsmAdapter) read(fn func(*fsm.Machine) error) error {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return fn(a.m)
+}
+
+type adapterSnapshot struct {
+	m       *fsm.Machine
+	through uint64
+}
+
+// Persist writes the header and the machine to the sink, cancelling the sink
+// on any error so raft discards the partial snapshot.
+func (s *adapterSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.write(sink); err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("raftstore: persist snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *adapterSnapshot) write(w io.Writer) error {
+	var hdr [snapshotHeaderSize]byte
+	copy(hdr[:8], snapshotMagic)
+	binary.BigEndian.PutUint64(hdr[8:], s.through)
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	return s.m.WriteSnapshot(w)
+}
+
+// Release implements raft.FSMSnapshot. The clone is garbage once dropped.
+func (s *adapterSnapshot) Release() {}

@@ -1,0 +1,95 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/metad/metad/fsm/fsmpb"
+)
+
+// Propose replicates cmd through raft and returns the state machine's
+// Result. It works on the leader only. It sets cmd.StampUnixNano to this
+// leader's wall clock just before handing the command to raft (the only
+// time the state machine ever sees), so callers need not set it.
+//
+// A deterministic refusal is a successful call: the Result carries the
+// Rejection and is the same on every replica. Errors are classified (table
+// in doc.go): Indeterminate(err) says the command may still take effect;
+// otherwise it certainly did not.
+func (s *Store) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error) {
+	if s.isClosing() {
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: before proposing: %w", ErrTimeout, err)
+	}
+	if _, leader := s.leadership(); !leader {
+		return nil, s.notLeaderError()
+	}
+	select {
+	case s.proposals <- struct{}{}:
+		defer func() { <-s.proposals }()
+	default:
+		return nil, fmt.Errorf("%w: %d proposals already pending (MaxPendingProposals)", ErrOverloaded, cap(s.proposals))
+	}
+	timeout := s.cfg.ApplyTimeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = time.Until(dl)
+	}
+	if timeout <= 0 {
+		return nil, fmt.Errorf("%w: deadline passed before proposing", ErrTimeout)
+	}
+	cmd.StampUnixNano = time.Now().UnixNano()
+	data, err := proto.Marshal(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: encode command: %w", err)
+	}
+	f := s.raft.Apply(data, timeout)
+	done, err := s.await(ctx, f, s.raftDown)
+	if !done {
+		// The command may already be in the log: we only stopped waiting.
+		if errors.Is(err, ErrClosed) {
+			return nil, indeterminate(fmt.Errorf("%w: while waiting for commit", ErrClosed))
+		}
+		return nil, indeterminate(fmt.Errorf("%w: waiting for commit: %w", ErrTimeout, err))
+	}
+	if err != nil {
+		return nil, s.classifyApplyError(err)
+	}
+	res, ok := f.Response().(*fsmpb.Result)
+	if !ok || res == nil {
+		panic(fmt.Sprintf("raftstore: committed command answered %T, not *fsmpb.Result", f.Response()))
+	}
+	return res, nil
+}
+
+// classifyApplyError maps an error of raft's apply future to this package's
+// sentinels, deciding definite or indeterminate from where raft fails it.
+func (s *Store) classifyApplyError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader):
+		// Refused by a follower or candidate loop, or by a leader already
+		// stepping down, before the command was given an index.
+		return s.notLeaderError()
+	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		// Refused before dispatch while leadership moves away.
+		return fmt.Errorf("%w: leadership transfer in progress", ErrNoLeader)
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		// Never entered raft's apply queue.
+		return fmt.Errorf("%w: raft did not accept the command within ApplyTimeout (%v)", ErrTimeout, s.cfg.ApplyTimeout)
+	case errors.Is(err, raft.ErrLeadershipLost):
+		// In the log, not known to be committed: a later leader may
+		// commit it or not.
+		return indeterminate(fmt.Errorf("%w: %w", ErrLeadershipLost, err))
+	case errors.Is(err, raft.ErrRaftShutdown):
+		// Either before enqueue or while waiting: raft does not say which.
+		return indeterminate(fmt.Errorf("%w: %w", ErrClosed, err))
+	default:
+		return indeterminate(fmt.Errorf("raftstore: propose: %w", err))
+	}
+}

@@ -1,0 +1,567 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"github.com/metad/metad/fsm"
+)
+
+// Peers reaches the other servers of the cluster. Package api implements it
+// over gRPC; tests implement it in memory. Implementations must honour ctx
+// (return promptly once it ends), and should return this package's sentinel
+// errors where they apply (api decodes its wire error table back into them)
+// so callers can classify failures that happened at the other end.
+type Peers interface {
+	// ConfirmLeadership asks server serverID whether, right now, its
+	// current term is term and it follows leaderID (Store.ConfirmLeadership
+	// at the other end). An error counts as "no".
+	ConfirmLeadership(ctx context.Context, serverID string, term uint64, leaderID string) (bool, error)
+	// ReadIndex asks server leaderID for a linearizable read index
+	// (Store.ReadIndex at the other end).
+	ReadIndex(ctx context.Context, leaderID string) (uint64, error)
+}
+
+// Suffrage is a server's role in the raft configuration.
+type Suffrage string
+
+// The suffrages raft knows.
+const (
+	Voter    Suffrage = "voter"
+	Nonvoter Suffrage = "nonvoter"
+	Staging  Suffrage = "staging"
+)
+
+// Server is one member of the raft configuration.
+type Server struct {
+	ID       string
+	Address  string
+	Suffrage Suffrage // empty means Voter in Bootstrap
+}
+
+// Store is metad's raft node: hashicorp/raft over raft-boltdb and a file
+// snapshot store, driving one fsm.Machine, with linearizable reads on every
+// node (read.go), classified proposals (propose.go) and leadership events
+// (leadership.go). All methods are safe for concurrent use.
+type Store struct {
+	// Set by open, never changed.
+	cfg           Config
+	logger        *slog.Logger
+	peers         Peers
+	raft          *raft.Raft
+	fsm           *fsmAdapter
+	bolt          *raftboltdb.BoltStore
+	logs          raft.LogStore
+	snaps         raft.SnapshotStore
+	addr          string
+	beforeBarrier func(term uint64, closing <-chan struct{}) // test hook, nil in production
+
+	// Lifecycle. lifeMu guards closed; goroutines are only started under
+	// lifeMu.RLock with closed false, so none starts after Close began.
+	lifeMu    sync.RWMutex
+	closed    bool
+	closing   chan struct{} // closed when Close begins
+	raftDown  chan struct{} // closed when raft has shut down
+	closeOnce sync.Once
+	closeErr  error
+	loops     sync.WaitGroup // leadershipLoop and readLoop
+	futures   flight         // goroutines waiting on raft futures
+
+	// proposals holds one token per Propose waiting for its commit.
+	// Its capacity is Config.MaxPendingProposals.
+	proposals chan struct{}
+
+	// Read path (read.go). reads is consumed by readLoop only; its capacity
+	// is Config.MaxWaitingReads.
+	reads       chan *readRequest
+	readRounds  atomic.Uint64
+	readsServed atomic.Uint64
+
+	// Leadership (leadership.go). gateTerm is written by leadershipLoop only.
+	gateTerm atomic.Uint64
+	emitMu   sync.Mutex // serialises delivery of events to subscribers
+	lmu      sync.Mutex // guards the fields below
+	lead     *leaderTerm
+	leadSig  chan struct{} // closed and replaced when lead changes
+	subs     map[uint64]func(LeadershipEvent)
+	nextSub  uint64
+}
+
+// openOptions are what tests may inject; Open uses the zero value.
+type openOptions struct {
+	transport     raft.Transport // nil: TCP transport from Config
+	fsmOptions    []fsm.Option
+	beforeBarrier func(term uint64, closing <-chan struct{})
+}
+
+// Open opens (creating if needed) the raft state in cfg.DataDir and starts
+// the raft node. A new node has no configuration: call Bootstrap on exactly
+// one server of a new cluster, or have the leader add this one. peers may be
+// nil for a single-server cluster; logger nil discards logs.
+func Open(cfg Config, peers Peers, logger *slog.Logger) (*Store, error) {
+	return open(cfg, peers, logger, openOptions{})
+}
+
+func open(cfg Config, peers Peers, logger *slog.Logger, o openOptions) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if peers == nil {
+		peers = noPeers{}
+	}
+	logger = logger.With("node", cfg.NodeID)
+	hlog := newHCLogger(logger, "raft")
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("raftstore: data dir: %w", err)
+	}
+	bolt, err := raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(cfg.DataDir, "raft.db"),
+		// NoFreelistSync: the freelist is rebuilt on open instead of written
+		// on every commit, which halves write amplification of the log.
+		// Timeout: a second process on the same dir fails instead of hanging.
+		BoltOptions: &bbolt.Options{NoFreelistSync: true, Timeout: time.Second},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: open log store: %w", err)
+	}
+	s, err := start(cfg, peers, logger, hlog, bolt, o)
+	if err != nil {
+		bolt.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// start builds the rest on an open bolt store; on error the caller closes it.
+func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt *raftboltdb.BoltStore, o openOptions) (*Store, error) {
+	logs, err := raft.NewLogCache(cfg.LogCacheSize, bolt)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: log cache: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hlog.Named("snapshot"))
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: snapshot store: %w", err)
+	}
+	trans := o.transport
+	if trans == nil {
+		if trans, err = newTCPTransport(cfg, hlog.Named("transport")); err != nil {
+			return nil, err
+		}
+	}
+	adapter := newFSMAdapter(logger, o.fsmOptions...)
+	r, err := raft.NewRaft(cfg.raftConfig(hlog), adapter, logs, bolt, snaps, trans)
+	if err != nil {
+		if c, ok := trans.(raft.WithClose); ok {
+			c.Close()
+		}
+		return nil, fmt.Errorf("raftstore: start raft: %w", err)
+	}
+	s := &Store{
+		cfg: cfg, logger: logger, peers: peers, raft: r, fsm: adapter,
+		bolt: bolt, logs: logs, snaps: snaps, addr: string(trans.LocalAddr()),
+		beforeBarrier: o.beforeBarrier,
+		closing:       make(chan struct{}),
+		raftDown:      make(chan struct{}),
+		proposals:     make(chan struct{}, cfg.MaxPendingProposals),
+		reads:         make(chan *readRequest, cfg.MaxWaitingReads),
+		leadSig:       make(chan struct{}),
+		subs:          make(map[uint64]func(LeadershipEvent)),
+	}
+	s.futures.init()
+	s.loops.Add(2)
+	go s.leadershipLoop()
+	go s.readLoop()
+	logger.Info("raftstore: opened", "addr", s.addr, "data_dir", cfg.DataDir)
+	return s, nil
+}
+
+func newTCPTransport(cfg Config, logger hclog.Logger) (*raft.NetworkTransport, error) {
+	var advertise net.Addr
+	if cfg.AdvertiseAddr != "" {
+		a, err := net.ResolveTCPAddr("tcp", cfg.AdvertiseAddr)
+		if err != nil {
+			return nil, fmt.Errorf("raftstore: advertise address: %w", err)
+		}
+		advertise = a
+	}
+	t, err := raft.NewTCPTransportWithConfig(cfg.BindAddr, advertise, &raft.NetworkTransportConfig{
+		Logger:  logger,
+		MaxPool: cfg.TransportMaxPool,
+		Timeout: cfg.TransportTimeout,
+		// 2 overlaps preparing the next AppendEntries with waiting for the
+		// previous; hashicorp measured more pipelining to hurt commit latency.
+		MaxRPCsInFlight: 2,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: raft transport on %s: %w", cfg.BindAddr, err)
+	}
+	return t, nil
+}
+
+// Close shuts raft down cleanly and closes the stores. New calls are refused
+// from the moment it starts; proposals already in raft get up to
+// ApplyTimeout to resolve first. Close is idempotent.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Store) close() error {
+	s.lifeMu.Lock()
+	s.closed = true
+	close(s.closing)
+	s.lifeMu.Unlock()
+	// Let raft resolve what it accepted while it still can: a batch raft
+	// handed to its FSM goroutine is dropped unanswered if shutdown wins the
+	// race (hashicorp/raft v1.7.3 runFSM), leaving its futures pending forever.
+	if !s.futures.wait(s.cfg.ApplyTimeout) {
+		s.logger.Warn("raftstore: closing with raft operations still pending", "pending", s.futures.count())
+	}
+	errs := []error{s.raft.Shutdown().Error()}
+	close(s.raftDown)
+	s.loops.Wait()
+	if !s.futures.wait(s.cfg.ApplyTimeout) {
+		s.logger.Error("raftstore: raft left operations unresolved at shutdown; their waiters are abandoned",
+			"pending", s.futures.count())
+	}
+	errs = append(errs, s.bolt.Close())
+	s.logger.Info("raftstore: closed")
+	return errors.Join(errs...)
+}
+
+func (s *Store) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// await waits for f to resolve, ctx to end, or the store to begin closing,
+// whichever comes first. done reports whether f resolved (then err is f's
+// error). A goroutine calls f.Error() so that the caller can stop waiting;
+// it is counted in s.futures and ends when raft resolves f.
+func (s *Store) await(ctx context.Context, f raft.Future, stop <-chan struct{}) (done bool, err error) {
+	ch := make(chan error, 1)
+	if !s.spawnWaiter(func() { ch <- f.Error() }) {
+		return false, ErrClosed
+	}
+	select {
+	case err := <-ch:
+		return true, err
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-stop:
+		return false, ErrClosed
+	}
+}
+
+func (s *Store) spawnWaiter(fn func()) bool {
+	s.lifeMu.RLock()
+	defer s.lifeMu.RUnlock()
+	if s.closed {
+		return false
+	}
+	s.futures.add()
+	go func() {
+		defer s.futures.done()
+		fn()
+	}()
+	return true
+}
+
+// HasState reports whether this node has raft state (a term, log entries or
+// a snapshot): a node with state must not be bootstrapped. An unreadable
+// store counts as having state, so that nobody bootstraps over it.
+func (s *Store) HasState() bool {
+	has, err := raft.HasExistingState(s.logs, s.bolt, s.snaps)
+	if err != nil {
+		s.logger.Error("raftstore: reading raft state", "err", err)
+		return true
+	}
+	return has
+}
+
+// Bootstrap writes the initial configuration of a new cluster. Call it on
+// one server only. A node that already has state returns
+// ErrAlreadyBootstrapped and changes nothing.
+func (s *Store) Bootstrap(servers []Server) error {
+	if s.HasState() {
+		return ErrAlreadyBootstrapped
+	}
+	var conf raft.Configuration
+	for _, sv := range servers {
+		suffrage, err := raftSuffrage(sv.Suffrage)
+		if err != nil {
+			return err
+		}
+		conf.Servers = append(conf.Servers, raft.Server{
+			ID: raft.ServerID(sv.ID), Address: raft.ServerAddress(sv.Address), Suffrage: suffrage})
+	}
+	done, err := s.await(context.Background(), s.raft.BootstrapCluster(conf), s.closing)
+	switch {
+	case !done || errors.Is(err, raft.ErrRaftShutdown):
+		return ErrClosed
+	case errors.Is(err, raft.ErrCantBootstrap):
+		return ErrAlreadyBootstrapped
+	case err != nil:
+		return fmt.Errorf("raftstore: bootstrap: %w", err)
+	}
+	return nil
+}
+
+func raftSuffrage(s Suffrage) (raft.ServerSuffrage, error) {
+	switch s {
+	case Voter, "":
+		return raft.Voter, nil
+	case Nonvoter:
+		return raft.Nonvoter, nil
+	case Staging:
+		return raft.Staging, nil
+	}
+	return 0, fmt.Errorf("raftstore: unknown suffrage %q", s)
+}
+
+func suffrageOf(s raft.ServerSuffrage) Suffrage {
+	switch s {
+	case raft.Nonvoter:
+		return Nonvoter
+	case raft.Staging:
+		return Staging
+	}
+	return Voter
+}
+
+// Raft is the underlying raft node, for membership changes (AddVoter,
+// AddNonvoter, RemoveServer, DemoteVoter). Do not call its Apply or Barrier:
+// proposals go through Propose, and raft's own barrier entries are invisible
+// to the state machine (see doc.go, "Applied index").
+func (s *Store) Raft() *raft.Raft { return s.raft }
+
+// ID is this node's raft server id.
+func (s *Store) ID() string { return s.cfg.NodeID }
+
+// Addr is the raft address other servers reach this node at.
+func (s *Store) Addr() string { return s.addr }
+
+// IsLeader reports whether raft currently considers this node the leader.
+// A leader serves linearizable reads only once ready (LeadershipEvent).
+func (s *Store) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// Leader returns the id and address of the leader this node knows of, or
+// empty strings.
+func (s *Store) Leader() (id, addr string) {
+	a, i := s.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// Term is this node's current raft term.
+func (s *Store) Term() uint64 { return s.raft.CurrentTerm() }
+
+// CommitIndex is the highest log index this node knows to be committed.
+func (s *Store) CommitIndex() uint64 { return s.raft.CommitIndex() }
+
+// AppliedIndex is the highest log index the local state machine reflects.
+// Unlike raft's AppliedIndex it is advanced only after the entries have
+// been applied, so state at this index is readable now.
+func (s *Store) AppliedIndex() uint64 { return s.fsm.appliedIndex() }
+
+// WaitApplied blocks until AppliedIndex() >= index, ctx ends (ErrTimeout)
+// or the store closes (ErrClosed).
+func (s *Store) WaitApplied(ctx context.Context, index uint64) error {
+	return s.fsm.waitApplied(ctx, index, s.closing)
+}
+
+// StateHash returns the hash of the local machine's state and the index of
+// the last command it applied. Replicas at the same index have the same
+// hash. It hashes a clone, so Apply is held up only for the clone.
+func (s *Store) StateHash() ([32]byte, uint64, error) {
+	var m *fsm.Machine
+	_ = s.fsm.read(func(live *fsm.Machine) error { m = live.Clone(); return nil })
+	sum, _, err := m.StateHash()
+	return sum, m.AppliedIndex(), err
+}
+
+// Configuration returns the latest raft configuration (possibly not yet
+// committed).
+func (s *Store) Configuration() ([]Server, error) {
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("raftstore: configuration: %w", err)
+	}
+	var out []Server
+	for _, sv := range f.Configuration().Servers {
+		out = append(out, Server{ID: string(sv.ID), Address: string(sv.Address), Suffrage: suffrageOf(sv.Suffrage)})
+	}
+	return out, nil
+}
+
+// Status is what `metad status` shows for one node.
+type Status struct {
+	NodeID       string
+	Address      string
+	State        string // Follower, Candidate, Leader or Shutdown
+	Term         uint64
+	LastLogIndex uint64
+	CommitIndex  uint64
+	AppliedIndex uint64    // the state machine's (see AppliedIndex)
+	LastContact  time.Time // last contact from a leader; zero on the leader or if never
+	Voter        bool      // a voter in the latest configuration
+	LeaderID     string
+	LeaderAddr   string
+	ReadReady    bool // a leader whose barrier of this term is applied
+}
+
+// Status returns this node's raft status.
+func (s *Store) Status() Status {
+	term, leader := s.leadership()
+	id, addr := s.Leader()
+	st := Status{
+		NodeID: s.cfg.NodeID, Address: s.addr, State: s.raft.State().String(), Term: term,
+		LastLogIndex: s.raft.LastIndex(), CommitIndex: s.raft.CommitIndex(), AppliedIndex: s.AppliedIndex(),
+		LeaderID: id, LeaderAddr: addr, ReadReady: leader && s.gateTerm.Load() == term,
+	}
+	if !leader {
+		st.LastContact = s.raft.LastContact()
+	}
+	if servers, err := s.Configuration(); err == nil {
+		for _, sv := range servers {
+			st.Voter = st.Voter || (sv.ID == s.cfg.NodeID && sv.Suffrage == Voter)
+		}
+	}
+	return st
+}
+
+// TransferLeadership asks the leader (this node) to hand leadership to
+// server toID, or to the most up-to-date voter if toID is empty, and waits
+// until raft reports the transfer done or failed, or ctx ends.
+func (s *Store) TransferLeadership(ctx context.Context, toID string) error {
+	if _, leader := s.leadership(); !leader {
+		return s.notLeaderError()
+	}
+	var f raft.Future
+	if toID == "" {
+		f = s.raft.LeadershipTransfer()
+	} else {
+		addr, err := s.addressOf(toID)
+		if err != nil {
+			return err
+		}
+		f = s.raft.LeadershipTransferToServer(raft.ServerID(toID), raft.ServerAddress(addr))
+	}
+	done, err := s.await(ctx, f, s.closing)
+	switch {
+	case !done && errors.Is(err, ErrClosed):
+		return ErrClosed
+	case !done:
+		return fmt.Errorf("%w: leadership transfer: %w", ErrTimeout, err)
+	case errors.Is(err, raft.ErrNotLeader):
+		return s.notLeaderError()
+	case err != nil:
+		return fmt.Errorf("raftstore: leadership transfer to %q: %w", toID, err)
+	}
+	return nil
+}
+
+func (s *Store) addressOf(id string) (string, error) {
+	servers, err := s.Configuration()
+	if err != nil {
+		return "", err
+	}
+	for _, sv := range servers {
+		if sv.ID == id {
+			return sv.Address, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %q", ErrUnknownServer, id)
+}
+
+// notLeaderError says who leads, as far as this node knows.
+func (s *Store) notLeaderError() error {
+	id, addr := s.Leader()
+	if id == "" || id == s.cfg.NodeID {
+		return fmt.Errorf("%w: this node (%s) is %v", ErrNoLeader, s.cfg.NodeID, s.raft.State())
+	}
+	return &NotLeaderError{LeaderID: id, LeaderAddr: addr}
+}
+
+// noPeers is the Peers of a store opened without one: every call fails,
+// which a single-server cluster never needs.
+type noPeers struct{}
+
+func (noPeers) ConfirmLeadership(context.Context, string, uint64, string) (bool, error) {
+	return false, fmt.Errorf("%w: no Peers configured", ErrNoLeader)
+}
+
+func (noPeers) ReadIndex(context.Context, string) (uint64, error) {
+	return 0, fmt.Errorf("%w: no Peers configured", ErrNoLeader)
+}
+
+// flight counts goroutines waiting on raft futures and lets Close wait for
+// them with a bound.
+type flight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed while n == 0
+}
+
+func (f *flight) init() {
+	f.idle = make(chan struct{})
+	close(f.idle)
+}
+
+func (f *flight) add() {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *flight) done() {
+	f.mu.Lock()
+	f.n--
+	if f.n == 0 {
+		close(f.idle)
+	}
+	f.mu.Unlock()
+}
+
+func (f *flight) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+// wait reports whether the count reached zero within d.
+func (f *flight) wait(d time.Duration) bool {
+	f.mu.Lock()
+	idle := f.idle
+	f.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return true
+	case <-t.C:
+		return false
+	}
+}
