@@ -94,7 +94,7 @@ func TestUnreferencedObjectIsCollectedAfterMinIdle(t *testing.T) {
 // the bytes until it is released (or outlived), and DELETING refuses new pins.
 func TestPinnedObjectSurvivesUntilPinEnds(t *testing.T) {
 	r := newRig(t)
-	pin := r.s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{Object: idle.PB(), Holder: "reader", TtlNanos: int64(30 * time.Second)}}})
+	pin := r.s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{Object: idle.PB(), Holder: "reader", TtlNanos: int64(2 * time.Minute)}}})
 	r.s.Advance(2 * time.Minute)
 	r.pass(t)
 	if r.status("idle") != fsm.ObjectDeleting {
