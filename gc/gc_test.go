@@ -103,8 +103,8 @@ func TestPinnedObjectSurvivesUntilPinEnds(t *testing.T) {
 	if res := r.s.Apply(&fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{Object: idle.PB(), TtlNanos: int64(time.Second)}}}); res.Rejection == nil {
 		t.Fatal("a DELETING object accepted a new pin")
 	}
-	// The pin expired in machine time long ago, but it has not been pruned
-	// yet: this leader has not watched it for a whole pin lifetime.
+	// The pin is still counted (not released, not pruned), and this leader
+	// has not watched it for a whole pin lifetime.
 	r.pass(t)
 	r.clock = r.clock.Add(time.Minute)
 	r.pass(t)
