@@ -1,0 +1,138 @@
+package client
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/objectstore"
+)
+
+// Config says how to reach a cluster.
+type Config struct {
+	// Addrs are gRPC addresses of any members; calls are balanced round
+	// robin and any member serves any call.
+	Addrs []string
+	// Timeout applies to calls whose context has no deadline. Default 10s.
+	Timeout time.Duration
+	// MaxRetryDelay caps the wait between retries of retryable failures.
+	// Default 1s.
+	MaxRetryDelay time.Duration
+	// Objects is where Read fetches bytes. Optional for everything else.
+	Objects objectstore.Store
+	// Holder names this client in pins. Default "metad-client".
+	Holder string
+}
+
+// Client is a metad client for brokers and tools. It retries retryable
+// failures within the caller's deadline, with a request id on every
+// mutation so that retrying an indeterminate failure is safe.
+type Client struct {
+	cfg  Config
+	conn *grpc.ClientConn
+	// bg tracks best-effort background calls (pin releases, failure
+	// reports); Close waits for them.
+	bg      sync.WaitGroup
+	Metad   metadpb.MetadClient
+	Cluster metadpb.ClusterClient
+}
+
+// New connects lazily to the cluster (no I/O until the first call).
+func New(cfg Config) (*Client, error) {
+	if len(cfg.Addrs) == 0 {
+		return nil, errors.New("client: no addresses")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.MaxRetryDelay <= 0 {
+		cfg.MaxRetryDelay = time.Second
+	}
+	if cfg.Holder == "" {
+		cfg.Holder = "metad-client"
+	}
+	r := manual.NewBuilderWithScheme("metad")
+	addrs := make([]resolver.Address, len(cfg.Addrs))
+	for i, a := range cfg.Addrs {
+		addrs[i] = resolver.Address{Addr: strings.TrimSpace(a)}
+	}
+	r.InitialState(resolver.State{Addresses: addrs})
+	conn, err := grpc.NewClient("metad:///cluster",
+		grpc.WithResolvers(r),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return &Client{cfg: cfg, conn: conn, Metad: metadpb.NewMetadClient(conn), Cluster: metadpb.NewClusterClient(conn)}, nil
+}
+
+// Close waits for background calls, then closes the connections.
+func (c *Client) Close() error {
+	c.bg.Wait()
+	return c.conn.Close()
+}
+
+// background runs fn with a short deadline, owned by the client.
+func (c *Client) background(fn func(ctx context.Context)) {
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		fn(ctx)
+	}()
+}
+
+// NewRequestID returns a random request id for idempotent retries.
+func NewRequestID() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Call runs one RPC with the client's retry policy: retryable failures
+// (the server's RetryInfo, or a broken connection) are retried after the
+// advised delay, with jittered backoff, until the deadline. Mutations must
+// carry a request id so that a retry after an indeterminate failure is
+// applied at most once.
+func Call[Req, Resp any](ctx context.Context, c *Client, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+	}
+	delay := 20 * time.Millisecond
+	for {
+		resp, err := rpc(ctx, req)
+		if err == nil {
+			return resp, nil
+		}
+		err = fromStatus(err)
+		e, ok := AsError(err)
+		if !ok || !e.Retryable() || ctx.Err() != nil {
+			return resp, err
+		}
+		delay = max(delay, e.RetryDelay)
+		wait := delay/2 + rand.N(delay/2+1)
+		select {
+		case <-ctx.Done():
+			return resp, err
+		case <-time.After(wait):
+		}
+		delay = min(2*delay, c.cfg.MaxRetryDelay)
+	}
+}
