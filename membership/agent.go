@@ -14,7 +14,6 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
-	autopilot "github.com/hashicorp/raft-autopilot"
 )
 
 // ErrClosed is returned by Leave after Close.
@@ -51,7 +50,7 @@ type Hooks struct {
 	// FetchStats fetches another server's raft stats (normally an RPC to
 	// m.Meta.GRPCAddr answered with StatsFromRaft). The leader calls it
 	// for each alive non-voter every reconcile round, with a deadline.
-	FetchStats func(ctx context.Context, m Member) (*autopilot.ServerStats, error)
+	FetchStats func(ctx context.Context, m Member) (*ServerStats, error)
 }
 
 // Agent is one node's membership: its memberlist instance, its gossip view,
@@ -218,7 +217,7 @@ func (a *Agent) Members() []Member { return a.table.snapshot() }
 func (a *Agent) Lookup(id string) (Member, bool) { return a.table.lookup(id) }
 
 // Leave announces a graceful leave to the other nodes, waiting up to
-// timeout for the broadcast. It does not remove this node from raft (the
+// timeout (at least 1ms) for the broadcasts. It does not remove this node from raft (the
 // leader does, after DeadServerTimeout, if it does not come back) and does
 // not stop the agent: call Close afterwards.
 func (a *Agent) Leave(timeout time.Duration) error {
@@ -229,7 +228,16 @@ func (a *Agent) Leave(timeout time.Duration) error {
 	}
 	a.left.Store(true) // stops reconnect attempts, which would undo the leave
 	a.log.Info("leaving gossip")
-	if err := a.ml.Leave(timeout); err != nil {
+	// Announce the leave in metadata first: peers learn "left" from it.
+	if err := a.meta.update(func(m *Meta) { m.Leaving = true }); err != nil {
+		return err
+	}
+	// memberlist reads a zero timeout as "wait forever".
+	deadline := time.Now().Add(max(timeout, time.Millisecond))
+	if err := a.ml.UpdateNode(max(time.Until(deadline), time.Millisecond)); err != nil {
+		a.log.Warn("leave announcement not confirmed; leaving anyway", "err", err)
+	}
+	if err := a.ml.Leave(max(time.Until(deadline), time.Millisecond)); err != nil {
 		return fmt.Errorf("membership: leave: %w", err)
 	}
 	return nil
@@ -264,30 +272,36 @@ func (a *Agent) nudge() {
 }
 
 // metaSource is the memberlist.Delegate that serves this node's metadata.
-// The loop replaces it; memberlist reads it from its own goroutines.
+// The loop and Leave update it; memberlist reads it from its goroutines.
 type metaSource struct {
-	encoded atomic.Pointer[[]byte]
-	meta    atomic.Pointer[Meta]
+	encoded atomic.Pointer[[]byte] // read lock-free by NodeMeta
+
+	mu   sync.Mutex // serialises updates
+	meta Meta
 }
 
 var _ memberlist.Delegate = (*metaSource)(nil)
 
 func newMetaSource(m Meta) (*metaSource, error) {
 	s := &metaSource{}
-	return s, s.set(m)
+	return s, s.update(func(cur *Meta) { *cur = m })
 }
 
-func (s *metaSource) set(m Meta) error {
-	b, err := EncodeMeta(m)
+// update applies change to the metadata and re-encodes it; on an encoding
+// error the metadata is left as it was.
+func (s *metaSource) update(change func(*Meta)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := s.meta
+	change(&next)
+	b, err := EncodeMeta(next)
 	if err != nil {
 		return err
 	}
+	s.meta = next
 	s.encoded.Store(&b)
-	s.meta.Store(&m)
 	return nil
 }
-
-func (s *metaSource) current() Meta { return *s.meta.Load() }
 
 func (s *metaSource) NodeMeta(limit int) []byte {
 	b := *s.encoded.Load()

@@ -48,13 +48,14 @@
 // Every decision, including each decision not to act, is logged once at
 // INFO with its reason.
 //
-// raft-autopilot itself is not used as the driver, only its types
-// (ServerStats) and its rules: it does not add servers, removes servers
-// unknown to the application immediately (a new leader whose gossip has
-// not yet heard of a server would remove it), removes failed servers with
-// no dead-server delay, and would remove one of two dead voters in a
-// three-voter cluster. Owning a small planner keeps all four rules here,
-// testable as tables and properties.
+// raft-autopilot itself is not used, only its rules (and the shape of its
+// ServerStats, restated in stats.go: importing the module would link its
+// testify mocks into metad). As a driver it does not fit: it does not add
+// servers, removes servers unknown to the application immediately (a new
+// leader whose gossip has not yet heard of a server would remove it),
+// removes failed servers with no dead-server delay, and would remove one
+// of two dead voters in a three-voter cluster. Owning a small planner
+// keeps all four rules here, testable as tables and properties.
 //
 // # Concurrency
 //

@@ -64,11 +64,12 @@ func (a *Agent) refreshBootstrapped() {
 
 func (a *Agent) setBootstrapped() {
 	a.loop.bootstrapped = true
-	m := a.meta.current()
-	m.Bootstrapped = true
-	if err := a.meta.set(m); err != nil {
+	if err := a.meta.update(func(m *Meta) { m.Bootstrapped = true }); err != nil {
 		a.log.Error("cannot encode own metadata", "err", err) // unreachable: validated in New
 		return
+	}
+	if a.left.Load() {
+		return // an alive broadcast now would undo the leave
 	}
 	if err := a.ml.UpdateNode(metaUpdateTimeout); err != nil {
 		a.log.Debug("metadata broadcast still pending", "err", err)

@@ -25,7 +25,7 @@ const (
 	StatusAlive Status = iota + 1
 	// StatusDead: memberlist declared the node dead (failed probes).
 	StatusDead
-	// StatusLeft: the node announced a graceful leave.
+	// StatusLeft: the node announced a graceful leave (Agent.Leave).
 	StatusLeft
 )
 
@@ -90,13 +90,10 @@ func newTable(log *slog.Logger, now func() time.Time, nudge func()) *table {
 func (t *table) NotifyJoin(n *memberlist.Node)   { t.upsert(n, StatusAlive) }
 func (t *table) NotifyUpdate(n *memberlist.Node) { t.upsert(n, StatusAlive) }
 
-func (t *table) NotifyLeave(n *memberlist.Node) {
-	status := StatusDead
-	if n.State == memberlist.StateLeft {
-		status = StatusLeft
-	}
-	t.upsert(n, status)
-}
+// NotifyLeave reports both failures and graceful leaves; which one it was
+// comes from the node's metadata (see Meta.Leaving), since the Node state
+// memberlist passes is never updated.
+func (t *table) NotifyLeave(n *memberlist.Node) { t.upsert(n, StatusDead) }
 
 // upsert records n with status, or drops it if its name or metadata is
 // invalid: a node nobody can decode must not count for bootstrap nor be
@@ -114,6 +111,11 @@ func (t *table) upsert(n *memberlist.Node, status Status) {
 		return
 	}
 	delete(t.badSeen, n.Name)
+	if meta.Leaving {
+		// Announced its leave: left from now on, even while memberlist
+		// still has it alive for the moment its leave takes to spread.
+		status = StatusLeft
+	}
 	old, found := t.members[n.Name]
 	m := Member{ID: n.Name, GossipAddr: gossip, Status: status, Since: old.Since, Meta: meta}
 	if !found || old.Status != status {

@@ -18,7 +18,8 @@ const metaMaxSize = 512
 
 const (
 	metaFlagBootstrapped = 1 << 0
-	metaKnownFlags       = metaFlagBootstrapped
+	metaFlagLeaving      = 1 << 1
+	metaKnownFlags       = metaFlagBootstrapped | metaFlagLeaving
 )
 
 // ErrBadMeta is wrapped by every DecodeMeta error.
@@ -38,12 +39,16 @@ type Meta struct {
 	// was added by a leader, or restarted with data. A forming node that
 	// sees it on any peer never bootstraps.
 	Bootstrapped bool
+	// Leaving is set by Agent.Leave just before memberlist's leave, so that
+	// peers can tell a graceful leave from a failure: memberlist's events
+	// do not say which (the state it passes to NotifyLeave is never set).
+	Leaving bool
 }
 
 // EncodeMeta encodes m in the version-1 layout:
 //
 //	byte 0     version (1)
-//	byte 1     flags (bit 0: bootstrapped; other bits zero)
+//	byte 1     flags (bit 0: bootstrapped, bit 1: leaving; others zero)
 //	byte 2     expect (0..MaxBootstrapExpect)
 //	byte 3     len(raftAddr), then raftAddr
 //	byte 4+r   len(grpcAddr), then grpcAddr
@@ -58,6 +63,9 @@ func EncodeMeta(m Meta) ([]byte, error) {
 	var flags byte
 	if m.Bootstrapped {
 		flags |= metaFlagBootstrapped
+	}
+	if m.Leaving {
+		flags |= metaFlagLeaving
 	}
 	b := make([]byte, 0, 5+len(m.RaftAddr)+len(m.GRPCAddr))
 	b = append(b, MetaVersion, flags, byte(m.Expect))
@@ -86,7 +94,8 @@ func DecodeMeta(b []byte) (Meta, error) {
 	if b[1]&^metaKnownFlags != 0 {
 		return bad("unknown flags %#x", b[1])
 	}
-	m := Meta{Version: int(b[0]), Bootstrapped: b[1]&metaFlagBootstrapped != 0, Expect: int(b[2])}
+	m := Meta{Version: int(b[0]), Expect: int(b[2]),
+		Bootstrapped: b[1]&metaFlagBootstrapped != 0, Leaving: b[1]&metaFlagLeaving != 0}
 	rest := b[3:]
 	var ok bool
 	if m.RaftAddr, rest, ok = cutString(rest); !ok {

@@ -19,6 +19,7 @@ func TestMetaRoundTrip(t *testing.T) {
 	for _, m := range []Meta{
 		{RaftAddr: "127.0.0.1:7421", GRPCAddr: "127.0.0.1:7420"},
 		{RaftAddr: "10.1.2.3:1", GRPCAddr: "[::1]:65535", Expect: 5, Bootstrapped: true},
+		{RaftAddr: "10.1.2.3:1", GRPCAddr: "10.1.2.3:2", Leaving: true},
 		{RaftAddr: longAddr(), GRPCAddr: longAddr(), Expect: MaxBootstrapExpect, Bootstrapped: true},
 	} {
 		b, err := EncodeMeta(m)
@@ -69,7 +70,7 @@ func TestDecodeMetaRejects(t *testing.T) {
 		"short":          good[:4],
 		"version 0":      mutate(func(b []byte) []byte { b[0] = 0; return b }),
 		"version 2":      mutate(func(b []byte) []byte { b[0] = 2; return b }),
-		"unknown flag":   mutate(func(b []byte) []byte { b[1] = 0x80; return b }),
+		"unknown flag":   mutate(func(b []byte) []byte { b[1] = 0x04; return b }),
 		"expect too big": mutate(func(b []byte) []byte { b[2] = MaxBootstrapExpect + 1; return b }),
 		"truncated":      good[:len(good)-1],
 		"trailing":       append(bytes.Clone(good), 0),

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	autopilot "github.com/hashicorp/raft-autopilot"
 )
 
 // actionKind names one decision of the planner.
@@ -295,7 +294,7 @@ type healthLimits struct {
 // judgeHealth applies raft-autopilot's health rule (ServerState.isHealthy)
 // to a non-voter's stats against the leader's last term and index: recent
 // contact with the leader, same term, and not too far behind.
-func judgeHealth(st *autopilot.ServerStats, leaderTerm, leaderIndex uint64, lim healthLimits) (bool, string) {
+func judgeHealth(st *ServerStats, leaderTerm, leaderIndex uint64, lim healthLimits) (bool, string) {
 	switch {
 	case st == nil:
 		return false, "no stats"

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	autopilot "github.com/hashicorp/raft-autopilot"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed for randomised membership tests (0 = time-based)")
@@ -180,11 +179,11 @@ func TestPlanUpdateAddressKeepsSuffrage(t *testing.T) {
 
 func TestJudgeHealth(t *testing.T) {
 	lim := healthLimits{LastContactThreshold: 200 * time.Millisecond, MaxTrailingLogs: 10}
-	st := func(c time.Duration, term, idx uint64) *autopilot.ServerStats {
-		return &autopilot.ServerStats{LastContact: c, LastTerm: term, LastIndex: idx}
+	st := func(c time.Duration, term, idx uint64) *ServerStats {
+		return &ServerStats{LastContact: c, LastTerm: term, LastIndex: idx}
 	}
 	cases := []struct {
-		st *autopilot.ServerStats
+		st *ServerStats
 		ok bool
 	}{
 		{nil, false},

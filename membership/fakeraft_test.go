@@ -1,0 +1,252 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// fakeRaft is a Raft whose leadership and configuration the test controls
+// and whose configuration changes apply at once, so that reconcile
+// decisions can be observed without raft's own quorum rules hiding them
+// (a real leader with two of three voters dead steps down and could not
+// remove anything anyway).
+type fakeRaft struct {
+	mu     sync.Mutex
+	leader bool
+	conf   raft.Configuration
+	index  uint64
+	calls  []string
+}
+
+var _ Raft = (*fakeRaft)(nil)
+var _ Raft = (*raft.Raft)(nil)
+
+func newFakeRaft(leader bool, servers ...raft.Server) *fakeRaft {
+	return &fakeRaft{leader: leader, conf: raft.Configuration{Servers: servers}, index: 1}
+}
+
+func (f *fakeRaft) State() raft.RaftState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.leader {
+		return raft.Leader
+	}
+	return raft.Follower
+}
+
+func (f *fakeRaft) GetConfiguration() raft.ConfigurationFuture {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fakeFuture{index: f.index, conf: f.conf.Clone()}
+}
+
+func (f *fakeRaft) change(call string, prevIndex uint64, mutate func(*raft.Configuration)) raft.IndexFuture {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if prevIndex != 0 && prevIndex != f.index {
+		return fakeFuture{err: fmt.Errorf("configuration changed since %d (latest is %d)", prevIndex, f.index)}
+	}
+	mutate(&f.conf)
+	f.index++
+	f.calls = append(f.calls, call)
+	return fakeFuture{index: f.index}
+}
+
+func (f *fakeRaft) upsert(id raft.ServerID, addr raft.ServerAddress, suffrage raft.ServerSuffrage) func(*raft.Configuration) {
+	return func(c *raft.Configuration) {
+		for i, s := range c.Servers {
+			if s.ID == id {
+				c.Servers[i].Address = addr
+				if suffrage == raft.Voter {
+					c.Servers[i].Suffrage = raft.Voter
+				}
+				return
+			}
+		}
+		c.Servers = append(c.Servers, raft.Server{Suffrage: suffrage, ID: id, Address: addr})
+	}
+}
+
+func (f *fakeRaft) AddNonvoter(id raft.ServerID, addr raft.ServerAddress, prev uint64, _ time.Duration) raft.IndexFuture {
+	return f.change("add-nonvoter:"+string(id), prev, f.upsert(id, addr, raft.Nonvoter))
+}
+
+func (f *fakeRaft) AddVoter(id raft.ServerID, addr raft.ServerAddress, prev uint64, _ time.Duration) raft.IndexFuture {
+	return f.change("add-voter:"+string(id), prev, f.upsert(id, addr, raft.Voter))
+}
+
+func (f *fakeRaft) RemoveServer(id raft.ServerID, prev uint64, _ time.Duration) raft.IndexFuture {
+	return f.change("remove:"+string(id), prev, func(c *raft.Configuration) {
+		for i, s := range c.Servers {
+			if s.ID == id {
+				c.Servers = append(c.Servers[:i], c.Servers[i+1:]...)
+				return
+			}
+		}
+	})
+}
+
+func (f *fakeRaft) LastIndex() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.index
+}
+
+func (f *fakeRaft) Stats() map[string]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return map[string]string{"last_contact": "0", "last_log_term": "1", "last_log_index": strconv.FormatUint(f.index, 10)}
+}
+
+func (f *fakeRaft) callLog() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+type fakeFuture struct {
+	err   error
+	index uint64
+	conf  raft.Configuration
+}
+
+func (f fakeFuture) Error() error                      { return f.err }
+func (f fakeFuture) Index() uint64                     { return f.index }
+func (f fakeFuture) Configuration() raft.Configuration { return f.conf }
+
+// gossipNodes starts agents with ids over fake rafts (expect 0: no
+// bootstrap), all joining the first, and returns them by id.
+func gossipNodes(t *testing.T, log *slog.Logger, rafts map[string]*fakeRaft, tweak func(*Config), ids ...string) map[string]*Agent {
+	t.Helper()
+	addrs := map[string]string{}
+	for _, id := range ids {
+		addrs[id] = freeAddr(t)
+	}
+	agents := map[string]*Agent{}
+	for _, id := range ids {
+		cfg := testConfig(id, addrs[id])
+		cfg.Join = []string{addrs[ids[0]]}
+		if tweak != nil {
+			tweak(&cfg)
+		}
+		r := rafts[id]
+		if r == nil {
+			r = newFakeRaft(false)
+		}
+		a, err := New(cfg, r, fakeHooks(), log)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		agents[id] = a
+		t.Cleanup(func() { a.Close() })
+	}
+	return agents
+}
+
+func fakeHooks() Hooks {
+	return Hooks{
+		HasState:  func() bool { return true },
+		Bootstrap: func([]raft.Server) error { return errors.New("test nodes never bootstrap") },
+		FetchStats: func(ctx context.Context, m Member) (*ServerStats, error) {
+			return &ServerStats{LastContact: 0, LastTerm: 1}, nil
+		},
+	}
+}
+
+// TestReconcileRemovesDeadWithinQuorum: with five voters, a node that left
+// and a node that died are removed after DeadServerTimeout; then with
+// three voters and two dead, nothing is removed (quorum guard) although
+// the timeout has long passed, and the guard is logged.
+func TestReconcileRemovesDeadWithinQuorum(t *testing.T) {
+	sink, log := newLogSink(t)
+	ids := []string{"a", "b", "c", "d", "e"}
+	var servers []raft.Server
+	for _, id := range ids {
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(id + ".raft:7421")})
+	}
+	leader := newFakeRaft(true, servers...)
+	// SuspicionMult 2 expects no confirmations, so a lone survivor declares
+	// its dead peers dead after 2 probe intervals instead of 6×3.
+	agents := gossipNodes(t, log, map[string]*fakeRaft{"a": leader}, func(c *Config) { c.SuspicionMult = 2 }, ids...)
+	waitFor(t, 10*time.Second, "a sees all alive", func() error { return wantStatuses(agents["a"], ids, StatusAlive) })
+
+	if err := agents["d"].Leave(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	agents["d"].Close()
+	agents["e"].Close()
+	waitFor(t, 20*time.Second, "d and e removed", func() error {
+		if got := fmt.Sprint(leader.callLog()); got != "[remove:d remove:e]" {
+			return fmt.Errorf("calls %s", got)
+		}
+		return nil
+	})
+	if m, _ := agents["a"].Lookup("d"); m.Status != StatusLeft {
+		t.Errorf("d after Leave: %v, want left", m.Status)
+	}
+	if sink.count("removing d from raft: left in gossip") != 1 || sink.count("removing e from raft: dead in gossip") != 1 {
+		t.Error("removals not logged once each with their reason")
+	}
+
+	agents["b"].Close()
+	agents["c"].Close()
+	waitFor(t, 20*time.Second, "quorum guard logged for b and c", func() error {
+		for _, id := range []string{"b", "c"} {
+			if sink.count("hold=quorum-guard", "server="+id) != 1 {
+				return fmt.Errorf("no single quorum-guard line for %s", id)
+			}
+		}
+		return nil
+	})
+	time.Sleep(5 * testConfig("a", "127.0.0.1:1").ReconcileInterval)
+	if got := fmt.Sprint(leader.callLog()); got != "[remove:d remove:e]" {
+		t.Fatalf("calls %s: removed a voter with quorum lost", got)
+	}
+	if sink.count("hold=quorum-guard") != 2 {
+		t.Errorf("quorum guard logged %d times, want once per server", sink.count("hold=quorum-guard"))
+	}
+}
+
+func wantStatuses(a *Agent, ids []string, want Status) error {
+	for _, id := range ids {
+		m, ok := a.Lookup(id)
+		if !ok || m.Status != want {
+			return fmt.Errorf("%s: %v (known %v), want %v", id, m.Status, ok, want)
+		}
+	}
+	return nil
+}
+
+// TestReconcileAddsAndPromotesOnlyAsLeader: a follower never changes the
+// configuration; the same agent, once its raft leads, adds the newcomer
+// and promotes it.
+func TestReconcileAddsAndPromotesOnlyAsLeader(t *testing.T) {
+	sink, log := newLogSink(t)
+	r := newFakeRaft(false, raft.Server{Suffrage: raft.Voter, ID: "a", Address: "a.raft:7421"})
+	agents := gossipNodes(t, log, map[string]*fakeRaft{"a": r}, nil, "a", "b")
+	waitFor(t, 10*time.Second, "a sees b", func() error { return wantStatuses(agents["a"], []string{"a", "b"}, StatusAlive) })
+	time.Sleep(5 * testConfig("a", "127.0.0.1:1").ReconcileInterval)
+	if calls := r.callLog(); len(calls) != 0 {
+		t.Fatalf("follower changed the configuration: %v", calls)
+	}
+	r.mu.Lock()
+	r.leader = true
+	r.mu.Unlock()
+	waitFor(t, 10*time.Second, "b added then promoted", func() error {
+		if got := fmt.Sprint(r.callLog()); got != "[add-nonvoter:b add-voter:b]" {
+			return fmt.Errorf("calls %s", got)
+		}
+		return nil
+	})
+	if sink.count("membership reconcile started") != 1 {
+		t.Error("reconcile start not logged once")
+	}
+}
