@@ -249,8 +249,12 @@ func newCluster(t testing.TB, n int, tweak func(i int, c *Config, o *openOptions
 	for _, node := range c.nodes {
 		servers = append(servers, Server{ID: node.id, Address: node.id, Suffrage: Voter})
 	}
-	if err := c.store(0).Bootstrap(servers); err != nil {
-		t.Fatalf("bootstrap: %v", err)
+	// Every node is bootstrapped with the same configuration (allowed by
+	// raft), so any of them can win the first election.
+	for i := range c.nodes {
+		if err := c.store(i).Bootstrap(servers); err != nil {
+			t.Fatalf("bootstrap %s: %v", c.nodes[i].id, err)
+		}
 	}
 	c.leader()
 	return c

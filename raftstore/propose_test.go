@@ -1,0 +1,112 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestProposeDefiniteFailures(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	l := c.leader()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := l.Propose(ctx, createStream("cancelled"))
+	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.Canceled) || Indeterminate(err) {
+		t.Errorf("propose with a cancelled context: %v, want definite ErrTimeout", err)
+	}
+
+	// A node that knows no leader refuses definitely.
+	li := c.index(l)
+	f := (li + 1) % 3
+	c.stop(li)
+	c.stop((li + 2) % 3)
+	s := c.store(f)
+	waitFor(t, "the survivor to lose its leader", func() bool { id, _ := s.Leader(); return id == "" && !s.IsLeader() })
+	_, err = s.Propose(context.Background(), createStream("alone"))
+	if !errors.Is(err, ErrNoLeader) || Indeterminate(err) || !Retryable(err) {
+		t.Errorf("propose with no leader: %v, want definite retryable ErrNoLeader", err)
+	}
+	if ok, _, err := sawStream(s, "x", time.Second); ok || !errors.Is(err, ErrNoLeader) {
+		t.Errorf("read with no leader: ok=%v %v, want ErrNoLeader", ok, err)
+	}
+
+	// A closed store refuses definitely.
+	c.stop(f)
+	_, err = s.Propose(context.Background(), createStream("closed"))
+	if !errors.Is(err, ErrClosed) || Indeterminate(err) {
+		t.Errorf("propose on a closed store: %v, want definite ErrClosed", err)
+	}
+	if err := s.Read(context.Background(), nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("read on a closed store: %v, want ErrClosed", err)
+	}
+}
+
+// TestProposeTimeoutIsIndeterminate shows why a timeout after enqueue must be
+// reported as "may have happened": the command that timed out for its caller
+// commits once the partition heals.
+func TestProposeTimeoutIsIndeterminate(t *testing.T) {
+	c := newCluster(t, 3, func(i int, cfg *Config, _ *openOptions) {
+		if i == 0 {
+			*cfg = slowConfig(*cfg)
+		}
+	})
+	old := c.makeStickyLeader(0)
+	c.net.isolate("n1", []string{"n2", "n3"}, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := old.Propose(ctx, createStream("maybe"))
+	if !Indeterminate(err) || !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("propose timing out while waiting for commit: %v, want indeterminate ErrTimeout", err)
+	}
+	// The followers (still on 30 s timeouts) never elected anyone else, so
+	// when the partition heals n1 replicates the entry and it commits.
+	c.net.heal()
+	waitFor(t, "the timed-out command to take effect", func() bool { return c.hasStream(old, "maybe") })
+}
+
+func TestProposeLeadershipLostAndOverload(t *testing.T) {
+	c := newCluster(t, 3, func(_ int, cfg *Config, _ *openOptions) { cfg.MaxPendingProposals = 1 })
+	l := c.leader()
+	li := c.index(l)
+	c.net.isolate(l.ID(), c.others(li), false)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := l.Propose(context.Background(), createStream("lost"))
+		errs <- err
+	}()
+	waitFor(t, "the first proposal to be pending", func() bool { return len(l.proposals) == 1 })
+	if _, err := l.Propose(context.Background(), createStream("second")); !errors.Is(err, ErrOverloaded) || Indeterminate(err) {
+		t.Errorf("propose beyond MaxPendingProposals: %v, want definite ErrOverloaded", err)
+	}
+	// The cut-off leader steps down after LeaderLeaseTimeout; its
+	// uncommitted entry is left to the next leader.
+	err := <-errs
+	if !errors.Is(err, ErrLeadershipLost) || !Indeterminate(err) || !Retryable(err) {
+		t.Errorf("propose on a leader that lost leadership: %v, want indeterminate ErrLeadershipLost", err)
+	}
+}
+
+func TestCloseWhileProposing(t *testing.T) {
+	c := newCluster(t, 3, func(i int, cfg *Config, _ *openOptions) {
+		if i == 0 {
+			*cfg = slowConfig(*cfg)
+			cfg.ApplyTimeout = 200 * time.Millisecond // Close waits this long for raft to resolve it
+		}
+	})
+	old := c.makeStickyLeader(0)
+	c.net.isolate("n1", []string{"n2", "n3"}, false)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := old.Propose(context.Background(), createStream("closing"))
+		errs <- err
+	}()
+	waitFor(t, "the proposal to be pending", func() bool { return len(old.proposals) == 1 })
+	c.stop(0)
+	err := <-errs
+	if !Indeterminate(err) || !(errors.Is(err, ErrClosed) || errors.Is(err, ErrLeadershipLost)) {
+		t.Errorf("propose interrupted by Close: %v, want indeterminate ErrClosed or ErrLeadershipLost", err)
+	}
+}
