@@ -1,0 +1,151 @@
+// Package raftstore is metad's raft node: hashicorp/raft (v1.7.3) over a
+// raft-boltdb/v2 log and stable store and a file snapshot store, driving one
+// fsm.Machine. It turns the pure state machine of package fsm into a
+// replicated one, and gives the packages above it (api, resolver, repair,
+// membership) four things: classified writes (Propose), linearizable reads
+// on every node (Read), leadership events, and status.
+//
+// It imports fsm and hashicorp's packages only. Other servers are reached
+// through the Peers interface declared here and implemented by package api
+// over gRPC, so this package knows nothing of gRPC, memberlist or the
+// resolver.
+//
+// # Data directory
+//
+//	<DataDir>/
+//	  raft.db            bbolt file (raft-boltdb/v2): the raft log and the
+//	                     stable store (current term, vote). NoFreelistSync.
+//	  snapshots/         raft.FileSnapshotStore, SnapshotRetain (2) kept
+//	    <term>-<index>-<ms>/
+//	      meta.json      raft's snapshot metadata
+//	      state.bin      this package's snapshot stream (below)
+//
+// A snapshot stream is a 16-byte header ("MDRAFT01", then the adapter's
+// applied index as a big-endian uint64) followed by fsm's own deterministic
+// snapshot format (fsm.Machine.WriteSnapshot). Restore reads and verifies
+// the whole stream into a new machine before swapping it in.
+//
+// # Writes
+//
+// Propose works on the leader. It stamps the command with the leader's wall
+// clock (the only time the state machine ever sees), hands it to raft with
+// an enqueue timeout, and waits for the commit and the state machine's
+// Result under the caller's context. A deterministic refusal is a Result
+// with a Rejection, not an error. Every error is either definite (the
+// command did not and will not take effect) or indeterminate (it reached
+// the log and may still commit; Indeterminate(err) reports it). A retry
+// after an indeterminate failure is safe with the same request id, which
+// the state machine deduplicates.
+//
+//	call         situation                                 sentinel               class          retryable
+//	Propose      store closing or closed before enqueue    ErrClosed              definite       yes (elsewhere)
+//	Propose      ctx already done                          ErrTimeout             definite       yes
+//	Propose      this node is not the leader               ErrNotLeader           definite       yes (at the hint)
+//	             (*NotLeaderError: LeaderID, LeaderAddr)
+//	Propose      no leader known / leadership moving       ErrNoLeader            definite       yes
+//	Propose      MaxPendingProposals reached               ErrOverloaded          definite       yes
+//	Propose      raft queue full for ApplyTimeout          ErrTimeout             definite       yes
+//	Propose      leadership lost after enqueue             ErrLeadershipLost      indeterminate  yes (same request id)
+//	Propose      ctx done while waiting for commit         ErrTimeout             indeterminate  yes (same request id)
+//	Propose      store closed while waiting                ErrClosed              indeterminate  yes (same request id)
+//	Read*        this node closing or closed               ErrClosed              -              yes (elsewhere)
+//	Read*        leader not known                          ErrNoLeader            -              yes
+//	Read*        leader unreachable through Peers          ErrNoLeader            -              yes
+//	ReadIndex    called on a follower                      ErrNotLeader           -              yes (at the hint)
+//	Read*        leader's barrier not applied yet          ErrNotReady            -              yes
+//	Read*        quorum did not confirm the leadership     ErrLeadershipLost      -              yes
+//	Read*        MaxWaitingReads reached                   ErrOverloaded          -              yes
+//	Read*        ctx done (confirmation or apply wait)     ErrTimeout             -              yes
+//	Bootstrap    raft state exists                         ErrAlreadyBootstrapped definite       no (a no-op)
+//	Transfer…    unknown target id                         ErrUnknownServer       definite       no
+//
+// (Read* is Read, ReadIndex and WaitApplied. Reads change nothing, so they
+// have no definite/indeterminate class.) Errors wrap the sentinel with %w,
+// and waits also wrap the context's error; callers use errors.Is/As and
+// Retryable, never the text.
+//
+// # Linearizable reads (DESIGN.md §9)
+//
+// Read runs a function on the local machine once the local state is at
+// least as new as every write acknowledged before Read was called, on any
+// node, by the ReadIndex protocol:
+//
+//  1. The gate. After winning an election a leader's commit index may not
+//     yet cover what the previous leader acknowledged (raft commits older
+//     entries only together with one of the new term). The leadership
+//     goroutine therefore appends a barrier as soon as this node leads, and
+//     the node refuses reads with ErrNotReady until that barrier is applied
+//     here, in the current term.
+//  2. The read index. Reads queue for the leader's next confirmation
+//     round. A round records the commit index, then asks every other voter
+//     of the latest configuration, with requests sent now, whether it is in
+//     this term following this leader (Peers.ConfirmLeadership, answered by
+//     Store.ConfirmLeadership). A quorum of yes, self included, proves that
+//     when those replies were sent no voter quorum had moved to a later
+//     term, so no later leader existed and no write newer than the recorded
+//     index had been acknowledged. The leader then checks it still leads the
+//     same term. A round serves only reads queued before it started: one
+//     that arrives while a round is in flight waits for the next, and one
+//     round serves all that waited (up to MaxReadsPerRound). Queued reads
+//     are bounded by MaxWaitingReads.
+//  3. Followers ask the leader for a read index (Peers.ReadIndex, which
+//     runs the leader's ReadIndex) — the leader's round starts after the
+//     follower's read began, so the argument carries over.
+//  4. Every node then waits until its own state machine has applied the
+//     read index, and runs the function under the machine's read lock.
+//
+// ReadLocal is the explicit, named stale read: the local state as it is.
+//
+// # Why not VerifyLeader
+//
+// hashicorp's Raft.VerifyLeader marks a request pending and counts it
+// confirmed when a quorum of heartbeat responses says "success", but any
+// heartbeat response that arrives after the request was registered counts,
+// including one to a heartbeat sent before the read began. A leader paused
+// (SIGSTOP) with such responses in flight, while the others elected a new
+// leader and acknowledged writes, resumes, receives the old responses and
+// "verifies" itself: a read built on VerifyLeader then serves state missing
+// acknowledged writes. TestStaleHeartbeatReplyIsNotLeadershipProof builds
+// exactly that (holding one heartbeat response back), shows the
+// VerifyLeader read going stale, and shows Read refusing. The confirmation
+// round above never counts a reply to a request sent before the read.
+//
+// # Applied index
+//
+// Raft.AppliedIndex is advanced when raft hands entries to its FSM
+// goroutine, before they are applied, so it never decides that state is
+// readable here. The adapter tracks its own applied index (AppliedIndex,
+// WaitApplied): the last entry raft delivered to it, advanced under the
+// machine's write lock after the entry took effect, with a broadcast
+// channel replaced on every batch to wake waiters. Raft never delivers its
+// own LogNoop and LogBarrier entries to an FSM, so a commit index ending on
+// one would never be "applied"; that is why the gate's barrier is an
+// ordinary command entry marked in Log.Extensions, which the adapter
+// counts without passing it to the machine, and why code outside this
+// package must not call Raft().Apply or Raft().Barrier. Every entry after a
+// term's barrier is then a command or a configuration change, both
+// delivered, so a read index handed out after the gate is always reached.
+// The snapshot header carries the applied index for the same reason.
+//
+// # Leadership
+//
+// One goroutine follows raft's leadership, woken by a non-blocking raft
+// observer and a reconciling poll (LeadershipPollInterval). On gaining
+// leadership of a term it applies the barrier, opens the read gate, and
+// then announces LeadershipEvent{Leader: true, Term}; on losing it,
+// {Leader: false, Term}. Subscribe delivers these in order; AwaitLeadership
+// returns a context that ends with the leadership, which is how leader-only
+// work (repair, GC, membership reconcile) should run.
+//
+// # Goroutines
+//
+// Store owns: the leadership goroutine and the read-round goroutine (both
+// joined by Close); per round, one goroutine per peer asked (joined by the
+// round); and one goroutine per raft future being waited on (Propose, the
+// barrier, transfers), which ends when raft resolves the future. Close
+// refuses new calls, gives raft up to ApplyTimeout to resolve what it
+// accepted, shuts raft down, then waits up to ApplyTimeout again for the
+// remaining futures: hashicorp/raft v1.7.3 can drop a committed batch
+// queued for its FSM goroutine at shutdown without answering its futures,
+// and only those waiters are then abandoned (logged).
+package raftstore
