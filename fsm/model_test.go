@@ -33,8 +33,8 @@ type refModel struct {
 	nextPin    uint64
 	streams    []*refStream // ascending id
 	objects    map[string]*refObject
-	pins       []refPin     // ascending id
-	dedup      []refDedup   // in the order they were applied
+	pins       []refPin   // ascending id
+	dedup      []refDedup // in the order they were applied
 }
 
 type refStream struct {
@@ -257,8 +257,10 @@ func (m *refModel) exec(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 	panic("model: unknown op")
 }
 
-func refOfPB(o *fsmpb.ObjectRef) ObjectRef { return ObjectRef{Key: o.GetKey(), Identity: o.GetIdentity()} }
-func rangePB(r *fsmpb.Range) Range        { return Range{r.GetStart(), r.GetEnd()} }
+func refOfPB(o *fsmpb.ObjectRef) ObjectRef {
+	return ObjectRef{Key: o.GetKey(), Identity: o.GetIdentity()}
+}
+func rangePB(r *fsmpb.Range) Range { return Range{r.GetStart(), r.GetEnd()} }
 func bytesPB(b *fsmpb.ByteRange) ByteRange {
 	return ByteRange{b.GetOffset(), b.GetLength()}
 }
