@@ -106,7 +106,7 @@ func (s *Store) applyBarrier(term uint64) error {
 		s.beforeBarrier(term, s.closing)
 	}
 	f := s.raft.ApplyLog(raft.Log{Extensions: barrierMarker}, s.cfg.ApplyTimeout)
-	_, err := s.await(context.Background(), f, s.closing)
+	_, err := s.await(context.Background(), f, s.closing, nil)
 	return err
 }
 
@@ -150,7 +150,7 @@ func (s *Store) setLeadership(next *leaderTerm) {
 // Subscribe calls fn on every leadership change from now on, in order, from
 // the store's leadership goroutine; if this node is a ready leader now, fn
 // is first called with that. fn must return quickly and must not call
-// Subscribe. After cancel returns, fn is called at most once more (an
+// Subscribe or Close. After cancel returns, fn is called at most once more (an
 // event already being delivered). On Close a leader gets a final
 // Leader=false event.
 func (s *Store) Subscribe(fn func(LeadershipEvent)) (cancel func()) {

@@ -33,24 +33,27 @@ func (s *Store) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result,
 	}
 	select {
 	case s.proposals <- struct{}{}:
-		defer func() { <-s.proposals }()
 	default:
 		return nil, fmt.Errorf("%w: %d proposals already pending (MaxPendingProposals)", ErrOverloaded, cap(s.proposals))
 	}
+	release := func() { <-s.proposals }
 	timeout := s.cfg.ApplyTimeout
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
 	}
 	if timeout <= 0 {
+		release()
 		return nil, fmt.Errorf("%w: deadline passed before proposing", ErrTimeout)
 	}
 	cmd.StampUnixNano = time.Now().UnixNano()
 	data, err := proto.Marshal(cmd)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("raftstore: encode command: %w", err)
 	}
 	f := s.raft.Apply(data, timeout)
-	done, err := s.await(ctx, f, s.raftDown)
+	// The token goes back when raft resolves f, even if we stop waiting.
+	done, err := s.await(ctx, f, s.raftDown, release)
 	if !done {
 		// The command may already be in the log: we only stopped waiting.
 		if errors.Is(err, ErrClosed) {

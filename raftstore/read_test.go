@@ -98,8 +98,13 @@ func TestIsolatedOldLeaderNeverServesStaleReads(t *testing.T) {
 // write: that is shown first. Store.Read asks the voters afresh and refuses.
 func TestStaleHeartbeatReplyIsNotLeadershipProof(t *testing.T) {
 	var held *heldHeartbeat
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(held.release) }) }
 	c, old, _ := stickyPartition(t, func(c *testCluster, old *Store) {
 		held = c.net.holdNextHeartbeat("n1", "n2")
+		// Runs before the cluster's cleanup: a heartbeat still held would
+		// keep raft from shutting down.
+		t.Cleanup(release)
 		// Force an immediate heartbeat round instead of waiting for the
 		// next one (every 2–4 s with n1's slow timings).
 		_ = old.Raft().VerifyLeader()
@@ -112,18 +117,11 @@ func TestStaleHeartbeatReplyIsNotLeadershipProof(t *testing.T) {
 			t.Fatalf("held response %+v is not a success in term %d", held.resp, old.Term())
 		}
 	})
-	defer func() {
-		select {
-		case <-held.release:
-		default:
-			close(held.release)
-		}
-	}()
 
 	// The naive read: VerifyLeader, then the commit index, then local state.
 	verify := old.Raft().VerifyLeader()
 	fenceLeaderLoop(t, old.Raft())
-	close(held.release)
+	release()
 	// ... and, immediately, the real read.
 	ok, has, err := sawStream(old, "after", 300*time.Millisecond)
 
@@ -157,6 +155,44 @@ func TestStaleHeartbeatReplyIsNotLeadershipProof(t *testing.T) {
 	waitFor(t, "old leader to step down", func() bool { return !old.IsLeader() })
 	if !c.hasStream(old, "after") {
 		t.Fatal("after healing, a read on the old leader misses the write")
+	}
+}
+
+// TestMinorityLeaderRefusesReadsInFiveNodeCluster: the old leader keeps one
+// follower (which still says yes for its term), but two yes of five voters
+// are not a quorum.
+func TestMinorityLeaderRefusesReadsInFiveNodeCluster(t *testing.T) {
+	c := newCluster(t, 5, func(i int, cfg *Config, _ *openOptions) {
+		if i == 0 {
+			*cfg = slowConfig(*cfg)
+		}
+	})
+	old := c.makeStickyLeader(0)
+	c.propose(createStream("before"))
+	majority := []string{"n3", "n4", "n5"}
+	c.net.isolate("n1", majority, false)
+	c.net.isolate("n2", majority, false)
+	for j := 2; j < 5; j++ {
+		c.reloadTimeouts(j, testConfig("", "").HeartbeatTimeout)
+	}
+	next := c.leaderAmong(majority...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := next.Propose(ctx, createStream("after")); err != nil {
+		t.Fatalf("write on the majority's leader: %v", err)
+	}
+	if !old.IsLeader() || !c.store(1).ConfirmLeadership(old.Term(), old.ID()) {
+		t.Fatal("n1 no longer leads n2: the scenario did not happen")
+	}
+	for _, s := range []*Store{old, c.store(1)} {
+		if ok, has, err := sawStream(s, "after", 300*time.Millisecond); ok || !errors.Is(err, ErrLeadershipLost) {
+			t.Errorf("read on minority node %s: ok=%v saw=%v err=%v, want ErrLeadershipLost", s.ID(), ok, has, err)
+		}
+	}
+	for _, id := range majority {
+		if !c.hasStream(c.byID(id), "after") {
+			t.Errorf("majority node %s misses the write", id)
+		}
 	}
 }
 

@@ -80,8 +80,9 @@ type Store struct {
 	loops     sync.WaitGroup // leadershipLoop and readLoop
 	futures   flight         // goroutines waiting on raft futures
 
-	// proposals holds one token per Propose waiting for its commit.
-	// Its capacity is Config.MaxPendingProposals.
+	// proposals holds one token per proposal raft has not resolved yet,
+	// released by the goroutine waiting on its future, so the goroutines
+	// are bounded too. Its capacity is Config.MaxPendingProposals.
 	proposals chan struct{}
 
 	// Read path (read.go). reads is consumed by readLoop only; its capacity
@@ -254,13 +255,24 @@ func (s *Store) isClosing() bool {
 	}
 }
 
-// await waits for f to resolve, ctx to end, or the store to begin closing,
-// whichever comes first. done reports whether f resolved (then err is f's
-// error). A goroutine calls f.Error() so that the caller can stop waiting;
-// it is counted in s.futures and ends when raft resolves f.
-func (s *Store) await(ctx context.Context, f raft.Future, stop <-chan struct{}) (done bool, err error) {
+// await waits for f to resolve, ctx to end, or stop to close, whichever
+// comes first. done reports whether f resolved (then err is f's error). A
+// goroutine calls f.Error() so that the caller can stop waiting; it is
+// counted in s.futures, runs resolved (if not nil) once f has resolved, and
+// then ends. If the store is closed nothing is started: resolved runs at
+// once and await returns ErrClosed. Either way resolved runs exactly once.
+func (s *Store) await(ctx context.Context, f raft.Future, stop <-chan struct{}, resolved func()) (done bool, err error) {
 	ch := make(chan error, 1)
-	if !s.spawnWaiter(func() { ch <- f.Error() }) {
+	started := s.spawnWaiter(func() {
+		ch <- f.Error()
+		if resolved != nil {
+			resolved()
+		}
+	})
+	if !started {
+		if resolved != nil {
+			resolved()
+		}
 		return false, ErrClosed
 	}
 	select {
@@ -315,7 +327,7 @@ func (s *Store) Bootstrap(servers []Server) error {
 		conf.Servers = append(conf.Servers, raft.Server{
 			ID: raft.ServerID(sv.ID), Address: raft.ServerAddress(sv.Address), Suffrage: suffrage})
 	}
-	done, err := s.await(context.Background(), s.raft.BootstrapCluster(conf), s.closing)
+	done, err := s.await(context.Background(), s.raft.BootstrapCluster(conf), s.closing, nil)
 	switch {
 	case !done || errors.Is(err, raft.ErrRaftShutdown):
 		return ErrClosed
@@ -466,7 +478,7 @@ func (s *Store) TransferLeadership(ctx context.Context, toID string) error {
 		}
 		f = s.raft.LeadershipTransferToServer(raft.ServerID(toID), raft.ServerAddress(addr))
 	}
-	done, err := s.await(ctx, f, s.closing)
+	done, err := s.await(ctx, f, s.closing, nil)
 	switch {
 	case !done && errors.Is(err, ErrClosed):
 		return ErrClosed

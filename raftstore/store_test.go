@@ -77,6 +77,16 @@ func TestWriteIsVisibleToReadsOnEveryNode(t *testing.T) {
 	if s := c.leader().ReadIndexStats(); s.Rounds == 0 || s.Reads < 40 {
 		t.Errorf("leader stats %+v: follower reads did not go through the leader's read index", s)
 	}
+	// With one follower down, the other follower and the leader still form
+	// the quorum that confirms reads.
+	down := (c.index(c.leader()) + 1) % 3
+	c.stop(down)
+	c.propose(createStream("one-down"))
+	for j := range c.nodes {
+		if j != down && !c.hasStream(c.store(j), "one-down") {
+			t.Fatalf("with %s down, a read on %s misses the write", c.nodes[down].id, c.nodes[j].id)
+		}
+	}
 }
 
 // converge waits until every running node's state machine has the same
