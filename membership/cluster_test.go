@@ -54,11 +54,14 @@ func TestFormCluster(t *testing.T) {
 			}
 			leader := c.wantConfig(voters(tc.ids...))
 			checkOneBootstrapConfig(t, c)
-			for _, id := range tc.ids {
-				if got := len(c.node(id).agent.Members()); got != len(tc.ids) {
-					t.Errorf("%s sees %d members", id, got)
+			waitFor(t, 10*time.Second, "every gossip view complete", func() error {
+				for _, id := range tc.ids {
+					if err := wantStatuses(c.node(id).agent, tc.ids, StatusAlive); err != nil {
+						return fmt.Errorf("%s: %v", id, err)
+					}
 				}
-			}
+				return nil
+			})
 			if m, ok := c.node(tc.ids[0]).agent.Lookup(leader); !ok || m.Meta.GRPCAddr != leader+".grpc:7420" {
 				t.Errorf("Lookup(leader %s) = %+v, %v", leader, m, ok)
 			}
