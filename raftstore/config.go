@@ -26,9 +26,10 @@ import (
 //   - a split vote costs one ElectionTimeout plus a random extra (1–2 s),
 //     which is where the 2–3 s worst case comes from;
 //   - LeaderLeaseTimeout 500 ms makes a leader cut off from a quorum step
-//     down before a new leader can have been elected elsewhere (no earlier
-//     than 500 ms), keeping the window in which two nodes both think they
-//     lead short. Reads never rely on that lease (see doc.go).
+//     down 0.5–1 s after its last contact, about when the others can first
+//     elect a successor, so the window in which two nodes both think they
+//     lead stays short. Reads never rely on that lease (see doc.go): the
+//     window is short, not closed.
 //
 // Going lower trades spurious elections under GC pauses or CPU starvation
 // for faster failover; 500 ms keeps ~10 heartbeats (HeartbeatTimeout/10

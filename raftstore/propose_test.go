@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 func TestProposeDefiniteFailures(t *testing.T) {
@@ -108,5 +110,33 @@ func TestCloseWhileProposing(t *testing.T) {
 	err := <-errs
 	if !Indeterminate(err) || !(errors.Is(err, ErrClosed) || errors.Is(err, ErrLeadershipLost)) {
 		t.Errorf("propose interrupted by Close: %v, want indeterminate ErrClosed or ErrLeadershipLost", err)
+	}
+}
+
+func TestClassifyApplyError(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	l := c.leader()
+	f := c.store((c.index(l) + 1) % 3)
+	for _, tc := range []struct {
+		raftErr       error
+		want          error
+		indeterminate bool
+	}{
+		{raft.ErrNotLeader, ErrNotLeader, false},
+		{raft.ErrLeadershipTransferInProgress, ErrNoLeader, false},
+		{raft.ErrEnqueueTimeout, ErrTimeout, false},
+		{raft.ErrLeadershipLost, ErrLeadershipLost, true},
+		{raft.ErrRaftShutdown, ErrClosed, true},
+		{raft.ErrAbortedByRestore, raft.ErrAbortedByRestore, true},
+	} {
+		got := f.classifyApplyError(tc.raftErr)
+		if !errors.Is(got, tc.want) || Indeterminate(got) != tc.indeterminate {
+			t.Errorf("%v -> %v (indeterminate %v), want %v (indeterminate %v)",
+				tc.raftErr, got, Indeterminate(got), tc.want, tc.indeterminate)
+		}
+	}
+	var nl *NotLeaderError
+	if !errors.As(f.classifyApplyError(raft.ErrNotLeader), &nl) || nl.LeaderID != l.ID() {
+		t.Errorf("ErrNotLeader on a follower lost the leader hint")
 	}
 }

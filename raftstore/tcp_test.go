@@ -1,11 +1,15 @@
 package raftstore
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/metad/metad/fsm"
 )
 
 // TestTCPClusterThroughOpen runs the production wiring (Open: TCP transport,
@@ -53,5 +57,48 @@ func TestTCPClusterThroughOpen(t *testing.T) {
 		t.Fatal("second Open of a data dir in use succeeded")
 	} else {
 		t.Logf("second open refused after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	}
+}
+
+// TestSingleNodeCluster is metad's default deployment: one server, no
+// Peers, no logger. Its reads need no confirmation from anyone.
+func TestSingleNodeCluster(t *testing.T) {
+	cfg := testConfig("solo", t.TempDir())
+	s, err := Open(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Bootstrap([]Server{{ID: "solo", Address: s.Addr()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Bootstrap([]Server{{ID: "solo", Address: s.Addr()}}); !errors.Is(err, ErrAlreadyBootstrapped) {
+		t.Errorf("second bootstrap: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	lctx, term, err := s.AwaitLeadership(ctx)
+	if err != nil || term == 0 || lctx.Err() != nil {
+		t.Fatalf("AwaitLeadership: %v", err)
+	}
+	res, err := s.Propose(ctx, createStream("a"))
+	if err != nil || res.Rejection != nil {
+		t.Fatalf("propose: %v %v", res, err)
+	}
+	var has bool
+	if err := s.Read(ctx, func(m *fsm.Machine) error { _, has = m.StreamByName("a"); return nil }); err != nil || !has {
+		t.Fatalf("read: %v, saw write %v", err, has)
+	}
+	if s.CommitIndex() < res.Version || s.AppliedIndex() < res.Version {
+		t.Errorf("commit %d applied %d below the write's %d", s.CommitIndex(), s.AppliedIndex(), res.Version)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if lctx.Err() == nil {
+		t.Error("leader context survives Close")
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
 	}
 }
