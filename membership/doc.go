@@ -9,7 +9,13 @@
 // under memberlist's 512 bytes) carries its raft and gRPC addresses, its
 // --bootstrap-expect and whether it already has raft state. The gossip view
 // (member.go) keeps only nodes whose metadata decodes: a node with bad
-// metadata is logged once and ignored, it never counts for anything.
+// metadata is logged once and ignored, it never counts for anything (a
+// raft server whose metadata turns bad is, to the leader, absent, and is
+// removed after DeadServerTimeout like a dead one). memberlist's events
+// do not tell a failure from a graceful leave, so Leave first advertises
+// a "leaving" flag in the metadata; peers record such a node as left.
+// memberlist's "suspect" state is not observable without a data race, so
+// members are alive, dead or left.
 // Joining (join.go) retries the --join addresses with backoff until one
 // answers, so nodes start in any order, and afterwards keeps trying to
 // rejoin dead members so that a healed partition merges even after
@@ -65,4 +71,19 @@
 // callbacks only update the gossip table under its mutex and nudge the
 // loop. Raft is reached only through the Raft interface and the Hooks, so
 // the package imports neither raftstore nor gRPC.
+//
+// # Wiring (cmd/metad)
+//
+// Create raft first, then New(cfg, r, hooks, logger) with r the *raft.Raft
+// (or anything with the Raft methods) and hooks:
+//
+//   - HasState: raft.HasExistingState(logStore, stableStore, snapStore);
+//   - Bootstrap: r.BootstrapCluster(raft.Configuration{Servers: s}).Error();
+//   - FetchStats: an RPC to m.Meta.GRPCAddr whose handler answers with
+//     StatsFromRaft on its own raft.
+//
+// Nothing is called on leadership changes. On SIGTERM: transfer raft
+// leadership, then Leave(timeout), then Close, then shut raft down.
+// Lookup turns a raft leader id into its gRPC address; Members feeds
+// `metad members`.
 package membership

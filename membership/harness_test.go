@@ -243,6 +243,9 @@ func (c *cluster) kill(id string) {
 		o.trans.Disconnect(n.trans.LocalAddr())
 	}
 	c.mu.Unlock()
+	if err := n.agent.table.checkInvariants(); err != nil {
+		c.t.Errorf("%s: %v", id, err)
+	}
 	if err := n.agent.Close(); err != nil {
 		c.t.Errorf("close %s: %v", id, err)
 	}

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"net"
@@ -73,7 +74,8 @@ type table struct {
 
 	mu sync.Mutex // guards the fields below
 	// members holds only nodes whose name and metadata decoded.
-	// Invariant: members[id].ID == id.
+	// Invariant: members[id].ID == id, and every entry has a valid id,
+	// valid metadata and a known status (checkInvariants).
 	members map[string]Member
 	// badSeen remembers (name, metadata hash) pairs already logged as
 	// invalid, so a misbehaving node is logged once, not per gossip round.
@@ -164,6 +166,27 @@ func (t *table) lookup(id string) (Member, bool) {
 	defer t.mu.Unlock()
 	m, ok := t.members[id]
 	return m, ok
+}
+
+// checkInvariants verifies the table's invariants; tests call it.
+func (t *table) checkInvariants() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, m := range t.members {
+		if m.ID != id {
+			return fmt.Errorf("member keyed %q has id %q", id, m.ID)
+		}
+		if err := validateID(m.ID); err != nil {
+			return fmt.Errorf("member %q: %v", id, err)
+		}
+		if err := m.Meta.validate(); err != nil {
+			return fmt.Errorf("member %q: %v", id, err)
+		}
+		if m.Status != StatusAlive && m.Status != StatusDead && m.Status != StatusLeft {
+			return fmt.Errorf("member %q: status %v", id, m.Status)
+		}
+	}
+	return nil
 }
 
 // forget drops members dead or left for longer than forgetAfter.
