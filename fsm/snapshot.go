@@ -36,8 +36,8 @@ import (
 // marshalled deterministically, so the same state always gives the same
 // bytes and the body's SHA-256 is the state hash replicas compare. The body
 // hash does not cover the header, so the header carries its own CRC: a
-// flipped bit in the applied index is detected too. Restore accepts only a
-// body that is exactly the canonical encoding of the state it describes.
+// flipped bit in the applied index is detected too. Restore accepts records
+// only in the canonical order.
 const (
 	snapshotMagic   = "METADSNP"
 	snapshotFormat  = uint32(1)
@@ -293,32 +293,124 @@ func ReadHeader(r io.Reader) (Header, error) {
 type RecordVisitor func(*fsmpb.SnapshotRecord) error
 
 // Restore reads a snapshot and returns the machine it describes. It verifies
-// the header, the record count, the checksum, every invariant, and that the
-// body is the canonical encoding of the restored state (records in order,
-// none duplicated or missing) before returning, so a caller can swap the
-// result in or discard it whole. Errors caused by the snapshot's bytes wrap
+// the header, the record count, the checksum, the canonical order of the
+// records (none out of order or duplicated) and every invariant before
+// returning, so a caller can swap the result in or discard it whole. Errors caused by the snapshot's bytes wrap
 // ErrCorruptSnapshot; an error of the reader is returned wrapped as it is.
 func Restore(r io.Reader, opts ...Option) (*Machine, error) {
 	m := New(opts...)
-	hdr, err := ReadSnapshot(r, m.restoreRecord)
+	// restoreRecord alone would tolerate disorder (a B-tree sorts what it
+	// is given, a duplicate replaces its twin), so the order is checked too.
+	var order canonicalOrder
+	hdr, err := ReadSnapshot(r, func(rec *fsmpb.SnapshotRecord) error {
+		if err := order.check(rec); err != nil {
+			return err
+		}
+		return m.restoreRecord(rec)
+	})
 	if err != nil {
 		return nil, err
+	}
+	if order.phase == phaseNone {
+		return nil, fmt.Errorf("%w: no meta record", ErrCorruptSnapshot)
 	}
 	m.applied = hdr.AppliedIndex
 	if err := m.CheckInvariants(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptSnapshot, err)
 	}
-	// restoreRecord tolerates some disorder (a B-tree sorts what it is
-	// given, a duplicate replaces its twin); re-encoding the state and
-	// comparing with the verified body hash refuses all of it at once.
-	sum, _, err := m.StateHash()
-	if err != nil {
-		return nil, fmt.Errorf("fsm: restore: re-encode state: %w", err)
-	}
-	if sum != hdr.Checksum {
-		return nil, fmt.Errorf("%w: records are not in canonical form (out of order, duplicated or missing)", ErrCorruptSnapshot)
-	}
 	return m, nil
+}
+
+// Phases of the canonical record order.
+const (
+	phaseNone = iota
+	phaseMeta
+	phaseObjects
+	phaseStreams
+	phasePins
+	phaseDedup
+)
+
+// canonicalOrder checks that records arrive in the one order WriteSnapshot
+// writes, each key strictly after the previous: out-of-order and duplicated
+// records are refused as they arrive.
+type canonicalOrder struct {
+	phase   int
+	lastKey string // object key, then dedup request id
+	lastID  uint64 // stream id, then pin id
+	// Within the current stream.
+	evidenceSeen, genSeen, recordSeen bool
+	lastStart                         uint64 // evidence, then record, start
+	lastView                          View
+	lastGen                           uint64
+}
+
+func (o *canonicalOrder) enter(phase int) error {
+	if phase < o.phase || (phase == phaseMeta && o.phase == phaseMeta) {
+		return fmt.Errorf("record of phase %d after phase %d", phase, o.phase)
+	}
+	if phase != phaseMeta && o.phase == phaseNone {
+		return errors.New("first record is not the meta record")
+	}
+	if phase > o.phase {
+		o.phase, o.lastKey, o.lastID = phase, "", 0
+		return nil
+	}
+	return nil
+}
+
+func (o *canonicalOrder) check(rec *fsmpb.SnapshotRecord) error {
+	switch r := rec.Record.(type) {
+	case *fsmpb.SnapshotRecord_Meta:
+		return o.enter(phaseMeta)
+	case *fsmpb.SnapshotRecord_Object:
+		return o.after(phaseObjects, r.Object.GetObject().GetKey(), 0)
+	case *fsmpb.SnapshotRecord_Stream:
+		if err := o.after(phaseStreams, "", r.Stream.Id); err != nil {
+			return err
+		}
+		o.evidenceSeen, o.genSeen, o.recordSeen = false, false, false
+		return nil
+	case *fsmpb.SnapshotRecord_Evidence:
+		e := r.Evidence
+		if o.phase != phaseStreams || e.StreamId != o.lastID || o.genSeen || (o.evidenceSeen && e.GetRange().GetStart() <= o.lastStart) {
+			return fmt.Errorf("evidence of stream %d at %d out of order", e.StreamId, e.GetRange().GetStart())
+		}
+		o.evidenceSeen, o.lastStart = true, e.GetRange().GetStart()
+	case *fsmpb.SnapshotRecord_Generation:
+		g := r.Generation
+		if o.phase != phaseStreams || g.StreamId != o.lastID ||
+			(o.genSeen && (g.View < o.lastView || (g.View == o.lastView && g.Number <= o.lastGen))) {
+			return fmt.Errorf("generation %d of stream %d view %s out of order", g.Number, g.StreamId, g.View)
+		}
+		o.genSeen, o.recordSeen, o.lastView, o.lastGen = true, false, g.View, g.Number
+	case *fsmpb.SnapshotRecord_IndexRecord:
+		k := indexKeyOf(r.IndexRecord.Key)
+		if o.phase != phaseStreams || !o.genSeen || k.Stream != o.lastID || k.View != o.lastView ||
+			k.Generation != o.lastGen || (o.recordSeen && k.Start <= o.lastStart) {
+			return fmt.Errorf("index record %v out of order", k)
+		}
+		o.recordSeen, o.lastStart = true, k.Start
+	case *fsmpb.SnapshotRecord_Pin:
+		return o.after(phasePins, "", r.Pin.Id)
+	case *fsmpb.SnapshotRecord_Dedup:
+		return o.after(phaseDedup, r.Dedup.RequestId, 0)
+	}
+	return nil
+}
+
+// after checks a keyed record of a phase: the phase is not over, and the
+// key is strictly after the previous one of the same phase.
+func (o *canonicalOrder) after(phase int, key string, id uint64) error {
+	first := phase > o.phase
+	if err := o.enter(phase); err != nil {
+		return err
+	}
+	if !first && (key < o.lastKey || id < o.lastID || (key == o.lastKey && id == o.lastID)) {
+		return fmt.Errorf("record %q/%d of phase %d not after %q/%d", key, id, phase, o.lastKey, o.lastID)
+	}
+	o.lastKey, o.lastID = key, id
+	return nil
 }
 
 // trackedReader remembers the first error of its reader other than EOF, so
