@@ -4243,6 +4243,94 @@ func (x *RemovePeerResponse) GetVersion() uint64 {
 	return 0
 }
 
+type RepairRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Offset        uint64                 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepairRequest) Reset() {
+	*x = RepairRequest{}
+	mi := &file_metad_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepairRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepairRequest) ProtoMessage() {}
+
+func (x *RepairRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
+func (*RepairRequest) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *RepairRequest) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *RepairRequest) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+type RepairResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepairResponse) Reset() {
+	*x = RepairResponse{}
+	mi := &file_metad_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepairResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepairResponse) ProtoMessage() {}
+
+func (x *RepairResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
+func (*RepairResponse) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{61}
+}
+
 type ProposeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Command       []byte                 `protobuf:"bytes,1,opt,name=command,proto3" json:"command,omitempty"`
@@ -4252,7 +4340,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_metad_proto_msgTypes[60]
+	mi := &file_metad_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4264,7 +4352,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[60]
+	mi := &file_metad_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4277,7 +4365,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{60}
+	return file_metad_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ProposeRequest) GetCommand() []byte {
@@ -4296,7 +4384,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_metad_proto_msgTypes[61]
+	mi := &file_metad_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4308,7 +4396,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[61]
+	mi := &file_metad_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4321,7 +4409,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{61}
+	return file_metad_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ProposeResponse) GetResult() []byte {
@@ -4339,7 +4427,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4351,7 +4439,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4364,7 +4452,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{62}
+	return file_metad_proto_rawDescGZIP(), []int{64}
 }
 
 type ReadIndexResponse struct {
@@ -4376,7 +4464,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4388,7 +4476,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4401,7 +4489,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{63}
+	return file_metad_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -4421,7 +4509,7 @@ type ConfirmLeadershipRequest struct {
 
 func (x *ConfirmLeadershipRequest) Reset() {
 	*x = ConfirmLeadershipRequest{}
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4433,7 +4521,7 @@ func (x *ConfirmLeadershipRequest) String() string {
 func (*ConfirmLeadershipRequest) ProtoMessage() {}
 
 func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4446,7 +4534,7 @@ func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{64}
+	return file_metad_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ConfirmLeadershipRequest) GetTerm() uint64 {
@@ -4473,7 +4561,7 @@ type ConfirmLeadershipResponse struct {
 
 func (x *ConfirmLeadershipResponse) Reset() {
 	*x = ConfirmLeadershipResponse{}
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4485,7 +4573,7 @@ func (x *ConfirmLeadershipResponse) String() string {
 func (*ConfirmLeadershipResponse) ProtoMessage() {}
 
 func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4498,7 +4586,7 @@ func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{65}
+	return file_metad_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ConfirmLeadershipResponse) GetOk() bool {
@@ -4524,7 +4612,7 @@ type LocalStatusRequest struct {
 
 func (x *LocalStatusRequest) Reset() {
 	*x = LocalStatusRequest{}
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4536,7 +4624,7 @@ func (x *LocalStatusRequest) String() string {
 func (*LocalStatusRequest) ProtoMessage() {}
 
 func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4549,7 +4637,7 @@ func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalStatusRequest.ProtoReflect.Descriptor instead.
 func (*LocalStatusRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{66}
+	return file_metad_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *LocalStatusRequest) GetWithHash() bool {
@@ -4857,7 +4945,11 @@ const file_metad_proto_rawDesc = "" +
 	"\x11RemovePeerRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\".\n" +
 	"\x12RemovePeerResponse\x12\x18\n" +
-	"\aversion\x18\x01 \x01(\x04R\aversion\"*\n" +
+	"\aversion\x18\x01 \x01(\x04R\aversion\"D\n" +
+	"\rRepairRequest\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x04R\x06offset\"\x10\n" +
+	"\x0eRepairResponse\"*\n" +
 	"\x0eProposeRequest\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\fR\acommand\")\n" +
 	"\x0fProposeResponse\x12\x16\n" +
@@ -4940,12 +5032,13 @@ const file_metad_proto_rawDesc = "" +
 	"\aMembers\x12\x18.metad.v1.MembersRequest\x1a\x19.metad.v1.MembersResponse\x12_\n" +
 	"\x12TransferLeadership\x12#.metad.v1.TransferLeadershipRequest\x1a$.metad.v1.TransferLeadershipResponse\x12G\n" +
 	"\n" +
-	"RemovePeer\x12\x1b.metad.v1.RemovePeerRequest\x1a\x1c.metad.v1.RemovePeerResponse2\xad\x02\n" +
+	"RemovePeer\x12\x1b.metad.v1.RemovePeerRequest\x1a\x1c.metad.v1.RemovePeerResponse2\xea\x02\n" +
 	"\x04Peer\x12>\n" +
 	"\aPropose\x12\x18.metad.v1.ProposeRequest\x1a\x19.metad.v1.ProposeResponse\x12D\n" +
 	"\tReadIndex\x12\x1a.metad.v1.ReadIndexRequest\x1a\x1b.metad.v1.ReadIndexResponse\x12\\\n" +
 	"\x11ConfirmLeadership\x12\".metad.v1.ConfirmLeadershipRequest\x1a#.metad.v1.ConfirmLeadershipResponse\x12A\n" +
-	"\vLocalStatus\x12\x1c.metad.v1.LocalStatusRequest\x1a\x14.metad.v1.NodeStatusB$Z\"github.com/metad/metad/api/metadpbb\x06proto3"
+	"\vLocalStatus\x12\x1c.metad.v1.LocalStatusRequest\x1a\x14.metad.v1.NodeStatus\x12;\n" +
+	"\x06Repair\x12\x17.metad.v1.RepairRequest\x1a\x18.metad.v1.RepairResponseB$Z\"github.com/metad/metad/api/metadpbb\x06proto3"
 
 var (
 	file_metad_proto_rawDescOnce sync.Once
@@ -4960,7 +5053,7 @@ func file_metad_proto_rawDescGZIP() []byte {
 }
 
 var file_metad_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_metad_proto_goTypes = []any{
 	(View)(0),                              // 0: metad.v1.View
 	(Consistency)(0),                       // 1: metad.v1.Consistency
@@ -5030,15 +5123,17 @@ var file_metad_proto_goTypes = []any{
 	(*TransferLeadershipResponse)(nil),     // 65: metad.v1.TransferLeadershipResponse
 	(*RemovePeerRequest)(nil),              // 66: metad.v1.RemovePeerRequest
 	(*RemovePeerResponse)(nil),             // 67: metad.v1.RemovePeerResponse
-	(*ProposeRequest)(nil),                 // 68: metad.v1.ProposeRequest
-	(*ProposeResponse)(nil),                // 69: metad.v1.ProposeResponse
-	(*ReadIndexRequest)(nil),               // 70: metad.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),              // 71: metad.v1.ReadIndexResponse
-	(*ConfirmLeadershipRequest)(nil),       // 72: metad.v1.ConfirmLeadershipRequest
-	(*ConfirmLeadershipResponse)(nil),      // 73: metad.v1.ConfirmLeadershipResponse
-	(*LocalStatusRequest)(nil),             // 74: metad.v1.LocalStatusRequest
-	(*durationpb.Duration)(nil),            // 75: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 76: google.protobuf.Timestamp
+	(*RepairRequest)(nil),                  // 68: metad.v1.RepairRequest
+	(*RepairResponse)(nil),                 // 69: metad.v1.RepairResponse
+	(*ProposeRequest)(nil),                 // 70: metad.v1.ProposeRequest
+	(*ProposeResponse)(nil),                // 71: metad.v1.ProposeResponse
+	(*ReadIndexRequest)(nil),               // 72: metad.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),              // 73: metad.v1.ReadIndexResponse
+	(*ConfirmLeadershipRequest)(nil),       // 74: metad.v1.ConfirmLeadershipRequest
+	(*ConfirmLeadershipResponse)(nil),      // 75: metad.v1.ConfirmLeadershipResponse
+	(*LocalStatusRequest)(nil),             // 76: metad.v1.LocalStatusRequest
+	(*durationpb.Duration)(nil),            // 77: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 78: google.protobuf.Timestamp
 }
 var file_metad_proto_depIdxs = []int32{
 	0,  // 0: metad.v1.IndexKey.view:type_name -> metad.v1.View
@@ -5054,8 +5149,8 @@ var file_metad_proto_depIdxs = []int32{
 	0,  // 10: metad.v1.RetireGenerationRequest.view:type_name -> metad.v1.View
 	10, // 11: metad.v1.RegisterObjectRequest.object:type_name -> metad.v1.ObjectRef
 	10, // 12: metad.v1.PinRequest.object:type_name -> metad.v1.ObjectRef
-	75, // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
-	76, // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
+	77, // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
+	78, // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
 	11, // 15: metad.v1.CandidateRef.key:type_name -> metad.v1.IndexKey
 	35, // 16: metad.v1.ReportCandidateFailureRequest.candidate:type_name -> metad.v1.CandidateRef
 	2,  // 17: metad.v1.ReportCandidateFailureRequest.kind:type_name -> metad.v1.FailureKind
@@ -5090,15 +5185,15 @@ var file_metad_proto_depIdxs = []int32{
 	8,  // 46: metad.v1.Target.resolved:type_name -> metad.v1.Range
 	10, // 47: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
 	9,  // 48: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
-	76, // 49: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
-	75, // 50: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
+	78, // 49: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
+	77, // 50: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
 	35, // 51: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
 	7,  // 52: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
 	54, // 53: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
 	55, // 54: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
-	76, // 55: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
+	78, // 55: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
 	55, // 56: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
-	76, // 57: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
+	78, // 57: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
 	58, // 58: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
 	61, // 59: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
 	13, // 60: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
@@ -5123,38 +5218,40 @@ var file_metad_proto_depIdxs = []int32{
 	62, // 79: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
 	64, // 80: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
 	66, // 81: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
-	68, // 82: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
-	70, // 83: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
-	72, // 84: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
-	74, // 85: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
-	14, // 86: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
-	16, // 87: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
-	18, // 88: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
-	20, // 89: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
-	22, // 90: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
-	24, // 91: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
-	26, // 92: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
-	28, // 93: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
-	30, // 94: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
-	32, // 95: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
-	34, // 96: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
-	37, // 97: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
-	41, // 98: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
-	43, // 99: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
-	46, // 100: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
-	49, // 101: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
-	52, // 102: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
-	56, // 103: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
-	60, // 104: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
-	63, // 105: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
-	65, // 106: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
-	67, // 107: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
-	69, // 108: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
-	71, // 109: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
-	73, // 110: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
-	58, // 111: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
-	86, // [86:112] is the sub-list for method output_type
-	60, // [60:86] is the sub-list for method input_type
+	70, // 82: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
+	72, // 83: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
+	74, // 84: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
+	76, // 85: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
+	68, // 86: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
+	14, // 87: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
+	16, // 88: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
+	18, // 89: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
+	20, // 90: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
+	22, // 91: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
+	24, // 92: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
+	26, // 93: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
+	28, // 94: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
+	30, // 95: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
+	32, // 96: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
+	34, // 97: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
+	37, // 98: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
+	41, // 99: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
+	43, // 100: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
+	46, // 101: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
+	49, // 102: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
+	52, // 103: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
+	56, // 104: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
+	60, // 105: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
+	63, // 106: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
+	65, // 107: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
+	67, // 108: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
+	71, // 109: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
+	73, // 110: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
+	75, // 111: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
+	58, // 112: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
+	69, // 113: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
+	87, // [87:114] is the sub-list for method output_type
+	60, // [60:87] is the sub-list for method input_type
 	60, // [60:60] is the sub-list for extension type_name
 	60, // [60:60] is the sub-list for extension extendee
 	0,  // [0:60] is the sub-list for field type_name
@@ -5171,7 +5268,7 @@ func file_metad_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metad_proto_rawDesc), len(file_metad_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   67,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

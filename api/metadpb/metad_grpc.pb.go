@@ -1015,6 +1015,7 @@ const (
 	Peer_ReadIndex_FullMethodName         = "/metad.v1.Peer/ReadIndex"
 	Peer_ConfirmLeadership_FullMethodName = "/metad.v1.Peer/ConfirmLeadership"
 	Peer_LocalStatus_FullMethodName       = "/metad.v1.Peer/LocalStatus"
+	Peer_Repair_FullMethodName            = "/metad.v1.Peer/Repair"
 )
 
 // PeerClient is the client API for Peer service.
@@ -1033,6 +1034,9 @@ type PeerClient interface {
 	ConfirmLeadership(ctx context.Context, in *ConfirmLeadershipRequest, opts ...grpc.CallOption) (*ConfirmLeadershipResponse, error)
 	// LocalStatus describes this node only.
 	LocalStatus(ctx context.Context, in *LocalStatusRequest, opts ...grpc.CallOption) (*NodeStatus, error)
+	// Repair asks the leader's repair loop to rebuild the COMMITTED
+	// generation-0 record covering (stream_id, offset), and waits.
+	Repair(ctx context.Context, in *RepairRequest, opts ...grpc.CallOption) (*RepairResponse, error)
 }
 
 type peerClient struct {
@@ -1083,6 +1087,16 @@ func (c *peerClient) LocalStatus(ctx context.Context, in *LocalStatusRequest, op
 	return out, nil
 }
 
+func (c *peerClient) Repair(ctx context.Context, in *RepairRequest, opts ...grpc.CallOption) (*RepairResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RepairResponse)
+	err := c.cc.Invoke(ctx, Peer_Repair_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PeerServer is the server API for Peer service.
 // All implementations must embed UnimplementedPeerServer
 // for forward compatibility.
@@ -1099,6 +1113,9 @@ type PeerServer interface {
 	ConfirmLeadership(context.Context, *ConfirmLeadershipRequest) (*ConfirmLeadershipResponse, error)
 	// LocalStatus describes this node only.
 	LocalStatus(context.Context, *LocalStatusRequest) (*NodeStatus, error)
+	// Repair asks the leader's repair loop to rebuild the COMMITTED
+	// generation-0 record covering (stream_id, offset), and waits.
+	Repair(context.Context, *RepairRequest) (*RepairResponse, error)
 	mustEmbedUnimplementedPeerServer()
 }
 
@@ -1120,6 +1137,9 @@ func (UnimplementedPeerServer) ConfirmLeadership(context.Context, *ConfirmLeader
 }
 func (UnimplementedPeerServer) LocalStatus(context.Context, *LocalStatusRequest) (*NodeStatus, error) {
 	return nil, status.Error(codes.Unimplemented, "method LocalStatus not implemented")
+}
+func (UnimplementedPeerServer) Repair(context.Context, *RepairRequest) (*RepairResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Repair not implemented")
 }
 func (UnimplementedPeerServer) mustEmbedUnimplementedPeerServer() {}
 func (UnimplementedPeerServer) testEmbeddedByValue()              {}
@@ -1214,6 +1234,24 @@ func _Peer_LocalStatus_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Peer_Repair_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RepairRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeerServer).Repair(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Peer_Repair_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeerServer).Repair(ctx, req.(*RepairRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Peer_ServiceDesc is the grpc.ServiceDesc for Peer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1236,6 +1274,10 @@ var Peer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "LocalStatus",
 			Handler:    _Peer_LocalStatus_Handler,
+		},
+		{
+			MethodName: "Repair",
+			Handler:    _Peer_Repair_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

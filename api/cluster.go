@@ -1,0 +1,137 @@
+package api
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/raftstore"
+)
+
+// Status implements the Cluster service: every server of the Raft
+// configuration describes itself; one that cannot be reached is shown as
+// UNREACHABLE with the error, never left out.
+func (s *Server) Status(ctx context.Context, req *metadpb.StatusRequest) (*metadpb.StatusResponse, error) {
+	servers, err := s.store.Configuration()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	nodes := make([]*metadpb.NodeStatus, len(servers))
+	var wg sync.WaitGroup
+	for i, srv := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes[i] = s.nodeStatus(ctx, srv, req.WithHash)
+		}()
+	}
+	wg.Wait()
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].NodeId < nodes[j].NodeId })
+	resp := &metadpb.StatusResponse{Nodes: nodes}
+	resp.LeaderId, _ = s.store.Leader()
+	for _, srv := range servers {
+		if srv.Suffrage == raftstore.Voter {
+			resp.Voters++
+		}
+	}
+	resp.Quorum = resp.Voters/2 + 1
+	resp.FailureTolerance = resp.Voters - resp.Quorum
+	return resp, nil
+}
+
+func (s *Server) nodeStatus(ctx context.Context, srv raftstore.Server, withHash bool) *metadpb.NodeStatus {
+	if srv.ID == s.store.ID() {
+		return s.localStatus(withHash)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, err := s.peers.localStatus(ctx, srv.ID, withHash)
+	if err != nil {
+		return &metadpb.NodeStatus{NodeId: srv.ID, RaftAddr: srv.Address, State: "UNREACHABLE",
+			Voter: srv.Suffrage == raftstore.Voter, Error: err.Error()}
+	}
+	st.Voter = srv.Suffrage == raftstore.Voter
+	return st
+}
+
+func (s *Server) localStatus(withHash bool) *metadpb.NodeStatus {
+	st := s.store.Status()
+	ns := &metadpb.NodeStatus{
+		NodeId: st.NodeID, RaftAddr: st.Address, State: st.State, Voter: st.Voter, Term: st.Term,
+		LastIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LeaderId: st.LeaderID,
+	}
+	if s.peers != nil {
+		ns.GrpcAddr = s.peers.addrOf(st.NodeID)
+	}
+	if !st.LastContact.IsZero() {
+		ns.LastContact = timestamppb.New(st.LastContact)
+	}
+	if withHash {
+		sum, applied, err := s.store.StateHash()
+		if err != nil {
+			ns.Error = err.Error()
+		} else {
+			ns.StateHash, ns.AppliedIndex = sum[:], applied
+		}
+	}
+	return ns
+}
+
+// LocalStatus implements the Peer service.
+func (s *Server) LocalStatus(ctx context.Context, req *metadpb.LocalStatusRequest) (*metadpb.NodeStatus, error) {
+	return s.localStatus(req.WithHash), nil
+}
+
+// Members implements the Cluster service.
+func (s *Server) Members(ctx context.Context, _ *metadpb.MembersRequest) (*metadpb.MembersResponse, error) {
+	return &metadpb.MembersResponse{Members: s.peers.members()}, nil
+}
+
+// TransferLeadership implements the Cluster service (on the leader).
+func (s *Server) TransferLeadership(ctx context.Context, req *metadpb.TransferLeadershipRequest) (*metadpb.TransferLeadershipResponse, error) {
+	if !s.store.IsLeader() {
+		conn, err := s.leaderConn()
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		return metadpb.NewClusterClient(conn).TransferLeadership(ctx, req)
+	}
+	if err := s.store.TransferLeadership(ctx, req.ToNodeId); err != nil {
+		return nil, toStatus(err)
+	}
+	id, _ := s.store.Leader()
+	return &metadpb.TransferLeadershipResponse{LeaderId: id}, nil
+}
+
+// RemovePeer implements the Cluster service (on the leader).
+func (s *Server) RemovePeer(ctx context.Context, req *metadpb.RemovePeerRequest) (*metadpb.RemovePeerResponse, error) {
+	if req.NodeId == "" {
+		return nil, invalidArgument("node_id", "required")
+	}
+	if !s.store.IsLeader() {
+		conn, err := s.leaderConn()
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		return metadpb.NewClusterClient(conn).RemovePeer(ctx, req)
+	}
+	f := s.store.Raft().RemoveServer(raftServerID(req.NodeId), 0, time.Until(deadlineOr(ctx, 10*time.Second)))
+	if err := f.Error(); err != nil {
+		return nil, toStatus(err)
+	}
+	return &metadpb.RemovePeerResponse{Version: f.Index()}, nil
+}
+
+func deadlineOr(ctx context.Context, d time.Duration) time.Time {
+	if dl, ok := ctx.Deadline(); ok {
+		return dl
+	}
+	return time.Now().Add(d)
+}
+
+func raftServerID(id string) raft.ServerID { return raft.ServerID(id) }

@@ -1,0 +1,270 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/raftstore"
+	"github.com/metad/metad/repair"
+)
+
+// PeerClient reaches other nodes' Peer services by node id. It implements
+// raftstore.Peers (leadership confirmation and read index over gRPC) and
+// carries forwarded proposals and repair requests to the leader.
+type PeerClient struct {
+	// dial maps a gRPC address to the address actually dialled (the
+	// identity by default; the Jepsen harness routes through proxies).
+	dial func(addr string) string
+
+	// mu guards dir and conns.
+	mu    sync.Mutex
+	dir   Directory
+	conns map[string]*grpc.ClientConn // by dialled address
+}
+
+// NewPeerClient returns a client; SetDirectory must be called before use
+// (the directory is built after the Raft store that needs this client).
+func NewPeerClient(dial func(addr string) string) *PeerClient {
+	if dial == nil {
+		dial = func(a string) string { return a }
+	}
+	return &PeerClient{dial: dial, conns: map[string]*grpc.ClientConn{}}
+}
+
+// SetDirectory sets how node ids map to addresses.
+func (p *PeerClient) SetDirectory(d Directory) {
+	p.mu.Lock()
+	p.dir = d
+	p.mu.Unlock()
+}
+
+var errUnknownPeer = errors.New("peer address unknown")
+
+// conn returns a (cached) connection to node id.
+func (p *PeerClient) conn(id string) (metadpb.PeerClient, *grpc.ClientConn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dir == nil {
+		return nil, nil, errUnknownPeer
+	}
+	addr, ok := p.dir.GRPCAddr(id)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: node %q", errUnknownPeer, id)
+	}
+	target := p.dial(addr)
+	c, ok := p.conns[target]
+	if !ok {
+		var err error
+		c, err = grpc.NewClient("passthrough:///"+target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, nil, err
+		}
+		p.conns[target] = c
+	}
+	return metadpb.NewPeerClient(c), c, nil
+}
+
+// Close closes every cached connection.
+func (p *PeerClient) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, c := range p.conns {
+		c.Close()
+		delete(p.conns, k)
+	}
+	return nil
+}
+
+// ConfirmLeadership implements raftstore.Peers.
+func (p *PeerClient) ConfirmLeadership(ctx context.Context, serverID string, term uint64, leaderID string) (bool, error) {
+	pc, _, err := p.conn(serverID)
+	if err != nil {
+		return false, err
+	}
+	resp, err := pc.ConfirmLeadership(ctx, &metadpb.ConfirmLeadershipRequest{Term: term, LeaderId: leaderID})
+	if err != nil {
+		return false, err
+	}
+	return resp.Ok, nil
+}
+
+// ReadIndex implements raftstore.Peers.
+func (p *PeerClient) ReadIndex(ctx context.Context, leaderID string) (uint64, error) {
+	pc, _, err := p.conn(leaderID)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", raftstore.ErrNoLeader, err)
+	}
+	resp, err := pc.ReadIndex(ctx, &metadpb.ReadIndexRequest{})
+	if err != nil {
+		return 0, readIndexError(err)
+	}
+	return resp.Index, nil
+}
+
+// readIndexError maps the leader's refusal back onto raftstore's sentinels,
+// so the read path classifies it like a local one.
+func readIndexError(err error) error {
+	switch reasonOf(err) {
+	case ReasonNotReady:
+		return fmt.Errorf("%w: %w", raftstore.ErrNotReady, err)
+	case ReasonLeadershipLost:
+		return fmt.Errorf("%w: %w", raftstore.ErrLeadershipLost, err)
+	case ReasonOverloaded:
+		return fmt.Errorf("%w: %w", raftstore.ErrOverloaded, err)
+	}
+	return fmt.Errorf("%w: %w", raftstore.ErrNoLeader, err)
+}
+
+// forward proposes cmd on the leader and returns its result.
+func (p *PeerClient) forward(ctx context.Context, leaderID string, cmd *fsmpb.Command) (*fsmpb.Result, error) {
+	pc, _, err := p.conn(leaderID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", raftstore.ErrNoLeader, err)
+	}
+	data, err := proto.Marshal(cmd)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := pc.Propose(ctx, &metadpb.ProposeRequest{Command: data})
+	if err != nil {
+		return nil, err
+	}
+	res := &fsmpb.Result{}
+	if err := proto.Unmarshal(resp.Result, res); err != nil {
+		return nil, fmt.Errorf("forwarded result: %w", err)
+	}
+	return res, nil
+}
+
+// propose proposes cmd here if this node leads, else on the leader. A
+// leader that moved during the call is followed a few times.
+func (s *Server) propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error) {
+	var err error
+	for range 3 {
+		var res *fsmpb.Result
+		res, err = s.store.Propose(ctx, cmd)
+		var nle *raftstore.NotLeaderError
+		if !errors.As(err, &nle) || nle.LeaderID == "" || nle.LeaderID == s.store.ID() {
+			return res, err
+		}
+		res, err = s.peers.forward(ctx, nle.LeaderID, cmd)
+		if reasonOf(err) != ReasonNotLeader {
+			return res, err
+		}
+	}
+	return nil, err
+}
+
+// Propose implements the Peer service: a proposal forwarded by a follower.
+// It is never forwarded again, so a stale leader hint cannot loop.
+func (s *Server) Propose(ctx context.Context, req *metadpb.ProposeRequest) (*metadpb.ProposeResponse, error) {
+	cmd, err := fsm.DecodeCommand(req.Command)
+	if err != nil {
+		return nil, invalidArgument("command", "%v", err)
+	}
+	res, err := s.store.Propose(ctx, cmd)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	data, err := proto.Marshal(res)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &metadpb.ProposeResponse{Result: data}, nil
+}
+
+// ReadIndex implements the Peer service.
+func (s *Server) ReadIndex(ctx context.Context, _ *metadpb.ReadIndexRequest) (*metadpb.ReadIndexResponse, error) {
+	idx, err := s.store.ReadIndex(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &metadpb.ReadIndexResponse{Index: idx}, nil
+}
+
+// ConfirmLeadership implements the Peer service.
+func (s *Server) ConfirmLeadership(ctx context.Context, req *metadpb.ConfirmLeadershipRequest) (*metadpb.ConfirmLeadershipResponse, error) {
+	return &metadpb.ConfirmLeadershipResponse{Ok: s.store.ConfirmLeadership(req.Term, req.LeaderId), Term: s.store.Term()}, nil
+}
+
+// Repair implements the Peer service: a repair asked for by a resolve on
+// another node, run by this (leader's) repair loop.
+func (s *Server) Repair(ctx context.Context, req *metadpb.RepairRequest) (*metadpb.RepairResponse, error) {
+	if err := s.repair.Repair(ctx, req.StreamId, req.Offset); err != nil {
+		return nil, repairStatus(err)
+	}
+	return &metadpb.RepairResponse{}, nil
+}
+
+// repairStatus maps repair's errors; all are retryable from the resolver's
+// point of view, and it reports them in its diagnostic.
+func repairStatus(err error) error {
+	if errors.Is(err, repair.ErrNotLeader) {
+		return toStatus(fmt.Errorf("%w: %w", raftstore.ErrNotLeader, err))
+	}
+	return toStatus(err)
+}
+
+// forwardRepair asks the leader's repair loop.
+func (p *PeerClient) forwardRepair(ctx context.Context, leaderID string, stream, offset uint64) error {
+	pc, _, err := p.conn(leaderID)
+	if err != nil {
+		return err
+	}
+	_, err = pc.Repair(ctx, &metadpb.RepairRequest{StreamId: stream, Offset: offset})
+	return err
+}
+
+// localStatus asks one node for its own status.
+func (p *PeerClient) localStatus(ctx context.Context, id string, withHash bool) (*metadpb.NodeStatus, error) {
+	pc, _, err := p.conn(id)
+	if err != nil {
+		return nil, err
+	}
+	return pc.LocalStatus(ctx, &metadpb.LocalStatusRequest{WithHash: withHash})
+}
+
+// leaderConn returns a connection to the current leader, for Cluster calls
+// that only the leader can serve.
+func (s *Server) leaderConn() (*grpc.ClientConn, error) {
+	id, _ := s.store.Leader()
+	if id == "" {
+		return nil, raftstore.ErrNoLeader
+	}
+	_, c, err := s.peers.conn(id)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", raftstore.ErrNoLeader, err)
+	}
+	return c, nil
+}
+
+// addrOf returns a node's gRPC address, or "".
+func (p *PeerClient) addrOf(id string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dir == nil {
+		return ""
+	}
+	addr, _ := p.dir.GRPCAddr(id)
+	return addr
+}
+
+// members returns the directory's gossip view.
+func (p *PeerClient) members() []*metadpb.Member {
+	p.mu.Lock()
+	d := p.dir
+	p.mu.Unlock()
+	if d == nil {
+		return nil
+	}
+	return d.Members()
+}

@@ -1,0 +1,182 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/objectstore"
+	"github.com/metad/metad/raftstore"
+	"github.com/metad/metad/repair"
+	"github.com/metad/metad/resolver"
+)
+
+// MaxExclusions bounds a resolve's exclusion list.
+const MaxExclusions = 256
+
+// Resolve implements the Metad service: DESIGN.md §5 on the real cluster.
+func (s *Server) Resolve(ctx context.Context, req *metadpb.ResolveRequest) (*metadpb.ResolveResponse, error) {
+	r, err := resolveRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.resolver.Resolve(ctx, r)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &metadpb.ResolveResponse{
+		Trim: res.Trim, CommittedEnd: res.CommittedEnd, ViewEnd: res.ViewEnd,
+		Attempts: uint32(res.Attempts), Tried: refusalsPB(res.Tried),
+	}
+	switch res.Outcome {
+	case resolver.TargetFound:
+		resp.Outcome, resp.Target = metadpb.Outcome_TARGET, s.targetPB(res.Target)
+	case resolver.EOF:
+		resp.Outcome = metadpb.Outcome_EOF
+	case resolver.Trimmed:
+		resp.Outcome = metadpb.Outcome_OFFSET_TRIMMED
+	case resolver.ViewEnd:
+		resp.Outcome = metadpb.Outcome_VIEW_END
+	case resolver.NotFound:
+		resp.Outcome = metadpb.Outcome_NOT_FOUND
+	default:
+		return nil, toStatus(fmt.Errorf("resolver returned outcome %v", res.Outcome))
+	}
+	return resp, nil
+}
+
+// resolveRequest validates a request: a real view, a sane offset, and
+// well-formed exclusions of the same stream and view.
+func resolveRequest(req *metadpb.ResolveRequest) (resolver.Request, error) {
+	view := viewToFSM(req.View)
+	switch {
+	case req.StreamId == 0:
+		return resolver.Request{}, invalidArgument("stream_id", "required")
+	case !fsm.ValidView(view):
+		return resolver.Request{}, invalidArgument("view", "must be COMMITTED or TOPIC_COMPACTED, not %v", req.View)
+	case req.Offset > fsm.MaxOffset:
+		return resolver.Request{}, invalidArgument("offset", "%d is beyond the largest offset %d", req.Offset, fsm.MaxOffset)
+	case len(req.Exclude) > MaxExclusions:
+		return resolver.Request{}, invalidArgument("exclude", "%d exclusions; at most %d", len(req.Exclude), MaxExclusions)
+	case len(req.Holder) > fsm.MaxHolderLen:
+		return resolver.Request{}, invalidArgument("holder", "longer than %d bytes", fsm.MaxHolderLen)
+	}
+	r := resolver.Request{Stream: req.StreamId, View: view, Offset: req.Offset}
+	for i, ex := range req.Exclude {
+		field := fmt.Sprintf("exclude[%d]", i)
+		if ex.GetKey() == nil || ex.Version == 0 {
+			return resolver.Request{}, invalidArgument(field, "needs a key and a version")
+		}
+		k := indexKeyToFSM(ex.Key)
+		if k.Stream != req.StreamId || k.View != view {
+			return resolver.Request{}, invalidArgument(field+".key", "names stream %d view %s, not the request's", k.Stream, k.View)
+		}
+		r.Exclude = append(r.Exclude, resolver.CandidateID{Key: k, Version: ex.Version})
+	}
+	return r, nil
+}
+
+func (s *Server) targetPB(t resolver.Target) *metadpb.Target {
+	return &metadpb.Target{
+		Key: indexKeyPB(t.Key), Version: t.Version, Checksum: t.Checksum,
+		RecordRange: rangePB(t.RecordRange), Resolved: rangePB(t.Resolved),
+		Object: objectPB(t.Object), Bytes: byteRangePB(t.Bytes),
+		PinId: t.Pin.ID, PinExpiry: timestamppb.New(t.Pin.Expiry), PinTtl: durationpb.New(s.cfg.Resolver.PinTTL),
+	}
+}
+
+// ---- the resolver's collaborators, over this node ----
+
+// storeReader is the resolver's linearizable Reader.
+type storeReader struct{ store *raftstore.Store }
+
+func (r storeReader) Read(ctx context.Context, fn func(resolver.State)) error {
+	return r.store.Read(ctx, func(m *fsm.Machine) error {
+		fn(m)
+		return nil
+	})
+}
+
+// pinner takes pins through Raft (forwarded to the leader when needed).
+type pinner struct{ s *Server }
+
+func (p pinner) Pin(ctx context.Context, obj fsm.ObjectRef, ttl time.Duration) (resolver.Pin, error) {
+	res, err := p.s.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{
+		Object: obj.PB(), Holder: "resolve", TtlNanos: int64(ttl),
+	}}})
+	if err != nil {
+		return resolver.Pin{}, err
+	}
+	if rej := res.Rejection; rej != nil {
+		return resolver.Pin{}, fmt.Errorf("%w: %s: %s", resolver.ErrPinRefused, rej.Code, rej.Message)
+	}
+	return resolver.Pin{ID: res.PinId, Expiry: unixNano(res.PinExpiryUnixNano)}, nil
+}
+
+func (p pinner) Release(ctx context.Context, pin resolver.Pin) error {
+	res, err := p.s.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_ReleasePin{ReleasePin: &fsmpb.ReleasePin{PinId: pin.ID}}})
+	if err == nil && res.Rejection != nil {
+		err = errors.New(res.Rejection.Message)
+	}
+	return err
+}
+
+// repairer runs repair on the leader: locally if this node leads, else
+// through the leader's Peer service.
+type repairer struct{ s *Server }
+
+func (r repairer) Repair(ctx context.Context, stream, offset uint64) error {
+	err := r.s.repair.Repair(ctx, stream, offset)
+	if !errors.Is(err, repair.ErrNotLeader) {
+		return err
+	}
+	leader, _ := r.s.store.Leader()
+	if leader == "" || leader == r.s.store.ID() {
+		return fmt.Errorf("%w: %w", raftstore.ErrNoLeader, err)
+	}
+	return r.s.peers.forwardRepair(ctx, leader, stream, offset)
+}
+
+// Hint is served locally only; on a follower it is dropped and the
+// leader's periodic scan finds the record instead.
+func (r repairer) Hint(stream, offset uint64) { r.s.repair.Hint(stream, offset) }
+
+// reporter records candidate failures through Raft.
+type reporter struct{ s *Server }
+
+func (r reporter) ReportFailure(ctx context.Context, id resolver.CandidateID, kind fsm.FailureKind, detail string) error {
+	_, err := r.s.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
+		Key: id.Key.PB(), Version: id.Version, Kind: kind, Detail: truncate(detail, fsm.MaxDetailLen),
+	}}})
+	return err
+}
+
+// verifier checks physical identity with the object store.
+type verifier struct{ store objectstore.Store }
+
+func (v verifier) Verify(ctx context.Context, obj fsm.ObjectRef) error {
+	err := objectstore.Verify(ctx, v.store, obj.Key, obj.Identity)
+	if errors.Is(err, objectstore.ErrIdentityMismatch) || errors.Is(err, objectstore.ErrNotFound) {
+		return fmt.Errorf("%w: %w", resolver.ErrPhysicalMismatch, err)
+	}
+	return err
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,224 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/objectstore"
+	"github.com/metad/metad/raftstore"
+	"github.com/metad/metad/repair"
+	"github.com/metad/metad/resolver"
+)
+
+// Config bounds the API.
+type Config struct {
+	// DefaultTimeout applies to calls that arrive without a deadline.
+	// Default 10s; range [100ms, MaxTimeout].
+	DefaultTimeout time.Duration
+	// MaxTimeout caps any call's deadline. Default 60s; range [1s, 10m].
+	MaxTimeout time.Duration
+	// MaxMessageBytes bounds a request or response. Default 8 MiB; range
+	// [64 KiB, 256 MiB].
+	MaxMessageBytes int
+	// MaxListLimit caps list calls' page size. Default 1000; range [1, 100000].
+	MaxListLimit int
+	// HealthInterval is how often health is re-evaluated. Default 500ms;
+	// range [10ms, 1m].
+	HealthInterval time.Duration
+	// CaughtUpSlack is how many committed entries a node may lag and still
+	// report SERVING. Default 1000; range [0, 1<<30].
+	CaughtUpSlack uint64
+	// VerifyObjects makes resolve check the physical identity (HEAD) of
+	// every target before returning it. Default false.
+	VerifyObjects bool
+	// Resolver configures the resolve loop.
+	Resolver resolver.Config
+}
+
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig() Config {
+	return Config{
+		DefaultTimeout: 10 * time.Second, MaxTimeout: 60 * time.Second, MaxMessageBytes: 8 << 20,
+		MaxListLimit: 1000, HealthInterval: 500 * time.Millisecond, CaughtUpSlack: 1000,
+		Resolver: resolver.DefaultConfig(),
+	}
+}
+
+// Validate reports every out-of-range setting.
+func (c Config) Validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("api: "+format, args...))
+		}
+	}
+	check(c.MaxTimeout >= time.Second && c.MaxTimeout <= 10*time.Minute, "MaxTimeout %s outside [1s, 10m]", c.MaxTimeout)
+	check(c.DefaultTimeout >= 100*time.Millisecond && c.DefaultTimeout <= c.MaxTimeout, "DefaultTimeout %s outside [100ms, MaxTimeout]", c.DefaultTimeout)
+	check(c.MaxMessageBytes >= 64<<10 && c.MaxMessageBytes <= 256<<20, "MaxMessageBytes %d outside [64KiB, 256MiB]", c.MaxMessageBytes)
+	check(c.MaxListLimit >= 1 && c.MaxListLimit <= 100000, "MaxListLimit %d outside [1, 100000]", c.MaxListLimit)
+	check(c.HealthInterval >= 10*time.Millisecond && c.HealthInterval <= time.Minute, "HealthInterval %s outside [10ms, 1m]", c.HealthInterval)
+	check(c.CaughtUpSlack <= 1<<30, "CaughtUpSlack %d above 2^30", c.CaughtUpSlack)
+	if err := c.Resolver.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Directory finds other nodes; membership provides it.
+type Directory interface {
+	// GRPCAddr returns a node's gRPC address, by node id.
+	GRPCAddr(nodeID string) (string, bool)
+	// Members is the gossip view, for `metad members`.
+	Members() []*metadpb.Member
+}
+
+// Deps are the server's collaborators. Objects may be nil.
+type Deps struct {
+	Store   *raftstore.Store
+	Repair  *repair.Service
+	Peers   *PeerClient
+	Objects objectstore.Store
+	Logger  *slog.Logger
+}
+
+// Server serves the Metad, Cluster and Peer services and gRPC health.
+type Server struct {
+	metadpb.UnimplementedMetadServer
+	metadpb.UnimplementedClusterServer
+	metadpb.UnimplementedPeerServer
+
+	cfg      Config
+	store    *raftstore.Store
+	repair   *repair.Service
+	peers    *PeerClient
+	objects  objectstore.Store
+	log      *slog.Logger
+	resolver *resolver.Resolver
+	health   *health.Server
+}
+
+// New returns a Server.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Store == nil || deps.Repair == nil || deps.Peers == nil || deps.Logger == nil {
+		return nil, errors.New("api: Store, Repair, Peers and Logger are required")
+	}
+	s := &Server{
+		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
+		log: deps.Logger, health: health.NewServer(),
+	}
+	rdeps := resolver.Deps{
+		Reader: storeReader{s.store}, Pinner: pinner{s}, Repairer: repairer{s},
+		Reporter: reporter{s}, Clock: realClock{},
+	}
+	if cfg.VerifyObjects && s.objects != nil {
+		rdeps.Verifier = verifier{s.objects}
+	}
+	r, err := resolver.New(cfg.Resolver, rdeps)
+	if err != nil {
+		return nil, err
+	}
+	s.resolver = r
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	return s, nil
+}
+
+// ServerOptions are the grpc.Server options the API needs: message bounds
+// and the deadline and panic interceptor.
+func (s *Server) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
+		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
+	}
+}
+
+// Register registers every service, health and reflection on g.
+func (s *Server) Register(g *grpc.Server) {
+	metadpb.RegisterMetadServer(g, s)
+	metadpb.RegisterClusterServer(g, s)
+	metadpb.RegisterPeerServer(g, s)
+	healthpb.RegisterHealthServer(g, s.health)
+	reflection.Register(g)
+}
+
+// unaryInterceptor imposes the default and maximum deadline, and turns a
+// panic in a handler into INTERNAL instead of a crashed node.
+func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+	deadline, ok := ctx.Deadline()
+	maxDeadline := time.Now().Add(s.cfg.MaxTimeout)
+	var cancel context.CancelFunc
+	switch {
+	case !ok:
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.DefaultTimeout)
+	case deadline.After(maxDeadline):
+		ctx, cancel = context.WithDeadline(ctx, maxDeadline)
+	default:
+		cancel = func() {}
+	}
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("api: handler panicked", "method", info.FullMethod, "panic", p, "stack", string(debug.Stack()))
+			err = status.Errorf(codes.Internal, "internal error in %s", info.FullMethod)
+		}
+	}()
+	return h(ctx, req)
+}
+
+// RunHealth keeps the health status current until ctx ends: SERVING when a
+// leader is known, this node's applied index is within CaughtUpSlack of its
+// commit index, and (on the leader) the term's barrier has applied.
+func (s *Server) RunHealth(ctx context.Context) {
+	t := time.NewTicker(s.cfg.HealthInterval)
+	defer t.Stop()
+	last := healthpb.HealthCheckResponse_UNKNOWN
+	for {
+		st := s.store.Status()
+		want := healthpb.HealthCheckResponse_NOT_SERVING
+		caughtUp := st.AppliedIndex+s.cfg.CaughtUpSlack >= st.CommitIndex
+		if st.LeaderID != "" && caughtUp && (st.State != "Leader" || st.ReadReady) {
+			want = healthpb.HealthCheckResponse_SERVING
+		}
+		if want != last {
+			s.health.SetServingStatus("", want)
+			for _, svc := range []string{metadpb.Metad_ServiceDesc.ServiceName, metadpb.Cluster_ServiceDesc.ServiceName} {
+				s.health.SetServingStatus(svc, want)
+			}
+			last = want
+		}
+		select {
+		case <-ctx.Done():
+			s.health.Shutdown()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Serving reports the current health verdict.
+func (s *Server) Serving() bool {
+	resp, err := s.health.Check(context.Background(), &healthpb.HealthCheckRequest{})
+	return err == nil && resp.Status == healthpb.HealthCheckResponse_SERVING
+}
+
+func (s *Server) limit(n uint32) int {
+	if n == 0 || int(n) > s.cfg.MaxListLimit {
+		return s.cfg.MaxListLimit
+	}
+	return int(n)
+}

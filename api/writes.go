@@ -1,0 +1,150 @@
+package api
+
+import (
+	"context"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/fsm/fsmpb"
+)
+
+// apply validates a command, proposes it (on the leader, wherever this node
+// is) and turns a refusal into its status. Validation first means a
+// malformed request is refused without a trip through Raft, naming the
+// request field at fault.
+func (s *Server) apply(ctx context.Context, requestID string, cmd *fsmpb.Command) (*fsmpb.Result, error) {
+	cmd.RequestId = requestID
+	if rej := fsm.Validate(cmd); rej != nil {
+		return nil, rejectionError(rej)
+	}
+	res, err := s.propose(ctx, cmd)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if res.Rejection != nil {
+		return nil, rejectionError(res.Rejection)
+	}
+	return res, nil
+}
+
+func (s *Server) CreateStream(ctx context.Context, req *metadpb.CreateStreamRequest) (*metadpb.CreateStreamResponse, error) {
+	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_CreateStream{CreateStream: &fsmpb.CreateStream{Name: req.Name}}})
+	if err != nil {
+		return nil, err
+	}
+	return &metadpb.CreateStreamResponse{StreamId: res.StreamId, Version: res.Version}, nil
+}
+
+func (s *Server) OpenForWrite(ctx context.Context, req *metadpb.OpenForWriteRequest) (*metadpb.OpenForWriteResponse, error) {
+	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_OpenForWrite{OpenForWrite: &fsmpb.OpenForWrite{StreamId: req.StreamId}}})
+	if err != nil {
+		return nil, err
+	}
+	return &metadpb.OpenForWriteResponse{WriterEpoch: res.WriterEpoch, Version: res.Version}, nil
+}
+
+func (s *Server) CommitAppend(ctx context.Context, req *metadpb.CommitAppendRequest) (*metadpb.CommitAppendResponse, error) {
+	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_CommitAppend{CommitAppend: &fsmpb.CommitAppend{
+		StreamId: req.StreamId, WriterEpoch: req.WriterEpoch, ExpectedStart: req.ExpectedStart, End: req.End,
+		Object: objectToFSM(req.Object), Bytes: byteRangeToFSM(req.Bytes), IndexGen0: req.IndexGen0,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	return &metadpb.CommitAppendResponse{CommittedEnd: res.CommittedEnd, Version: res.Version}, nil
+}
+
+func (s *Server) PublishGeneration(ctx context.Context, req *metadpb.PublishGenerationRequest) (*metadpb.PublishGenerationResponse, error) {
+	records := make([]*fsmpb.IndexRecord, len(req.Records))
+	for i, r := range req.Records {
+		records[i] = recordToFSM(r)
+	}
+	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_PublishGeneration{PublishGeneration: &fsmpb.PublishGeneration{
+		StreamId: req.StreamId, View: viewToFSM(req.View), Generation: req.Generation, WriterEpoch: req.WriterEpoch,
+		Coverage: rangeToFSM(req.Coverage), Records: records, Complete: req.Complete,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	return &metadpb.PublishGenerationResponse{Generation: res.Generation, Version: res.Version}, nil
+}
+
+func (s *Server) RetireGeneration(ctx context.Context, req *metadpb.RetireGenerationRequest) (*metadpb.RetireGenerationResponse, error) {
+	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_RetireGeneration{RetireGeneration: &fsmpb.RetireGeneration{
+		StreamId: req.StreamId, View: viewToFSM(req.View), Generation: req.Generation,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	return &metadpb.RetireGenerationResponse{Version: res.Version}, nil
+}
+
+func (s *Server) Trim(ctx context.Context, req *metadpb.TrimRequest) (*metadpb.TrimResponse, error) {
+	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_Trim{Trim: &fsmpb.Trim{StreamId: req.StreamId, Offset: req.Offset}}})
+	if err != nil {
+		return nil, err
+	}
+	return &metadpb.TrimResponse{Trim: res.Trim, CommittedEnd: res.CommittedEnd, Version: res.Version}, nil
+}
+
+func (s *Server) Seal(ctx context.Context, req *metadpb.SealRequest) (*metadpb.SealResponse, error) {
+	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_Seal{Seal: &fsmpb.Seal{StreamId: req.StreamId}}})
+	if err != nil {
+		return nil, err
+	}
+	return &metadpb.SealResponse{CommittedEnd: res.CommittedEnd, Version: res.Version}, nil
+}
+
+func (s *Server) DeleteStream(ctx context.Context, req *metadpb.DeleteStreamRequest) (*metadpb.DeleteStreamResponse, error) {
+	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_DeleteStream{DeleteStream: &fsmpb.DeleteStream{StreamId: req.StreamId}}})
+	if err != nil {
+		return nil, err
+	}
+	return &metadpb.DeleteStreamResponse{Version: res.Version}, nil
+}
+
+func (s *Server) RegisterObject(ctx context.Context, req *metadpb.RegisterObjectRequest) (*metadpb.RegisterObjectResponse, error) {
+	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_RegisterObject{RegisterObject: &fsmpb.RegisterObject{
+		Object: objectToFSM(req.Object), Size: req.Size,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	return &metadpb.RegisterObjectResponse{Version: res.Version}, nil
+}
+
+func (s *Server) Pin(ctx context.Context, req *metadpb.PinRequest) (*metadpb.PinResponse, error) {
+	if req.Ttl == nil {
+		return nil, invalidArgument("ttl", "required")
+	}
+	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{
+		Object: objectToFSM(req.Object), Holder: req.Holder, TtlNanos: int64(req.Ttl.AsDuration()),
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	return &metadpb.PinResponse{PinId: res.PinId, Expiry: timestamppb.New(unixNano(res.PinExpiryUnixNano)), Version: res.Version}, nil
+}
+
+func (s *Server) ReleasePin(ctx context.Context, req *metadpb.ReleasePinRequest) (*metadpb.ReleasePinResponse, error) {
+	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_ReleasePin{ReleasePin: &fsmpb.ReleasePin{PinId: req.PinId}}})
+	if err != nil {
+		return nil, err
+	}
+	return &metadpb.ReleasePinResponse{Version: res.Version}, nil
+}
+
+func (s *Server) ReportCandidateFailure(ctx context.Context, req *metadpb.ReportCandidateFailureRequest) (*metadpb.ReportCandidateFailureResponse, error) {
+	if req.Candidate == nil || req.Candidate.Key == nil {
+		return nil, invalidArgument("candidate.key", "required")
+	}
+	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
+		Key: indexKeyToFSM(req.Candidate.Key).PB(), Version: req.Candidate.Version, Kind: kindToFSM(req.Kind), Detail: req.Detail,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	return &metadpb.ReportCandidateFailureResponse{Quarantined: res.Quarantined, Version: res.Version}, nil
+}
