@@ -108,6 +108,10 @@ type Config struct {
 	// TransportMaxPool is how many idle TCP connections to each peer the
 	// raft transport keeps. Default 3; range [1, 64].
 	TransportMaxPool int
+	// DialAddress, if set, maps a peer's raft address to the address
+	// actually dialled (the Jepsen harness's per-link proxies). Default nil.
+	DialAddress func(addr string) string
+
 	// TransportTimeout is the raft transport's I/O deadline (scaled up for
 	// snapshot transfers). Default 10s; range [100ms, 5m].
 	TransportTimeout time.Duration

@@ -201,19 +201,43 @@ func newTCPTransport(cfg Config, logger hclog.Logger) (*raft.NetworkTransport, e
 		}
 		advertise = a
 	}
-	t, err := raft.NewTCPTransportWithConfig(cfg.BindAddr, advertise, &raft.NetworkTransportConfig{
+	ln, err := net.Listen("tcp", cfg.BindAddr)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: raft transport on %s: %w", cfg.BindAddr, err)
+	}
+	if advertise == nil {
+		advertise = ln.Addr()
+	}
+	stream := &streamLayer{Listener: ln, advertise: advertise, dial: cfg.DialAddress}
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  stream,
 		Logger:  logger,
 		MaxPool: cfg.TransportMaxPool,
 		Timeout: cfg.TransportTimeout,
 		// 2 overlaps preparing the next AppendEntries with waiting for the
 		// previous; hashicorp measured more pipelining to hurt commit latency.
 		MaxRPCsInFlight: 2,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("raftstore: raft transport on %s: %w", cfg.BindAddr, err)
-	}
-	return t, nil
+	}), nil
 }
+
+// streamLayer is raft's TCP stream layer with one addition: every dial goes
+// to cfg.DialAddress(target) when set, so the Jepsen harness can route each
+// directed link through its own proxy and cut it without root.
+type streamLayer struct {
+	net.Listener
+	advertise net.Addr
+	dial      func(string) string
+}
+
+func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	target := string(address)
+	if s.dial != nil {
+		target = s.dial(target)
+	}
+	return net.DialTimeout("tcp", target, timeout)
+}
+
+func (s *streamLayer) Addr() net.Addr { return s.advertise }
 
 // Close shuts raft down cleanly and closes the stores. New calls are refused
 // from the moment it starts; proposals already in raft get up to
