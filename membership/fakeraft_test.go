@@ -25,6 +25,13 @@ type fakeRaft struct {
 	conf   raft.Configuration
 	index  uint64
 	calls  []string
+	fail   error // returned by every change while set
+}
+
+func (f *fakeRaft) failWith(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail = err
 }
 
 var _ Raft = (*fakeRaft)(nil)
@@ -58,6 +65,9 @@ func (f *fakeRaft) GetConfiguration() raft.ConfigurationFuture {
 func (f *fakeRaft) change(call string, prevIndex uint64, mutate func(*raft.Configuration)) raft.IndexFuture {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.fail != nil {
+		return fakeFuture{err: f.fail}
+	}
 	if prevIndex != 0 && prevIndex != f.index {
 		return fakeFuture{err: fmt.Errorf("configuration changed since %d (latest is %d)", prevIndex, f.index)}
 	}
@@ -266,4 +276,93 @@ func TestReconcileAddsAndPromotesOnlyAsLeader(t *testing.T) {
 	if sink.count("membership reconcile started") != 1 {
 		t.Error("reconcile start not logged once")
 	}
+}
+
+// TestBootstrapHookOutcomes: a failed bootstrap is retried; raft refusing
+// because state exists ends bootstrapping; state appearing after New is
+// honoured. Each is a single node expecting 1, over a fake raft.
+func TestBootstrapHookOutcomes(t *testing.T) {
+	type outcome struct {
+		name       string
+		results    []error // Bootstrap's results in order; nil after the end
+		stateAfter bool    // HasState turns true after New's check
+		wantCalls  int
+		wantLog    string
+	}
+	for _, o := range []outcome{
+		{"transient failure retried", []error{errors.New("disk full"), errors.New("disk full")}, false, 3, "raft bootstrapped"},
+		{"state exists", []error{fmt.Errorf("wrapped: %w", raft.ErrCantBootstrap)}, false, 1, "raft refused to bootstrap"},
+		{"state appeared", nil, true, 0, "raft state found on disk"},
+	} {
+		t.Run(o.name, func(t *testing.T) {
+			sink, log := newLogSink(t)
+			var mu sync.Mutex
+			calls, stateChecks := 0, 0
+			hooks := fakeHooks()
+			hooks.HasState = func() bool { // New's check is the first
+				mu.Lock()
+				defer mu.Unlock()
+				stateChecks++
+				return o.stateAfter && stateChecks > 1
+			}
+			hooks.Bootstrap = func([]raft.Server) error {
+				mu.Lock()
+				defer mu.Unlock()
+				calls++
+				if calls <= len(o.results) {
+					return o.results[calls-1]
+				}
+				return nil
+			}
+			cfg := testConfig("solo", freeAddr(t))
+			cfg.BootstrapExpect = 1
+			a, err := New(cfg, newFakeRaft(false), hooks, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			waitFor(t, 10*time.Second, "outcome logged and advertised", func() error {
+				if sink.count(o.wantLog) == 0 {
+					return errors.New("not logged yet")
+				}
+				if m, _ := a.Lookup("solo"); !m.Meta.Bootstrapped {
+					return errors.New("metadata does not say bootstrapped")
+				}
+				return nil
+			})
+			time.Sleep(5 * cfg.ReconcileInterval)
+			mu.Lock()
+			defer mu.Unlock()
+			if calls != o.wantCalls {
+				t.Fatalf("Bootstrap called %d times, want %d", calls, o.wantCalls)
+			}
+		})
+	}
+}
+
+// TestFailedChangeLoggedOnceAndRetried: a configuration change raft
+// refuses is logged once at WARN however many rounds retry it, and goes
+// through once raft accepts it.
+func TestFailedChangeLoggedOnceAndRetried(t *testing.T) {
+	sink, log := newLogSink(t)
+	r := newFakeRaft(true, raft.Server{Suffrage: raft.Voter, ID: "a", Address: "a.raft:7421"})
+	r.failWith(errors.New("leadership lost while committing log"))
+	gossipNodes(t, log, map[string]*fakeRaft{"a": r}, nil, "a", "b")
+	waitFor(t, 10*time.Second, "failure logged", func() error {
+		if sink.count("level=WARN", "membership change failed") == 0 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	time.Sleep(5 * testConfig("a", "127.0.0.1:1").ReconcileInterval)
+	if n := sink.count("membership change failed"); n != 1 {
+		t.Fatalf("failure logged %d times, want once", n)
+	}
+	r.failWith(nil)
+	waitFor(t, 10*time.Second, "b added", func() error {
+		if len(r.callLog()) == 0 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
 }
