@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/membership"
 	"github.com/metad/metad/raftstore"
 )
 
@@ -50,7 +52,7 @@ func (s *Server) nodeStatus(ctx context.Context, srv raftstore.Server, withHash 
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	st, err := s.peers.localStatus(ctx, srv.ID, withHash)
+	st, err := s.peers.NodeStatus(ctx, srv.ID, withHash)
 	if err != nil {
 		return &metadpb.NodeStatus{NodeId: srv.ID, RaftAddr: srv.Address, State: "UNREACHABLE",
 			Voter: srv.Suffrage == raftstore.Voter, Error: err.Error()}
@@ -70,6 +72,9 @@ func (s *Server) localStatus(withHash bool) *metadpb.NodeStatus {
 	}
 	if !st.LastContact.IsZero() {
 		ns.LastContact = timestamppb.New(st.LastContact)
+	}
+	if stats, err := membership.StatsFromRaft(s.store.Raft()); err == nil {
+		ns.LastLogTerm, ns.SinceLastContact = stats.LastTerm, durationpb.New(stats.LastContact)
 	}
 	if withHash {
 		sum, applied, err := s.store.StateHash()

@@ -224,8 +224,8 @@ func (p *PeerClient) forwardRepair(ctx context.Context, leaderID string, stream,
 	return err
 }
 
-// localStatus asks one node for its own status.
-func (p *PeerClient) localStatus(ctx context.Context, id string, withHash bool) (*metadpb.NodeStatus, error) {
+// NodeStatus asks one node for its own status (membership's FetchStats).
+func (p *PeerClient) NodeStatus(ctx context.Context, id string, withHash bool) (*metadpb.NodeStatus, error) {
 	pc, _, err := p.conn(id)
 	if err != nil {
 		return nil, err

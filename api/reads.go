@@ -42,6 +42,10 @@ func (s *Server) DescribeStream(ctx context.Context, req *metadpb.DescribeStream
 		resp.Stream, resp.AppliedIndex = streamPB(st), m.AppliedIndex()
 		for _, v := range []fsm.View{fsm.Committed, fsm.TopicCompacted} {
 			for _, g := range m.Generations(st.ID, v) {
+				if v == fsm.Committed && g.Number == 0 {
+					// Generation 0 speaks for every committed offset.
+					g.Coverage = fsm.Range{Start: st.Trim, End: st.CommittedEnd}
+				}
 				resp.Generations = append(resp.Generations, generationPB(g))
 			}
 		}

@@ -3662,10 +3662,14 @@ type NodeStatus struct {
 	LastContact  *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=last_contact,json=lastContact,proto3" json:"last_contact,omitempty"`
 	LeaderId     string                 `protobuf:"bytes,11,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
 	// state_hash is the SHA-256 of the node's state at applied_index, when asked.
-	StateHash     []byte `protobuf:"bytes,12,opt,name=state_hash,json=stateHash,proto3" json:"state_hash,omitempty"`
-	Error         string `protobuf:"bytes,13,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	StateHash []byte `protobuf:"bytes,12,opt,name=state_hash,json=stateHash,proto3" json:"state_hash,omitempty"`
+	Error     string `protobuf:"bytes,13,opt,name=error,proto3" json:"error,omitempty"`
+	// last_log_term and since_last_contact feed the leader's promotion
+	// decisions (autopilot); since_last_contact is negative if never.
+	LastLogTerm      uint64               `protobuf:"varint,14,opt,name=last_log_term,json=lastLogTerm,proto3" json:"last_log_term,omitempty"`
+	SinceLastContact *durationpb.Duration `protobuf:"bytes,15,opt,name=since_last_contact,json=sinceLastContact,proto3" json:"since_last_contact,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
@@ -3787,6 +3791,20 @@ func (x *NodeStatus) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *NodeStatus) GetLastLogTerm() uint64 {
+	if x != nil {
+		return x.LastLogTerm
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetSinceLastContact() *durationpb.Duration {
+	if x != nil {
+		return x.SinceLastContact
+	}
+	return nil
 }
 
 type StatusRequest struct {
@@ -4900,7 +4918,7 @@ const file_metad_proto_rawDesc = "" +
 	"\bdeadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x1a\n" +
 	"\battempts\x18\x02 \x01(\rR\battempts\x12'\n" +
 	"\x05tried\x18\x03 \x03(\v2\x11.metad.v1.RefusalR\x05tried\x12\x14\n" +
-	"\x05cause\x18\x04 \x01(\tR\x05cause\"\x97\x03\n" +
+	"\x05cause\x18\x04 \x01(\tR\x05cause\"\x84\x04\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
@@ -4918,7 +4936,9 @@ const file_metad_proto_rawDesc = "" +
 	"\tleader_id\x18\v \x01(\tR\bleaderId\x12\x1d\n" +
 	"\n" +
 	"state_hash\x18\f \x01(\fR\tstateHash\x12\x14\n" +
-	"\x05error\x18\r \x01(\tR\x05error\",\n" +
+	"\x05error\x18\r \x01(\tR\x05error\x12\"\n" +
+	"\rlast_log_term\x18\x0e \x01(\x04R\vlastLogTerm\x12G\n" +
+	"\x12since_last_contact\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x10sinceLastContact\",\n" +
 	"\rStatusRequest\x12\x1b\n" +
 	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"\xb6\x01\n" +
 	"\x0eStatusResponse\x12*\n" +
@@ -5194,67 +5214,68 @@ var file_metad_proto_depIdxs = []int32{
 	78, // 55: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
 	55, // 56: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
 	78, // 57: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
-	58, // 58: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
-	61, // 59: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
-	13, // 60: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
-	15, // 61: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
-	17, // 62: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
-	19, // 63: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
-	21, // 64: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
-	23, // 65: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
-	25, // 66: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
-	27, // 67: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
-	29, // 68: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
-	31, // 69: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
-	33, // 70: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
-	36, // 71: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
-	40, // 72: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
-	42, // 73: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
-	45, // 74: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
-	48, // 75: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
-	51, // 76: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
-	53, // 77: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
-	59, // 78: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
-	62, // 79: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
-	64, // 80: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
-	66, // 81: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
-	70, // 82: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
-	72, // 83: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
-	74, // 84: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
-	76, // 85: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
-	68, // 86: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
-	14, // 87: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
-	16, // 88: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
-	18, // 89: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
-	20, // 90: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
-	22, // 91: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
-	24, // 92: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
-	26, // 93: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
-	28, // 94: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
-	30, // 95: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
-	32, // 96: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
-	34, // 97: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
-	37, // 98: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
-	41, // 99: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
-	43, // 100: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
-	46, // 101: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
-	49, // 102: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
-	52, // 103: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
-	56, // 104: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
-	60, // 105: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
-	63, // 106: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
-	65, // 107: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
-	67, // 108: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
-	71, // 109: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
-	73, // 110: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
-	75, // 111: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
-	58, // 112: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
-	69, // 113: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
-	87, // [87:114] is the sub-list for method output_type
-	60, // [60:87] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	77, // 58: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
+	58, // 59: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
+	61, // 60: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
+	13, // 61: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
+	15, // 62: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
+	17, // 63: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
+	19, // 64: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
+	21, // 65: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
+	23, // 66: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
+	25, // 67: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
+	27, // 68: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
+	29, // 69: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
+	31, // 70: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
+	33, // 71: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
+	36, // 72: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
+	40, // 73: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
+	42, // 74: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
+	45, // 75: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
+	48, // 76: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
+	51, // 77: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
+	53, // 78: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
+	59, // 79: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
+	62, // 80: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
+	64, // 81: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
+	66, // 82: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
+	70, // 83: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
+	72, // 84: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
+	74, // 85: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
+	76, // 86: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
+	68, // 87: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
+	14, // 88: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
+	16, // 89: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
+	18, // 90: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
+	20, // 91: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
+	22, // 92: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
+	24, // 93: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
+	26, // 94: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
+	28, // 95: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
+	30, // 96: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
+	32, // 97: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
+	34, // 98: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
+	37, // 99: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
+	41, // 100: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
+	43, // 101: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
+	46, // 102: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
+	49, // 103: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
+	52, // 104: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
+	56, // 105: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
+	60, // 106: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
+	63, // 107: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
+	65, // 108: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
+	67, // 109: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
+	71, // 110: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
+	73, // 111: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
+	75, // 112: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
+	58, // 113: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
+	69, // 114: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
+	88, // [88:115] is the sub-list for method output_type
+	61, // [61:88] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_metad_proto_init() }

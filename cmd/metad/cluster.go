@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/client"
+)
+
+func newStatusCmd(o *clientOpts) *cobra.Command {
+	var withHash bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show every server of the cluster: state, term, indexes, last contact, quorum",
+		Example: `  metad status
+  metad status --addr 127.0.0.1:7430 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				st, err := client.Call(ctx, c, c.Cluster.Status, &metadpb.StatusRequest{WithHash: withHash})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), st, func(tw *tabwriter.Writer) { statusTable(tw, st, withHash) })
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&withHash, "hash", false, "also show each node's state hash (O(state) per node)")
+	return cmd
+}
+
+func statusTable(tw *tabwriter.Writer, st *metadpb.StatusResponse, withHash bool) {
+	header := "NODE\tID\tADDRESS\tSTATE\tVOTER\tTERM\tCOMMIT\tAPPLIED\tLAST CONTACT"
+	if withHash {
+		header += "\tSTATE HASH"
+	}
+	fmt.Fprintln(tw, header)
+	for i, n := range st.Nodes {
+		contact := "-"
+		switch {
+		case n.State == "Leader":
+			contact = "leader"
+		case n.SinceLastContact != nil && n.SinceLastContact.AsDuration() >= 0:
+			contact = n.SinceLastContact.AsDuration().Round(time.Millisecond).String()
+		}
+		line := fmt.Sprintf("%d\t%s\t%s\t%s\t%v\t%d\t%d\t%d\t%s", i+1, n.NodeId, n.GrpcAddr, n.State, n.Voter,
+			n.Term, n.CommitIndex, n.AppliedIndex, contact)
+		if n.Error != "" {
+			line = fmt.Sprintf("%d\t%s\t%s\t%s\t%v\t-\t-\t-\t%s", i+1, n.NodeId, n.RaftAddr, n.State, n.Voter, n.Error)
+		}
+		if withHash {
+			line += fmt.Sprintf("\t%x", n.StateHash)
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+	fmt.Fprintf(tw, "\nleader %s; %d voters, quorum %d, tolerates %d failure(s)\n", st.LeaderId, st.Voters, st.Quorum, st.FailureTolerance)
+}
+
+func newMembersCmd(o *clientOpts) *cobra.Command {
+	return &cobra.Command{
+		Use:     "members",
+		Short:   "Show the gossip view of the node --addr points at",
+		Example: `  metad members`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := client.Call(ctx, c, c.Cluster.Members, &metadpb.MembersRequest{})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					fmt.Fprintln(tw, "ID\tSTATUS\tGOSSIP\tRAFT\tGRPC")
+					for _, m := range resp.Members {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.NodeId, m.Status, m.GossipAddr, m.RaftAddr, m.GrpcAddr)
+					}
+				})
+			})
+		},
+	}
+}
+
+func newRaftCmd(o *clientOpts) *cobra.Command {
+	cmd := &cobra.Command{Use: "raft", Short: "Inspect and change the Raft configuration"}
+	cmd.AddCommand(&cobra.Command{
+		Use:     "list-peers",
+		Short:   "List the servers of the Raft configuration",
+		Example: `  metad raft list-peers`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				st, err := client.Call(ctx, c, c.Cluster.Status, &metadpb.StatusRequest{})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), st, func(tw *tabwriter.Writer) {
+					fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tSTATE\tVOTER")
+					for _, n := range st.Nodes {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", n.NodeId, n.RaftAddr, n.State, n.Voter)
+					}
+				})
+			})
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:     "remove-peer ID",
+		Short:   "Remove a server from the Raft configuration (on the leader)",
+		Example: `  metad raft remove-peer node-3`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := client.Call(ctx, c, c.Cluster.RemovePeer, &metadpb.RemovePeerRequest{NodeId: args[0]})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					fmt.Fprintf(tw, "removed %s at index %d\n", args[0], resp.Version)
+				})
+			})
+		},
+	})
+	var to string
+	transfer := &cobra.Command{
+		Use:     "transfer-leader",
+		Short:   "Hand leadership to another voter",
+		Example: `  metad raft transfer-leader --to node-2`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := client.Call(ctx, c, c.Cluster.TransferLeadership, &metadpb.TransferLeadershipRequest{ToNodeId: to})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					fmt.Fprintf(tw, "leader is now %s\n", resp.LeaderId)
+				})
+			})
+		},
+	}
+	transfer.Flags().StringVar(&to, "to", "", "node id of the new leader (default: raft chooses)")
+	cmd.AddCommand(transfer)
+	return cmd
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/metad/metad/node"
+)
+
+// serverFlags binds every server setting to a flag (and so to its
+// environment variable and config-file key).
+type serverFlags struct {
+	cfg        node.Config
+	configFile string
+	logFormat  string
+	logLevel   string
+	dialMap    []string
+}
+
+func newServerCmd() *cobra.Command {
+	f := &serverFlags{cfg: node.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run a metad server",
+		Long: `Run a metad server. With no flags it is a single-node cluster on localhost:
+gRPC 127.0.0.1:7420, raft 127.0.0.1:7421, gossip 127.0.0.1:7422, HTTP admin
+127.0.0.1:7423, data in ./metad-data.
+
+For a cluster, start N servers with --bootstrap-expect N and --join pointing at
+any other member's gossip address; they form one cluster in any start order.
+
+Every flag can also be set as an environment variable (METAD_ and the flag name
+in upper case, '-' as '_': METAD_DATA_DIR) or as a key of the YAML file given by
+--config (data-dir: ...). Precedence: flag > environment > file > default.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyLayers(cmd.Flags(), configFileFrom(cmd.Flags())); err != nil {
+				return err
+			}
+			return runServer(cmd.Context(), f, cmd.Flags(), cmd.ErrOrStderr())
+		},
+	}
+	f.register(cmd.Flags())
+	return cmd
+}
+
+func (f *serverFlags) register(fs *pflag.FlagSet) {
+	c := &f.cfg
+	fs.StringVar(&f.configFile, "config", "", "YAML file of settings (keys are flag names)")
+	fs.StringVar(&c.NodeID, "node-id", "", "stable node id (default: stored in the data dir, or generated)")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for raft state, the node id and objects")
+	fs.StringVar(&c.GRPCAddr, "grpc-addr", c.GRPCAddr, "gRPC listen address (clients and peers)")
+	fs.StringVar(&c.GRPCAdvertise, "grpc-advertise", "", "gRPC address told to peers (default --grpc-addr)")
+	fs.StringVar(&c.Raft.BindAddr, "raft-addr", c.Raft.BindAddr, "raft transport listen address")
+	fs.StringVar(&c.Raft.AdvertiseAddr, "raft-advertise", "", "raft address told to peers (default --raft-addr)")
+	fs.StringVar(&c.Membership.BindAddr, "gossip-addr", c.Membership.BindAddr, "gossip (memberlist) listen address, UDP and TCP")
+	fs.StringVar(&c.Membership.AdvertiseAddr, "gossip-advertise", "", "gossip address told to peers (default --gossip-addr)")
+	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "HTTP admin address: /metrics, /healthz, /readyz (empty disables)")
+	fs.IntVar(&c.Membership.BootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many servers are seen (0: single node if alone and no --join, else wait to be added)")
+	fs.StringSliceVar(&c.Membership.Join, "join", nil, "gossip address of a member to join (repeatable)")
+	fs.StringVar(&c.ObjectDir, "object-dir", "", "local object store directory (default <data-dir>/objects); share it between nodes and brokers on one machine")
+	fs.BoolVar(&c.EnablePprof, "pprof", false, "serve /debug/pprof on the HTTP admin address")
+	fs.BoolVar(&c.API.VerifyObjects, "verify-objects", false, "resolve checks each target's identity in the object store before returning it")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	// Timings and bounds; defaults are the packages' documented defaults.
+	fs.DurationVar(&c.Raft.HeartbeatTimeout, "raft-heartbeat-timeout", c.Raft.HeartbeatTimeout, "raft heartbeat timeout")
+	fs.DurationVar(&c.Raft.ElectionTimeout, "raft-election-timeout", c.Raft.ElectionTimeout, "raft election timeout")
+	fs.DurationVar(&c.Raft.LeaderLeaseTimeout, "raft-leader-lease-timeout", c.Raft.LeaderLeaseTimeout, "raft leader lease timeout")
+	fs.Uint64Var(&c.Raft.SnapshotThreshold, "raft-snapshot-threshold", c.Raft.SnapshotThreshold, "log entries between raft snapshots")
+	fs.DurationVar(&c.Membership.DeadServerTimeout, "dead-server-timeout", c.Membership.DeadServerTimeout, "how long a server may be failed before the leader removes it")
+	fs.DurationVar(&c.API.Resolver.PinTTL, "pin-ttl", c.API.Resolver.PinTTL, "lease taken on each resolve target")
+	fs.DurationVar(&c.API.DefaultTimeout, "default-timeout", c.API.DefaultTimeout, "deadline for calls that carry none")
+	fs.DurationVar(&c.API.MaxTimeout, "max-timeout", c.API.MaxTimeout, "largest deadline a call may have")
+	fs.DurationVar(&c.GC.Interval, "gc-interval", c.GC.Interval, "pause between garbage-collection passes")
+	fs.DurationVar(&c.GC.MinIdle, "gc-min-idle", c.GC.MinIdle, "how long an object must be unreferenced before GC deletes it")
+	fs.DurationVar(&c.Repair.ScanInterval, "repair-scan-interval", c.Repair.ScanInterval, "pause between periodic repair scans")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "bound on a graceful shutdown")
+	fs.StringSliceVar(&f.dialMap, "dial-map", nil, "ADDR=VIA: dial VIA whenever a peer address ADDR is dialled (fault-injection proxies)")
+	_ = fs.MarkHidden("dial-map")
+}
+
+// resolve turns the flags into a complete, validated node configuration.
+func (f *serverFlags) resolve(fs *pflag.FlagSet) (node.Config, error) {
+	c := f.cfg
+	var errs []error
+	if len(f.dialMap) > 0 {
+		c.DialMap = map[string]string{}
+		for _, kv := range f.dialMap {
+			from, to, ok := strings.Cut(kv, "=")
+			if !ok {
+				errs = append(errs, fmt.Errorf("dial-map %q: want ADDR=VIA", kv))
+				continue
+			}
+			c.DialMap[from] = to
+		}
+	}
+	// Alone, with no peers to wait for, a node forms its own cluster: that
+	// is what `metad server` with no flags promises.
+	if c.Membership.BootstrapExpect == 0 && len(c.Membership.Join) == 0 && !fs.Changed("bootstrap-expect") {
+		c.Membership.BootstrapExpect = 1
+	}
+	if _, err := parseLevel(f.logLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if f.logFormat != "text" && f.logFormat != "json" {
+		errs = append(errs, fmt.Errorf("log-format %q: want text or json", f.logFormat))
+	}
+	id, err := node.LoadNodeID(c.DataDir, c.NodeID)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.NodeID = id
+	c.Complete()
+	if err := c.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return c, errors.Join(errs...)
+}
+
+func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io.Writer) error {
+	cfg, err := f.resolve(fs)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, f.logFormat, f.logLevel)
+	logEffective(log, fs)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	n, err := node.Start(cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "reason", "signal")
+	case err := <-n.Err():
+		log.Error("shutting down", "reason", err)
+	}
+	if err := n.Shutdown(); err != nil {
+		log.Warn("shutdown", "err", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// logEffective logs every setting once at start, with where it came from.
+func logEffective(log *slog.Logger, fs *pflag.FlagSet) {
+	var attrs []any
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if fl.Name != "dial-map" || fl.Changed {
+			attrs = append(attrs, fl.Name, fl.Value.String())
+		}
+	})
+	log.Info("effective configuration", attrs...)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func newLogger(w io.Writer, format, level string) *slog.Logger {
+	l, _ := parseLevel(level)
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

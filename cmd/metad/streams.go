@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/client"
+)
+
+func newStreamCmd(o *clientOpts) *cobra.Command {
+	cmd := &cobra.Command{Use: "stream", Short: "Create, describe, list, trim and seal streams"}
+	cmd.AddCommand(&cobra.Command{
+		Use:     "create NAME",
+		Short:   "Create a stream (idempotent by name)",
+		Example: `  metad stream create orders`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := client.Call(ctx, c, c.Metad.CreateStream, &metadpb.CreateStreamRequest{Name: args[0], RequestId: client.NewRequestID()})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					fmt.Fprintf(tw, "stream %d %q (version %d)\n", resp.StreamId, args[0], resp.Version)
+				})
+			})
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:     "describe ID|NAME",
+		Short:   "Show a stream: ends, epoch, status and live generations (linearizable)",
+		Example: `  metad stream describe orders`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				req := &metadpb.DescribeStreamRequest{}
+				if id, err := strconv.ParseUint(args[0], 10, 64); err == nil {
+					req.StreamId = id
+				} else {
+					req.Name = args[0]
+				}
+				resp, err := client.Call(ctx, c, c.Metad.DescribeStream, req)
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) { describeTable(tw, resp) })
+			})
+		},
+	})
+	cmd.AddCommand(newStreamListCmd(o), newTrimCmd(o), newSealCmd(o))
+	return cmd
+}
+
+func describeTable(tw *tabwriter.Writer, resp *metadpb.DescribeStreamResponse) {
+	s := resp.Stream
+	fmt.Fprintf(tw, "stream\t%d\nname\t%s\nstatus\t%s\nwriter epoch\t%d\ntrim\t%d\ncommitted end\t%d\nversion\t%d\nread at index\t%d\n",
+		s.Id, s.Name, s.Status, s.WriterEpoch, s.Trim, s.CommittedEnd, s.Version, resp.AppliedIndex)
+	if len(resp.Generations) > 0 {
+		fmt.Fprintln(tw, "\nVIEW\tGENERATION\tSTATUS\tRECORDS\tCOVERAGE\tVERSION")
+		for _, g := range resp.Generations {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t[%d,%d)\t%d\n", g.View, g.Number, g.Status, g.Records,
+				g.Coverage.GetStart(), g.Coverage.GetEnd(), g.Version)
+		}
+	}
+}
+
+func newStreamListCmd(o *clientOpts) *cobra.Command {
+	var after uint64
+	var limit uint32
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List streams",
+		Example: `  metad stream list --limit 20`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := client.Call(ctx, c, c.Metad.ListStreams, &metadpb.ListStreamsRequest{AfterId: after, Limit: limit})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tEPOCH\tTRIM\tCOMMITTED END")
+					for _, s := range resp.Streams {
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\n", s.Id, s.Name, s.Status, s.WriterEpoch, s.Trim, s.CommittedEnd)
+					}
+				})
+			})
+		},
+	}
+	cmd.Flags().Uint64Var(&after, "after", 0, "list streams with ids above this")
+	cmd.Flags().Uint32Var(&limit, "limit", 100, "at most this many")
+	return cmd
+}
+
+func newTrimCmd(o *clientOpts) *cobra.Command {
+	return &cobra.Command{
+		Use:     "trim ID OFFSET",
+		Short:   "Advance a stream's trim point (never backwards, never past the committed end)",
+		Example: `  metad stream trim 1 1000`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, off, err := parseIDOffset(args[0], args[1])
+			if err != nil {
+				return err
+			}
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := client.Call(ctx, c, c.Metad.Trim, &metadpb.TrimRequest{StreamId: id, Offset: off, RequestId: client.NewRequestID()})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					fmt.Fprintf(tw, "trim %d, committed end %d (version %d)\n", resp.Trim, resp.CommittedEnd, resp.Version)
+				})
+			})
+		},
+	}
+}
+
+func newSealCmd(o *clientOpts) *cobra.Command {
+	return &cobra.Command{
+		Use:     "seal ID",
+		Short:   "Seal a stream: no more appends",
+		Example: `  metad stream seal 1`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseUint("stream id", args[0])
+			if err != nil {
+				return err
+			}
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := client.Call(ctx, c, c.Metad.Seal, &metadpb.SealRequest{StreamId: id, RequestId: client.NewRequestID()})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					fmt.Fprintf(tw, "sealed at committed end %d (version %d)\n", resp.CommittedEnd, resp.Version)
+				})
+			})
+		},
+	}
+}
+
+func parseUint(what, s string) (uint64, error) {
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, usageError{fmt.Errorf("%s %q: not a non-negative integer", what, s)}
+	}
+	return v, nil
+}
+
+func parseIDOffset(id, off string) (uint64, uint64, error) {
+	i, err := parseUint("stream id", id)
+	if err != nil {
+		return 0, 0, err
+	}
+	o, err := parseUint("offset", off)
+	return i, o, err
+}

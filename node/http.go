@@ -1,0 +1,49 @@
+package node
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// startHTTP serves the admin endpoints: /metrics (Prometheus), /healthz
+// (the process is alive), /readyz (a leader is known and this node has
+// caught up: the same verdict as gRPC health), and /debug/pprof only when
+// enabled.
+func (n *Node) startHTTP(reg *prometheus.Registry) error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !n.api.Serving() {
+			http.Error(w, "not ready: no leader known, or not caught up", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	if n.cfg.EnablePprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	lis, err := net.Listen("tcp", n.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("http-addr: %w", err)
+	}
+	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	n.goLoop(func() {
+		if err := n.http.Serve(lis); err != nil && err != http.ErrServerClosed {
+			n.serveErr <- fmt.Errorf("http: %w", err)
+		}
+	})
+	return nil
+}
