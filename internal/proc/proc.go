@@ -1,0 +1,294 @@
+// Package proc runs real metad processes for tests: it builds the binary
+// once, starts clusters of servers on free loopback ports, and kills,
+// pauses, resumes and restarts them. Every process a test starts is
+// stopped when the test ends.
+package proc
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/client"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds cmd/metad once per test binary and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		root := filepath.Dir(strings.TrimSpace(string(out)))
+		dir, err := os.MkdirTemp("", "metad-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "metad")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/metad")
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, b)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// FreePort returns a loopback address with a port free right now.
+func FreePort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// Node is one server process of a Cluster.
+type Node struct {
+	ID                       string
+	GRPC, Raft, Gossip, HTTP string
+	DataDir                  string
+	Args                     []string // flags, fixed at creation
+	mu                       sync.Mutex
+	cmd                      *exec.Cmd
+	done                     chan struct{}
+	logPath                  string
+	paused                   bool
+}
+
+// Cluster is a set of metad server processes that may form one cluster.
+type Cluster struct {
+	t     testing.TB
+	bin   string
+	Dir   string
+	Nodes []*Node
+}
+
+// New prepares (without starting) n servers with --bootstrap-expect n that
+// join each other. extra flags are added to every server.
+func New(t testing.TB, n int, extra ...string) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, bin: Binary(t), Dir: t.TempDir()}
+	for i := range n {
+		c.Nodes = append(c.Nodes, &Node{
+			ID: fmt.Sprintf("n%d", i+1), GRPC: FreePort(t), Raft: FreePort(t), Gossip: FreePort(t), HTTP: FreePort(t),
+			DataDir: filepath.Join(c.Dir, fmt.Sprintf("n%d", i+1)),
+		})
+	}
+	for _, nd := range c.Nodes {
+		nd.Args = []string{"server", "--node-id", nd.ID, "--data-dir", nd.DataDir, "--grpc-addr", nd.GRPC,
+			"--raft-addr", nd.Raft, "--gossip-addr", nd.Gossip, "--http-addr", nd.HTTP,
+			"--bootstrap-expect", fmt.Sprint(n), "--object-dir", filepath.Join(c.Dir, "objects")}
+		for _, other := range c.Nodes {
+			if other != nd {
+				nd.Args = append(nd.Args, "--join", other.Gossip)
+			}
+		}
+		nd.Args = append(nd.Args, extra...)
+		nd.logPath = filepath.Join(c.Dir, nd.ID+".log")
+	}
+	t.Cleanup(c.KillAll)
+	return c
+}
+
+// Start starts server i (again, after a kill or stop).
+func (c *Cluster) Start(i int) {
+	c.t.Helper()
+	nd := c.Nodes[i]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.cmd != nil {
+		c.t.Fatalf("%s is already running", nd.ID)
+	}
+	log, err := os.OpenFile(nd.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command(c.bin, nd.Args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Dir = c.Dir
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		log.Close()
+		close(done)
+	}()
+	nd.cmd, nd.done, nd.paused = cmd, done, false
+}
+
+// StartAll starts every server, in the given order (default 0..n-1).
+func (c *Cluster) StartAll(order ...int) {
+	if len(order) == 0 {
+		for i := range c.Nodes {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		c.Start(i)
+	}
+}
+
+// Kill sends SIGKILL to server i and waits for it to exit.
+func (c *Cluster) Kill(i int) { c.signal(i, syscall.SIGKILL, true) }
+
+// Stop sends SIGTERM (graceful shutdown) and waits for it to exit.
+func (c *Cluster) Stop(i int) { c.signal(i, syscall.SIGTERM, true) }
+
+// Pause stops server i with SIGSTOP; Resume continues it with SIGCONT.
+func (c *Cluster) Pause(i int)  { c.signal(i, syscall.SIGSTOP, false) }
+func (c *Cluster) Resume(i int) { c.signal(i, syscall.SIGCONT, false) }
+
+// Running reports whether server i's process is alive.
+func (c *Cluster) Running(i int) bool {
+	nd := c.Nodes[i]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.cmd != nil
+}
+
+func (c *Cluster) signal(i int, sig syscall.Signal, wait bool) {
+	c.t.Helper()
+	nd := c.Nodes[i]
+	nd.mu.Lock()
+	cmd, done := nd.cmd, nd.done
+	if cmd == nil {
+		nd.mu.Unlock()
+		return
+	}
+	if nd.paused && (sig == syscall.SIGTERM || sig == syscall.SIGKILL) {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+	}
+	_ = cmd.Process.Signal(sig)
+	nd.paused = sig == syscall.SIGSTOP || (nd.paused && sig != syscall.SIGCONT)
+	if wait {
+		nd.cmd = nil
+	}
+	nd.mu.Unlock()
+	if !wait {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		c.t.Errorf("%s did not exit within 30s of %v", nd.ID, sig)
+	}
+}
+
+// KillAll kills every running server.
+func (c *Cluster) KillAll() {
+	for i := range c.Nodes {
+		c.Kill(i)
+	}
+}
+
+// Client returns a client of the given servers (default: all).
+func (c *Cluster) Client(idx ...int) *client.Client {
+	c.t.Helper()
+	if len(idx) == 0 {
+		for i := range c.Nodes {
+			idx = append(idx, i)
+		}
+	}
+	var addrs []string
+	for _, i := range idx {
+		addrs = append(addrs, c.Nodes[i].GRPC)
+	}
+	cl, err := client.New(client.Config{Addrs: addrs, Timeout: 10 * time.Second})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+// Status asks server i for the cluster status.
+func (c *Cluster) Status(i int) (*metadpb.StatusResponse, error) {
+	cl, err := client.New(client.Config{Addrs: []string{c.Nodes[i].GRPC}})
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	return cl.Cluster.Status(ctx, &metadpb.StatusRequest{})
+}
+
+// WaitFor polls cond until it holds or the timeout passes.
+func (c *Cluster) WaitFor(what string, timeout time.Duration, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("timed out after %s waiting for %s; logs in %s", timeout, what, c.Dir)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Leader returns the index of the server that server `from` reports as
+// leader, with all voters it lists, or -1.
+func (c *Cluster) Leader(from int) int {
+	st, err := c.Status(from)
+	if err != nil || st.LeaderId == "" {
+		return -1
+	}
+	for i, nd := range c.Nodes {
+		if nd.ID == st.LeaderId {
+			return i
+		}
+	}
+	return -1
+}
+
+// WaitLeader waits until some running server reports a leader that is
+// running, and returns its index.
+func (c *Cluster) WaitLeader(timeout time.Duration) int {
+	c.t.Helper()
+	leader := -1
+	c.WaitFor("a leader", timeout, func() bool {
+		for i := range c.Nodes {
+			if c.Running(i) {
+				if l := c.Leader(i); l >= 0 && c.Running(l) {
+					leader = l
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return leader
+}
+
+// Log returns server i's log so far.
+func (c *Cluster) Log(i int) string {
+	b, _ := os.ReadFile(c.Nodes[i].logPath)
+	return string(b)
+}
