@@ -54,8 +54,6 @@ func TestPausedLeaderServesNoStaleReads(t *testing.T) {
 				mu.Lock()
 				writes = append(writes, ackedWrite{at: time.Now(), end: w.end})
 				mu.Unlock()
-			} else {
-				t.Logf("write: %v", err)
 			}
 			wcancel()
 		}
@@ -87,7 +85,12 @@ func TestPausedLeaderServesNoStaleReads(t *testing.T) {
 	writtenWhilePaused := len(writes) - pausedAt
 	mu.Unlock()
 	c.Resume(old)
-	time.Sleep(4 * time.Second)
+	resumed := time.Now()
+	c.WaitFor("reads answered by the old leader after SIGCONT", 60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return countSince(reads, resumed) >= 20
+	})
 	cancel()
 	wg.Wait()
 
@@ -95,11 +98,22 @@ func TestPausedLeaderServesNoStaleReads(t *testing.T) {
 		t.Fatal("no write was acknowledged while the old leader was paused; the test proved nothing")
 	}
 	checkNoStaleRead(t, writes, reads, c)
+	t.Logf("%d writes (%d while paused), %d reads checked (%d begun after SIGCONT)",
+		len(writes), writtenWhilePaused, len(reads), countSince(reads, resumed))
+}
+
+func countSince(reads []observedRead, t time.Time) int {
+	n := 0
+	for _, r := range reads {
+		if r.began.After(t) {
+			n++
+		}
+	}
+	return n
 }
 
 func checkNoStaleRead(t *testing.T, writes []ackedWrite, reads []observedRead, c *proc.Cluster) {
 	t.Helper()
-	afterPause := 0
 	for _, r := range reads {
 		var floor uint64
 		for _, w := range writes {
@@ -111,12 +125,5 @@ func checkNoStaleRead(t *testing.T, writes []ackedWrite, reads []observedRead, c
 			t.Fatalf("stale read: began %s, returned committed end %d, but %d was acknowledged before it began\nlogs: %s",
 				r.began.Format(time.StampMicro), r.end, floor, c.Dir)
 		}
-		if len(writes) > 0 && r.began.After(writes[len(writes)/2].at) {
-			afterPause++
-		}
 	}
-	if len(reads) == 0 || afterPause == 0 {
-		t.Fatalf("%d reads, %d late: too few to prove anything", len(reads), afterPause)
-	}
-	t.Logf("%d writes, %d reads checked (%d in the later half)", len(writes), len(reads), afterPause)
 }

@@ -110,7 +110,12 @@ func New(t testing.TB, n int, extra ...string) *Cluster {
 		nd.Args = append(nd.Args, extra...)
 		nd.logPath = filepath.Join(c.Dir, nd.ID+".log")
 	}
-	t.Cleanup(c.KillAll)
+	t.Cleanup(func() {
+		c.KillAll()
+		if t.Failed() {
+			c.dumpLogs()
+		}
+	})
 	return c
 }
 
@@ -291,4 +296,16 @@ func (c *Cluster) WaitLeader(timeout time.Duration) int {
 func (c *Cluster) Log(i int) string {
 	b, _ := os.ReadFile(c.Nodes[i].logPath)
 	return string(b)
+}
+
+// dumpLogs writes the tail of every server's log to the test log, since the
+// test's directory is removed when it ends.
+func (c *Cluster) dumpLogs() {
+	for i, nd := range c.Nodes {
+		lines := strings.Split(strings.TrimSpace(c.Log(i)), "\n")
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
+		}
+		c.t.Logf("---- %s log (last %d lines) ----\n%s", nd.ID, len(lines), strings.Join(lines, "\n"))
+	}
 }
