@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"github.com/metad/metad/internal/faults"
 	"time"
 
 	"github.com/metad/metad/api/metadpb"
@@ -14,6 +15,10 @@ func (s *Server) read(ctx context.Context, c metadpb.Consistency, fn func(*fsm.M
 	var err error
 	switch c {
 	case metadpb.Consistency_LINEARIZABLE:
+		if faults.Bug("stale-read") { // planted bug: no read index
+			err = s.store.ReadLocal(fn)
+			break
+		}
 		err = s.store.Read(ctx, fn)
 	case metadpb.Consistency_STALE:
 		err = s.store.ReadLocal(fn)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/metad/metad/internal/faults"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -28,6 +29,10 @@ func (s *Server) Resolve(ctx context.Context, req *metadpb.ResolveRequest) (*met
 		return nil, err
 	}
 	res, err := s.resolver.Resolve(ctx, r)
+	if err != nil && faults.Bug("cross-view") { // planted bug: fall back to the other view
+		r.View, r.Exclude = otherView(r.View), nil
+		res, err = s.resolver.Resolve(ctx, r)
+	}
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -98,10 +103,14 @@ func (s *Server) targetPB(t resolver.Target) *metadpb.Target {
 type storeReader struct{ store *raftstore.Store }
 
 func (r storeReader) Read(ctx context.Context, fn func(resolver.State)) error {
-	return r.store.Read(ctx, func(m *fsm.Machine) error {
+	read := func(m *fsm.Machine) error {
 		fn(m)
 		return nil
-	})
+	}
+	if faults.Bug("stale-read") { // planted bug: no read index
+		return r.store.ReadLocal(read)
+	}
+	return r.store.Read(ctx, read)
 }
 
 // pinner takes pins through Raft (forwarded to the leader when needed).
@@ -179,4 +188,11 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+func otherView(v fsm.View) fsm.View {
+	if v == fsm.Committed {
+		return fsm.TopicCompacted
+	}
+	return fsm.Committed
 }

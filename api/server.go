@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/metad/metad/internal/faults"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -125,6 +126,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		Reader: storeReader{s.store}, Pinner: pinner{s}, Repairer: repairer{s},
 		Reporter: reporter{s}, Clock: realClock{},
 	}
+	rdeps.UnsafeSkipRecheck = faults.Bug("skip-recheck") // planted bug
 	if cfg.VerifyObjects && s.objects != nil {
 		rdeps.Verifier = verifier{s.objects}
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"github.com/metad/metad/internal/faults"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -28,6 +29,7 @@ func (n *Node) startHTTP(reg *prometheus.Registry) error {
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	faults.Register(mux) // nothing unless built with -tags metad_faults
 	if n.cfg.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/metad/metad/internal/faults"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -45,7 +46,7 @@ func (s *Store) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result,
 		release()
 		return nil, fmt.Errorf("%w: deadline passed before proposing", ErrTimeout)
 	}
-	cmd.StampUnixNano = time.Now().UnixNano()
+	cmd.StampUnixNano = faults.Now().UnixNano()
 	data, err := proto.Marshal(cmd)
 	if err != nil {
 		release()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/metad/metad/internal/faults"
 	"log/slog"
 	"net"
 	"os"
@@ -140,6 +141,9 @@ func open(cfg Config, peers Peers, logger *slog.Logger, o openOptions) (*Store, 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: open log store: %w", err)
+	}
+	if faults.Bug("lose-append") {
+		dropLastAppend(bolt, logger)
 	}
 	s, err := start(cfg, peers, logger, hlog, bolt, o)
 	if err != nil {
@@ -599,5 +603,23 @@ func (f *flight) wait(d time.Duration) bool {
 		return true
 	case <-t.C:
 		return false
+	}
+}
+
+// dropLastAppend is a planted bug for the fault-injection harness: it
+// forgets the last log entry if it is a CommitAppend, as a node that lied
+// about fsync would after a crash.
+func dropLastAppend(bolt *raftboltdb.BoltStore, logger *slog.Logger) {
+	last, err := bolt.LastIndex()
+	if err != nil || last == 0 {
+		return
+	}
+	var l raft.Log
+	if bolt.GetLog(last, &l) != nil || l.Type != raft.LogCommand {
+		return
+	}
+	if cmd, err := fsm.DecodeCommand(l.Data); err == nil && cmd.GetCommitAppend() != nil {
+		_ = bolt.DeleteRange(last, last)
+		logger.Warn("planted bug lose-append: dropped the last log entry", "index", last)
 	}
 }

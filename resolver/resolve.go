@@ -179,6 +179,10 @@ type Deps struct {
 	Verifier Verifier
 	Reporter Reporter
 	Clock    Clock
+	// UnsafeSkipRecheck returns targets without the recheck of step 5. It
+	// exists only so that the fault-injection harness can prove it notices;
+	// never set it otherwise.
+	UnsafeSkipRecheck bool
 }
 
 // Resolver runs the resolve loop. It is safe for concurrent use: it holds

@@ -1,0 +1,17 @@
+// Package faults holds metad's fault-injection hooks for the Jepsen-style
+// harness: planted bugs the harness must catch, and a controllable clock
+// offset for skew tests.
+//
+// Everything here is compiled only with the build tag metad_faults; the
+// production binary (built without it) gets the inert versions in off.go,
+// whose functions are constants the compiler folds away. With the tag,
+// METAD_FAULTS lists the planted bugs to switch on (comma-separated):
+//
+//	stale-read     answer reads from local state without a read index
+//	skip-recheck   return a target without the linearizable recheck
+//	cross-view     fall back to the other view when a resolve fails
+//	lose-append    on start, drop the last log entry if it is an append
+//
+// and the HTTP admin address serves POST /debug/faults/clock-offset?d=5s,
+// which shifts the wall clock this node stamps commands with.
+package faults
