@@ -80,6 +80,13 @@ func (r *Resolver) Resolve(ctx context.Context, req Request) (Result, error) {
 
 // attempt is one pass of steps 1–8: plan, then act on the plan.
 func (r *Resolver) attempt(ctx context.Context, c *call) (Result, step, error) {
+	if cand, ok := r.cached(c); ok {
+		res, next, err := r.tryCandidates(ctx, c, Plan{Outcome: Candidates, Candidates: []Candidate{cand}})
+		if next == stepDone {
+			return res, next, err
+		}
+		r.deps.Cache.Invalidate(cand.ID())
+	}
 	plan, err := r.plan(ctx, c.req)
 	if err != nil {
 		c.note(Refusal{Reason: ReasonReadFailed, Detail: err.Error()})
@@ -109,6 +116,20 @@ func (r *Resolver) attempt(ctx context.Context, c *call) (Result, step, error) {
 	panic(fmt.Sprintf("resolver: plan outcome %v", plan.Outcome))
 }
 
+// cached returns a cached candidate for the call's first attempt at a
+// COMMITTED offset, resolved to start at the offset.
+func (r *Resolver) cached(c *call) (Candidate, bool) {
+	if r.deps.Cache == nil || c.attempts != 1 || c.req.View != fsm.Committed || len(c.req.Exclude) > 0 {
+		return Candidate{}, false
+	}
+	cand, ok := r.deps.Cache.Get(c.req.Stream, c.req.Offset)
+	if !ok || !cand.Record.Range.Contains(c.req.Offset) || cand.Record.Key.View != fsm.Committed {
+		return Candidate{}, false
+	}
+	cand.Resolved = fsm.Range{Start: c.req.Offset, End: cand.Record.Range.End}
+	return cand, true
+}
+
 func (r *Resolver) plan(ctx context.Context, req Request) (Plan, error) {
 	var p Plan
 	err := r.deps.Reader.Read(ctx, func(st State) { p = PlanRequest(st, req) })
@@ -122,6 +143,7 @@ func (r *Resolver) tryCandidates(ctx context.Context, c *call, plan Plan) (Resul
 	for _, cand := range plan.Candidates {
 		pin, err := r.deps.Pinner.Pin(ctx, cand.Record.Object, r.cfg.PinTTL)
 		if errors.Is(err, ErrPinRefused) {
+			r.forget(cand)
 			c.exclude(cand.ID(), ReasonPinRefused, err.Error())
 			continue
 		}
@@ -137,8 +159,12 @@ func (r *Resolver) tryCandidates(ctx context.Context, c *call, plan Plan) (Resul
 			return Result{}, next, nil
 		}
 		if !r.verify(ctx, c, cand) {
+			r.forget(cand)
 			r.release(ctx, pin)
 			continue
+		}
+		if r.deps.Cache != nil && cand.Record.Key.View == fsm.Committed {
+			r.deps.Cache.Put(cand)
 		}
 		return targetResult(cand, pin, current), stepDone, nil
 	}
@@ -235,5 +261,11 @@ func targetResult(c Candidate, pin Pin, s fsm.StreamInfo) Result {
 			Key: rec.Key, Version: rec.Version, Checksum: rec.Checksum, RecordRange: rec.Range,
 			Resolved: c.Resolved, Object: rec.Object, Bytes: rec.Bytes, Pin: pin,
 		},
+	}
+}
+
+func (r *Resolver) forget(cand Candidate) {
+	if r.deps.Cache != nil {
+		r.deps.Cache.Invalidate(cand.ID())
 	}
 }

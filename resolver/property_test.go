@@ -232,6 +232,12 @@ func TestResolveGuaranteesUnderFaults(t *testing.T) {
 		offset := uint64(rng.IntN(int(s.CommittedEnd) + 2))
 		before, _, _, _ := naivePlan(w.m, Request{Stream: w.sid, View: view, Offset: offset})
 		r := newRig(w)
+		if rng.IntN(2) == 0 {
+			// Warm a cache with a fault-free resolve first; the faults and
+			// state changes below then make some entries stale.
+			r.withCache()
+			_, _ = r.resolve(t, fsm.Committed, uint64(rng.IntN(int(s.CommittedEnd)+1)))
+		}
 		mutated := injectFaults(r, rng, view)
 		res, err := r.resolve(t, view, offset)
 		checkAnswer(t, round, r, view, offset, res, err)

@@ -56,6 +56,20 @@ type Reporter interface {
 	ReportFailure(ctx context.Context, id CandidateID, kind fsm.FailureKind, detail string) error
 }
 
+// Cache remembers candidates that recently resolved offsets of a stream's
+// COMMITTED view: positive entries only, each stamped (in its CandidateID)
+// with the record's metadata version and (in its Record) the identity. A
+// hit lets the loop skip its first plan and go straight to pin and recheck;
+// the recheck is linearizable and must find the same candidate first, so a
+// stale entry costs one wasted pin, never a wrong answer (G1, G7). Entries
+// are invalidated on any recheck change, pin refusal or physical failure.
+type Cache interface {
+	// Get returns a cached candidate whose record covers offset.
+	Get(stream, offset uint64) (Candidate, bool)
+	Put(c Candidate)
+	Invalidate(id CandidateID)
+}
+
 // Clock is the loop's only source of time.
 type Clock interface {
 	Now() time.Time
@@ -171,7 +185,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Deps are the loop's collaborators. Verifier and Reporter may be nil.
+// Deps are the loop's collaborators. Verifier, Reporter and Cache may be nil.
 type Deps struct {
 	Reader   Reader
 	Pinner   Pinner
@@ -179,6 +193,8 @@ type Deps struct {
 	Verifier Verifier
 	Reporter Reporter
 	Clock    Clock
+	// Cache is optional.
+	Cache Cache
 	// UnsafeSkipRecheck returns targets without the recheck of step 5. It
 	// exists only so that the fault-injection harness can prove it notices;
 	// never set it otherwise.

@@ -281,6 +281,7 @@ type rig struct {
 	reporter *fakeReporter
 	clock    *fakeClock
 	verifier Verifier
+	cache    Cache
 }
 
 func newRig(w *world) *rig {
@@ -294,7 +295,7 @@ func (r *rig) resolver(t testing.TB) *Resolver {
 	t.Helper()
 	res, err := New(DefaultConfig(), Deps{
 		Reader: r.reader, Pinner: r.pinner, Repairer: r.repairer, Verifier: r.verifier,
-		Reporter: r.reporter, Clock: r.clock,
+		Reporter: r.reporter, Clock: r.clock, Cache: r.cache,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,96 @@
+package resolver
+
+import (
+	"testing"
+
+	"github.com/metad/metad/fsm"
+)
+
+// mapCache is a trivial Cache for tests.
+type mapCache struct {
+	entries     map[fsm.IndexKey]Candidate
+	invalidated []CandidateID
+}
+
+func newMapCache() *mapCache { return &mapCache{entries: map[fsm.IndexKey]Candidate{}} }
+
+func (m *mapCache) Get(stream, offset uint64) (Candidate, bool) {
+	var best Candidate
+	found := false
+	for k, c := range m.entries {
+		if k.Stream == stream && c.Record.Range.Contains(offset) && (!found || k.Generation > best.Record.Key.Generation) {
+			best, found = c, true
+		}
+	}
+	return best, found
+}
+
+func (m *mapCache) Put(c Candidate) { m.entries[c.Record.Key] = c }
+
+func (m *mapCache) Invalidate(id CandidateID) {
+	m.invalidated = append(m.invalidated, id)
+	if c, ok := m.entries[id.Key]; ok && c.ID() == id {
+		delete(m.entries, id.Key)
+	}
+}
+
+func (r *rig) withCache() *mapCache {
+	c := newMapCache()
+	r.cache = c
+	return c
+}
+
+func TestCacheHitSkipsThePlanRead(t *testing.T) {
+	w := twoGenerations(t)
+	r := newRig(w)
+	cache := r.withCache()
+	res, err := r.resolve(t, fsm.Committed, 4)
+	mustTarget(t, res, err, 1)
+	if len(cache.entries) != 1 || r.reader.reads != 2 {
+		t.Fatalf("after a miss: %d entries, %d reads (plan + recheck)", len(cache.entries), r.reader.reads)
+	}
+	res, err = r.resolve(t, fsm.Committed, 7)
+	tg := mustTarget(t, res, err, 1)
+	if r.reader.reads != 3 || tg.Resolved != (fsm.Range{Start: 7, End: 10}) {
+		t.Fatalf("a hit must cost only the recheck: %d reads, resolved %v", r.reader.reads, tg.Resolved)
+	}
+}
+
+// TestStaleCacheEntryNeverWins: entries that went stale (a newer
+// generation, a quarantined record, a trim) are caught by the recheck,
+// invalidated, and the answer is what a fresh plan gives.
+func TestStaleCacheEntryNeverWins(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		change  func(w *world)
+		outcome Outcome
+		gen     uint64
+	}{
+		{"newer generation", func(w *world) {
+			w.publish(fsm.Committed, 2, fsm.Range{Start: 0, End: 10}, true, rec{rng: fsm.Range{Start: 0, End: 10}, key: "g2"})
+		}, TargetFound, 2},
+		{"record quarantined", func(w *world) { w.quarantine(w.record(fsm.Committed, 1, 0)) }, TargetFound, 0},
+		{"object replaced", func(w *world) { w.register(fsm.ObjectRef{Key: "g1", Identity: "sha256:new"}) }, TargetFound, 0},
+		{"trimmed past the offset", func(w *world) { w.trim(8) }, Trimmed, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := twoGenerations(t)
+			r := newRig(w)
+			cache := r.withCache()
+			if _, err := r.resolve(t, fsm.Committed, 4); err != nil {
+				t.Fatal(err)
+			}
+			tc.change(w)
+			res, err := r.resolve(t, fsm.Committed, 5)
+			if err != nil || res.Outcome != tc.outcome {
+				t.Fatalf("got %v %+v, want %v", err, res, tc.outcome)
+			}
+			if tc.outcome == TargetFound && res.Target.Key.Generation != tc.gen {
+				t.Fatalf("target generation %d, want %d", res.Target.Key.Generation, tc.gen)
+			}
+			if len(cache.invalidated) == 0 {
+				t.Fatal("the stale entry was not invalidated")
+			}
+		})
+	}
+}
