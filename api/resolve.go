@@ -26,6 +26,7 @@ const MaxExclusions = 256
 func (s *Server) Resolve(ctx context.Context, req *metadpb.ResolveRequest) (*metadpb.ResolveResponse, error) {
 	r, err := resolveRequest(req)
 	if err != nil {
+		s.metrics.outcomes.WithLabelValues("INVALID").Inc()
 		return nil, err
 	}
 	res, err := s.resolver.Resolve(ctx, r)
@@ -34,8 +35,13 @@ func (s *Server) Resolve(ctx context.Context, req *metadpb.ResolveRequest) (*met
 		res, err = s.resolver.Resolve(ctx, r)
 	}
 	if err != nil {
+		var ue *resolver.UnavailableError
+		if errors.As(err, &ue) {
+			s.metrics.observe("UNAVAILABLE", resolver.Result{Attempts: ue.Attempts}, ue.Tried)
+		}
 		return nil, toStatus(err)
 	}
+	s.metrics.observe(outcomeName(res.Outcome), res, res.Tried)
 	resp := &metadpb.ResolveResponse{
 		Trim: res.Trim, CommittedEnd: res.CommittedEnd, ViewEnd: res.ViewEnd,
 		Attempts: uint32(res.Attempts), Tried: refusalsPB(res.Tried),
@@ -195,4 +201,34 @@ func otherView(v fsm.View) fsm.View {
 		return fsm.TopicCompacted
 	}
 	return fsm.Committed
+}
+
+func outcomeName(o resolver.Outcome) string {
+	if o == resolver.TargetFound {
+		return "TARGET"
+	}
+	return o.String()
+}
+
+// countingCache counts the cache's hits, misses and invalidations.
+type countingCache struct {
+	c *targetCache
+	m *resolveMetrics
+}
+
+func (c countingCache) Get(stream, offset uint64) (resolver.Candidate, bool) {
+	cand, ok := c.c.Get(stream, offset)
+	if ok {
+		c.m.cache.WithLabelValues("hit").Inc()
+	} else {
+		c.m.cache.WithLabelValues("miss").Inc()
+	}
+	return cand, ok
+}
+
+func (c countingCache) Put(cand resolver.Candidate) { c.c.Put(cand) }
+
+func (c countingCache) Invalidate(id resolver.CandidateID) {
+	c.m.cache.WithLabelValues("invalidate").Inc()
+	c.c.Invalidate(id)
 }

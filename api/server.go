@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
@@ -92,6 +94,8 @@ type Deps struct {
 	Peers   *PeerClient
 	Objects objectstore.Store
 	Logger  *slog.Logger
+	// Metrics receives the API's metrics; nil leaves them unregistered.
+	Metrics prometheus.Registerer
 }
 
 // Server serves the Metad, Cluster and Peer services and gRPC health.
@@ -107,6 +111,8 @@ type Server struct {
 	objects  objectstore.Store
 	log      *slog.Logger
 	resolver *resolver.Resolver
+	cache    *targetCache
+	metrics  *resolveMetrics
 	health   *health.Server
 }
 
@@ -120,11 +126,15 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
-		log: deps.Logger, health: health.NewServer(),
+		log: deps.Logger, health: health.NewServer(), cache: newTargetCache(),
+		metrics: newResolveMetrics(deps.Metrics),
+	}
+	if deps.Metrics != nil {
+		deps.Metrics.MustRegister(newPinCollector(s.store.ReadLocal))
 	}
 	rdeps := resolver.Deps{
 		Reader: storeReader{s.store}, Pinner: pinner{s}, Repairer: repairer{s},
-		Reporter: reporter{s}, Clock: realClock{},
+		Reporter: reporter{s}, Clock: realClock{}, Cache: countingCache{s.cache, s.metrics},
 	}
 	rdeps.UnsafeSkipRecheck = faults.Bug("skip-recheck") // planted bug
 	if cfg.VerifyObjects && s.objects != nil {

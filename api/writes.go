@@ -2,12 +2,14 @@ package api
 
 import (
 	"context"
+	"strings"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/resolver"
 )
 
 // apply validates a command, proposes it (on the leader, wherever this node
@@ -15,18 +17,43 @@ import (
 // malformed request is refused without a trip through Raft, naming the
 // request field at fault.
 func (s *Server) apply(ctx context.Context, requestID string, cmd *fsmpb.Command) (*fsmpb.Result, error) {
+	return s.applyRenamed(ctx, requestID, cmd, nil)
+}
+
+// applyRenamed is apply for requests whose fields are not named as the
+// command's: rename maps a command field (after the operation prefix) to
+// the request's, by leading path element.
+func (s *Server) applyRenamed(ctx context.Context, requestID string, cmd *fsmpb.Command, rename map[string]string) (*fsmpb.Result, error) {
 	cmd.RequestId = requestID
 	if rej := fsm.Validate(cmd); rej != nil {
-		return nil, rejectionError(rej)
+		return nil, rejectionError(renameField(rej, rename))
 	}
 	res, err := s.propose(ctx, cmd)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	if res.Rejection != nil {
-		return nil, rejectionError(res.Rejection)
+		return nil, rejectionError(renameField(res.Rejection, rename))
 	}
 	return res, nil
+}
+
+// renameField rewrites "op.first.rest" to "op.renamed.rest".
+func renameField(rej *fsmpb.Rejection, rename map[string]string) *fsmpb.Rejection {
+	op, rest, ok := strings.Cut(rej.Field, ".")
+	if !ok || rename == nil {
+		return rej
+	}
+	head, tail, _ := strings.Cut(rest, ".")
+	to, ok := rename[head]
+	if !ok {
+		return rej
+	}
+	field := op + "." + to
+	if tail != "" {
+		field += "." + tail
+	}
+	return &fsmpb.Rejection{Code: rej.Code, Field: field, Message: rej.Message}
 }
 
 func (s *Server) CreateStream(ctx context.Context, req *metadpb.CreateStreamRequest) (*metadpb.CreateStreamResponse, error) {
@@ -119,9 +146,9 @@ func (s *Server) Pin(ctx context.Context, req *metadpb.PinRequest) (*metadpb.Pin
 	if req.Ttl == nil {
 		return nil, invalidArgument("ttl", "required")
 	}
-	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{
+	res, err := s.applyRenamed(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{
 		Object: objectToFSM(req.Object), Holder: req.Holder, TtlNanos: int64(req.Ttl.AsDuration()),
-	}}})
+	}}}, map[string]string{"ttl_nanos": "ttl"})
 	if err != nil {
 		return nil, err
 	}
@@ -140,9 +167,12 @@ func (s *Server) ReportCandidateFailure(ctx context.Context, req *metadpb.Report
 	if req.Candidate == nil || req.Candidate.Key == nil {
 		return nil, invalidArgument("candidate.key", "required")
 	}
-	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
+	// A reader could not use this candidate: no cached hint may offer it
+	// again, whatever the report's outcome.
+	s.cache.Invalidate(resolver.CandidateID{Key: indexKeyToFSM(req.Candidate.Key), Version: req.Candidate.Version})
+	res, err := s.applyRenamed(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
 		Key: indexKeyToFSM(req.Candidate.Key).PB(), Version: req.Candidate.Version, Kind: kindToFSM(req.Kind), Detail: req.Detail,
-	}}})
+	}}}, map[string]string{"key": "candidate.key", "version": "candidate.version"})
 	if err != nil {
 		return nil, err
 	}

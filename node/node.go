@@ -84,7 +84,8 @@ func (n *Node) startServing(reg *prometheus.Registry) error {
 	if err != nil {
 		return err
 	}
-	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects, Logger: log.With("component", "api")})
+	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects,
+		Logger: log.With("component", "api"), Metrics: reg})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,90 @@
+package api
+
+import (
+	"sync"
+
+	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/resolver"
+)
+
+// Bounds of the resolve cache.
+const (
+	cacheStreams   = 4096 // streams with entries
+	cachePerStream = 16   // entries per stream
+)
+
+// targetCache is the resolver's positive-only Cache (DESIGN.md §8): per
+// stream, a few recently resolved COMMITTED candidates. An entry is only a
+// hint — the resolver pins it and rechecks linearizably — so a stale entry
+// can waste a pin but never change an answer. Entries are dropped when the
+// resolver or a failure report invalidates them; nothing negative is ever
+// stored.
+type targetCache struct {
+	mu      sync.Mutex
+	streams map[uint64][]resolver.Candidate // newest last
+}
+
+func newTargetCache() *targetCache {
+	return &targetCache{streams: map[uint64][]resolver.Candidate{}}
+}
+
+// Get returns the newest-generation entry covering offset.
+func (c *targetCache) Get(stream, offset uint64) (resolver.Candidate, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var best resolver.Candidate
+	found := false
+	for _, e := range c.streams[stream] {
+		if e.Record.Range.Contains(offset) && (!found || e.Record.Key.Generation > best.Record.Key.Generation) {
+			best, found = e, true
+		}
+	}
+	return best, found
+}
+
+// Put remembers a candidate, replacing entries of the same record.
+func (c *targetCache) Put(cand resolver.Candidate) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := cand.Record.Key.Stream
+	entries := c.streams[s]
+	if entries == nil && len(c.streams) >= cacheStreams {
+		for victim := range c.streams { // any stream: map order is arbitrary
+			delete(c.streams, victim)
+			break
+		}
+	}
+	kept := entries[:0:0]
+	for _, e := range entries {
+		if e.Record.Key != cand.Record.Key {
+			kept = append(kept, e)
+		}
+	}
+	kept = append(kept, cand)
+	if len(kept) > cachePerStream {
+		kept = kept[len(kept)-cachePerStream:]
+	}
+	c.streams[s] = kept
+}
+
+// Invalidate drops the entry of the candidate's record, whatever version.
+func (c *targetCache) Invalidate(id resolver.CandidateID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropLocked(id.Key)
+}
+
+func (c *targetCache) dropLocked(key fsm.IndexKey) {
+	entries := c.streams[key.Stream]
+	kept := entries[:0:0]
+	for _, e := range entries {
+		if e.Record.Key != key {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == 0 {
+		delete(c.streams, key.Stream)
+		return
+	}
+	c.streams[key.Stream] = kept
+}

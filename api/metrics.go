@@ -1,0 +1,105 @@
+package api
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/resolver"
+)
+
+// resolveMetrics are the read path's metrics.
+type resolveMetrics struct {
+	outcomes      *prometheus.CounterVec
+	attempts      prometheus.Histogram
+	fallbackDepth prometheus.Histogram
+	recheckAborts prometheus.Counter
+	cache         *prometheus.CounterVec
+}
+
+func newResolveMetrics(reg prometheus.Registerer) *resolveMetrics {
+	m := &resolveMetrics{
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metad_resolve_outcomes_total",
+			Help: "Resolve answers by outcome: TARGET, EOF, OFFSET_TRIMMED, VIEW_END, NOT_FOUND, UNAVAILABLE (retryable), INVALID (bad request).",
+		}, []string{"outcome"}),
+		attempts: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "metad_resolve_attempts",
+			Help:    "Plans per resolve call (1 unless the recheck, a repair or a transient failure forced another).",
+			Buckets: []float64{1, 2, 3, 4, 6, 8},
+		}),
+		fallbackDepth: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "metad_resolve_fallback_depth",
+			Help:    "Candidates refused before a resolve's answer (0: the newest candidate was used).",
+			Buckets: []float64{0, 1, 2, 3, 5, 8, 13},
+		}),
+		recheckAborts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "metad_resolve_recheck_aborts_total",
+			Help: "Pinned candidates abandoned because the linearizable recheck found the state changed.",
+		}),
+		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metad_resolve_cache_total",
+			Help: "Resolve cache lookups by result (hit, miss) and invalidations.",
+		}, []string{"event"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.outcomes, m.attempts, m.fallbackDepth, m.recheckAborts, m.cache)
+	}
+	return m
+}
+
+// observe accounts for one resolve call.
+func (m *resolveMetrics) observe(outcome string, res resolver.Result, tried []resolver.Refusal) {
+	m.outcomes.WithLabelValues(outcome).Inc()
+	if res.Attempts > 0 {
+		m.attempts.Observe(float64(res.Attempts))
+	}
+	depth := 0
+	for _, r := range tried {
+		if r.Candidate.Version != 0 {
+			depth++
+		}
+		if r.Reason == resolver.ReasonRecheckChanged {
+			m.recheckAborts.Inc()
+		}
+	}
+	if outcome == "TARGET" {
+		m.fallbackDepth.Observe(float64(depth))
+	}
+}
+
+// pinCollector reports the pins held in this node's state and the age of
+// the oldest, computed at scrape time from local (possibly lagging) state.
+type pinCollector struct {
+	read  func(func(*fsm.Machine) error) error
+	held  *prometheus.Desc
+	age   *prometheus.Desc
+	limit int
+}
+
+func newPinCollector(read func(func(*fsm.Machine) error) error) *pinCollector {
+	return &pinCollector{
+		read:  read,
+		held:  prometheus.NewDesc("metad_pins_held", "Pins in the replicated state (not yet released or pruned), as this node sees it.", nil, nil),
+		age:   prometheus.NewDesc("metad_pins_oldest_age_seconds", "Age, in machine time, of the oldest pin held (among the first 10000 by id).", nil, nil),
+		limit: 10000,
+	}
+}
+
+func (c *pinCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.held; ch <- c.age }
+
+func (c *pinCollector) Collect(ch chan<- prometheus.Metric) {
+	var held int
+	var oldest float64
+	_ = c.read(func(m *fsm.Machine) error {
+		held = m.Counts().Pins
+		now := m.Clock()
+		for _, p := range m.Pins(0, c.limit) {
+			if age := float64(now-(p.Expiry-p.TTL)) / 1e9; age > oldest {
+				oldest = age
+			}
+		}
+		return nil
+	})
+	ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(held))
+	ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, oldest)
+}
