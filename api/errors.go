@@ -116,6 +116,10 @@ func invalidArgument(field, format string, args ...any) error {
 	return build(errorSpec{codes.InvalidArgument, true, 0}, ReasonInvalidArgument, sprintf(format, args...), field, nil)
 }
 
+func streamNotFound(field, format string, args ...any) error {
+	return build(errorSpec{codes.NotFound, true, 0}, fsmpb.RejectCode_STREAM_NOT_FOUND.String(), sprintf(format, args...), field, nil)
+}
+
 func notFound(field, format string, args ...any) error {
 	return build(errorSpec{codes.NotFound, true, 0}, ReasonNotFound, sprintf(format, args...), field, nil)
 }

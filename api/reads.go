@@ -41,8 +41,11 @@ func (s *Server) DescribeStream(ctx context.Context, req *metadpb.DescribeStream
 		if req.Name != "" {
 			st, ok = m.StreamByName(req.Name)
 		}
+		if !ok && req.Name != "" {
+			return streamNotFound("name", "stream %q does not exist", req.Name)
+		}
 		if !ok {
-			return notFound("stream_id", "stream %d %q does not exist", req.StreamId, req.Name)
+			return streamNotFound("stream_id", "stream %d does not exist", req.StreamId)
 		}
 		resp.Stream, resp.AppliedIndex = streamPB(st), m.AppliedIndex()
 		for _, v := range []fsm.View{fsm.Committed, fsm.TopicCompacted} {
@@ -84,7 +87,7 @@ func (s *Server) ListIndex(ctx context.Context, req *metadpb.ListIndexRequest) (
 	resp := &metadpb.ListIndexResponse{}
 	err := s.read(ctx, req.Consistency, func(m *fsm.Machine) error {
 		if _, ok := m.Stream(req.StreamId); !ok {
-			return notFound("stream_id", "stream %d does not exist", req.StreamId)
+			return streamNotFound("stream_id", "stream %d does not exist", req.StreamId)
 		}
 		for _, r := range m.Records(req.StreamId, viewToFSM(req.View), req.Generation, req.From, s.limit(req.Limit)) {
 			resp.Records = append(resp.Records, storedRecordPB(r))
@@ -102,7 +105,7 @@ func (s *Server) ListEvidence(ctx context.Context, req *metadpb.ListEvidenceRequ
 	resp := &metadpb.ListEvidenceResponse{}
 	err := s.read(ctx, req.Consistency, func(m *fsm.Machine) error {
 		if _, ok := m.Stream(req.StreamId); !ok {
-			return notFound("stream_id", "stream %d does not exist", req.StreamId)
+			return streamNotFound("stream_id", "stream %d does not exist", req.StreamId)
 		}
 		for _, e := range m.Evidence(req.StreamId, req.From, s.limit(req.Limit)) {
 			resp.Evidence = append(resp.Evidence, evidencePB(e))

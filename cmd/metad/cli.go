@@ -104,3 +104,13 @@ func addClientCommands(root *cobra.Command) {
 		root.AddCommand(cmd)
 	}
 }
+
+// exactArgs is cobra.ExactArgs with the mistake marked as bad usage.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError{fmt.Errorf("%s accepts %d arg(s), received %d", cmd.CommandPath(), n, len(args))}
+		}
+		return nil
+	}
+}

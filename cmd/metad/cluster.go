@@ -19,7 +19,7 @@ func newStatusCmd(o *clientOpts) *cobra.Command {
 		Short: "Show every server of the cluster: state, term, indexes, last contact, quorum",
 		Example: `  metad status
   metad status --addr 127.0.0.1:7430 -o json`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
 				st, err := client.Call(ctx, c, c.Cluster.Status, &metadpb.StatusRequest{WithHash: withHash})
@@ -67,7 +67,7 @@ func newMembersCmd(o *clientOpts) *cobra.Command {
 		Use:     "members",
 		Short:   "Show the gossip view of the node --addr points at",
 		Example: `  metad members`,
-		Args:    cobra.NoArgs,
+		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := client.Call(ctx, c, c.Cluster.Members, &metadpb.MembersRequest{})
@@ -91,7 +91,7 @@ func newRaftCmd(o *clientOpts) *cobra.Command {
 		Use:     "list-peers",
 		Short:   "List the servers of the Raft configuration",
 		Example: `  metad raft list-peers`,
-		Args:    cobra.NoArgs,
+		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
 				st, err := client.Call(ctx, c, c.Cluster.Status, &metadpb.StatusRequest{})
@@ -111,7 +111,7 @@ func newRaftCmd(o *clientOpts) *cobra.Command {
 		Use:     "remove-peer ID",
 		Short:   "Remove a server from the Raft configuration (on the leader)",
 		Example: `  metad raft remove-peer node-3`,
-		Args:    cobra.ExactArgs(1),
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := client.Call(ctx, c, c.Cluster.RemovePeer, &metadpb.RemovePeerRequest{NodeId: args[0]})
@@ -129,7 +129,7 @@ func newRaftCmd(o *clientOpts) *cobra.Command {
 		Use:     "transfer-leader",
 		Short:   "Hand leadership to another voter",
 		Example: `  metad raft transfer-leader --to node-2`,
-		Args:    cobra.NoArgs,
+		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := client.Call(ctx, c, c.Cluster.TransferLeadership, &metadpb.TransferLeadershipRequest{ToNodeId: to})

@@ -34,7 +34,7 @@ index record unless --no-index). Without --epoch the command opens the stream
 for write first, which bumps the writer epoch and fences earlier writers.`,
 		Example: `  metad append 1 --data 'hello' --object-dir ./metad-data/objects
   metad append 1 --file batch.bin --count 100 --epoch 3`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseUint("stream id", args[0])
 			if err != nil {
@@ -126,7 +126,7 @@ for TOPIC_COMPACTED (the span, then the surviving sub-ranges). The object's
 identity is looked up in the registry and the record's checksum computed.`,
 		Example: `  metad index publish 1 --view COMMITTED --generation 1 --coverage 0-100 --record '0-100@seg-1/0+4096'
   metad index publish 1 --view TOPIC_COMPACTED --generation 1 --coverage 0-100 --record '0-100;3-4,50-52@seg-1'`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseUint("stream id", args[0])
 			if err != nil {
@@ -254,7 +254,7 @@ func newIndexListCmd(o *clientOpts) *cobra.Command {
 		Use:     "list STREAM",
 		Short:   "List the records of one generation",
 		Example: `  metad index list 1 --view COMMITTED --generation 0`,
-		Args:    cobra.ExactArgs(1),
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseUint("stream id", args[0])
 			if err != nil {

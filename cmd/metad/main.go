@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -32,10 +33,11 @@ read (stream, view, offset) to one pinned physical target.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newServerCmd())
 	addClientCommands(root)
 	if err := root.ExecuteContext(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "metad:", err)
+		fmt.Fprintln(os.Stderr, "metad:", strings.TrimPrefix(err.Error(), "metad: "))
 		os.Exit(exitCode(err))
 	}
 }

@@ -23,7 +23,7 @@ VIEW_END or NOT_FOUND. A retryable failure prints every candidate tried and why
 it was refused, and exits with status 4.`,
 		Example: `  metad resolve 1 COMMITTED 42
   metad resolve 1 TOPIC_COMPACTED 0 --exclude 1/120@57 -o json`,
-		Args: cobra.ExactArgs(3),
+		Args: exactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseUint("stream id", args[0])
 			if err != nil {

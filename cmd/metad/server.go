@@ -43,7 +43,7 @@ any other member's gossip address; they form one cluster in any start order.
 Every flag can also be set as an environment variable (METAD_ and the flag name
 in upper case, '-' as '_': METAD_DATA_DIR) or as a key of the YAML file given by
 --config (data-dir: ...). Precedence: flag > environment > file > default.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyLayers(cmd.Flags(), configFileFrom(cmd.Flags())); err != nil {
 				return err

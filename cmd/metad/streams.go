@@ -18,7 +18,7 @@ func newStreamCmd(o *clientOpts) *cobra.Command {
 		Use:     "create NAME",
 		Short:   "Create a stream (idempotent by name)",
 		Example: `  metad stream create orders`,
-		Args:    cobra.ExactArgs(1),
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := client.Call(ctx, c, c.Metad.CreateStream, &metadpb.CreateStreamRequest{Name: args[0], RequestId: client.NewRequestID()})
@@ -35,7 +35,7 @@ func newStreamCmd(o *clientOpts) *cobra.Command {
 		Use:     "describe ID|NAME",
 		Short:   "Show a stream: ends, epoch, status and live generations (linearizable)",
 		Example: `  metad stream describe orders`,
-		Args:    cobra.ExactArgs(1),
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
 				req := &metadpb.DescribeStreamRequest{}
@@ -76,7 +76,7 @@ func newStreamListCmd(o *clientOpts) *cobra.Command {
 		Use:     "list",
 		Short:   "List streams",
 		Example: `  metad stream list --limit 20`,
-		Args:    cobra.NoArgs,
+		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := client.Call(ctx, c, c.Metad.ListStreams, &metadpb.ListStreamsRequest{AfterId: after, Limit: limit})
@@ -102,7 +102,7 @@ func newTrimCmd(o *clientOpts) *cobra.Command {
 		Use:     "trim ID OFFSET",
 		Short:   "Advance a stream's trim point (never backwards, never past the committed end)",
 		Example: `  metad stream trim 1 1000`,
-		Args:    cobra.ExactArgs(2),
+		Args:    exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, off, err := parseIDOffset(args[0], args[1])
 			if err != nil {
@@ -126,7 +126,7 @@ func newSealCmd(o *clientOpts) *cobra.Command {
 		Use:     "seal ID",
 		Short:   "Seal a stream: no more appends",
 		Example: `  metad stream seal 1`,
-		Args:    cobra.ExactArgs(1),
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseUint("stream id", args[0])
 			if err != nil {
