@@ -41,6 +41,14 @@ const (
 	snapshotHeaderSize = 16
 )
 
+// streamHeader returns the snapshot stream header for index.
+func streamHeader(index uint64) [snapshotHeaderSize]byte {
+	var hdr [snapshotHeaderSize]byte
+	copy(hdr[:8], snapshotMagic)
+	binary.BigEndian.PutUint64(hdr[8:], index)
+	return hdr
+}
+
 // fsmAdapter is the raft.BatchingFSM around one *fsm.Machine. Raft's FSM
 // goroutine is its only writer; readers synchronise through mu and wait for
 // indexes through through/signal.
@@ -119,14 +127,10 @@ func (a *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
 // verify it, and only then swap it in under the write lock.
 func (a *fsmAdapter) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	var hdr [snapshotHeaderSize]byte
-	if _, err := io.ReadFull(rc, hdr[:]); err != nil {
-		return fmt.Errorf("raftstore: snapshot header: %w", err)
+	through, err := readStreamHeader(rc)
+	if err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
 	}
-	if string(hdr[:8]) != snapshotMagic {
-		return fmt.Errorf("raftstore: snapshot header: bad magic %q", hdr[:8])
-	}
-	through := binary.BigEndian.Uint64(hdr[8:])
 	m, err := fsm.Restore(rc, a.opts...)
 	if err != nil {
 		return fmt.Errorf("raftstore: restore: %w", err)
@@ -145,6 +149,7 @@ func (a *fsmAdapter) Restore(rc io.ReadCloser) error {
 			"snapshot_index", through, "applied_index", prev)
 	}
 	a.wake()
+	a.logger.Info("raftstore: state restored from a snapshot", "index", through, "applied_command", m.AppliedIndex())
 	return nil
 }
 
@@ -200,9 +205,7 @@ func (s *adapterSnapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 func (s *adapterSnapshot) write(w io.Writer) error {
-	var hdr [snapshotHeaderSize]byte
-	copy(hdr[:8], snapshotMagic)
-	binary.BigEndian.PutUint64(hdr[8:], s.through)
+	hdr := streamHeader(s.through)
 	if _, err := w.Write(hdr[:]); err != nil {
 		return err
 	}

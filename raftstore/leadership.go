@@ -72,8 +72,39 @@ func (s *Store) leadershipLoop() {
 	}
 }
 
+// seenLeader is the leader this node last saw and in which term; lost
+// means none is known right now.
+type seenLeader struct {
+	id   string
+	term uint64
+	lost bool
+}
+
+// noteLeader logs and counts a change of the leader this node sees: one
+// line per new leader (another server, or a new term of the same one), one
+// when none is known any more.
+func (s *Store) noteLeader() {
+	id, addr := s.Leader()
+	term := s.raft.CurrentTerm()
+	switch {
+	case id == "":
+		if s.seen.id != "" && !s.seen.lost {
+			s.logger.Info("raftstore: no leader known", "last_leader", s.seen.id, "term", term)
+			s.seen.lost = true
+		}
+	case id == s.seen.id && term == s.seen.term:
+		s.seen.lost = false // the same leadership, heard from again
+	default:
+		s.metrics.leaderChanges.Inc()
+		s.logger.Info("raftstore: leader elected", "leader", id, "leader_addr", addr, "term", term,
+			"self", id == s.cfg.NodeID)
+		s.seen = seenLeader{id: id, term: term}
+	}
+}
+
 // reconcileLeadership brings the store's view of leadership up to raft's.
 func (s *Store) reconcileLeadership() {
+	s.noteLeader()
 	term, leader := s.leadership()
 	s.lmu.Lock()
 	cur := s.lead

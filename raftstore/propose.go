@@ -52,9 +52,13 @@ func (s *Store) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result,
 		release()
 		return nil, fmt.Errorf("raftstore: encode command: %w", err)
 	}
+	start := time.Now()
 	f := s.raft.Apply(data, timeout)
 	// The token goes back when raft resolves f, even if we stop waiting.
-	done, err := s.await(ctx, f, s.raftDown, release)
+	done, err := s.await(ctx, f, s.raftDown, func() {
+		s.metrics.applySeconds.Observe(time.Since(start).Seconds())
+		release()
+	})
 	if !done {
 		// The command may already be in the log: we only stopped waiting.
 		if errors.Is(err, ErrClosed) {

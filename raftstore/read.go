@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -20,6 +21,7 @@ import (
 // own error is returned as is. fn must not block, keep the *fsm.Machine, or
 // call back into the Store.
 func (s *Store) Read(ctx context.Context, fn func(*fsm.Machine) error) error {
+	start := time.Now()
 	index, err := s.readIndexAnywhere(ctx)
 	if err != nil {
 		return err
@@ -27,7 +29,11 @@ func (s *Store) Read(ctx context.Context, fn func(*fsm.Machine) error) error {
 	if err := s.fsm.waitApplied(ctx, index, s.closing); err != nil {
 		return err
 	}
-	return s.fsm.read(fn)
+	if err := s.fsm.read(fn); err != nil {
+		return err
+	}
+	s.metrics.readSeconds.Observe(time.Since(start).Seconds())
+	return nil
 }
 
 // ReadLocal runs fn on the local state as it is, with no coordination: it
@@ -148,6 +154,12 @@ func (s *Store) readLoop() {
 		index, err := s.confirmRound()
 		for _, req := range batch {
 			req.reply <- readReply{index: index, err: err}
+		}
+		s.metrics.readBatch.Observe(float64(len(batch)))
+		if err != nil {
+			s.metrics.readRounds.WithLabelValues("failed").Inc()
+		} else {
+			s.metrics.readRounds.WithLabelValues("confirmed").Inc()
 		}
 		s.readRounds.Add(1)
 		s.readsServed.Add(uint64(len(batch)))

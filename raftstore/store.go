@@ -69,6 +69,7 @@ type Store struct {
 	snaps         raft.SnapshotStore
 	addr          string
 	beforeBarrier func(term uint64, closing <-chan struct{}) // test hook, nil in production
+	metrics       *metrics
 
 	// Lifecycle. lifeMu guards closed; goroutines are only started under
 	// lifeMu.RLock with closed false, so none starts after Close began.
@@ -94,6 +95,8 @@ type Store struct {
 
 	// Leadership (leadership.go). gateTerm is written by leadershipLoop only.
 	gateTerm atomic.Uint64
+	// seen is the leader this node last saw, owned by leadershipLoop.
+	seen seenLeader
 	emitMu   sync.Mutex // serialises delivery of events to subscribers
 	lmu      sync.Mutex // guards the fields below
 	lead     *leaderTerm
@@ -181,6 +184,7 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt
 		cfg: cfg, logger: logger, peers: peers, raft: r, fsm: adapter,
 		bolt: bolt, logs: logs, snaps: snaps, addr: string(trans.LocalAddr()),
 		beforeBarrier: o.beforeBarrier,
+		metrics:       newMetrics(),
 		closing:       make(chan struct{}),
 		raftDown:      make(chan struct{}),
 		proposals:     make(chan struct{}, cfg.MaxPendingProposals),

@@ -1,0 +1,416 @@
+package raftstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+// Offline operations work on the raft directory of a stopped node (the
+// layout in doc.go), never on a running one: the bolt file is locked by a
+// running server, and they fail with ErrDirInUse instead of waiting.
+var (
+	// ErrDirInUse: another process (a running server) holds the data dir.
+	ErrDirInUse = errors.New("raftstore: raft data dir is in use (is a server running on it?)")
+	// ErrNoState: the dir has no raft state to inspect or recover.
+	ErrNoState = errors.New("raftstore: no raft state in the data dir")
+	// ErrHasState: a restore needs a new, empty data dir.
+	ErrHasState = errors.New("raftstore: the data dir already has raft state")
+	// ErrBadServers: a configuration given to RecoverDir or RestoreDir is
+	// not a valid raft configuration.
+	ErrBadServers = errors.New("raftstore: invalid server list")
+)
+
+// Raft's stable-store keys (unexported in hashicorp/raft v1.7.3).
+var (
+	keyCurrentTerm  = []byte("CurrentTerm")
+	keyLastVoteTerm = []byte("LastVoteTerm")
+	keyLastVoteCand = []byte("LastVoteCand")
+)
+
+// offlineStores are a stopped node's raft stores, opened for an offline
+// operation.
+type offlineStores struct {
+	dir   string
+	bolt  *raftboltdb.BoltStore
+	snaps *raft.FileSnapshotStore
+	hlog  *hclogAdapter
+}
+
+// openOffline opens dir's stores. create false requires raft.db to exist.
+func openOffline(dir string, create bool, logger *slog.Logger) (*offlineStores, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	path := filepath.Join(dir, "raft.db")
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !create {
+		return nil, fmt.Errorf("%w: %s does not exist", ErrNoState, path)
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("raftstore: data dir: %w", err)
+	}
+	bolt, err := raftboltdb.New(raftboltdb.Options{Path: path,
+		BoltOptions: &bbolt.Options{NoFreelistSync: true, Timeout: time.Second}})
+	if errors.Is(err, bbolt.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s is locked", ErrDirInUse, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: open log store: %w", err)
+	}
+	hlog := newHCLogger(logger, "raft").(*hclogAdapter)
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, DefaultConfig().SnapshotRetain, hlog.Named("snapshot"))
+	if err != nil {
+		bolt.Close()
+		return nil, fmt.Errorf("raftstore: snapshot store: %w", err)
+	}
+	return &offlineStores{dir: dir, bolt: bolt, snaps: snaps, hlog: hlog}, nil
+}
+
+func (o *offlineStores) close() error { return o.bolt.Close() }
+
+// DirInfo describes a stopped node's raft state.
+type DirInfo struct {
+	// CurrentTerm, LastVoteTerm and LastVoteFor are raft's stable store.
+	CurrentTerm  uint64
+	LastVoteTerm uint64
+	LastVoteFor  string
+	// FirstIndex and LastIndex bound the log (0 when empty); LastTerm is the
+	// term of the last entry, or of the newest snapshot if the log is empty.
+	FirstIndex, LastIndex, LastTerm uint64
+	// Snapshots are raft's snapshots, newest first.
+	Snapshots []SnapshotInfo
+	// Servers is the latest configuration in the log or newest snapshot,
+	// committed or not, as raft would start with; ConfigIndex its index.
+	Servers     []Server
+	ConfigIndex uint64
+	// State is the state after replaying the newest snapshot and every log
+	// entry after it (InspectDir with replay), else nil.
+	State *StateInfo
+}
+
+// SnapshotInfo describes one of raft's snapshots.
+type SnapshotInfo struct {
+	ID           string
+	Index, Term  uint64
+	Size         int64
+	Servers      []Server
+	StreamHeader uint64 // the index in the snapshot stream's header
+}
+
+// StateInfo is the state machine a replay produced.
+type StateInfo struct {
+	// AppliedIndex is the last log index the replay reached; LastCommand
+	// the index of the last command that changed the state.
+	AppliedIndex, LastCommand uint64
+	// Hash is the state hash (`metad status --hash` shows the same).
+	Hash [32]byte
+	// Counts are the state's records by type, as in a snapshot.
+	Counts map[string]uint64
+}
+
+// InspectDir describes the raft state in dir (a stopped node's raft
+// directory). With replay it also rebuilds the state machine from the
+// newest snapshot and the log, applying every entry in the log, committed
+// or not: the state this node would serve if its whole log were committed.
+func InspectDir(dir string, replay bool) (DirInfo, error) {
+	o, err := openOffline(dir, false, nil)
+	if err != nil {
+		return DirInfo{}, err
+	}
+	defer o.close()
+	var info DirInfo
+	if err := o.readStable(&info); err != nil {
+		return info, err
+	}
+	if err := o.readLog(&info); err != nil {
+		return info, err
+	}
+	if err := o.readSnapshots(&info); err != nil {
+		return info, err
+	}
+	if info.LastIndex == 0 && len(info.Snapshots) > 0 {
+		info.LastTerm = info.Snapshots[0].Term
+	}
+	if err := o.readConfiguration(&info); err != nil {
+		return info, err
+	}
+	if replay {
+		st, err := o.replay(&info)
+		if err != nil {
+			return info, err
+		}
+		info.State = st
+	}
+	return info, nil
+}
+
+func (o *offlineStores) readStable(info *DirInfo) error {
+	var err error
+	if info.CurrentTerm, err = getUint64(o.bolt, keyCurrentTerm); err != nil {
+		return err
+	}
+	if info.LastVoteTerm, err = getUint64(o.bolt, keyLastVoteTerm); err != nil {
+		return err
+	}
+	cand, err := o.bolt.Get(keyLastVoteCand)
+	if err != nil && err.Error() != "not found" {
+		return fmt.Errorf("raftstore: stable store: %w", err)
+	}
+	info.LastVoteFor = string(cand)
+	return nil
+}
+
+// getUint64 reads a stable-store key; raft-boltdb reports a missing key
+// only by the text "not found" (as raft itself checks it).
+func getUint64(b *raftboltdb.BoltStore, key []byte) (uint64, error) {
+	v, err := b.GetUint64(key)
+	if err != nil && err.Error() != "not found" {
+		return 0, fmt.Errorf("raftstore: stable store %s: %w", key, err)
+	}
+	return v, nil
+}
+
+func (o *offlineStores) readLog(info *DirInfo) error {
+	var err error
+	if info.FirstIndex, err = o.bolt.FirstIndex(); err != nil {
+		return fmt.Errorf("raftstore: log: %w", err)
+	}
+	if info.LastIndex, err = o.bolt.LastIndex(); err != nil {
+		return fmt.Errorf("raftstore: log: %w", err)
+	}
+	if info.LastIndex > 0 {
+		var l raft.Log
+		if err := o.bolt.GetLog(info.LastIndex, &l); err != nil {
+			return fmt.Errorf("raftstore: log entry %d: %w", info.LastIndex, err)
+		}
+		info.LastTerm = l.Term
+	}
+	return nil
+}
+
+func (o *offlineStores) readSnapshots(info *DirInfo) error {
+	metas, err := o.snaps.List()
+	if err != nil {
+		return fmt.Errorf("raftstore: snapshots: %w", err)
+	}
+	for _, m := range metas {
+		si := SnapshotInfo{ID: m.ID, Index: m.Index, Term: m.Term, Size: m.Size, Servers: fromRaftServers(m.Configuration.Servers)}
+		if _, rc, err := o.snaps.Open(m.ID); err == nil {
+			si.StreamHeader, _ = readStreamHeader(rc)
+			rc.Close()
+		}
+		info.Snapshots = append(info.Snapshots, si)
+	}
+	return nil
+}
+
+// readConfiguration finds the latest configuration: the last configuration
+// entry in the log, else the newest snapshot's.
+func (o *offlineStores) readConfiguration(info *DirInfo) error {
+	for i := info.LastIndex; i >= info.FirstIndex && i > 0; i-- {
+		var l raft.Log
+		if err := o.bolt.GetLog(i, &l); err != nil {
+			return fmt.Errorf("raftstore: log entry %d: %w", i, err)
+		}
+		if l.Type == raft.LogConfiguration {
+			conf, err := decodeConfiguration(l.Data)
+			if err != nil {
+				return fmt.Errorf("raftstore: configuration at %d: %w", i, err)
+			}
+			info.Servers, info.ConfigIndex = fromRaftServers(conf.Servers), i
+			return nil
+		}
+	}
+	if len(info.Snapshots) > 0 {
+		info.Servers, info.ConfigIndex = info.Snapshots[0].Servers, info.Snapshots[0].Index
+	}
+	return nil
+}
+
+// decodeConfiguration is raft.DecodeConfiguration, which panics on bad
+// bytes, with the panic turned into an error.
+func decodeConfiguration(b []byte) (conf raft.Configuration, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	return raft.DecodeConfiguration(b), nil
+}
+
+// replay restores the newest snapshot into a fresh state machine and
+// applies every log entry after it, as raft would on start.
+func (o *offlineStores) replay(info *DirInfo) (*StateInfo, error) {
+	a := newFSMAdapter(slog.New(slog.DiscardHandler))
+	from := uint64(0)
+	if len(info.Snapshots) > 0 {
+		_, rc, err := o.snaps.Open(info.Snapshots[0].ID)
+		if err != nil {
+			return nil, fmt.Errorf("raftstore: open snapshot %s: %w", info.Snapshots[0].ID, err)
+		}
+		if err := a.Restore(rc); err != nil {
+			return nil, fmt.Errorf("raftstore: snapshot %s: %w", info.Snapshots[0].ID, err)
+		}
+		from = info.Snapshots[0].Index
+	}
+	for i := max(from+1, info.FirstIndex); i <= info.LastIndex && i > 0; i++ {
+		var l raft.Log
+		if err := o.bolt.GetLog(i, &l); err != nil {
+			return nil, fmt.Errorf("raftstore: log entry %d: %w", i, err)
+		}
+		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
+			a.ApplyBatch([]*raft.Log{&l})
+		}
+	}
+	return summarizeMachine(a)
+}
+
+// summarizeMachine hashes the adapter's machine and counts its records.
+func summarizeMachine(a *fsmAdapter) (*StateInfo, error) {
+	snap, _ := a.Snapshot()
+	as := snap.(*adapterSnapshot)
+	sum, _, err := as.m.StateHash()
+	if err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- pw.CloseWithError(as.write(pw)) }()
+	ss, err := SummarizeStream(pr)
+	pr.CloseWithError(io.ErrClosedPipe)
+	if werr := <-done; err == nil {
+		err = werr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &StateInfo{AppliedIndex: as.through, LastCommand: as.m.AppliedIndex(), Hash: sum, Counts: ss.Counts}, nil
+}
+
+// RecoverDir rewrites the raft configuration of a stopped node to servers,
+// the way raft.RecoverCluster (and Consul's peers.json) do, so that a
+// cluster that lost its quorum can be restarted from survivors: it
+// restores the newest snapshot, applies every entry of the log (committed
+// or not), writes a new snapshot carrying the new configuration, and
+// empties the log. Run it on every server of the new configuration, with
+// the same servers, before starting any of them. It returns the state it
+// left.
+func RecoverDir(dir string, servers []Server, logger *slog.Logger) (DirInfo, error) {
+	conf, err := raftConfiguration(servers)
+	if err != nil {
+		return DirInfo{}, err
+	}
+	o, err := openOffline(dir, false, logger)
+	if err != nil {
+		return DirInfo{}, err
+	}
+	rc := DefaultConfig()
+	rc.NodeID = servers[0].ID // raft.RecoverCluster wants a valid config; the id is unused
+	_, trans := raft.NewInmemTransport("")
+	err = raft.RecoverCluster(rc.raftConfig(o.hlog), newFSMAdapter(slog.New(slog.DiscardHandler)),
+		o.bolt, o.bolt, o.snaps, trans, conf)
+	o.close()
+	if err != nil {
+		return DirInfo{}, fmt.Errorf("raftstore: recover: %w", err)
+	}
+	return InspectDir(dir, true)
+}
+
+// RestoreDir makes dir (a new node's raft directory, without state) start
+// from a snapshot stream with the given configuration: the stream becomes
+// raft's snapshot, at the index in its header. The stream is verified as a
+// restore would (checksums, order, invariants) while it is copied; nothing
+// is kept if it fails. Start every server of the configuration from the
+// same stream. It returns the snapshot's index.
+//
+// The snapshot's term is 1 whatever the source's was: the restored cluster
+// starts a history of its own (term 0 on disk, first election term 1), and
+// raft needs its terms to grow along the log.
+func RestoreDir(dir string, servers []Server, stream io.Reader, logger *slog.Logger) (uint64, error) {
+	conf, err := raftConfiguration(servers)
+	if err != nil {
+		return 0, err
+	}
+	o, err := openOffline(dir, true, logger)
+	if err != nil {
+		return 0, err
+	}
+	defer o.close()
+	if has, err := raft.HasExistingState(o.bolt, o.bolt, o.snaps); err != nil || has {
+		return 0, fmt.Errorf("%w: %s (restore into a new, empty data dir)", ErrHasState, o.dir)
+	}
+	index, err := readStreamHeader(stream)
+	if err != nil {
+		return 0, err
+	}
+	_, trans := raft.NewInmemTransport("")
+	sink, err := o.snaps.Create(raft.SnapshotVersionMax, index, 1, conf, index, trans)
+	if err != nil {
+		return 0, fmt.Errorf("raftstore: create snapshot: %w", err)
+	}
+	hdr := streamHeader(index)
+	copied := io.TeeReader(io.MultiReader(bytes.NewReader(hdr[:]), stream), sink)
+	err = newFSMAdapter(slog.New(slog.DiscardHandler)).Restore(io.NopCloser(copied))
+	if err == nil {
+		_, err = io.Copy(sink, copied) // nothing, if Restore read to the end
+	}
+	if err != nil {
+		_ = sink.Cancel()
+		return 0, err
+	}
+	if err := sink.Close(); err != nil {
+		return 0, fmt.Errorf("raftstore: write snapshot: %w", err)
+	}
+	return index, nil
+}
+
+// raftConfiguration checks servers as raft would and converts them.
+func raftConfiguration(servers []Server) (raft.Configuration, error) {
+	var conf raft.Configuration
+	ids, addrs, voters := map[string]bool{}, map[string]bool{}, 0
+	var errs []error
+	for _, s := range servers {
+		suffrage, err := raftSuffrage(s.Suffrage)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case checkNodeID(s.ID) != nil:
+			errs = append(errs, fmt.Errorf("server id %q: %v", s.ID, checkNodeID(s.ID)))
+		case checkAdvertise(s.Address) != nil:
+			errs = append(errs, fmt.Errorf("server %s address %q: %v", s.ID, s.Address, checkAdvertise(s.Address)))
+		case ids[s.ID] || addrs[s.Address]:
+			errs = append(errs, fmt.Errorf("server %s at %s: duplicate id or address", s.ID, s.Address))
+		}
+		ids[s.ID], addrs[s.Address] = true, true
+		if err == nil && suffrage == raft.Voter {
+			voters++
+		}
+		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(s.ID), Address: raft.ServerAddress(s.Address), Suffrage: suffrage})
+	}
+	if voters == 0 {
+		errs = append(errs, errors.New("no voter"))
+	}
+	if len(errs) > 0 {
+		return conf, fmt.Errorf("%w: %w", ErrBadServers, errors.Join(errs...))
+	}
+	return conf, nil
+}
+
+func fromRaftServers(in []raft.Server) []Server {
+	out := make([]Server, 0, len(in))
+	for _, s := range in {
+		out = append(out, Server{ID: string(s.ID), Address: string(s.Address), Suffrage: suffrageOf(s.Suffrage)})
+	}
+	return out
+}
+
