@@ -413,4 +413,3 @@ func fromRaftServers(in []raft.Server) []Server {
 	}
 	return out
 }
-

@@ -109,7 +109,7 @@ func (fw *FileWriter) Size() int64 { return fw.n }
 type File struct {
 	Meta FileMeta
 	// Sum is the checksum the file ends with (hex).
-	Sum string
+	Sum        string
 	r          io.ReaderAt
 	size       int64
 	streamFrom int64

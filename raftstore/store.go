@@ -96,13 +96,13 @@ type Store struct {
 	// Leadership (leadership.go). gateTerm is written by leadershipLoop only.
 	gateTerm atomic.Uint64
 	// seen is the leader this node last saw, owned by leadershipLoop.
-	seen seenLeader
-	emitMu   sync.Mutex // serialises delivery of events to subscribers
-	lmu      sync.Mutex // guards the fields below
-	lead     *leaderTerm
-	leadSig  chan struct{} // closed and replaced when lead changes
-	subs     map[uint64]func(LeadershipEvent)
-	nextSub  uint64
+	seen    seenLeader
+	emitMu  sync.Mutex // serialises delivery of events to subscribers
+	lmu     sync.Mutex // guards the fields below
+	lead    *leaderTerm
+	leadSig chan struct{} // closed and replaced when lead changes
+	subs    map[uint64]func(LeadershipEvent)
+	nextSub uint64
 }
 
 // openOptions are what tests may inject; Open uses the zero value.
