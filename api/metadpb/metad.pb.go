@@ -4261,6 +4261,236 @@ func (x *RemovePeerResponse) GetVersion() uint64 {
 	return 0
 }
 
+type SnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotRequest) Reset() {
+	*x = SnapshotRequest{}
+	mi := &file_metad_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotRequest) ProtoMessage() {}
+
+func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
+func (*SnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{60}
+}
+
+// RaftServer is one server of a Raft configuration.
+type RaftServer struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	NodeId   string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	RaftAddr string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	// suffrage: voter, nonvoter or staging.
+	Suffrage      string `protobuf:"bytes,3,opt,name=suffrage,proto3" json:"suffrage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RaftServer) Reset() {
+	*x = RaftServer{}
+	mi := &file_metad_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaftServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaftServer) ProtoMessage() {}
+
+func (x *RaftServer) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaftServer.ProtoReflect.Descriptor instead.
+func (*RaftServer) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *RaftServer) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *RaftServer) GetRaftAddr() string {
+	if x != nil {
+		return x.RaftAddr
+	}
+	return ""
+}
+
+func (x *RaftServer) GetSuffrage() string {
+	if x != nil {
+		return x.Suffrage
+	}
+	return ""
+}
+
+type SnapshotMeta struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// node_id is the node that took the snapshot.
+	NodeId string `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// index is the Raft index the state reflects; term is that entry's term.
+	Index   uint64                 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	Term    uint64                 `protobuf:"varint,3,opt,name=term,proto3" json:"term,omitempty"`
+	TakenAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=taken_at,json=takenAt,proto3" json:"taken_at,omitempty"`
+	// servers is the Raft configuration when the snapshot was taken.
+	Servers       []*RaftServer `protobuf:"bytes,5,rep,name=servers,proto3" json:"servers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotMeta) Reset() {
+	*x = SnapshotMeta{}
+	mi := &file_metad_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotMeta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotMeta) ProtoMessage() {}
+
+func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotMeta.ProtoReflect.Descriptor instead.
+func (*SnapshotMeta) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *SnapshotMeta) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *SnapshotMeta) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *SnapshotMeta) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *SnapshotMeta) GetTakenAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.TakenAt
+	}
+	return nil
+}
+
+func (x *SnapshotMeta) GetServers() []*RaftServer {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+type SnapshotChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// meta is set in the first message only.
+	Meta          *SnapshotMeta `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Data          []byte        `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotChunk) Reset() {
+	*x = SnapshotChunk{}
+	mi := &file_metad_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotChunk) ProtoMessage() {}
+
+func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
+func (*SnapshotChunk) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *SnapshotChunk) GetMeta() *SnapshotMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *SnapshotChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 type RepairRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
@@ -4271,7 +4501,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_metad_proto_msgTypes[60]
+	mi := &file_metad_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4283,7 +4513,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[60]
+	mi := &file_metad_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4296,7 +4526,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{60}
+	return file_metad_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RepairRequest) GetStreamId() uint64 {
@@ -4321,7 +4551,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_metad_proto_msgTypes[61]
+	mi := &file_metad_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4333,7 +4563,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[61]
+	mi := &file_metad_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4346,7 +4576,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{61}
+	return file_metad_proto_rawDescGZIP(), []int{65}
 }
 
 type ProposeRequest struct {
@@ -4358,7 +4588,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4370,7 +4600,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4383,7 +4613,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{62}
+	return file_metad_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ProposeRequest) GetCommand() []byte {
@@ -4402,7 +4632,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4414,7 +4644,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4427,7 +4657,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{63}
+	return file_metad_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ProposeResponse) GetResult() []byte {
@@ -4445,7 +4675,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4457,7 +4687,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4470,7 +4700,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{64}
+	return file_metad_proto_rawDescGZIP(), []int{68}
 }
 
 type ReadIndexResponse struct {
@@ -4482,7 +4712,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4494,7 +4724,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4507,7 +4737,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{65}
+	return file_metad_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -4527,7 +4757,7 @@ type ConfirmLeadershipRequest struct {
 
 func (x *ConfirmLeadershipRequest) Reset() {
 	*x = ConfirmLeadershipRequest{}
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4539,7 +4769,7 @@ func (x *ConfirmLeadershipRequest) String() string {
 func (*ConfirmLeadershipRequest) ProtoMessage() {}
 
 func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4552,7 +4782,7 @@ func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{66}
+	return file_metad_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ConfirmLeadershipRequest) GetTerm() uint64 {
@@ -4579,7 +4809,7 @@ type ConfirmLeadershipResponse struct {
 
 func (x *ConfirmLeadershipResponse) Reset() {
 	*x = ConfirmLeadershipResponse{}
-	mi := &file_metad_proto_msgTypes[67]
+	mi := &file_metad_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4591,7 +4821,7 @@ func (x *ConfirmLeadershipResponse) String() string {
 func (*ConfirmLeadershipResponse) ProtoMessage() {}
 
 func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[67]
+	mi := &file_metad_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4604,7 +4834,7 @@ func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{67}
+	return file_metad_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ConfirmLeadershipResponse) GetOk() bool {
@@ -4630,7 +4860,7 @@ type LocalStatusRequest struct {
 
 func (x *LocalStatusRequest) Reset() {
 	*x = LocalStatusRequest{}
-	mi := &file_metad_proto_msgTypes[68]
+	mi := &file_metad_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4642,7 +4872,7 @@ func (x *LocalStatusRequest) String() string {
 func (*LocalStatusRequest) ProtoMessage() {}
 
 func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[68]
+	mi := &file_metad_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4655,7 +4885,7 @@ func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalStatusRequest.ProtoReflect.Descriptor instead.
 func (*LocalStatusRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{68}
+	return file_metad_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *LocalStatusRequest) GetWithHash() bool {
@@ -4965,7 +5195,22 @@ const file_metad_proto_rawDesc = "" +
 	"\x11RemovePeerRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\".\n" +
 	"\x12RemovePeerResponse\x12\x18\n" +
-	"\aversion\x18\x01 \x01(\x04R\aversion\"D\n" +
+	"\aversion\x18\x01 \x01(\x04R\aversion\"\x11\n" +
+	"\x0fSnapshotRequest\"^\n" +
+	"\n" +
+	"RaftServer\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
+	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1a\n" +
+	"\bsuffrage\x18\x03 \x01(\tR\bsuffrage\"\xb8\x01\n" +
+	"\fSnapshotMeta\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
+	"\x04term\x18\x03 \x01(\x04R\x04term\x125\n" +
+	"\btaken_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\atakenAt\x12.\n" +
+	"\aservers\x18\x05 \x03(\v2\x14.metad.v1.RaftServerR\aservers\"O\n" +
+	"\rSnapshotChunk\x12*\n" +
+	"\x04meta\x18\x01 \x01(\v2\x16.metad.v1.SnapshotMetaR\x04meta\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"D\n" +
 	"\rRepairRequest\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\"\x10\n" +
@@ -5046,13 +5291,14 @@ const file_metad_proto_rawDesc = "" +
 	"\tListIndex\x12\x1a.metad.v1.ListIndexRequest\x1a\x1b.metad.v1.ListIndexResponse\x12M\n" +
 	"\fListEvidence\x12\x1d.metad.v1.ListEvidenceRequest\x1a\x1e.metad.v1.ListEvidenceResponse\x12S\n" +
 	"\x0eDescribeObject\x12\x1f.metad.v1.DescribeObjectRequest\x1a .metad.v1.DescribeObjectResponse\x12>\n" +
-	"\aResolve\x12\x18.metad.v1.ResolveRequest\x1a\x19.metad.v1.ResolveResponse2\xb0\x02\n" +
+	"\aResolve\x12\x18.metad.v1.ResolveRequest\x1a\x19.metad.v1.ResolveResponse2\xf2\x02\n" +
 	"\aCluster\x12;\n" +
 	"\x06Status\x12\x17.metad.v1.StatusRequest\x1a\x18.metad.v1.StatusResponse\x12>\n" +
 	"\aMembers\x12\x18.metad.v1.MembersRequest\x1a\x19.metad.v1.MembersResponse\x12_\n" +
 	"\x12TransferLeadership\x12#.metad.v1.TransferLeadershipRequest\x1a$.metad.v1.TransferLeadershipResponse\x12G\n" +
 	"\n" +
-	"RemovePeer\x12\x1b.metad.v1.RemovePeerRequest\x1a\x1c.metad.v1.RemovePeerResponse2\xea\x02\n" +
+	"RemovePeer\x12\x1b.metad.v1.RemovePeerRequest\x1a\x1c.metad.v1.RemovePeerResponse\x12@\n" +
+	"\bSnapshot\x12\x19.metad.v1.SnapshotRequest\x1a\x17.metad.v1.SnapshotChunk0\x012\xea\x02\n" +
 	"\x04Peer\x12>\n" +
 	"\aPropose\x12\x18.metad.v1.ProposeRequest\x1a\x19.metad.v1.ProposeResponse\x12D\n" +
 	"\tReadIndex\x12\x1a.metad.v1.ReadIndexRequest\x1a\x1b.metad.v1.ReadIndexResponse\x12\\\n" +
@@ -5073,7 +5319,7 @@ func file_metad_proto_rawDescGZIP() []byte {
 }
 
 var file_metad_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
 var file_metad_proto_goTypes = []any{
 	(View)(0),                              // 0: metad.v1.View
 	(Consistency)(0),                       // 1: metad.v1.Consistency
@@ -5143,17 +5389,21 @@ var file_metad_proto_goTypes = []any{
 	(*TransferLeadershipResponse)(nil),     // 65: metad.v1.TransferLeadershipResponse
 	(*RemovePeerRequest)(nil),              // 66: metad.v1.RemovePeerRequest
 	(*RemovePeerResponse)(nil),             // 67: metad.v1.RemovePeerResponse
-	(*RepairRequest)(nil),                  // 68: metad.v1.RepairRequest
-	(*RepairResponse)(nil),                 // 69: metad.v1.RepairResponse
-	(*ProposeRequest)(nil),                 // 70: metad.v1.ProposeRequest
-	(*ProposeResponse)(nil),                // 71: metad.v1.ProposeResponse
-	(*ReadIndexRequest)(nil),               // 72: metad.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),              // 73: metad.v1.ReadIndexResponse
-	(*ConfirmLeadershipRequest)(nil),       // 74: metad.v1.ConfirmLeadershipRequest
-	(*ConfirmLeadershipResponse)(nil),      // 75: metad.v1.ConfirmLeadershipResponse
-	(*LocalStatusRequest)(nil),             // 76: metad.v1.LocalStatusRequest
-	(*durationpb.Duration)(nil),            // 77: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 78: google.protobuf.Timestamp
+	(*SnapshotRequest)(nil),                // 68: metad.v1.SnapshotRequest
+	(*RaftServer)(nil),                     // 69: metad.v1.RaftServer
+	(*SnapshotMeta)(nil),                   // 70: metad.v1.SnapshotMeta
+	(*SnapshotChunk)(nil),                  // 71: metad.v1.SnapshotChunk
+	(*RepairRequest)(nil),                  // 72: metad.v1.RepairRequest
+	(*RepairResponse)(nil),                 // 73: metad.v1.RepairResponse
+	(*ProposeRequest)(nil),                 // 74: metad.v1.ProposeRequest
+	(*ProposeResponse)(nil),                // 75: metad.v1.ProposeResponse
+	(*ReadIndexRequest)(nil),               // 76: metad.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),              // 77: metad.v1.ReadIndexResponse
+	(*ConfirmLeadershipRequest)(nil),       // 78: metad.v1.ConfirmLeadershipRequest
+	(*ConfirmLeadershipResponse)(nil),      // 79: metad.v1.ConfirmLeadershipResponse
+	(*LocalStatusRequest)(nil),             // 80: metad.v1.LocalStatusRequest
+	(*durationpb.Duration)(nil),            // 81: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 82: google.protobuf.Timestamp
 }
 var file_metad_proto_depIdxs = []int32{
 	0,  // 0: metad.v1.IndexKey.view:type_name -> metad.v1.View
@@ -5169,8 +5419,8 @@ var file_metad_proto_depIdxs = []int32{
 	0,  // 10: metad.v1.RetireGenerationRequest.view:type_name -> metad.v1.View
 	10, // 11: metad.v1.RegisterObjectRequest.object:type_name -> metad.v1.ObjectRef
 	10, // 12: metad.v1.PinRequest.object:type_name -> metad.v1.ObjectRef
-	77, // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
-	78, // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
+	81, // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
+	82, // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
 	11, // 15: metad.v1.CandidateRef.key:type_name -> metad.v1.IndexKey
 	35, // 16: metad.v1.ReportCandidateFailureRequest.candidate:type_name -> metad.v1.CandidateRef
 	2,  // 17: metad.v1.ReportCandidateFailureRequest.kind:type_name -> metad.v1.FailureKind
@@ -5205,77 +5455,82 @@ var file_metad_proto_depIdxs = []int32{
 	8,  // 46: metad.v1.Target.resolved:type_name -> metad.v1.Range
 	10, // 47: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
 	9,  // 48: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
-	78, // 49: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
-	77, // 50: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
+	82, // 49: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
+	81, // 50: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
 	35, // 51: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
 	7,  // 52: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
 	54, // 53: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
 	55, // 54: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
-	78, // 55: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
+	82, // 55: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
 	55, // 56: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
-	78, // 57: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
-	77, // 58: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
+	82, // 57: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
+	81, // 58: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
 	58, // 59: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
 	61, // 60: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
-	13, // 61: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
-	15, // 62: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
-	17, // 63: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
-	19, // 64: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
-	21, // 65: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
-	23, // 66: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
-	25, // 67: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
-	27, // 68: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
-	29, // 69: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
-	31, // 70: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
-	33, // 71: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
-	36, // 72: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
-	40, // 73: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
-	42, // 74: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
-	45, // 75: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
-	48, // 76: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
-	51, // 77: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
-	53, // 78: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
-	59, // 79: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
-	62, // 80: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
-	64, // 81: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
-	66, // 82: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
-	70, // 83: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
-	72, // 84: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
-	74, // 85: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
-	76, // 86: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
-	68, // 87: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
-	14, // 88: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
-	16, // 89: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
-	18, // 90: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
-	20, // 91: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
-	22, // 92: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
-	24, // 93: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
-	26, // 94: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
-	28, // 95: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
-	30, // 96: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
-	32, // 97: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
-	34, // 98: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
-	37, // 99: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
-	41, // 100: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
-	43, // 101: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
-	46, // 102: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
-	49, // 103: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
-	52, // 104: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
-	56, // 105: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
-	60, // 106: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
-	63, // 107: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
-	65, // 108: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
-	67, // 109: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
-	71, // 110: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
-	73, // 111: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
-	75, // 112: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
-	58, // 113: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
-	69, // 114: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
-	88, // [88:115] is the sub-list for method output_type
-	61, // [61:88] is the sub-list for method input_type
-	61, // [61:61] is the sub-list for extension type_name
-	61, // [61:61] is the sub-list for extension extendee
-	0,  // [0:61] is the sub-list for field type_name
+	82, // 61: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
+	69, // 62: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
+	70, // 63: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
+	13, // 64: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
+	15, // 65: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
+	17, // 66: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
+	19, // 67: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
+	21, // 68: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
+	23, // 69: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
+	25, // 70: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
+	27, // 71: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
+	29, // 72: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
+	31, // 73: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
+	33, // 74: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
+	36, // 75: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
+	40, // 76: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
+	42, // 77: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
+	45, // 78: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
+	48, // 79: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
+	51, // 80: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
+	53, // 81: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
+	59, // 82: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
+	62, // 83: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
+	64, // 84: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
+	66, // 85: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
+	68, // 86: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
+	74, // 87: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
+	76, // 88: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
+	78, // 89: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
+	80, // 90: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
+	72, // 91: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
+	14, // 92: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
+	16, // 93: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
+	18, // 94: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
+	20, // 95: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
+	22, // 96: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
+	24, // 97: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
+	26, // 98: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
+	28, // 99: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
+	30, // 100: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
+	32, // 101: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
+	34, // 102: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
+	37, // 103: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
+	41, // 104: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
+	43, // 105: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
+	46, // 106: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
+	49, // 107: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
+	52, // 108: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
+	56, // 109: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
+	60, // 110: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
+	63, // 111: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
+	65, // 112: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
+	67, // 113: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
+	71, // 114: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
+	75, // 115: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
+	77, // 116: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
+	79, // 117: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
+	58, // 118: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
+	73, // 119: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
+	92, // [92:120] is the sub-list for method output_type
+	64, // [64:92] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_metad_proto_init() }
@@ -5289,7 +5544,7 @@ func file_metad_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metad_proto_rawDesc), len(file_metad_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   69,
+			NumMessages:   73,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -793,6 +793,7 @@ const (
 	Cluster_Members_FullMethodName            = "/metad.v1.Cluster/Members"
 	Cluster_TransferLeadership_FullMethodName = "/metad.v1.Cluster/TransferLeadership"
 	Cluster_RemovePeer_FullMethodName         = "/metad.v1.Cluster/RemovePeer"
+	Cluster_Snapshot_FullMethodName           = "/metad.v1.Cluster/Snapshot"
 )
 
 // ClusterClient is the client API for Cluster service.
@@ -806,6 +807,12 @@ type ClusterClient interface {
 	Members(ctx context.Context, in *MembersRequest, opts ...grpc.CallOption) (*MembersResponse, error)
 	TransferLeadership(ctx context.Context, in *TransferLeadershipRequest, opts ...grpc.CallOption) (*TransferLeadershipResponse, error)
 	RemovePeer(ctx context.Context, in *RemovePeerRequest, opts ...grpc.CallOption) (*RemovePeerResponse, error)
+	// Snapshot streams a consistent snapshot of the replicated state, taken
+	// by the answering node (any member) at a linearizable read index: it
+	// holds every write acknowledged before the call. The first message
+	// carries the meta and no data; the others carry the snapshot stream
+	// (raftstore/doc.go) in order. `metad snapshot save` writes it to a file.
+	Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
 }
 
 type clusterClient struct {
@@ -856,6 +863,25 @@ func (c *clusterClient) RemovePeer(ctx context.Context, in *RemovePeerRequest, o
 	return out, nil
 }
 
+func (c *clusterClient) Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Cluster_ServiceDesc.Streams[0], Cluster_Snapshot_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SnapshotRequest, SnapshotChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Cluster_SnapshotClient = grpc.ServerStreamingClient[SnapshotChunk]
+
 // ClusterServer is the server API for Cluster service.
 // All implementations must embed UnimplementedClusterServer
 // for forward compatibility.
@@ -867,6 +893,12 @@ type ClusterServer interface {
 	Members(context.Context, *MembersRequest) (*MembersResponse, error)
 	TransferLeadership(context.Context, *TransferLeadershipRequest) (*TransferLeadershipResponse, error)
 	RemovePeer(context.Context, *RemovePeerRequest) (*RemovePeerResponse, error)
+	// Snapshot streams a consistent snapshot of the replicated state, taken
+	// by the answering node (any member) at a linearizable read index: it
+	// holds every write acknowledged before the call. The first message
+	// carries the meta and no data; the others carry the snapshot stream
+	// (raftstore/doc.go) in order. `metad snapshot save` writes it to a file.
+	Snapshot(*SnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
 	mustEmbedUnimplementedClusterServer()
 }
 
@@ -888,6 +920,9 @@ func (UnimplementedClusterServer) TransferLeadership(context.Context, *TransferL
 }
 func (UnimplementedClusterServer) RemovePeer(context.Context, *RemovePeerRequest) (*RemovePeerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemovePeer not implemented")
+}
+func (UnimplementedClusterServer) Snapshot(*SnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
+	return status.Error(codes.Unimplemented, "method Snapshot not implemented")
 }
 func (UnimplementedClusterServer) mustEmbedUnimplementedClusterServer() {}
 func (UnimplementedClusterServer) testEmbeddedByValue()                 {}
@@ -982,6 +1017,17 @@ func _Cluster_RemovePeer_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cluster_Snapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SnapshotRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ClusterServer).Snapshot(m, &grpc.GenericServerStream[SnapshotRequest, SnapshotChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Cluster_SnapshotServer = grpc.ServerStreamingServer[SnapshotChunk]
+
 // Cluster_ServiceDesc is the grpc.ServiceDesc for Cluster service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1006,7 +1052,13 @@ var Cluster_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Cluster_RemovePeer_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Snapshot",
+			Handler:       _Cluster_Snapshot_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "metad.proto",
 }
 
