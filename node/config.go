@@ -45,6 +45,10 @@ type Config struct {
 	ObjectDir string
 	// ShutdownTimeout bounds a graceful shutdown. Default 10s; range [0, 5m].
 	ShutdownTimeout time.Duration
+	// NotifySocket is systemd's notify socket ($NOTIFY_SOCKET, read by
+	// cmd/metad): READY=1 is sent there once the node serves, STOPPING=1
+	// when it shuts down. Empty (the default) sends nothing.
+	NotifySocket string
 	// DialMap maps addresses (raft, gRPC, gossip) to the addresses actually
 	// dialled. Empty in production; the Jepsen harness routes each link
 	// through a proxy with it.
@@ -80,7 +84,7 @@ func (c *Config) Complete() {
 		c.ObjectDir = filepath.Join(c.DataDir, "objects")
 	}
 	c.Raft.NodeID = c.NodeID
-	c.Raft.DataDir = filepath.Join(c.DataDir, "raft")
+	c.Raft.DataDir = RaftDir(c.DataDir)
 	c.Membership.NodeID = c.NodeID
 	c.Membership.RaftAddr = c.Raft.AdvertiseAddr
 	if c.Membership.RaftAddr == "" {

@@ -36,6 +36,8 @@ type Node struct {
 	grpc    *grpc.Server
 	http    *http.Server
 	objects *objectstore.Local
+	rpc     *api.RPCMetrics
+	notify  *notifier
 
 	cancel context.CancelFunc // stops the loops below
 	wg     sync.WaitGroup     // the loops: serve, health, leader work
@@ -46,7 +48,11 @@ type Node struct {
 // Start opens the node's state, joins the cluster and starts serving. The
 // configuration must be Complete and valid. reg receives the metrics.
 func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (n *Node, err error) {
-	n = &Node{cfg: cfg, log: log, serveErr: make(chan error, 4)}
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	n = &Node{cfg: cfg, log: log, serveErr: make(chan error, 4),
+		notify: &notifier{socket: cfg.NotifySocket, log: log}}
 	defer func() {
 		if err != nil {
 			n.closeParts()
@@ -61,6 +67,9 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (n *Node, err
 	}
 	n.peers = api.NewPeerClient(dial)
 	if n.store, err = raftstore.Open(cfg.Raft, n.peers, log.With("component", "raft")); err != nil {
+		return nil, err
+	}
+	if err = n.registerMetrics(reg); err != nil {
 		return nil, err
 	}
 	if n.agent, err = membership.New(cfg.Membership, n.store.Raft(), n.hooks(), log.With("component", "membership")); err != nil {
@@ -93,8 +102,10 @@ func (n *Node) startServing(reg *prometheus.Registry) error {
 	if err != nil {
 		return fmt.Errorf("grpc-addr: %w", err)
 	}
-	n.grpc = grpc.NewServer(n.api.ServerOptions()...)
+	// The RPC metrics interceptors go first, to count each call's final code.
+	n.grpc = grpc.NewServer(append(n.rpc.ServerOptions(), n.api.ServerOptions()...)...)
 	n.api.Register(n.grpc)
+	n.rpc.Initialize(n.grpc)
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.goLoop(func() {
@@ -104,6 +115,7 @@ func (n *Node) startServing(reg *prometheus.Registry) error {
 	})
 	n.goLoop(func() { n.api.RunHealth(ctx) })
 	n.goLoop(func() { n.leaderWork(ctx, rep, col) })
+	n.goLoop(func() { n.announceReady(ctx, cfg.API.HealthInterval) })
 	if cfg.HTTPAddr != "" {
 		if err := n.startHTTP(reg); err != nil {
 			return err
@@ -176,35 +188,100 @@ func (n *Node) Serving() bool { return n.api.Serving() }
 // Store exposes the node's raft store (for tests and admin commands).
 func (n *Node) Store() *raftstore.Store { return n.store }
 
-// Shutdown stops the node gracefully: a leader first hands leadership to
-// another voter, then the node stops taking calls, lets calls in flight
-// finish (bounded by ShutdownTimeout), leaves gossip and closes Raft. It
-// never removes the node from the Raft configuration: a restart rejoins.
+// Shutdown stops the node gracefully, in this order: it reports
+// NOT_SERVING (gRPC health, /readyz) and STOPPING=1 to systemd so that
+// balancers stop sending it calls; a leader hands leadership to another
+// voter; the gRPC server stops taking calls and lets those in flight
+// finish; gossip is left; raft is closed cleanly. The whole is bounded by
+// ShutdownTimeout, after which calls still in flight are cut. It never
+// removes the node from the Raft configuration: a restart rejoins with its
+// data, and acknowledged writes are on disk on a quorum already.
 func (n *Node) Shutdown() error {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 	defer cancel()
-	if n.store.IsLeader() {
-		if err := n.store.TransferLeadership(ctx, ""); err != nil {
-			n.log.Warn("shutdown: leadership transfer failed", "err", err)
-		} else {
-			n.log.Info("shutdown: leadership transferred")
-		}
-	}
-	stopped := make(chan struct{})
-	go func() { n.grpc.GracefulStop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-ctx.Done():
-		n.grpc.Stop()
-		<-stopped
-	}
+	n.log.Info("shutdown: draining", "timeout", n.cfg.ShutdownTimeout)
+	n.api.Drain()
+	n.notify.markStopping()
+	n.handOffLeadership(ctx)
+	n.drainCalls(ctx)
 	if n.http != nil {
 		_ = n.http.Shutdown(ctx)
 	}
 	if err := n.agent.Leave(time.Second); err != nil {
 		n.log.Warn("shutdown: gossip leave failed", "err", err)
 	}
-	return n.closeParts()
+	err := n.closeParts()
+	n.log.Info("shutdown: done", "took", time.Since(start).Round(time.Millisecond))
+	return err
+}
+
+// handOffLeadership transfers leadership to another voter if this node
+// leads, retrying while ctx allows: raft refuses a transfer while another
+// is in progress or the target is still catching up. A node without
+// another voter keeps leadership; a failed transfer is logged, and the
+// closing leader's followers then elect a successor after their heartbeat
+// timeout.
+func (n *Node) handOffLeadership(ctx context.Context) {
+	if !n.store.IsLeader() {
+		return
+	}
+	servers, err := n.store.Configuration()
+	others := 0
+	for _, s := range servers {
+		if s.ID != n.cfg.NodeID && s.Suffrage == raftstore.Voter {
+			others++
+		}
+	}
+	if err != nil || others == 0 {
+		n.log.Info("shutdown: no other voter to hand leadership to")
+		return
+	}
+	for attempt := 1; ; attempt++ {
+		err := n.store.TransferLeadership(ctx, "")
+		if err == nil || !n.store.IsLeader() {
+			n.log.Info("shutdown: leadership transferred", "to", n.awaitOtherLeader(ctx), "attempts", attempt)
+			return
+		}
+		if ctx.Err() != nil || attempt == 3 {
+			n.log.Warn("shutdown: leadership transfer failed; followers will elect a leader after their heartbeat timeout",
+				"err", err, "attempts", attempt)
+			return
+		}
+		n.log.Info("shutdown: leadership transfer failed, retrying", "err", err, "attempt", attempt)
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// awaitOtherLeader waits (up to a second, within ctx) until this node
+// knows the leader that followed it, so calls it forwards while draining
+// find that leader, and returns its id ("" if none known yet).
+func (n *Node) awaitOtherLeader(ctx context.Context) string {
+	deadline := time.Now().Add(time.Second)
+	for {
+		id, _ := n.store.Leader()
+		if (id != "" && id != n.cfg.NodeID) || time.Now().After(deadline) || ctx.Err() != nil {
+			return id
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// drainCalls stops the gRPC server from taking calls and waits for those in
+// flight, until ctx ends; then it cuts the rest.
+func (n *Node) drainCalls(ctx context.Context) {
+	stopped := make(chan struct{})
+	go func() { n.grpc.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		n.log.Warn("shutdown: calls still in flight at the shutdown timeout are cut")
+		n.grpc.Stop()
+		<-stopped
+	}
 }
 
 // closeParts stops the loops and closes whatever was opened.

@@ -41,3 +41,16 @@ func LoadNodeID(dataDir, given string) (string, error) {
 	}
 	return id, os.WriteFile(path, []byte(id+"\n"), 0o644)
 }
+
+// StoredNodeID returns the node id stored in dataDir, without creating
+// one: offline commands must not give a data dir an identity it never had.
+func StoredNodeID(dataDir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, nodeIDFile))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// RaftDir is where a node keeps its raft state inside its data dir.
+func RaftDir(dataDir string) string { return filepath.Join(dataDir, "raft") }

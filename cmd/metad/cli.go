@@ -24,14 +24,18 @@ type clientOpts struct {
 	timeout time.Duration
 }
 
-func (o *clientOpts) register(cmd *cobra.Command) {
+func (o *clientOpts) register(cmd *cobra.Command) { o.registerWithTimeout(cmd, 10*time.Second) }
+
+// registerWithTimeout registers the flags with another default --timeout,
+// for commands that move a lot of data.
+func (o *clientOpts) registerWithTimeout(cmd *cobra.Command, timeout time.Duration) {
 	addr := os.Getenv("METAD_ADDR")
 	if addr == "" {
 		addr = "127.0.0.1:7420"
 	}
 	cmd.PersistentFlags().StringVar(&o.addr, "addr", addr, "gRPC address of any member, comma-separated for several (env METAD_ADDR)")
 	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
-	cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", 10*time.Second, "deadline for the whole command")
+	cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", timeout, "deadline for the whole command")
 }
 
 func (o *clientOpts) validate() error {
@@ -65,6 +69,16 @@ func (o *clientOpts) print(w io.Writer, msg proto.Message, table func(tw *tabwri
 		}
 		_, err = fmt.Fprintln(w, string(b))
 		return err
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	table(tw)
+	return tw.Flush()
+}
+
+// printJSON writes v (not a protobuf message) as JSON, or calls table.
+func (o *clientOpts) printJSON(w io.Writer, v any, table func(tw *tabwriter.Writer)) error {
+	if o.output == "json" {
+		return writeJSON(w, v)
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	table(tw)

@@ -36,6 +36,7 @@ read (stream, view, offset) to one pinned physical target.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newServerCmd())
 	addClientCommands(root)
+	root.AddCommand(newSnapshotCmd(), newDataCmd())
 	if err := root.ExecuteContext(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "metad:", strings.TrimPrefix(err.Error(), "metad: "))
 		os.Exit(exitCode(err))

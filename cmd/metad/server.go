@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -117,6 +118,8 @@ func (f *serverFlags) resolve(fs *pflag.FlagSet) (node.Config, error) {
 	if f.logFormat != "text" && f.logFormat != "json" {
 		errs = append(errs, fmt.Errorf("log-format %q: want text or json", f.logFormat))
 	}
+	// systemd's notify socket, for Type=notify units (examples/metad.service).
+	c.NotifySocket = os.Getenv("NOTIFY_SOCKET")
 	id, err := node.LoadNodeID(c.DataDir, c.NodeID)
 	if err != nil {
 		errs = append(errs, err)
@@ -146,10 +149,13 @@ func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io
 	defer stop()
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down", "reason", "signal")
+		log.Info("shutting down gracefully; a second signal stops at once", "reason", "signal")
 	case err := <-n.Err():
 		log.Error("shutting down", "reason", err)
 	}
+	// From here SIGINT and SIGTERM have their default effect again: an
+	// operator who does not want to wait for the drain signals twice.
+	stop()
 	if err := n.Shutdown(); err != nil {
 		log.Warn("shutdown", "err", err)
 	}

@@ -1,0 +1,38 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/metad/metad/api"
+)
+
+// registerMetrics registers what the node itself adds to reg: the
+// go-metrics bridge (raft's, raft-boltdb's and memberlist's own series),
+// the raft store's metad_raft_* series, the gRPC metrics and build info.
+// The packages started later register their own (api, repair, gc).
+func (n *Node) registerMetrics(reg prometheus.Registerer) error {
+	bridge, err := goMetricsBridge()
+	if err != nil {
+		return err
+	}
+	n.rpc = api.NewRPCMetrics(reg)
+	version := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		version = bi.Main.Version
+	}
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "metad_build_info",
+		Help:        "Always 1; the labels say which metad binary runs and which metrics library raft reports through.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version(), "gometrics": goMetricsLibrary},
+	})
+	build.Set(1)
+	if err := errors.Join(reg.Register(bridge), reg.Register(build), n.store.RegisterMetrics(reg)); err != nil {
+		return fmt.Errorf("node: metrics: %w", err)
+	}
+	return nil
+}
