@@ -90,12 +90,21 @@ type usageError struct{ error }
 
 func (e usageError) Unwrap() error { return e.error }
 
+// notFoundError marks a thing the command looked for and did not find.
+type notFoundError struct{ error }
+
+func (e notFoundError) Unwrap() error { return e.error }
+
 // exitCode: 2 for usage errors, 3 when the cluster said the thing does not
 // exist, 4 for retryable failures (try again), 1 otherwise.
 func exitCode(err error) int {
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2
+	}
+	var nf notFoundError
+	if errors.As(err, &nf) {
+		return 3
 	}
 	if e, ok := client.AsError(err); ok {
 		switch {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -108,12 +109,20 @@ func newRaftCmd(o *clientOpts) *cobra.Command {
 		},
 	})
 	cmd.AddCommand(&cobra.Command{
-		Use:     "remove-peer ID",
-		Short:   "Remove a server from the Raft configuration (on the leader)",
+		Use:   "remove-peer ID",
+		Short: "Remove a server from the Raft configuration (on the leader)",
+		Long: `Remove a server from the Raft configuration, through the leader. Use it for a
+server that is gone for good (the leader also removes servers dead longer than
+--dead-server-timeout on its own, never below quorum). A server that is still
+running and alive in gossip is added back as a non-voter by the leader: stop it
+first. An id not in the configuration is refused (exit 3).`,
 		Example: `  metad raft remove-peer node-3`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				if err := requirePeer(ctx, c, args[0]); err != nil {
+					return err
+				}
 				resp, err := client.Call(ctx, c, c.Cluster.RemovePeer, &metadpb.RemovePeerRequest{NodeId: args[0]})
 				if err != nil {
 					return err
@@ -126,18 +135,34 @@ func newRaftCmd(o *clientOpts) *cobra.Command {
 	})
 	var to string
 	transfer := &cobra.Command{
-		Use:     "transfer-leader",
-		Short:   "Hand leadership to another voter",
-		Example: `  metad raft transfer-leader --to node-2`,
-		Args:    exactArgs(0),
+		Use:   "transfer-leader",
+		Short: "Hand leadership to another voter",
+		Long: `Hand leadership to another voter (--to ID), or to the most up-to-date one.
+The command waits until a new leader is known and prints it. Writes are refused
+with a retryable NO_LEADER for the moment of the hand-off.`,
+		Example: `  metad raft transfer-leader
+  metad raft transfer-leader --to node-2`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				if to != "" {
+					if err := requirePeer(ctx, c, to); err != nil {
+						return err
+					}
+				}
+				before, err := client.Call(ctx, c, c.Cluster.Status, &metadpb.StatusRequest{})
+				if err != nil {
+					return err
+				}
 				resp, err := client.Call(ctx, c, c.Cluster.TransferLeadership, &metadpb.TransferLeadershipRequest{ToNodeId: to})
 				if err != nil {
 					return err
 				}
+				if resp.LeaderId == "" || resp.LeaderId == before.LeaderId {
+					resp.LeaderId = awaitNewLeader(ctx, c, before.LeaderId)
+				}
 				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
-					fmt.Fprintf(tw, "leader is now %s\n", resp.LeaderId)
+					fmt.Fprintf(tw, "leader is now %s (was %s)\n", resp.LeaderId, before.LeaderId)
 				})
 			})
 		},
@@ -145,4 +170,40 @@ func newRaftCmd(o *clientOpts) *cobra.Command {
 	transfer.Flags().StringVar(&to, "to", "", "node id of the new leader (default: raft chooses)")
 	cmd.AddCommand(transfer)
 	return cmd
+}
+
+// requirePeer refuses a server id that is not in the Raft configuration.
+func requirePeer(ctx context.Context, c *client.Client, id string) error {
+	st, err := client.Call(ctx, c, c.Cluster.Status, &metadpb.StatusRequest{})
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, n := range st.Nodes {
+		if n.NodeId == id {
+			return nil
+		}
+		ids = append(ids, n.NodeId)
+	}
+	return notFoundError{fmt.Errorf("%q is not in the Raft configuration (%s)", id, strings.Join(ids, ", "))}
+}
+
+// awaitNewLeader polls until a leader other than old is known (or ctx
+// ends) and returns it; a transfer resolves when the old leader steps
+// down, a moment before the others learn who won.
+func awaitNewLeader(ctx context.Context, c *client.Client, old string) string {
+	for {
+		st, err := client.Call(ctx, c, c.Cluster.Status, &metadpb.StatusRequest{})
+		if err == nil && st.LeaderId != "" && st.LeaderId != old {
+			return st.LeaderId
+		}
+		select {
+		case <-ctx.Done():
+			if st != nil {
+				return st.LeaderId
+			}
+			return ""
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -57,7 +57,7 @@ state hash and the record counts. Use it to compare survivors before a
 recovery: the one with the highest last log term, then index, has the most.`,
 		Example: `  metad data inspect --data-dir /var/lib/metad
   metad data inspect --data-dir ./data-n1 -o json`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "table" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: want table or json", output)}
@@ -173,7 +173,7 @@ in the current configuration. Steps (README: "Recovering from a lost quorum"):
 		Example: `  metad data recover --data-dir /var/lib/metad
   metad data recover --data-dir ./data-n1 --server n1=127.0.0.1:7411 --yes
   metad data recover --data-dir /var/lib/metad --peers-file peers.json`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return recoverDataDir(cmd, dataDir, peersFile, servers, yes)
 		},

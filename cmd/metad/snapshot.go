@@ -53,7 +53,7 @@ the leader the work. The file is written to FILE.part, checked, synced, then
 renamed to FILE, so FILE is never half-written.`,
 		Example: `  metad snapshot save backup.snap
   metad snapshot save /backups/metad-$(date +%F).snap --addr 10.0.0.3:7420`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
 				res, err := saveSnapshot(ctx, c, args[0], cmd.ErrOrStderr())
@@ -227,7 +227,7 @@ restore into memory). Exits 1 if anything does not verify. Offline: reads
 only the file.`,
 		Example: `  metad snapshot inspect backup.snap
   metad snapshot inspect backup.snap -o json`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "table" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: want table or json", output)}
@@ -403,7 +403,7 @@ snapshot's Raft index (metadata versions keep growing) and starts at term 1.`,
   # three servers: the same command on each, with its own id and address
   metad snapshot restore backup.snap --data-dir /var/lib/metad --node-id n1 --raft-addr 10.0.0.1:7421 \
       --server n2=10.0.0.2:7421 --server n3=10.0.0.3:7421`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "table" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: want table or json", output)}
