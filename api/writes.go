@@ -9,6 +9,7 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/resolver"
 )
 
@@ -170,11 +171,40 @@ func (s *Server) ReportCandidateFailure(ctx context.Context, req *metadpb.Report
 	// A reader could not use this candidate: no cached hint may offer it
 	// again, whatever the report's outcome.
 	s.cache.Invalidate(resolver.CandidateID{Key: indexKeyToFSM(req.Candidate.Key), Version: req.Candidate.Version})
+	key := indexKeyToFSM(req.Candidate.Key)
+	kind := kindToFSM(req.Kind)
+	if (kind == fsm.FailureIdentityMismatch || kind == fsm.FailureObjectMissing) && s.objectIntact(ctx, key, req.Candidate.Version) {
+		// The store still holds exactly those bytes: the reader's failure
+		// was its own. Recorded as transient, so nothing is quarantined on
+		// one reader's word.
+		kind = fsm.FailureIOError
+	}
 	res, err := s.applyRenamed(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
-		Key: indexKeyToFSM(req.Candidate.Key).PB(), Version: req.Candidate.Version, Kind: kindToFSM(req.Kind), Detail: req.Detail,
+		Key: key.PB(), Version: req.Candidate.Version, Kind: kind, Detail: req.Detail,
 	}}}, map[string]string{"key": "candidate.key", "version": "candidate.version"})
 	if err != nil {
 		return nil, err
 	}
 	return &metadpb.ReportCandidateFailureResponse{Quarantined: res.Quarantined, Version: res.Version}, nil
+}
+
+// objectIntact reports whether this node's object store verifiably holds the
+// bytes the record (key, version) names. Any doubt — no store, no record,
+// a store error — answers false, leaving the report as the reader made it.
+func (s *Server) objectIntact(ctx context.Context, key fsm.IndexKey, version uint64) bool {
+	if s.objects == nil {
+		return false
+	}
+	var obj fsm.ObjectRef
+	err := s.store.Read(ctx, func(m *fsm.Machine) error {
+		rec, ok := m.RecordFrom(key.Stream, key.View, key.Generation, key.Start)
+		if ok && rec.Key == key && rec.Version == version {
+			obj = rec.Object
+		}
+		return nil
+	})
+	if err != nil || obj.Key == "" {
+		return false
+	}
+	return objectstore.Verify(ctx, s.objects, obj.Key, obj.Identity) == nil
 }

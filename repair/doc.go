@@ -4,7 +4,8 @@
 // Planning (plan.go) is pure: PlanOffset decides, from one consistent state,
 // whether the record covering an offset is healthy, must be rebuilt, or
 // cannot be (the offset is trimmed or past the end; the evidence is missing;
-// its object is gone). A rebuild is a conditional RepairGen0 command whose
+// its object is gone, or a reader proved its bytes unusable and the record
+// was quarantined — rebuilding the same record would only re-offer them). A rebuild is a conditional RepairGen0 command whose
 // premises — the evidence version and the exact set of overlapping
 // generation-0 records — are re-checked when it is applied, so of any number
 // of repairs planned from the same state, on any leader, at most one takes

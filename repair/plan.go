@@ -105,6 +105,14 @@ func planEvidence(st State, ev fsm.EvidenceInfo, a Action) Action {
 		a.Verdict = Healthy
 		return a
 	}
+	if len(overlap) == 1 && sameProof(overlap[0], ev) && overlap[0].Status == fsm.RecordQuarantined {
+		// The record is exactly what the evidence says, and a reader proved
+		// those bytes unusable. Rebuilding it would only re-offer them.
+		a.Verdict = ObjectUnusable
+		a.Detail = fmt.Sprintf("generation-0 record %v was quarantined: the bytes of %v its evidence names were reported unusable",
+			ev.Range, ev.Object)
+		return a
+	}
 	obj, ok := st.Object(ev.Object.Key)
 	if !ok || obj.Status != fsm.ObjectLive || obj.Ref.Identity != ev.Object.Identity {
 		a.Verdict = ObjectUnusable
@@ -139,8 +147,12 @@ func overlappingGen0(st State, ev fsm.EvidenceInfo) []fsm.RecordInfo {
 // matches reports whether a generation-0 record is the valid, verified
 // proof of exactly this evidence.
 func matches(r fsm.RecordInfo, ev fsm.EvidenceInfo) bool {
-	return r.Status == fsm.RecordValid && r.Verify() &&
-		r.Range == ev.Range && r.Object == ev.Object && r.Bytes == ev.Bytes
+	return r.Status == fsm.RecordValid && r.Verify() && sameProof(r, ev)
+}
+
+// sameProof reports whether a record says what the evidence says.
+func sameProof(r fsm.RecordInfo, ev fsm.EvidenceInfo) bool {
+	return r.Range == ev.Range && r.Object == ev.Object && r.Bytes == ev.Bytes
 }
 
 func describeStale(overlap []fsm.RecordInfo, ev fsm.EvidenceInfo) string {

@@ -71,28 +71,60 @@ func TestPlanOffsetVerdicts(t *testing.T) {
 	}
 }
 
-func TestRebuildReplacesQuarantinedRecord(t *testing.T) {
+// TestQuarantinedRecordIsNotRebuilt: a reader proved the bytes of a
+// generation-0 record unusable; the evidence names the same bytes, so
+// repair refuses (loudly) instead of re-offering them.
+func TestQuarantinedRecordIsNotRebuilt(t *testing.T) {
 	s := seed(t)
 	rec, _ := s.Machine().RecordFrom(1, fsm.Committed, 0, 0)
 	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
 		Key: rec.Key.PB(), Version: rec.Version, Kind: fsm.FailureCorrupt,
 	}}})
-	a := plan(s, 3)
-	if a.Verdict != Rebuild || len(a.Command.Replace) != 1 || a.Command.Replace[0].Version == 0 {
-		t.Fatalf("quarantined record: %v %+v", a.Verdict, a.Command)
+	if a := plan(s, 3); a.Verdict != ObjectUnusable || a.Detail == "" {
+		t.Fatalf("quarantined record: %v %q", a.Verdict, a.Detail)
 	}
 	svc := newService(t, s)
 	runLeader(t, svc, func(ctx context.Context) {
-		if err := svc.Repair(ctx, 1, 3); err != nil {
-			t.Fatal(err)
+		if err := svc.Repair(ctx, 1, 3); !errors.Is(err, ErrObjectUnusable) {
+			t.Fatalf("repair of a quarantined record: %v", err)
 		}
 	})
-	if r, _ := s.Machine().RecordFrom(1, fsm.Committed, 0, 3); r.Status != fsm.RecordValid || r.Version == rec.Version {
+}
+
+// TestRebuildReplacesStaleProof: a generation-0 record that no longer
+// proves its evidence (here its checksum no longer verifies) is replaced,
+// conditionally on its exact version.
+func TestRebuildReplacesStaleProof(t *testing.T) {
+	s := seed(t)
+	rec, _ := s.Machine().RecordFrom(1, fsm.Committed, 0, 0)
+	st := staleState{State: s.Machine(), key: rec.Key}
+	a := PlanOffset(st, 1, 3)
+	if a.Verdict != Rebuild || len(a.Command.Replace) != 1 || a.Command.Replace[0].Version != rec.Version {
+		t.Fatalf("stale proof: %v %+v", a.Verdict, a.Command)
+	}
+	before := s.Machine().Counts().Records
+	if res := s.apply(&fsmpb.Command{Op: &fsmpb.Command_RepairGen0{RepairGen0: a.Command}}); res.Rejection != nil {
+		t.Fatal(res.Rejection)
+	}
+	if r, _ := s.Machine().RecordFrom(1, fsm.Committed, 0, 3); r.Version == rec.Version || s.Machine().Counts().Records != before {
 		t.Fatalf("record after repair: %+v", r)
 	}
-	if a := plan(s, 3); a.Verdict != Healthy {
-		t.Fatalf("after repair: %v", a.Verdict)
+}
+
+// staleState shows one record with a checksum that does not verify.
+type staleState struct {
+	State
+	key fsm.IndexKey
+}
+
+func (s staleState) Records(stream uint64, view fsm.View, gen, from uint64, limit int) []fsm.RecordInfo {
+	out := s.State.Records(stream, view, gen, from, limit)
+	for i := range out {
+		if out[i].Key == s.key {
+			out[i].Checksum ^= 1
+		}
 	}
+	return out
 }
 
 func TestObjectUnusableIsNotRebuilt(t *testing.T) {
