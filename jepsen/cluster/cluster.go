@@ -1,0 +1,420 @@
+// Package cluster runs real metad server processes on loopback for the
+// Jepsen harness: it builds the binary (with -tags metad_faults), starts 3
+// or 5 servers whose every directed peer link (raft, gRPC forwarding,
+// gossip) goes through its own Proxy, and kills, pauses, resumes, wipes,
+// restarts, partitions, slows and skews them. Clients connect to the
+// servers' gRPC addresses directly, never through proxies.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/client"
+)
+
+// Config is one cluster's shape.
+type Config struct {
+	// Binary is the metad binary to run (see Build).
+	Binary string
+	// Dir holds data dirs, the shared object store and logs.
+	Dir string
+	// Nodes is 3 or 5.
+	Nodes int
+	// Faults is METAD_FAULTS for every server: planted bugs ("" for none).
+	Faults string
+	// Extra flags for every server (timings).
+	Extra []string
+	Log   *slog.Logger
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Binary == "" {
+		errs = append(errs, errors.New("cluster: Binary required"))
+	}
+	if c.Dir == "" {
+		errs = append(errs, errors.New("cluster: Dir required"))
+	}
+	if c.Nodes < 1 || c.Nodes > 9 {
+		errs = append(errs, fmt.Errorf("cluster: Nodes %d outside [1, 9]", c.Nodes))
+	}
+	if c.Log == nil {
+		errs = append(errs, errors.New("cluster: Log required"))
+	}
+	return errors.Join(errs...)
+}
+
+// Protocols of a peer link.
+const (
+	Raft   = "raft"
+	GRPC   = "grpc"
+	Gossip = "gossip"
+)
+
+// Protocols lists every protocol a partition cuts.
+var Protocols = []string{Raft, GRPC, Gossip}
+
+// Link names one directed link of one protocol: From dials To.
+type Link struct {
+	From, To int
+	Proto    string
+}
+
+// Node is one server.
+type Node struct {
+	Index                    int
+	ID                       string
+	GRPC, Raft, Gossip, HTTP string
+	DataDir, LogPath         string
+	// Guarded by Cluster.mu.
+	cmd    *exec.Cmd
+	done   chan struct{}
+	paused bool
+}
+
+// Cluster is a set of metad processes and the proxies between them.
+type Cluster struct {
+	cfg     Config
+	Nodes   []*Node
+	Objects string // the shared object store directory
+	proxies map[Link]*Proxy
+	clients []*client.Client // one per node, direct
+	mu      sync.Mutex       // guards every Node's process fields
+}
+
+// New allocates ports, proxies and directories; nothing runs yet.
+func New(cfg Config) (*Cluster, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, Objects: filepath.Join(cfg.Dir, "objects"), proxies: map[Link]*Proxy{}}
+	if err := os.MkdirAll(c.Objects, 0o755); err != nil {
+		return nil, err
+	}
+	for i := range cfg.Nodes {
+		n := &Node{Index: i, ID: fmt.Sprintf("n%d", i+1), DataDir: filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1)),
+			LogPath: filepath.Join(cfg.Dir, fmt.Sprintf("n%d.log", i+1))}
+		var err error
+		n.GRPC, n.Raft, n.HTTP = freeTCP(), freeTCP(), freeTCP()
+		if n.Gossip, err = freeBoth(); err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	for _, from := range c.Nodes {
+		for _, to := range c.Nodes {
+			if from == to {
+				continue
+			}
+			for _, proto := range Protocols {
+				target := map[string]string{Raft: to.Raft, GRPC: to.GRPC, Gossip: to.Gossip}[proto]
+				p, err := NewProxy(fmt.Sprintf("%s>%s/%s", from.ID, to.ID, proto), target, proto == Gossip)
+				if err != nil {
+					c.Close()
+					return nil, err
+				}
+				c.proxies[Link{from.Index, to.Index, proto}] = p
+			}
+		}
+	}
+	for _, n := range c.Nodes {
+		cl, err := client.New(client.Config{Addrs: []string{n.GRPC}, Timeout: 5 * time.Second, Holder: "jepsen"})
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.clients = append(c.clients, cl)
+	}
+	return c, nil
+}
+
+func freeTCP() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func freeBoth() (string, error) {
+	l, u, err := listenBoth()
+	if err != nil {
+		return "", err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	u.Close()
+	return addr, nil
+}
+
+// Client is a client of node i only.
+func (c *Cluster) Client(i int) *client.Client { return c.clients[i] }
+
+// args are node i's flags. fresh: join an existing cluster as a new server
+// (no --bootstrap-expect), as after a wipe.
+func (c *Cluster) args(i int, fresh bool) []string {
+	n := c.Nodes[i]
+	a := []string{"server", "--node-id", n.ID, "--data-dir", n.DataDir, "--grpc-addr", n.GRPC, "--raft-addr", n.Raft,
+		"--gossip-addr", n.Gossip, "--http-addr", n.HTTP, "--object-dir", c.Objects, "--log-level", "info"}
+	if !fresh {
+		a = append(a, "--bootstrap-expect", fmt.Sprint(len(c.Nodes)))
+	}
+	for _, o := range c.Nodes {
+		if o == n {
+			continue
+		}
+		a = append(a, "--join", o.Gossip)
+		for _, proto := range Protocols {
+			addr := map[string]string{Raft: o.Raft, GRPC: o.GRPC, Gossip: o.Gossip}[proto]
+			a = append(a, "--dial-map", addr+"="+c.proxies[Link{i, o.Index, proto}].Addr())
+		}
+	}
+	return append(a, c.cfg.Extra...)
+}
+
+// Start starts node i (fresh: as a new server joining the cluster).
+func (c *Cluster) Start(i int, fresh bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.Nodes[i]
+	if n.cmd != nil {
+		return nil
+	}
+	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logf, "==== jepsen: starting %s (fresh=%v) at %s\n", n.ID, fresh, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(c.cfg.Binary, c.args(i, fresh)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "METAD_FAULTS="+c.cfg.Faults)
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	done := make(chan struct{})
+	go func() { // owned by the node: ends when the process does
+		_ = cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	n.cmd, n.done, n.paused = cmd, done, false
+	return nil
+}
+
+// StartAll starts every node.
+func (c *Cluster) StartAll() error {
+	for i := range c.Nodes {
+		if err := c.Start(i, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Kill sends SIGKILL to node i and waits for it to exit.
+func (c *Cluster) Kill(i int) { c.signal(i, syscall.SIGKILL) }
+
+// Pause stops node i with SIGSTOP; Resume continues it.
+func (c *Cluster) Pause(i int)  { c.signal(i, syscall.SIGSTOP) }
+func (c *Cluster) Resume(i int) { c.signal(i, syscall.SIGCONT) }
+
+// Running reports whether node i's process exists (paused or not).
+func (c *Cluster) Running(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Nodes[i].cmd != nil
+}
+
+// Up reports whether node i runs and is not paused.
+func (c *Cluster) Up(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Nodes[i].cmd != nil && !c.Nodes[i].paused
+}
+
+func (c *Cluster) signal(i int, sig syscall.Signal) {
+	c.mu.Lock()
+	n := c.Nodes[i]
+	cmd, done := n.cmd, n.done
+	if cmd == nil {
+		c.mu.Unlock()
+		return
+	}
+	if sig == syscall.SIGKILL && n.paused {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+	}
+	_ = cmd.Process.Signal(sig)
+	switch sig {
+	case syscall.SIGSTOP:
+		n.paused = true
+	case syscall.SIGCONT:
+		n.paused = false
+	case syscall.SIGKILL:
+		n.cmd, n.paused = nil, false
+	}
+	c.mu.Unlock()
+	if sig == syscall.SIGKILL {
+		<-done
+	}
+}
+
+// Wipe removes node i's data directory (the node must not run).
+func (c *Cluster) Wipe(i int) error { return os.RemoveAll(c.Nodes[i].DataDir) }
+
+// SetLinks blocks or unblocks the given links.
+func (c *Cluster) SetLinks(links []Link, blocked bool) {
+	for _, l := range links {
+		if p := c.proxies[l]; p != nil {
+			p.SetBlocked(blocked)
+		}
+	}
+}
+
+// SetDelay delays the given links.
+func (c *Cluster) SetDelay(links []Link, d time.Duration) {
+	for _, l := range links {
+		if p := c.proxies[l]; p != nil {
+			p.SetDelay(d)
+		}
+	}
+}
+
+// HealNetwork unblocks and undelays every link.
+func (c *Cluster) HealNetwork() {
+	for _, p := range c.proxies {
+		p.SetBlocked(false)
+		p.SetDelay(0)
+	}
+}
+
+// SetClockOffset shifts the wall clock node i stamps commands with.
+func (c *Cluster) SetClockOffset(ctx context.Context, i int, d time.Duration) error {
+	url := fmt.Sprintf("http://%s/debug/faults/clock-offset?d=%s", c.Nodes[i].HTTP, d)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("clock offset on %s: HTTP %d", c.Nodes[i].ID, resp.StatusCode)
+	}
+	return nil
+}
+
+// Status asks node i for the cluster status.
+func (c *Cluster) Status(ctx context.Context, i int, withHash bool) (*metadpb.StatusResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return c.clients[i].Cluster.Status(ctx, &metadpb.StatusRequest{WithHash: withHash})
+}
+
+// Leader returns the index of the leader as the first answering running
+// node reports it, or -1.
+func (c *Cluster) Leader(ctx context.Context) int {
+	for i := range c.Nodes {
+		if !c.Up(i) {
+			continue
+		}
+		st, err := c.Status(ctx, i, false)
+		if err != nil || st.LeaderId == "" {
+			continue
+		}
+		if l := c.IndexOf(st.LeaderId); l >= 0 && c.Up(l) {
+			return l
+		}
+	}
+	return -1
+}
+
+// IndexOf maps a node id to its index (-1 if unknown).
+func (c *Cluster) IndexOf(id string) int {
+	for i, n := range c.Nodes {
+		if n.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// Voters returns the ids of the voters node i reports, and the leader.
+func (c *Cluster) Voters(ctx context.Context, i int) ([]string, string, error) {
+	st, err := c.Status(ctx, i, false)
+	if err != nil {
+		return nil, "", err
+	}
+	var v []string
+	for _, n := range st.Nodes {
+		if n.Voter {
+			v = append(v, n.NodeId)
+		}
+	}
+	return v, st.LeaderId, nil
+}
+
+// RemovePeer removes node id from the Raft configuration, through node via.
+func (c *Cluster) RemovePeer(ctx context.Context, via int, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := client.Call(ctx, c.clients[via], c.clients[via].Cluster.RemovePeer, &metadpb.RemovePeerRequest{NodeId: id})
+	return err
+}
+
+// LogTail returns the last lines of node i's log.
+func (c *Cluster) LogTail(i, lines int) string {
+	b, _ := os.ReadFile(c.Nodes[i].LogPath)
+	ls := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	return strings.Join(ls, "\n")
+}
+
+// Close kills every node and closes proxies and clients.
+func (c *Cluster) Close() {
+	for i := range c.Nodes {
+		c.Kill(i)
+	}
+	for _, p := range c.proxies {
+		p.Close()
+	}
+	for _, cl := range c.clients {
+		cl.Close()
+	}
+}
+
+// Build compiles cmd/metad with the fault hooks into dir and returns the
+// binary's path.
+func Build(ctx context.Context, dir string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(out)))
+	bin := filepath.Join(dir, "metad")
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "metad_faults", "-o", bin, "./cmd/metad")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, b)
+	}
+	return bin, nil
+}

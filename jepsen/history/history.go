@@ -1,0 +1,354 @@
+// Package history is the record of one Jepsen run: every operation a
+// recording client invoked, with its inputs, its outcome and its outputs, and
+// every fault the nemesis injected. It is plain data: the workload writes it,
+// the checkers read it, and it round-trips through JSON Lines so that a run
+// can be checked again later (`go run ./jepsen --check DIR`).
+package history
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+)
+
+// Status is how an operation ended.
+type Status string
+
+const (
+	// OK: the call returned a result.
+	OK Status = "ok"
+	// Rejected: the state machine refused the command deterministically.
+	// It is definite (nothing changed) and it observed the state, so the
+	// model must agree it would refuse.
+	Rejected Status = "rejected"
+	// Fail: the call certainly did not take effect and observed nothing.
+	Fail Status = "fail"
+	// Info: indeterminate; a mutation may or may not have taken effect.
+	Info Status = "info"
+)
+
+// Op kinds.
+const (
+	KindRegister = "register" // RegisterObject of a new object
+	KindAppend   = "append"   // CommitAppend
+	KindTrim     = "trim"
+	KindPublish  = "publish" // PublishGeneration (one part)
+	KindRetire   = "retire"
+	KindOpen     = "open"    // OpenForWrite
+	KindReplace  = "replace" // RegisterObject of new bytes under a used key
+	KindDescribe = "describe"
+	KindResolve  = "resolve" // Resolve, then a read of the target's bytes
+	KindPin      = "pin"     // an explicit pin held while watching the object
+)
+
+// Range is the half-open offset range [Start, End).
+type Range struct {
+	Start uint64 `json:"s"`
+	End   uint64 `json:"e"`
+}
+
+func (r Range) String() string { return fmt.Sprintf("[%d,%d)", r.Start, r.End) }
+
+// Contains reports whether o lies in r.
+func (r Range) Contains(o uint64) bool { return r.Start <= o && o < r.End }
+
+// Object names exact bytes.
+type Object struct {
+	Key      string `json:"key"`
+	Identity string `json:"id"`
+}
+
+// Bytes is a byte range of an object.
+type Bytes struct {
+	Offset uint64 `json:"off"`
+	Length uint64 `json:"len"`
+}
+
+// Record is one index record as published (and as a target names it).
+type Record struct {
+	Range     Range   `json:"range"`
+	Survivors []Range `json:"surv,omitempty"`
+	Object    Object  `json:"obj"`
+	Bytes     Bytes   `json:"bytes"`
+	Checksum  uint32  `json:"sum"`
+}
+
+// Candidate names one index record at one version (an exclusion).
+type Candidate struct {
+	View       string `json:"view"`
+	Generation uint64 `json:"gen"`
+	Start      uint64 `json:"start"`
+	Version    uint64 `json:"ver"`
+}
+
+// Input is what an operation asked for. Only the fields of its kind are set.
+type Input struct {
+	RequestID     string      `json:"rid,omitempty"`
+	Epoch         uint64      `json:"epoch,omitempty"`
+	ExpectedStart uint64      `json:"expect,omitempty"`
+	End           uint64      `json:"end,omitempty"`
+	Object        *Object     `json:"obj,omitempty"`
+	Bytes         *Bytes      `json:"bytes,omitempty"`
+	Size          uint64      `json:"size,omitempty"`
+	IndexGen0     bool        `json:"gen0,omitempty"`
+	Offset        uint64      `json:"off,omitempty"`
+	View          string      `json:"view,omitempty"`
+	Generation    uint64      `json:"gen,omitempty"`
+	Coverage      *Range      `json:"cov,omitempty"`
+	Records       []Record    `json:"recs,omitempty"`
+	Complete      bool        `json:"complete,omitempty"`
+	Exclude       []Candidate `json:"excl,omitempty"`
+	TTLNanos      int64       `json:"ttl,omitempty"`
+	// Content names the bytes Put under Object (register/replace): the
+	// offsets whose payloads it holds, so checkers can rebuild it.
+	Content *Content `json:"content,omitempty"`
+}
+
+// Content describes an object's bytes: Prefix filler bytes, then the
+// payload of every offset in Offsets (in order), then Suffix filler bytes.
+type Content struct {
+	Offsets []Range `json:"offsets"`
+	Prefix  int     `json:"prefix"`
+	Suffix  int     `json:"suffix"`
+	Salt    uint64  `json:"salt,omitempty"`
+}
+
+// Generation is one live generation as DescribeStream lists it.
+type Generation struct {
+	View      string `json:"view"`
+	Number    uint64 `json:"n"`
+	Published bool   `json:"pub"`
+	Coverage  Range  `json:"cov"`
+	Records   uint64 `json:"recs"`
+}
+
+// Target is a resolve's pinned target.
+type Target struct {
+	View        string `json:"view"`
+	Stream      uint64 `json:"stream"`
+	Generation  uint64 `json:"gen"`
+	Start       uint64 `json:"start"`
+	Version     uint64 `json:"ver"`
+	Checksum    uint32 `json:"sum"`
+	RecordRange Range  `json:"range"`
+	Resolved    Range  `json:"resolved"`
+	Object      Object `json:"obj"`
+	Bytes       Bytes  `json:"bytes"`
+	PinID       uint64 `json:"pin"`
+	// PinStamp is pin expiry minus pin TTL: the leader's machine time when
+	// the pin was applied, on the same wall clock as Call and Return.
+	PinStamp int64 `json:"pin_stamp"`
+	PinTTL   int64 `json:"pin_ttl"`
+}
+
+// Watch is what a client saw reading an object it held pinned.
+type Watch struct {
+	// Result: "ok", "mismatch" (bytes differ), "missing" (not found or
+	// other identity), "late" (read after the pin's lease), "error".
+	Result string `json:"result"`
+	At     int64  `json:"at"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Output is what an operation returned.
+type Output struct {
+	CommittedEnd uint64 `json:"end,omitempty"`
+	Trim         uint64 `json:"trim,omitempty"`
+	Epoch        uint64 `json:"epoch,omitempty"`
+	Version      uint64 `json:"ver,omitempty"`
+	Generation   uint64 `json:"gen,omitempty"`
+	AppliedIndex uint64 `json:"applied,omitempty"`
+	// describe
+	Sealed      bool         `json:"sealed,omitempty"`
+	Generations []Generation `json:"gens,omitempty"`
+	// resolve
+	Outcome string  `json:"outcome,omitempty"`
+	Target  *Target `json:"target,omitempty"`
+	ViewEnd uint64  `json:"view_end,omitempty"`
+	// Data is the target's bytes as read under its identity (resolve).
+	Data string `json:"data,omitempty"`
+	// Read is the result of reading the target's bytes ("ok" or a Watch
+	// result); Watches are later checks of a pinned object (pin).
+	Read    *Watch  `json:"read,omitempty"`
+	Watches []Watch `json:"watches,omitempty"`
+	PinID   uint64  `json:"pin,omitempty"`
+	// Expiry is the pin's expiry in machine time (pin).
+	Expiry int64 `json:"expiry,omitempty"`
+}
+
+// Op is one operation of the history.
+type Op struct {
+	ID     int    `json:"id"`
+	Client int    `json:"client"`
+	Node   string `json:"node,omitempty"`
+	Kind   string `json:"kind"`
+	Stream uint64 `json:"stream"`
+	// Call and Return are wall-clock unix nanoseconds, the clock metad
+	// stamps commands with on this machine.
+	Call   int64  `json:"call"`
+	Return int64  `json:"ret"`
+	Status Status `json:"status"`
+	// Reason is the metad error reason (UPPER_SNAKE) of a failed call.
+	Reason string  `json:"reason,omitempty"`
+	Error  string  `json:"err,omitempty"`
+	In     Input   `json:"in"`
+	Out    *Output `json:"out,omitempty"`
+	// Final marks the read-back after the run (G2).
+	Final bool `json:"final,omitempty"`
+}
+
+// Succeeded reports whether the op returned a result.
+func (o *Op) Succeeded() bool { return o.Status == OK }
+
+// IsWrite reports whether the op kind is a mutation.
+func (o *Op) IsWrite() bool {
+	switch o.Kind {
+	case KindDescribe, KindResolve:
+		return false
+	}
+	return true
+}
+
+// Fault is one nemesis action, from injection to heal.
+type Fault struct {
+	Kind    string   `json:"kind"`
+	Shape   string   `json:"shape"`
+	Targets []string `json:"targets,omitempty"`
+	Detail  string   `json:"detail,omitempty"`
+	Start   int64    `json:"start"`
+	End     int64    `json:"end"`
+	// OpsBefore counts successful operations between the previous heal
+	// (or the start) and this fault: the run's evidence that it did work.
+	OpsBefore int    `json:"ops_before"`
+	Error     string `json:"err,omitempty"`
+	// MaxSkew is the largest clock offset set (clock faults): machine time
+	// may run ahead of the wall clock until End + MaxSkew.
+	MaxSkew int64 `json:"max_skew,omitempty"`
+}
+
+// Recorder collects operations from concurrent clients.
+type Recorder struct {
+	mu     sync.Mutex
+	ops    []Op
+	faults []Fault
+	nextID int
+}
+
+// NewRecorder returns an empty recorder.
+func NewRecorder() *Recorder { return &Recorder{} }
+
+// Add stores a completed op and returns its id.
+func (r *Recorder) Add(op Op) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op.ID = r.nextID
+	r.nextID++
+	r.ops = append(r.ops, op)
+	return op.ID
+}
+
+// Mark changes a stored op.
+func (r *Recorder) Mark(id int, f func(*Op)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.ops {
+		if r.ops[i].ID == id {
+			f(&r.ops[i])
+			return
+		}
+	}
+}
+
+// AddFault stores a fault.
+func (r *Recorder) AddFault(f Fault) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults = append(r.faults, f)
+}
+
+// CountOK counts successful ops invoked in [from, to).
+func (r *Recorder) CountOK(from, to int64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for i := range r.ops {
+		if o := &r.ops[i]; o.Status == OK && o.Call >= from && o.Return < to {
+			n++
+		}
+	}
+	return n
+}
+
+// History returns a copy of everything recorded, ops sorted by call time.
+func (r *Recorder) History() History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := History{Ops: append([]Op(nil), r.ops...), Faults: append([]Fault(nil), r.faults...)}
+	sort.SliceStable(h.Ops, func(i, j int) bool { return h.Ops[i].Call < h.Ops[j].Call })
+	return h
+}
+
+// History is a whole run's record.
+type History struct {
+	Ops    []Op    `json:"ops"`
+	Faults []Fault `json:"faults"`
+}
+
+// line is one JSONL line: an op or a fault.
+type line struct {
+	Op    *Op    `json:"op,omitempty"`
+	Fault *Fault `json:"fault,omitempty"`
+}
+
+// WriteJSONL writes one line per fault, then one per op.
+func (h History) WriteJSONL(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	for i := range h.Faults {
+		if err := enc.Encode(line{Fault: &h.Faults[i]}); err != nil {
+			return err
+		}
+	}
+	for i := range h.Ops {
+		if err := enc.Encode(line{Op: &h.Ops[i]}); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// ReadJSONL reads what WriteJSONL wrote.
+func ReadJSONL(r io.Reader) (History, error) {
+	var h History
+	dec := json.NewDecoder(r)
+	for {
+		var l line
+		err := dec.Decode(&l)
+		if err == io.EOF {
+			return h, nil
+		}
+		if err != nil {
+			return h, fmt.Errorf("history: %w", err)
+		}
+		switch {
+		case l.Op != nil:
+			h.Ops = append(h.Ops, *l.Op)
+		case l.Fault != nil:
+			h.Faults = append(h.Faults, *l.Fault)
+		}
+	}
+}
+
+// ReadFile reads a history.jsonl file.
+func ReadFile(path string) (History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return History{}, err
+	}
+	defer f.Close()
+	return ReadJSONL(f)
+}

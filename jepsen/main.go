@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/metad/metad/jepsen/cluster"
+	"github.com/metad/metad/jepsen/nemesis"
+	"github.com/metad/metad/jepsen/report"
+	"github.com/metad/metad/jepsen/workload"
+)
+
+// options are the command line.
+type options struct {
+	nodes     int
+	nemesis   string
+	profile   string
+	timeLimit time.Duration
+	seed      int64
+	matrix    string
+	bugs      string
+	streams   int
+	readers   int
+	minOps    int
+	out       string
+	keep      bool
+	verbose   bool
+	checkTO   time.Duration
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.nodes, "nodes", 3, "servers: 3 or 5")
+	flag.StringVar(&o.nemesis, "nemesis", "partition,kill,pause", "faults, comma-separated: "+strings.Join(nemesis.AllKinds, ", ")+", or none")
+	flag.StringVar(&o.profile, "workload", workload.ProfileStream, "workload: stream, resolve, append or replace")
+	flag.DurationVar(&o.timeLimit, "time-limit", 60*time.Second, "length of each run (faults, then recovery)")
+	flag.Int64Var(&o.seed, "seed", 0, "seed of the fault schedule and the clients' choices (0: from the clock)")
+	flag.StringVar(&o.matrix, "matrix", "", "smoke or full: run every nemesis x workload cell")
+	flag.StringVar(&o.bugs, "bugs", "", "planted bugs to switch on (METAD_FAULTS): stale-read, skip-recheck, cross-view, lose-append")
+	flag.IntVar(&o.streams, "streams", 6, "streams (one writer each)")
+	flag.IntVar(&o.readers, "readers", 4, "reading clients")
+	flag.IntVar(&o.minOps, "min-ops", 20, "successful operations required before each fault for a valid run")
+	flag.StringVar(&o.out, "out", filepath.Join("jepsen", "runs"), "directory for run reports")
+	flag.BoolVar(&o.keep, "keep", false, "keep data directories and objects after a run")
+	flag.BoolVar(&o.verbose, "v", false, "log every fault and server start")
+	flag.DurationVar(&o.checkTO, "check-timeout", 2*time.Minute, "bound on the linearizability check")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	passed, err := run(ctx, o, os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		os.Exit(2)
+	}
+	if !passed {
+		os.Exit(1)
+	}
+}
+
+// cell is one run of a matrix.
+type cell struct {
+	nemesis []string
+	profile string
+}
+
+// matrixCells lists a matrix's runs: every nemesis with every workload.
+func matrixCells(name string) ([]cell, error) {
+	kinds := map[string][]string{
+		"smoke": {nemesis.Partition, nemesis.Kill, nemesis.Pause, nemesis.LeaderPause, nemesis.Membership},
+		"full":  nemesis.AllKinds,
+	}[name]
+	if kinds == nil {
+		return nil, fmt.Errorf("matrix %q: want smoke or full", name)
+	}
+	var out []cell
+	for _, k := range kinds {
+		for _, p := range workload.Profiles {
+			out = append(out, cell{nemesis: []string{k}, profile: p})
+		}
+	}
+	return out, nil
+}
+
+func run(ctx context.Context, o options, stdout io.Writer) (bool, error) {
+	if o.seed == 0 {
+		o.seed = time.Now().UnixNano() % 1_000_000
+	}
+	level := slog.LevelWarn
+	if o.verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cells := []cell{{profile: o.profile}}
+	var err error
+	if cells[0].nemesis, err = nemesis.ParseKinds(o.nemesis); err != nil {
+		return false, err
+	}
+	if o.matrix != "" {
+		if cells, err = matrixCells(o.matrix); err != nil {
+			return false, err
+		}
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return false, err
+	}
+	binDir, err := os.MkdirTemp(o.out, "bin-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(binDir)
+	bin, err := cluster.Build(ctx, binDir)
+	if err != nil {
+		return false, err
+	}
+	stamp := time.Now().Format("20060102-150405")
+	all := true
+	var results []report.Result
+	for i, c := range cells {
+		name := fmt.Sprintf("%s-%s-%s-n%d", stamp, strings.Join(append([]string{"none"}, c.nemesis...)[min(1, len(c.nemesis)):], "+"), c.profile, o.nodes)
+		cfg := RunConfig{Name: name, Dir: filepath.Join(o.out, name), Binary: bin, Nodes: o.nodes, Nemesis: c.nemesis,
+			Profile: c.profile, TimeLimit: o.timeLimit, Seed: o.seed + int64(i), Bugs: o.bugs, Streams: o.streams,
+			Readers: o.readers, MinOps: o.minOps, CheckTimeout: o.checkTO, Keep: o.keep, Log: log}
+		fmt.Fprintf(stdout, "== run %d/%d: %s (seed %d; replay: go run ./jepsen --nodes %d --nemesis %s --workload %s --time-limit %s --seed %d%s)\n",
+			i+1, len(cells), name, cfg.Seed, o.nodes, strings.Join(append(c.nemesis, "none")[:max(1, len(c.nemesis))], ","), c.profile, o.timeLimit, cfg.Seed, bugsFlag(o.bugs))
+		res, err := Run(ctx, cfg)
+		if err != nil {
+			return false, fmt.Errorf("run %s: %w", name, err)
+		}
+		fmt.Fprint(stdout, res.Text(cfg.Dir, nil))
+		results = append(results, res)
+		all = all && res.Passed
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+	}
+	if len(results) > 1 {
+		fmt.Fprintln(stdout, "\n== matrix summary")
+		for _, r := range results {
+			fmt.Fprintf(stdout, "%-60s passed=%-5v anomalies=%d invalid=%d ops=%d faults=%d %.0fs\n", r.Name, r.Passed,
+				len(r.Anomalies), len(r.Invalid), okOps(r), len(r.Faults), r.Seconds)
+		}
+	}
+	return all, nil
+}
+
+func bugsFlag(b string) string {
+	if b == "" {
+		return ""
+	}
+	return " --bugs " + b
+}
+
+func okOps(r report.Result) int {
+	n := 0
+	for _, m := range r.Ops {
+		n += m["ok"]
+	}
+	return n
+}

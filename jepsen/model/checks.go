@@ -1,0 +1,315 @@
+package model
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/metad/metad/jepsen/history"
+)
+
+// Anomaly is one violation of a guarantee found in a history.
+type Anomaly struct {
+	Check  string `json:"check"` // G1, G2, G3, G5, G6, G8, G9, converge
+	Op     int    `json:"op"`    // history op id, -1 if none
+	Stream uint64 `json:"stream,omitempty"`
+	Detail string `json:"detail"`
+}
+
+func (a Anomaly) String() string {
+	return fmt.Sprintf("%s op %d stream %d: %s", a.Check, a.Op, a.Stream, a.Detail)
+}
+
+// CheckAll runs every checker that reads the history alone (everything but
+// linearizability and convergence).
+func CheckAll(h history.History) []Anomaly {
+	var out []Anomaly
+	out = append(out, CheckMonotone(h)...)
+	out = append(out, CheckResolveShapes(h)...)
+	out = append(out, CheckData(h)...)
+	out = append(out, CheckPins(h)...)
+	out = append(out, CheckDurable(h)...)
+	return out
+}
+
+// retryable lists the failure reasons a resolve may end in (G5): retryable
+// errors, never a wrong answer. A transport failure decodes as UNAVAILABLE
+// or the gRPC code's name.
+var retryable = map[string]bool{
+	"RESOLVE_UNAVAILABLE": true, "NO_LEADER": true, "NOT_LEADER": true, "NOT_READY": true,
+	"LEADERSHIP_LOST": true, "COMMIT_TIMEOUT": true, "SHUTTING_DOWN": true, "OVERLOADED": true,
+	"DEADLINE_EXCEEDED": true, "DeadlineExceeded": true, "UNAVAILABLE": true, "Unavailable": true,
+	"CANCELLED": true, "Canceled": true,
+}
+
+// observation is one value an answer showed, for G3.
+type observation struct {
+	call, ret int64
+	value     uint64
+	op        int
+	stream    uint64
+}
+
+// CheckMonotone is G3: committed end, trim and writer epoch per stream, and
+// metadata versions (Raft indices) overall, never go back: an answer never
+// shows less than an answer that completed before it was asked.
+func CheckMonotone(h history.History) []Anomaly {
+	obs := map[string][]observation{}
+	add := func(key string, op *history.Op, v uint64) {
+		obs[key] = append(obs[key], observation{call: op.Call, ret: op.Return, value: v, op: op.ID, stream: op.Stream})
+	}
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.Status != history.OK || op.Out == nil || op.Stream == 0 {
+			continue
+		}
+		out, s := op.Out, fmt.Sprint(op.Stream)
+		switch op.Kind {
+		case history.KindDescribe:
+			add("end/"+s, op, out.CommittedEnd)
+			add("trim/"+s, op, out.Trim)
+			add("epoch/"+s, op, out.Epoch)
+			add("index", op, out.AppliedIndex)
+		case history.KindResolve:
+			add("end/"+s, op, out.CommittedEnd)
+			add("trim/"+s, op, out.Trim)
+		case history.KindAppend:
+			add("end/"+s, op, out.CommittedEnd)
+			add("index", op, out.Version)
+		case history.KindTrim:
+			add("trim/"+s, op, out.Trim)
+			add("end/"+s, op, out.CommittedEnd)
+			add("index", op, out.Version)
+		case history.KindOpen:
+			add("epoch/"+s, op, out.Epoch)
+			add("index", op, out.Version)
+		case history.KindPublish, history.KindRetire, history.KindReplace, history.KindRegister, history.KindPin:
+			if out.Version > 0 {
+				add("index", op, out.Version)
+			}
+		}
+	}
+	var out []Anomaly
+	keys := make([]string, 0, len(obs))
+	for k := range obs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, monotone(k, obs[k])...)
+	}
+	return out
+}
+
+// monotone sweeps observations by call time, tracking the largest value of
+// those that returned before the call.
+func monotone(key string, obs []observation) []Anomaly {
+	byCall := append([]observation(nil), obs...)
+	sort.Slice(byCall, func(i, j int) bool { return byCall[i].call < byCall[j].call })
+	byRet := append([]observation(nil), obs...)
+	sort.Slice(byRet, func(i, j int) bool { return byRet[i].ret < byRet[j].ret })
+	var out []Anomaly
+	var best observation
+	j := 0
+	for _, o := range byCall {
+		for j < len(byRet) && byRet[j].ret < o.call {
+			if byRet[j].value > best.value {
+				best = byRet[j]
+			}
+			j++
+		}
+		if o.value < best.value && len(out) < 20 {
+			out = append(out, Anomaly{Check: "G3", Op: o.op, Stream: o.stream, Detail: fmt.Sprintf(
+				"%s went back: %d, after op %d had shown %d", strings.Split(key, "/")[0], o.value, best.op, best.value)})
+		}
+	}
+	return out
+}
+
+// CheckResolveShapes is G5/G6 on each resolve answer by itself: one of the
+// allowed outcomes, consistent with the ends it reports, in the requested
+// view, never a dense range for the sparse view; failures only retryable.
+func CheckResolveShapes(h history.History) []Anomaly {
+	var out []Anomaly
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.Kind != history.KindResolve {
+			continue
+		}
+		var why string
+		switch {
+		case op.Status != history.OK:
+			if !retryable[op.Reason] {
+				why = fmt.Sprintf("resolve failed with %s, which is not retryable: %s", op.Reason, op.Error)
+			}
+		default:
+			why = resolveShape(&op.In, op.Out)
+		}
+		if why != "" {
+			check := "G5"
+			if strings.Contains(why, "(G6)") {
+				check = "G6"
+			}
+			out = append(out, Anomaly{Check: check, Op: op.ID, Stream: op.Stream, Detail: why})
+		}
+	}
+	return out
+}
+
+func resolveShape(in *history.Input, out *history.Output) string {
+	o := in.Offset
+	switch out.Outcome {
+	case "EOF":
+		if o < out.CommittedEnd {
+			return fmt.Sprintf("EOF at %d below the committed end %d it reports", o, out.CommittedEnd)
+		}
+	case "OFFSET_TRIMMED":
+		if o >= out.Trim {
+			return fmt.Sprintf("OFFSET_TRIMMED at %d at or above the trim %d it reports", o, out.Trim)
+		}
+	case "VIEW_END":
+		if in.View != TopicCompacted {
+			return "VIEW_END for the dense COMMITTED view (G6)"
+		}
+		if out.ViewEnd < o {
+			return fmt.Sprintf("VIEW_END %d before the offset %d", out.ViewEnd, o)
+		}
+	case "NOT_FOUND":
+		return "NOT_FOUND for a stream that exists (streams are never deleted here)"
+	case "TARGET":
+		return targetShape(in, out)
+	default:
+		return fmt.Sprintf("outcome %q is none of the allowed kinds", out.Outcome)
+	}
+	return ""
+}
+
+func targetShape(in *history.Input, out *history.Output) string {
+	t, o := out.Target, in.Offset
+	switch {
+	case t == nil:
+		return "TARGET without a target"
+	case t.View != in.View:
+		return fmt.Sprintf("target from view %s for a %s request (G6)", t.View, in.View)
+	case o < out.Trim || o >= out.CommittedEnd:
+		return fmt.Sprintf("target for %d outside [trim %d, end %d) it reports", o, out.Trim, out.CommittedEnd)
+	case in.View == Committed && (t.Resolved.Start != o || t.Resolved.End != t.RecordRange.End || !t.RecordRange.Contains(o)):
+		return fmt.Sprintf("dense target resolves %v in record %v for offset %d", t.Resolved, t.RecordRange, o)
+	case in.View == TopicCompacted && (t.Resolved.Start < o || t.Resolved.Start < t.RecordRange.Start || t.Resolved.End > t.RecordRange.End || t.Resolved.Start >= t.Resolved.End):
+		return fmt.Sprintf("sparse target resolves %v in record %v for offset %d", t.Resolved, t.RecordRange, o)
+	case t.PinID == 0:
+		return "target without a pin (G7)"
+	}
+	return ""
+}
+
+// recordKey names an index record published in the history.
+type recordKey struct {
+	stream uint64
+	view   string
+	gen    uint64
+	start  uint64
+}
+
+// replacements maps each replaced object key to the earliest call time of
+// an op that replaced it.
+func replacements(h history.History) map[string]int64 {
+	rep := map[string]int64{}
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.Kind == history.KindReplace && op.Status != history.Fail && op.In.Object != nil {
+			if t, ok := rep[op.In.Object.Key]; !ok || op.Call < t {
+				rep[op.In.Object.Key] = op.Call
+			}
+		}
+	}
+	return rep
+}
+
+// CheckData is G8: bytes read under a target's identity are exactly the
+// payloads of the offsets the target's record holds; a failed read is
+// allowed only for an object the harness replaced (detected, never served)
+// and otherwise means the object vanished under a pin (G9).
+func CheckData(h history.History) []Anomaly {
+	sparse := map[recordKey][]history.Range{}
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.Kind == history.KindPublish && op.In.View == TopicCompacted {
+			for _, r := range op.In.Records {
+				sparse[recordKey{op.Stream, TopicCompacted, op.In.Generation, r.Range.Start}] = r.Survivors
+			}
+		}
+	}
+	rep := replacements(h)
+	var out []Anomaly
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.Kind != history.KindResolve || op.Status != history.OK || op.Out.Target == nil || op.Out.Read == nil {
+			continue
+		}
+		t, rd := op.Out.Target, op.Out.Read
+		if rd.Result != "ok" {
+			if why := lostUnderPin(t.Object.Key, *rd, op.Call+t.PinTTL*9/10, rep); why != "" {
+				out = append(out, Anomaly{Check: "G9", Op: op.ID, Stream: op.Stream, Detail: why})
+			}
+			continue
+		}
+		want := Payloads(op.Stream, []history.Range{t.RecordRange})
+		if t.View == TopicCompacted {
+			surv, ok := sparse[recordKey{op.Stream, t.View, t.Generation, t.Start}]
+			if !ok {
+				out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: fmt.Sprintf("target names sparse record g%d/%d that was never published", t.Generation, t.Start)})
+				continue
+			}
+			want = Payloads(op.Stream, surv)
+		}
+		if op.Out.Data != want {
+			out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: fmt.Sprintf(
+				"read %q under %s, the record's offsets hold %q", clip(op.Out.Data), t.Object.Identity, clip(want))})
+		}
+	}
+	return out
+}
+
+// lostUnderPin explains a failed read of a pinned object, or returns "" if
+// it is allowed: the harness replaced the key before, or the read came
+// after the lease (leaseEnd, on the client's clock).
+func lostUnderPin(key string, w history.Watch, leaseEnd int64, rep map[string]int64) string {
+	if t, ok := rep[key]; ok && t <= w.At {
+		return ""
+	}
+	switch w.Result {
+	case "missing", "mismatch":
+		if w.At < leaseEnd {
+			return fmt.Sprintf("object %s unreadable (%s) while pinned: %s", key, w.Result, w.Detail)
+		}
+	}
+	return ""
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// CheckPins is G9 for explicit pins: the harness pinned an object, let it
+// become unreferenced, and kept reading it until the lease ended.
+func CheckPins(h history.History) []Anomaly {
+	rep := replacements(h)
+	var out []Anomaly
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.Kind != history.KindPin || op.Status != history.OK || op.Out == nil {
+			continue
+		}
+		for _, w := range op.Out.Watches {
+			if why := lostUnderPin(op.In.Object.Key, w, op.Call+op.In.TTLNanos*9/10, rep); why != "" {
+				out = append(out, Anomaly{Check: "G9", Op: op.ID, Stream: op.Stream, Detail: why})
+				break
+			}
+		}
+	}
+	return out
+}

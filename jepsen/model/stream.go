@@ -1,0 +1,153 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/metad/metad/jepsen/history"
+)
+
+// Stream is the model's state of one stream, written from DESIGN.md §1–§5
+// and metad.proto, not from metad's code. Values are immutable: every
+// change returns a new Stream sharing what did not change, so porcupine can
+// keep many states of one search alive at once.
+type Stream struct {
+	ID               uint64
+	End, Trim, Epoch uint64
+	// Appends is the append evidence, contiguous from offset 0. Entries
+	// wholly below Trim are kept (the data check needs them) but no longer
+	// count as evidence.
+	Appends []Append
+	// Replaced holds keys whose registered identity was replaced by new
+	// bytes, sorted by key. Records naming another identity of such a key
+	// are not admissible (G8: detected, never served).
+	Replaced []KeyIdentity
+	// Views: [0] COMMITTED (whose generation 0 is implicit: it is the
+	// append evidence), [1] TOPIC_COMPACTED.
+	Views [2]View
+	// digest identifies the sequence of effective changes, for porcupine's
+	// state cache (Equal and Hash).
+	digest uint64
+}
+
+// Append is one committed append.
+type Append struct {
+	Range  history.Range
+	Object history.Object
+	Bytes  history.Bytes
+}
+
+// KeyIdentity is the identity a key was re-registered with.
+type KeyIdentity struct{ Key, Identity string }
+
+// View is the generations of one (stream, view).
+type View struct {
+	// Last is the largest generation number ever created (HasLast: any).
+	Last    uint64
+	HasLast bool
+	// Gens are the live generations, ascending by number.
+	Gens []Gen
+}
+
+// Gen is one live generation.
+type Gen struct {
+	Number    uint64
+	Published bool
+	Coverage  history.Range
+	Records   []history.Record // sorted by start, disjoint
+}
+
+// NewStream is a freshly created stream: empty, epoch 0, COMMITTED
+// generation 0 existing (and so "last" in that view).
+func NewStream(id uint64) Stream {
+	s := Stream{ID: id, digest: id*0x9e3779b97f4a7c15 + 1}
+	s.Views[0].HasLast = true
+	return s
+}
+
+func viewIndex(v string) int {
+	if v == TopicCompacted {
+		return 1
+	}
+	return 0
+}
+
+func viewName(i int) string {
+	if i == 1 {
+		return TopicCompacted
+	}
+	return Committed
+}
+
+// mix folds a change into the digest (FNV-1a over its description).
+func (s *Stream) mix(change string) {
+	h := s.digest ^ 0xcbf29ce484222325
+	for i := 0; i < len(change); i++ {
+		h ^= uint64(change[i])
+		h *= 0x100000001b3
+	}
+	s.digest = h
+}
+
+// identityOK reports whether obj is still the registered identity of its
+// key (the only way an object the model references stops being LIVE).
+func (s *Stream) identityOK(obj history.Object) bool {
+	i, ok := slices.BinarySearchFunc(s.Replaced, obj.Key, func(k KeyIdentity, key string) int { return strings.Compare(k.Key, key) })
+	return !ok || s.Replaced[i].Identity == obj.Identity
+}
+
+// referenced reports whether any evidence above trim or any record of a
+// live generation names key: such an object cannot be DELETING.
+func (s *Stream) referenced(key string) bool {
+	for _, a := range s.Appends {
+		if a.Range.End > s.Trim && a.Object.Key == key {
+			return true
+		}
+	}
+	for _, v := range s.Views {
+		for _, g := range v.Gens {
+			for _, r := range g.Records {
+				if r.Object.Key == key {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// appendAt returns the append containing offset o.
+func (s *Stream) appendAt(o uint64) (Append, bool) {
+	i, found := slices.BinarySearchFunc(s.Appends, o, func(a Append, o uint64) int {
+		switch {
+		case a.Range.End <= o:
+			return -1
+		case a.Range.Start > o:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return Append{}, false
+	}
+	return s.Appends[i], true
+}
+
+func (s Stream) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "end=%d trim=%d epoch=%d", s.End, s.Trim, s.Epoch)
+	for i, v := range s.Views {
+		for _, g := range v.Gens {
+			st := "building"
+			if g.Published {
+				st = "published"
+			}
+			fmt.Fprintf(&b, " %s/g%d%v(%s,%d recs)", viewName(i)[:1], g.Number, g.Coverage, st, len(g.Records))
+		}
+	}
+	if len(s.Replaced) > 0 {
+		fmt.Fprintf(&b, " replaced=%d", len(s.Replaced))
+	}
+	return b.String()
+}

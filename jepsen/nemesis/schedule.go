@@ -1,0 +1,138 @@
+// Package nemesis decides and injects the faults of a Jepsen run.
+//
+// The schedule is pure: Plan draws, from a seed, every fault's kind, shape,
+// node choices, duration and the quiet time after it, so a schedule replays
+// exactly from its seed. Only choices that depend on the cluster at the
+// moment ("the leader") are resolved when the fault is injected; the rest of
+// the choice (which other nodes) is still drawn from the seed. The Runner
+// injects and heals the planned faults against a cluster.
+package nemesis
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Kinds of faults, as --nemesis names them.
+const (
+	Partition   = "partition"    // per-link partitions in Jepsen's shapes
+	Kill        = "kill"         // kill -9 one, the leader, a majority, all; restart
+	Pause       = "pause"        // SIGSTOP a random node or a majority; SIGCONT
+	LeaderPause = "leader-pause" // SIGSTOP the leader; SIGCONT
+	Membership  = "membership"   // remove a node, wipe it, re-add it fresh
+	Clock       = "clock"        // shift nodes' command-stamping clocks
+	Slow        = "slow"         // delay peer links (gRPC forwarding, raft)
+)
+
+// AllKinds is every kind, in the order the full matrix runs them.
+var AllKinds = []string{Partition, Kill, Pause, LeaderPause, Membership, Clock, Slow}
+
+// shapes lists each kind's variants.
+var shapes = map[string][]string{
+	Partition:   {"isolate-one", "isolate-leader", "majority-minority", "majorities-ring", "bridge"},
+	Kill:        {"one", "leader", "majority", "all"},
+	Pause:       {"one", "majority"},
+	LeaderPause: {"leader"},
+	Membership:  {"churn"},
+	Clock:       {"one", "all"},
+	Slow:        {"grpc", "all"},
+}
+
+// ParseKinds checks a comma-separated --nemesis value ("none" is empty).
+func ParseKinds(s string) ([]string, error) {
+	if s == "" || s == "none" {
+		return nil, nil
+	}
+	var out []string
+	for _, k := range strings.Split(s, ",") {
+		k = strings.TrimSpace(k)
+		if _, ok := shapes[k]; !ok {
+			return nil, fmt.Errorf("nemesis %q: want one of %s", k, strings.Join(AllKinds, ", "))
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// Step is one planned fault.
+type Step struct {
+	Kind  string
+	Shape string
+	// Perm is a random permutation of the nodes: the fault's node choices
+	// are its prefix (after removing the leader where the shape names it).
+	Perm []int
+	// Hold is how long the fault lasts; Quiet how long the cluster then
+	// runs healed before the next fault may start.
+	Hold, Quiet time.Duration
+	// Skew is the clock offset (clock faults); Delay the link delay (slow).
+	Skew, Delay time.Duration
+	// Quiesce: the workload goes idle just before the fault (kill all), so
+	// the last log entry on every node is an acknowledged write.
+	Quiesce bool
+}
+
+func (s Step) String() string {
+	extra := ""
+	switch {
+	case s.Kind == Clock:
+		extra = " skew=" + s.Skew.String()
+	case s.Kind == Slow:
+		extra = " delay=" + s.Delay.String()
+	case s.Quiesce:
+		extra = " quiesce"
+	}
+	return fmt.Sprintf("%s:%s perm=%v hold=%s quiet=%s%s", s.Kind, s.Shape, s.Perm, s.Hold, s.Quiet, extra)
+}
+
+// Plan draws a schedule of faults filling `budget` (the run's time limit
+// minus its warm-up and final recovery). Kinds are used in turn, shapes
+// drawn at random.
+func Plan(seed int64, kinds []string, nodes int, budget time.Duration) []Step {
+	if len(kinds) == 0 || budget <= 0 {
+		return nil
+	}
+	r := rand.New(rand.NewPCG(uint64(seed), 0x6a65707365))
+	var out []Step
+	var used time.Duration
+	for i := 0; used < budget; i++ {
+		kind := kinds[i%len(kinds)]
+		sh := shapes[kind]
+		st := Step{Kind: kind, Shape: sh[r.IntN(len(sh))], Perm: r.Perm(nodes),
+			Hold: between(r, 3*time.Second, 7*time.Second), Quiet: between(r, 3*time.Second, 5*time.Second)}
+		switch kind {
+		case Membership:
+			st.Hold = 0 // lasts until the node is a voter again
+		case Clock:
+			st.Skew = between(r, time.Second, 45*time.Second)
+			if r.IntN(2) == 0 {
+				st.Skew = -st.Skew
+			}
+		case Slow:
+			st.Delay = between(r, 20*time.Millisecond, 80*time.Millisecond)
+		case Kill:
+			st.Quiesce = st.Shape == "all" && r.IntN(2) == 0
+		}
+		out = append(out, st)
+		used += st.Hold + st.Quiet
+		if kind == Membership {
+			used += 15 * time.Second
+		}
+	}
+	return out
+}
+
+func between(r *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+}
+
+// without returns perm minus node x.
+func without(perm []int, x int) []int {
+	out := slices.Clone(perm)
+	if i := slices.Index(out, x); i >= 0 {
+		out = slices.Delete(out, i, i+1)
+	}
+	return out
+}

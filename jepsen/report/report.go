@@ -1,0 +1,207 @@
+// Package report writes what a Jepsen run found, into one directory:
+//
+//	history.jsonl   every fault and operation (history.ReadJSONL reads it)
+//	history.html    porcupine's visualisation, faults shaded
+//	latency.svg     latency of every operation and throughput, faults shaded
+//	summary.json    the Result: counts, faults, anomalies, validity
+//	summary.txt     the same for people
+//	cluster/n*.log  each server's log
+//
+// A run passes only if it is valid (it did enough work before every fault
+// and wrote successfully after the final heal) and found no anomaly.
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/jepsen/history"
+	"github.com/metad/metad/jepsen/model"
+)
+
+// Convergence is the end-of-run comparison of the replicas.
+type Convergence struct {
+	Converged bool    `json:"converged"`
+	Applied   uint64  `json:"applied_index,omitempty"`
+	Hash      string  `json:"state_hash,omitempty"`
+	Waited    float64 `json:"waited_seconds,omitempty"`
+	Detail    string  `json:"detail,omitempty"`
+}
+
+// Converged reports whether every node in a status answer is at the same
+// applied index with the same state hash; else why not.
+func Converged(st *metadpb.StatusResponse) (Convergence, string) {
+	if len(st.Nodes) == 0 {
+		return Convergence{}, "status lists no node"
+	}
+	first := st.Nodes[0]
+	var diffs []string
+	for _, n := range st.Nodes {
+		if n.Error != "" || n.State == "UNREACHABLE" {
+			diffs = append(diffs, fmt.Sprintf("%s %s %s", n.NodeId, n.State, n.Error))
+			continue
+		}
+		if n.AppliedIndex != first.AppliedIndex || !bytes.Equal(n.StateHash, first.StateHash) || len(n.StateHash) == 0 {
+			diffs = append(diffs, fmt.Sprintf("%s applied=%d hash=%x", n.NodeId, n.AppliedIndex, short(n.StateHash)))
+		}
+	}
+	if len(diffs) > 0 {
+		return Convergence{}, fmt.Sprintf("%s applied=%d hash=%x; differs: %s", first.NodeId, first.AppliedIndex, short(first.StateHash), strings.Join(diffs, "; "))
+	}
+	return Convergence{Converged: true, Applied: first.AppliedIndex, Hash: fmt.Sprintf("%x", first.StateHash)}, ""
+}
+
+func short(b []byte) []byte {
+	if len(b) > 8 {
+		return b[:8]
+	}
+	return b
+}
+
+// Result is a run's verdict and its evidence.
+type Result struct {
+	Name         string      `json:"name"`
+	Nodes        int         `json:"nodes"`
+	Nemesis      []string    `json:"nemesis"`
+	Profile      string      `json:"profile"`
+	Seed         int64       `json:"seed"`
+	Bugs         string      `json:"planted_bugs,omitempty"`
+	TimeLimit    string      `json:"time_limit"`
+	Seconds      float64     `json:"seconds"`
+	Linearizable string      `json:"linearizable"`
+	Convergence  Convergence `json:"convergence"`
+	// Ops counts operations by kind, then status.
+	Ops       map[string]map[history.Status]int `json:"ops"`
+	Faults    []history.Fault                   `json:"faults"`
+	Anomalies []model.Anomaly                   `json:"anomalies"`
+	// Invalid lists why the run proves too little (empty: valid).
+	Invalid []string `json:"invalid"`
+	Passed  bool     `json:"passed"`
+
+	Lin model.Linearizability `json:"-"`
+}
+
+// Finish fills the counts and the verdict.
+func (r *Result) Finish(h history.History) {
+	r.Ops = map[string]map[history.Status]int{}
+	for _, op := range h.Ops {
+		if r.Ops[op.Kind] == nil {
+			r.Ops[op.Kind] = map[history.Status]int{}
+		}
+		r.Ops[op.Kind][op.Status]++
+	}
+	r.Faults = h.Faults
+	r.Passed = len(r.Anomalies) == 0 && len(r.Invalid) == 0
+}
+
+// Validity lists why a run did too little to prove anything: too few
+// successful operations before a fault, a fault the nemesis could not
+// complete, or no successful write after the final heal.
+func Validity(h history.History, minOps int, finalHeal int64) []string {
+	var out []string
+	for _, f := range h.Faults {
+		if f.OpsBefore < minOps {
+			out = append(out, fmt.Sprintf("fault %s:%s began after only %d successful operations (want %d)", f.Kind, f.Shape, f.OpsBefore, minOps))
+		}
+		if f.Error != "" {
+			out = append(out, fmt.Sprintf("fault %s:%s did not complete: %s", f.Kind, f.Shape, f.Error))
+		}
+	}
+	wrote := false
+	for _, op := range h.Ops {
+		if op.Status == history.OK && op.Kind == history.KindAppend && op.Call >= finalHeal {
+			wrote = true
+			break
+		}
+	}
+	if !wrote {
+		out = append(out, "no successful append after the final heal")
+	}
+	return out
+}
+
+// Write writes the report directory.
+func Write(dir string, h history.History, r Result, logs []string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return err
+	}
+	if err := h.WriteJSONL(f); err != nil {
+		f.Close()
+		return err
+	}
+	f.Close()
+	if hf, err := os.Create(filepath.Join(dir, "history.html")); err == nil {
+		if err := model.Visualize(r.Lin, h.Faults, hf); err != nil {
+			fmt.Fprintf(hf, "<p>visualisation failed: %v</p>", err)
+		}
+		hf.Close()
+	}
+	if err := os.WriteFile(filepath.Join(dir, "latency.svg"), []byte(Plot(h)), 0o644); err != nil {
+		return err
+	}
+	js, _ := json.MarshalIndent(r, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "summary.json"), js, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(r.Text(dir, logs)), 0o644)
+}
+
+// Text is the summary for people.
+func (r Result) Text(dir string, logs []string) string {
+	var b strings.Builder
+	verdict := "PASSED"
+	switch {
+	case len(r.Anomalies) > 0:
+		verdict = "FAILED: anomalies found"
+	case len(r.Invalid) > 0:
+		verdict = "INVALID: too little work to prove anything"
+	}
+	fmt.Fprintf(&b, "run %s: %s\n", r.Name, verdict)
+	fmt.Fprintf(&b, "nodes=%d nemesis=%v workload=%s seed=%d time-limit=%s took=%.0fs", r.Nodes, r.Nemesis, r.Profile, r.Seed, r.TimeLimit, r.Seconds)
+	if r.Bugs != "" {
+		fmt.Fprintf(&b, " planted=%s", r.Bugs)
+	}
+	fmt.Fprintf(&b, "\nlinearizable (porcupine): %s\nconvergence: %+v\n\noperations (kind: status=count):\n", r.Linearizable, r.Convergence)
+	kinds := make([]string, 0, len(r.Ops))
+	for k := range r.Ops {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "  %-9s", k)
+		for _, s := range []history.Status{history.OK, history.Rejected, history.Fail, history.Info} {
+			if n := r.Ops[k][s]; n > 0 {
+				fmt.Fprintf(&b, " %s=%d", s, n)
+			}
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "\nfaults (%d):\n", len(r.Faults))
+	for _, f := range r.Faults {
+		fmt.Fprintf(&b, "  %-12s %-18s %5.1fs targets=%v ops_before=%d %s %s\n", f.Kind, f.Shape,
+			float64(f.End-f.Start)/1e9, f.Targets, f.OpsBefore, f.Detail, f.Error)
+	}
+	fmt.Fprintf(&b, "\nanomalies (%d):\n", len(r.Anomalies))
+	for i, a := range r.Anomalies {
+		if i == 50 {
+			fmt.Fprintf(&b, "  ... %d more in summary.json\n", len(r.Anomalies)-50)
+			break
+		}
+		fmt.Fprintf(&b, "  %s\n", a)
+	}
+	if len(r.Invalid) > 0 {
+		fmt.Fprintf(&b, "\ninvalid because:\n  %s\n", strings.Join(r.Invalid, "\n  "))
+	}
+	fmt.Fprintf(&b, "\nfiles: %s/{history.jsonl,history.html,latency.svg,summary.json}\nnode logs: %s\n", dir, strings.Join(logs, " "))
+	return b.String()
+}

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/metad/metad/client"
+	"github.com/metad/metad/jepsen/cluster"
+	"github.com/metad/metad/jepsen/history"
+	"github.com/metad/metad/jepsen/model"
+	"github.com/metad/metad/jepsen/nemesis"
+	"github.com/metad/metad/jepsen/report"
+	"github.com/metad/metad/jepsen/workload"
+	"github.com/metad/metad/objectstore"
+)
+
+// RunConfig is one run: a cluster, a workload, a fault schedule.
+type RunConfig struct {
+	Name      string
+	Dir       string // the run's report directory
+	Binary    string
+	Nodes     int
+	Nemesis   []string
+	Profile   string
+	TimeLimit time.Duration
+	Seed      int64
+	// Bugs is METAD_FAULTS: planted bugs to switch on.
+	Bugs    string
+	Streams int
+	Readers int
+	// MinOps: successful operations required before each fault.
+	MinOps int
+	// CheckTimeout bounds porcupine.
+	CheckTimeout time.Duration
+	// Keep leaves data directories and objects behind.
+	Keep bool
+	Log  *slog.Logger
+}
+
+// Validate reports every problem at once.
+func (c RunConfig) Validate() error {
+	var errs []error
+	if c.Nodes != 3 && c.Nodes != 5 {
+		errs = append(errs, fmt.Errorf("nodes %d: want 3 or 5", c.Nodes))
+	}
+	if c.TimeLimit < 10*time.Second {
+		errs = append(errs, fmt.Errorf("time-limit %s: at least 10s", c.TimeLimit))
+	}
+	if c.Dir == "" || c.Binary == "" || c.Log == nil {
+		errs = append(errs, errors.New("run: Dir, Binary and Log are required"))
+	}
+	return errors.Join(errs...)
+}
+
+// Phases of a run's time limit.
+const (
+	warmup   = 3 * time.Second
+	recovery = 8 * time.Second
+)
+
+// serverFlags are the timings every server runs with: short GC and repair
+// intervals so objects are collected and records repaired within a run.
+var serverFlags = []string{"--dead-server-timeout", "2m", "--pin-ttl", "10s", "--gc-interval", "500ms",
+	"--gc-min-idle", "2s", "--repair-scan-interval", "2s"}
+
+// Run performs one run and writes its report; the result says whether it
+// passed.
+func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return report.Result{}, err
+	}
+	start := time.Now()
+	cl, err := cluster.New(cluster.Config{Binary: cfg.Binary, Dir: filepath.Join(cfg.Dir, "cluster"), Nodes: cfg.Nodes,
+		Faults: cfg.Bugs, Extra: serverFlags, Log: cfg.Log})
+	if err != nil {
+		return report.Result{}, err
+	}
+	defer cl.Close()
+	if err := cl.StartAll(); err != nil {
+		return report.Result{}, err
+	}
+	rec := history.NewRecorder()
+	wl, err := setup(ctx, cfg, cl, rec)
+	if err != nil {
+		return report.Result{}, err
+	}
+	steps := nemesis.Plan(cfg.Seed, cfg.Nemesis, cfg.Nodes, cfg.TimeLimit-warmup-recovery)
+	for _, s := range steps {
+		cfg.Log.Info("planned", "step", s.String())
+	}
+	finalHeal := drive(ctx, cfg, cl, rec, wl, steps)
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	wl.ReadBack(rctx)
+	cancel()
+	conv := converge(ctx, cl, 60*time.Second)
+	h := rec.History()
+	res := check(cfg, h, conv, finalHeal)
+	res.Seconds = time.Since(start).Seconds()
+	if err := report.Write(cfg.Dir, h, res, cfg.nodeLogs(cl)); err != nil {
+		return res, err
+	}
+	if !cfg.Keep {
+		cfg.cleanup(cl)
+	}
+	return res, nil
+}
+
+// setup waits for the cluster and creates the workload's streams.
+func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history.Recorder) (*workload.Workload, error) {
+	objs, err := objectstore.NewLocal(cl.Objects)
+	if err != nil {
+		return nil, err
+	}
+	var clients []*client.Client
+	var ids, addrs []string
+	for i, n := range cl.Nodes {
+		clients, ids, addrs = append(clients, cl.Client(i)), append(ids, n.ID), append(addrs, n.GRPC)
+	}
+	all, err := client.New(client.Config{Addrs: addrs, Timeout: 5 * time.Second, Holder: "jepsen"})
+	if err != nil {
+		return nil, err
+	}
+	go func() { <-ctx.Done(); all.Close() }()
+	wl, err := workload.New(workload.Config{Profile: cfg.Profile, Streams: cfg.Streams, Readers: cfg.Readers,
+		OpTimeout: 3 * time.Second, Seed: cfg.Seed, Clients: clients, NodeIDs: ids, All: all, Objects: objs, Rec: rec, Log: cfg.Log})
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := wl.Setup(sctx, fmt.Sprintf("%s-%d", cfg.Name, cfg.Seed)); err != nil {
+		return nil, fmt.Errorf("setup (cluster did not serve within 60s; logs in %s): %w", cl.Nodes[0].LogPath, err)
+	}
+	return wl, nil
+}
+
+// drive runs the workload for the time limit while the nemesis injects
+// the schedule, then heals everything and lets the workload run through
+// the recovery period. It returns when the final heal happened.
+func drive(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history.Recorder, wl *workload.Workload, steps []nemesis.Step) int64 {
+	deadline := time.Now().Add(cfg.TimeLimit)
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); wl.Run(wctx) }()
+	nem := &nemesis.Runner{Cluster: cl, Recorder: rec, Workload: wl, Log: cfg.Log, MinOps: cfg.MinOps, MaxWait: 20 * time.Second}
+	if sleepCtx(wctx, warmup) == nil {
+		nem.Run(wctx, steps, deadline.Add(-recovery))
+	}
+	healAll(context.WithoutCancel(ctx), cl)
+	finalHeal := time.Now().UnixNano()
+	<-done
+	return finalHeal
+}
+
+// healAll ends every fault: network healed, processes resumed or
+// restarted, clocks reset.
+func healAll(ctx context.Context, cl *cluster.Cluster) {
+	cl.HealNetwork()
+	for i := range cl.Nodes {
+		switch {
+		case !cl.Running(i):
+			_ = cl.Start(i, false)
+		case !cl.Up(i):
+			cl.Resume(i)
+		}
+	}
+	for i := range cl.Nodes {
+		_ = cl.SetClockOffset(ctx, i, 0)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// converge waits until every node reports the same applied index and
+// state hash (DESIGN.md §3: replicas compared by hash).
+func converge(ctx context.Context, cl *cluster.Cluster, timeout time.Duration) report.Convergence {
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		for i := range cl.Nodes {
+			st, err := cl.Status(ctx, i, true)
+			if err != nil {
+				last = err.Error()
+				continue
+			}
+			c, why := report.Converged(st)
+			if why == "" {
+				c.Waited = time.Until(deadline).Seconds()
+				c.Waited = timeout.Seconds() - c.Waited
+				return c
+			}
+			last = why
+			break
+		}
+		if sleepCtx(ctx, 500*time.Millisecond) != nil {
+			break
+		}
+	}
+	return report.Convergence{Converged: false, Detail: last}
+}
+
+// check runs every checker and decides validity.
+func check(cfg RunConfig, h history.History, conv report.Convergence, finalHeal int64) report.Result {
+	res := report.Result{Name: cfg.Name, Nodes: cfg.Nodes, Nemesis: cfg.Nemesis, Profile: cfg.Profile, Seed: cfg.Seed,
+		Bugs: cfg.Bugs, TimeLimit: cfg.TimeLimit.String(), Convergence: conv}
+	lin := model.CheckLinearizable(h, cfg.CheckTimeout)
+	res.Linearizable = string(lin.Result)
+	for _, a := range lin.Anomalies {
+		res.Anomalies = append(res.Anomalies, model.Anomaly{Check: "G1", Op: -1, Detail: a})
+	}
+	res.Anomalies = append(res.Anomalies, model.CheckAll(h)...)
+	if !conv.Converged {
+		res.Anomalies = append(res.Anomalies, model.Anomaly{Check: "converge", Op: -1, Detail: conv.Detail})
+	}
+	res.Invalid = report.Validity(h, cfg.MinOps, finalHeal)
+	if lin.Result == "Unknown" {
+		res.Invalid = append(res.Invalid, "linearizability check timed out")
+	}
+	res.Lin = lin
+	res.Finish(h)
+	return res
+}
+
+func (c RunConfig) nodeLogs(cl *cluster.Cluster) []string {
+	var out []string
+	for _, n := range cl.Nodes {
+		out = append(out, n.LogPath)
+	}
+	return out
+}
+
+// cleanup removes data directories and objects; logs stay.
+func (c RunConfig) cleanup(cl *cluster.Cluster) {
+	for _, n := range cl.Nodes {
+		_ = os.RemoveAll(n.DataDir)
+	}
+	_ = os.RemoveAll(cl.Objects)
+}

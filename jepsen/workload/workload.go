@@ -1,0 +1,278 @@
+// Package workload drives metad through its public gRPC API with
+// concurrent recording clients and writes every operation to a history:
+// one writer per stream (appends through the object store, trims,
+// generations in both views, retires, epoch bumps, fenced appends, object
+// replacement, watched pins) and readers resolving and reading bytes under
+// the target's identity while all that happens.
+//
+// Mutations carry request ids; the client library retries retryable
+// failures with the same id, and an operation is recorded indeterminate
+// ("info") if any attempt might have taken effect, definite otherwise.
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+
+	"github.com/metad/metad/client"
+	"github.com/metad/metad/jepsen/history"
+	"github.com/metad/metad/objectstore"
+)
+
+// Profiles name weightings of the operation mix.
+const (
+	// ProfileStream: write-heavy; every stream operation.
+	ProfileStream = "stream"
+	// ProfileResolve: read-heavy; resolves under concurrent trims, new and
+	// retired generations, GC, and repair (most appends without their
+	// generation-0 record).
+	ProfileResolve = "resolve"
+	// ProfileAppend: appends and reads only (for the durability bug).
+	ProfileAppend = "append"
+	// ProfileReplace: stream with frequent object replacement, so resolves
+	// fail over within their view (for the cross-view bug).
+	ProfileReplace = "replace"
+)
+
+// Profiles lists the profiles a matrix runs.
+var Profiles = []string{ProfileStream, ProfileResolve}
+
+// Config is one workload.
+type Config struct {
+	// Profile is one of the Profile* names.
+	Profile string
+	// Streams is the number of streams (one writer each). Default 6.
+	Streams int
+	// Readers is the number of reading clients. Default 4.
+	Readers int
+	// OpTimeout bounds each call, retries included. Default 3s.
+	OpTimeout time.Duration
+	// Seed makes each client's choices reproducible.
+	Seed int64
+	// Clients: one per node (reads pick a node), and All balancing over
+	// every node (writers, so a dead node does not stall them).
+	Clients []*client.Client
+	NodeIDs []string
+	All     *client.Client
+	// Objects is the store shared with the servers.
+	Objects objectstore.Store
+	Rec     *history.Recorder
+	Log     *slog.Logger
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	switch c.Profile {
+	case ProfileStream, ProfileResolve, ProfileAppend, ProfileReplace:
+	default:
+		errs = append(errs, fmt.Errorf("workload: profile %q unknown", c.Profile))
+	}
+	if c.Streams < 1 || c.Streams > 64 {
+		errs = append(errs, fmt.Errorf("workload: Streams %d outside [1, 64]", c.Streams))
+	}
+	if c.Readers < 0 || c.Readers > 64 {
+		errs = append(errs, fmt.Errorf("workload: Readers %d outside [0, 64]", c.Readers))
+	}
+	if c.OpTimeout < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("workload: OpTimeout %s below 100ms", c.OpTimeout))
+	}
+	if len(c.Clients) == 0 || len(c.Clients) != len(c.NodeIDs) || c.All == nil || c.Objects == nil || c.Rec == nil || c.Log == nil {
+		errs = append(errs, errors.New("workload: Clients, NodeIDs, All, Objects, Rec and Log are required"))
+	}
+	return errors.Join(errs...)
+}
+
+// Workload is a running workload.
+type Workload struct {
+	cfg Config
+	// gate: operations hold it shared; Quiesce takes it exclusively.
+	gate sync.RWMutex
+	// streams are the created streams' shared hints (ends for readers);
+	// writers their writers. Both are set by Setup, then only read.
+	streams []*hint
+	writers []*writer
+	// watchers are pin-watching goroutines; Run joins them.
+	watchers sync.WaitGroup
+	clientN  atomic.Int64
+}
+
+// hint is what readers know of a stream, updated by every answer.
+type hint struct {
+	id        uint64
+	end, trim atomic.Uint64
+}
+
+func (h *hint) observe(end, trim uint64) {
+	for {
+		e := h.end.Load()
+		if end <= e || h.end.CompareAndSwap(e, end) {
+			break
+		}
+	}
+	for {
+		t := h.trim.Load()
+		if trim <= t || h.trim.CompareAndSwap(t, trim) {
+			break
+		}
+	}
+}
+
+// New checks the configuration.
+func New(cfg Config) (*Workload, error) {
+	if cfg.Streams == 0 {
+		cfg.Streams = 6
+	}
+	if cfg.OpTimeout == 0 {
+		cfg.OpTimeout = 3 * time.Second
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Workload{cfg: cfg}, nil
+}
+
+// Quiesce implements nemesis.Workload.
+func (w *Workload) Quiesce(ctx context.Context) { w.gate.Lock() }
+
+// Resume implements nemesis.Workload.
+func (w *Workload) Resume() { w.gate.Unlock() }
+
+// Setup creates the streams and opens each for writing. It retries until
+// ctx ends: the cluster may still be forming.
+func (w *Workload) Setup(ctx context.Context, runID string) error {
+	for i := range w.cfg.Streams {
+		name := fmt.Sprintf("jepsen-%s-%d", runID, i)
+		var id uint64
+		err := retry(ctx, func(ctx context.Context) error {
+			resp, err := client.Call(ctx, w.cfg.All, w.cfg.All.Metad.CreateStream, createReq(name))
+			if err == nil {
+				id = resp.StreamId
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("create stream %s: %w", name, err)
+		}
+		h := &hint{id: id}
+		w.streams = append(w.streams, h)
+		wr := w.newWriter(h, i)
+		if err := retry(ctx, func(ctx context.Context) error { return wr.open(ctx) }); err != nil {
+			return fmt.Errorf("open stream %d: %w", id, err)
+		}
+		w.writers = append(w.writers, wr)
+	}
+	return nil
+}
+
+func retry(ctx context.Context, f func(ctx context.Context) error) error {
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := f(cctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Run drives the writers and readers until ctx ends, then waits for every
+// client and pin watcher.
+func (w *Workload) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, wr := range w.writers {
+		wg.Add(1)
+		go func() { defer wg.Done(); wr.run(ctx) }()
+	}
+	for i := range w.cfg.Readers {
+		rd := w.newReader(i)
+		wg.Add(1)
+		go func() { defer wg.Done(); rd.run(ctx) }()
+	}
+	wg.Wait()
+	w.watchers.Wait()
+}
+
+// attempts tracks, across the retries of one call, whether any attempt
+// might have taken effect.
+type attempts struct {
+	indeterminate bool
+}
+
+// wrap records each attempt's classification. A failure without metad's
+// ErrorInfo (a broken connection, a client-side deadline) may have reached
+// a server, so it counts as indeterminate.
+func wrap[Req, Resp any](a *attempts, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error)) func(context.Context, Req, ...grpc.CallOption) (Resp, error) {
+	return func(ctx context.Context, req Req, opts ...grpc.CallOption) (Resp, error) {
+		resp, err := rpc(ctx, req, opts...)
+		if err != nil && !definite(err) {
+			a.indeterminate = true
+		}
+		return resp, err
+	}
+}
+
+func definite(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.Metadata["definite"] == "true"
+		}
+	}
+	return false
+}
+
+// notRefusals are definite failures that are not the state machine's
+// answer: the command never ran, so they observed nothing.
+var notRefusals = map[string]bool{
+	"NOT_LEADER": true, "NO_LEADER": true, "NOT_READY": true, "OVERLOADED": true,
+	"RESOLVE_UNAVAILABLE": true, "SHUTTING_DOWN": true,
+}
+
+// classify sets op's status from a call's error and its attempts.
+func classify(op *history.Op, err error, a *attempts, write bool) {
+	if err == nil {
+		op.Status = history.OK
+		return
+	}
+	op.Error = err.Error()
+	e, ok := client.AsError(err)
+	if ok {
+		op.Reason = e.Reason
+	}
+	switch {
+	case !write:
+		op.Status = history.Fail
+	case ok && e.Definite && !notRefusals[e.Reason]:
+		// The state machine (or request validation) refused it; an earlier
+		// indeterminate attempt would have been deduplicated into the same
+		// answer had it been applied.
+		op.Status = history.Rejected
+	case a.indeterminate || !ok || !e.Definite:
+		op.Status = history.Info
+	default:
+		op.Status = history.Fail
+	}
+}
+
+// now is the history's clock: wall-clock nanoseconds, as metad stamps.
+func now() int64 { return time.Now().UnixNano() }
+
+// rng returns a seeded generator for client i.
+func (w *Workload) rng(i int) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(w.cfg.Seed), uint64(i)*0x9e3779b97f4a7c15+1))
+}

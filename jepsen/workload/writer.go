@@ -1,0 +1,376 @@
+package workload
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/client"
+	"github.com/metad/metad/jepsen/history"
+	"github.com/metad/metad/jepsen/model"
+)
+
+// writer is the single writer of one stream; only its goroutine touches it.
+type writer struct {
+	w      *Workload
+	h      *hint
+	client int
+	rng    *rand.Rand
+	// What this writer knows of its stream.
+	epoch, end, trim uint64
+	appends          []known
+	gens             [2]viewGens
+	keys             int
+	weights          []weighted
+}
+
+// known is an append this writer knows committed.
+type known struct {
+	rng      history.Range
+	obj      history.Object
+	bytes    history.Bytes
+	replaced bool
+}
+
+type viewGens struct {
+	last uint64
+	live []uint64
+}
+
+type weighted struct {
+	weight int
+	op     func(context.Context)
+}
+
+func createReq(name string) *metadpb.CreateStreamRequest {
+	return &metadpb.CreateStreamRequest{Name: name, RequestId: client.NewRequestID()}
+}
+
+func (w *Workload) newWriter(h *hint, i int) *writer {
+	wr := &writer{w: w, h: h, client: i, rng: w.rng(1000 + i)}
+	wr.weights = wr.profile(w.cfg.Profile)
+	return wr
+}
+
+func (wr *writer) profile(p string) []weighted {
+	appendGen0 := func(p float64) func(context.Context) {
+		return func(ctx context.Context) { wr.appendOnce(ctx, wr.rng.Float64() < p) }
+	}
+	switch p {
+	case ProfileAppend:
+		return []weighted{{1, appendGen0(1)}}
+	case ProfileResolve:
+		return []weighted{{30, appendGen0(0.4)}, {10, wr.trimOnce}, {9, wr.publishOnce(model.Committed)},
+			{9, wr.publishOnce(model.TopicCompacted)}, {8, wr.retireOnce}, {2, wr.replaceOnce}, {4, wr.pinWatch},
+			{2, wr.openOnce}}
+	case ProfileReplace:
+		return []weighted{{30, appendGen0(0.9)}, {4, wr.trimOnce}, {8, wr.publishOnce(model.TopicCompacted)},
+			{12, wr.replaceOnce}}
+	}
+	return []weighted{{40, appendGen0(0.7)}, {8, wr.trimOnce}, {7, wr.publishOnce(model.Committed)},
+		{7, wr.publishOnce(model.TopicCompacted)}, {6, wr.retireOnce}, {3, wr.openOnce}, {2, wr.staleAppend},
+		{2, wr.replaceOnce}, {3, wr.pinWatch}, {4, wr.describe}}
+}
+
+func (wr *writer) run(ctx context.Context) {
+	total := 0
+	for _, x := range wr.weights {
+		total += x.weight
+	}
+	for ctx.Err() == nil {
+		n := wr.rng.IntN(total)
+		for _, x := range wr.weights {
+			if n < x.weight {
+				wr.w.gate.RLock()
+				x.op(ctx)
+				wr.w.gate.RUnlock()
+				break
+			}
+			n -= x.weight
+		}
+		sleepCtx(ctx, time.Duration(wr.rng.IntN(10))*time.Millisecond)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// record adds a finished op of this writer.
+func (wr *writer) record(op history.Op) history.Op {
+	op.Client, op.Stream, op.Node = wr.client, wr.h.id, "any"
+	op.ID = wr.w.cfg.Rec.Add(op)
+	return op
+}
+
+func (wr *writer) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, wr.w.cfg.OpTimeout)
+}
+
+// open bumps the writer epoch (OpenForWrite).
+func (wr *writer) open(ctx context.Context) error {
+	op := history.Op{Kind: history.KindOpen, In: history.Input{RequestID: client.NewRequestID()}}
+	cctx, cancel := wr.ctx(ctx)
+	defer cancel()
+	var a attempts
+	op.Call = now()
+	resp, err := client.Call(cctx, wr.w.cfg.All, wrap(&a, wr.w.cfg.All.Metad.OpenForWrite),
+		&metadpb.OpenForWriteRequest{StreamId: wr.h.id, RequestId: op.In.RequestID})
+	op.Return = now()
+	classify(&op, err, &a, true)
+	if err == nil {
+		op.Out = &history.Output{Epoch: resp.WriterEpoch, Version: resp.Version}
+		wr.epoch = resp.WriterEpoch
+	}
+	wr.record(op)
+	if op.Status == history.Info {
+		wr.resync(ctx)
+	}
+	return err
+}
+
+func (wr *writer) openOnce(ctx context.Context) { _ = wr.open(ctx) }
+
+// describe reads the stream linearizably and adopts what it shows.
+func (wr *writer) describe(ctx context.Context) {
+	op := wr.w.describeOp(ctx, wr.w.cfg.All, "any", wr.client, wr.h.id)
+	if op.Status != history.OK {
+		return
+	}
+	out := op.Out
+	if out.CommittedEnd != wr.end {
+		wr.end = out.CommittedEnd
+	}
+	wr.trim, wr.epoch = out.Trim, max(wr.epoch, out.Epoch)
+	for v := range wr.gens {
+		wr.gens[v].live = wr.gens[v].live[:0]
+	}
+	for _, g := range out.Generations {
+		v := viewIdx(g.View)
+		if g.View == model.Committed && g.Number == 0 {
+			continue
+		}
+		wr.gens[v].live = append(wr.gens[v].live, g.Number)
+		wr.gens[v].last = max(wr.gens[v].last, g.Number)
+	}
+}
+
+// resync re-reads the stream after an indeterminate or refused write.
+func (wr *writer) resync(ctx context.Context) {
+	for range 5 {
+		before := wr.end
+		wr.describe(ctx)
+		if ctx.Err() != nil || wr.end != before || wr.rng.IntN(2) == 0 {
+			return
+		}
+	}
+}
+
+func viewIdx(v string) int {
+	if v == model.TopicCompacted {
+		return 1
+	}
+	return 0
+}
+
+func viewPB(v string) metadpb.View {
+	if v == model.TopicCompacted {
+		return metadpb.View_TOPIC_COMPACTED
+	}
+	return metadpb.View_COMMITTED
+}
+
+// putObject stores content under a new key and registers it. It returns
+// the object and the byte range of each content part, or false.
+func (wr *writer) putObject(ctx context.Context, kind string, content history.Content) (history.Object, []history.Bytes, bool) {
+	wr.keys++
+	key := fmt.Sprintf("jepsen/s%d/%s-%d-%d", wr.h.id, kind, wr.end, wr.keys)
+	data, parts := model.Layout(wr.h.id, content)
+	obj := history.Object{Key: key, Identity: model.Identity(data)}
+	cctx, cancel := wr.ctx(ctx)
+	defer cancel()
+	info, err := wr.w.cfg.Objects.Put(cctx, key, bytes.NewReader(data))
+	if err != nil || info.Identity != obj.Identity {
+		wr.w.cfg.Log.Warn("object put failed", "key", key, "err", err, "identity", info.Identity, "want", obj.Identity)
+		return obj, nil, false
+	}
+	op := wr.register(ctx, history.KindRegister, obj, uint64(len(data)), content)
+	return obj, parts, op.Status == history.OK
+}
+
+func (wr *writer) register(ctx context.Context, kind string, obj history.Object, size uint64, content history.Content) history.Op {
+	op := history.Op{Kind: kind, In: history.Input{RequestID: client.NewRequestID(), Object: &obj, Size: size, Content: &content}}
+	cctx, cancel := wr.ctx(ctx)
+	defer cancel()
+	var a attempts
+	op.Call = now()
+	resp, err := client.Call(cctx, wr.w.cfg.All, wrap(&a, wr.w.cfg.All.Metad.RegisterObject), &metadpb.RegisterObjectRequest{
+		Object: &metadpb.ObjectRef{Key: obj.Key, Identity: obj.Identity}, Size: size, RequestId: op.In.RequestID})
+	op.Return = now()
+	classify(&op, err, &a, true)
+	if err == nil {
+		op.Out = &history.Output{Version: resp.Version}
+	}
+	return wr.record(op)
+}
+
+// appendOnce writes 1–4 offsets: bytes into the object store, the object
+// registered, then CommitAppend at the committed end.
+func (wr *writer) appendOnce(ctx context.Context, gen0 bool) {
+	n := uint64(1 + wr.rng.IntN(4))
+	start := wr.end
+	content := history.Content{Offsets: []history.Range{{Start: start, End: start + n}}, Prefix: wr.rng.IntN(16), Suffix: wr.rng.IntN(16)}
+	obj, parts, ok := wr.putObject(ctx, "a", content)
+	if !ok {
+		return
+	}
+	op := wr.commit(ctx, wr.epoch, start, start+n, obj, parts[0], gen0)
+	switch op.Status {
+	case history.OK:
+		wr.end = start + n
+		wr.appends = append(wr.appends, known{rng: history.Range{Start: start, End: start + n}, obj: obj, bytes: parts[0]})
+		wr.h.observe(wr.end, wr.trim)
+	case history.Rejected, history.Info:
+		wr.resync(ctx)
+		if op.Status == history.Info && wr.end == start+n {
+			// It did happen: this writer is the stream's only appender.
+			wr.appends = append(wr.appends, known{rng: history.Range{Start: start, End: start + n}, obj: obj, bytes: parts[0]})
+		}
+	}
+}
+
+func (wr *writer) commit(ctx context.Context, epoch, start, end uint64, obj history.Object, b history.Bytes, gen0 bool) history.Op {
+	op := history.Op{Kind: history.KindAppend, In: history.Input{RequestID: client.NewRequestID(), Epoch: epoch,
+		ExpectedStart: start, End: end, Object: &obj, Bytes: &b, IndexGen0: gen0}}
+	cctx, cancel := wr.ctx(ctx)
+	defer cancel()
+	var a attempts
+	op.Call = now()
+	resp, err := client.Call(cctx, wr.w.cfg.All, wrap(&a, wr.w.cfg.All.Metad.CommitAppend), &metadpb.CommitAppendRequest{
+		StreamId: wr.h.id, WriterEpoch: epoch, ExpectedStart: start, End: end,
+		Object: &metadpb.ObjectRef{Key: obj.Key, Identity: obj.Identity},
+		Bytes:  &metadpb.ByteRange{Offset: b.Offset, Length: b.Length}, IndexGen0: gen0, RequestId: op.In.RequestID})
+	op.Return = now()
+	classify(&op, err, &a, true)
+	if err == nil {
+		op.Out = &history.Output{CommittedEnd: resp.CommittedEnd, Version: resp.Version}
+	}
+	return wr.record(op)
+}
+
+// staleAppend is G4's probe: an append with a superseded epoch must be
+// refused (the model checks the refusal).
+func (wr *writer) staleAppend(ctx context.Context) {
+	if wr.epoch == 0 || len(wr.appends) == 0 {
+		return
+	}
+	last := wr.appends[len(wr.appends)-1]
+	wr.commit(ctx, wr.epoch-1, wr.end, wr.end+1, last.obj, last.bytes, true)
+}
+
+// trimOnce advances the trim point a little, keeping most of the stream.
+func (wr *writer) trimOnce(ctx context.Context) {
+	if wr.end < wr.trim+8 {
+		return
+	}
+	wr.trimTo(ctx, wr.trim+1+uint64(wr.rng.IntN(int(wr.end-wr.trim)/3)))
+}
+
+func (wr *writer) trimTo(ctx context.Context, to uint64) {
+	op := history.Op{Kind: history.KindTrim, In: history.Input{RequestID: client.NewRequestID(), Offset: to}}
+	cctx, cancel := wr.ctx(ctx)
+	defer cancel()
+	var a attempts
+	op.Call = now()
+	resp, err := client.Call(cctx, wr.w.cfg.All, wrap(&a, wr.w.cfg.All.Metad.Trim),
+		&metadpb.TrimRequest{StreamId: wr.h.id, Offset: to, RequestId: op.In.RequestID})
+	op.Return = now()
+	classify(&op, err, &a, true)
+	if err == nil {
+		op.Out = &history.Output{Trim: resp.Trim, CommittedEnd: resp.CommittedEnd, Version: resp.Version}
+		wr.trim = resp.Trim
+		wr.h.observe(wr.end, wr.trim)
+	}
+	wr.record(op)
+	if op.Status == history.Info || op.Status == history.Rejected {
+		wr.resync(ctx)
+	}
+}
+
+// replaceOnce puts new bytes under the key of a live append and registers
+// their identity: every record naming the old identity must from then on
+// be refused, and its bytes never served (G8).
+func (wr *writer) replaceOnce(ctx context.Context) {
+	var cands []int
+	for i, k := range wr.appends {
+		if k.rng.End > wr.trim && !k.replaced {
+			cands = append(cands, i)
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	k := &wr.appends[cands[wr.rng.IntN(len(cands))]]
+	content := history.Content{Offsets: []history.Range{k.rng}, Prefix: 20 + wr.rng.IntN(8), Salt: 1 + wr.rng.Uint64N(1<<20)}
+	data, _ := model.Layout(wr.h.id, content)
+	obj := history.Object{Key: k.obj.Key, Identity: model.Identity(data)}
+	op := wr.register(ctx, history.KindReplace, obj, uint64(len(data)), content)
+	if op.Status == history.OK || op.Status == history.Info {
+		k.replaced = true
+		cctx, cancel := wr.ctx(ctx)
+		defer cancel()
+		if _, err := wr.w.cfg.Objects.Put(cctx, obj.Key, bytes.NewReader(data)); err != nil {
+			wr.w.cfg.Log.Warn("replace put failed", "key", obj.Key, "err", err)
+		}
+	}
+}
+
+// pinWatch pins the oldest live append's object, trims past it (so GC may
+// mark it DELETING) and watches the bytes stay readable for the pin's
+// lease (G9).
+func (wr *writer) pinWatch(ctx context.Context) {
+	var k *known
+	for i := range wr.appends {
+		if a := &wr.appends[i]; a.rng.End > wr.trim && !a.replaced {
+			k = a
+			break
+		}
+	}
+	if k == nil || k.rng.End+4 > wr.end {
+		return
+	}
+	ttl := 4 * time.Second
+	obj := k.obj
+	op := history.Op{Kind: history.KindPin, In: history.Input{RequestID: client.NewRequestID(), Object: &obj, TTLNanos: int64(ttl)}}
+	cctx, cancel := wr.ctx(ctx)
+	defer cancel()
+	var a attempts
+	op.Call = now()
+	resp, err := client.Call(cctx, wr.w.cfg.All, wrap(&a, wr.w.cfg.All.Metad.Pin), &metadpb.PinRequest{
+		Object: &metadpb.ObjectRef{Key: obj.Key, Identity: obj.Identity}, Holder: "jepsen-watch",
+		Ttl: durationpb.New(ttl), RequestId: op.In.RequestID})
+	op.Return = now()
+	classify(&op, err, &a, true)
+	if err != nil {
+		wr.record(op)
+		return
+	}
+	op.Out = &history.Output{PinID: resp.PinId, Version: resp.Version, Expiry: resp.Expiry.AsTime().UnixNano()}
+	wr.w.watchers.Add(1)
+	go func() { // owned by the workload: Run waits for watchers
+		defer wr.w.watchers.Done()
+		op.Out.Watches = wr.w.watch(ctx, obj, k.bytes, op.Call+int64(ttl)*9/10)
+		wr.record(op)
+	}()
+	wr.trimTo(ctx, k.rng.End)
+}
