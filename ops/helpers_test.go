@@ -1,0 +1,366 @@
+package ops
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/client"
+	"github.com/metad/metad/internal/proc"
+)
+
+func ctxT(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// writer appends to one stream, remembering every append the cluster
+// acknowledged. After an indeterminate failure the next call retries the
+// same request (same request id, same expected start): the cluster applies
+// it at most once and answers the retry with the first outcome.
+type writer struct {
+	c       *client.Client
+	stream  uint64
+	epoch   uint64
+	end     uint64 // committed end after the last acknowledged append
+	pending *metadpb.CommitAppendRequest
+	obj     *metadpb.RegisterObjectRequest
+}
+
+func newWriter(t testing.TB, c *client.Client, name string) *writer {
+	t.Helper()
+	ctx := ctxT(t, 30*time.Second)
+	s, err := client.Call(ctx, c, c.Metad.CreateStream, &metadpb.CreateStreamRequest{Name: name, RequestId: client.NewRequestID()})
+	if err != nil {
+		t.Fatalf("create stream: %v", err)
+	}
+	o, err := client.Call(ctx, c, c.Metad.OpenForWrite, &metadpb.OpenForWriteRequest{StreamId: s.StreamId, RequestId: client.NewRequestID()})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return &writer{c: c, stream: s.StreamId, epoch: o.WriterEpoch}
+}
+
+// append commits n offsets, or returns why not.
+func (w *writer) append(ctx context.Context, n uint64) error {
+	if w.pending == nil {
+		ref := &metadpb.ObjectRef{Key: fmt.Sprintf("s%d/%d", w.stream, w.end), Identity: fmt.Sprintf("sha256:%064x", w.end+1)}
+		w.obj = &metadpb.RegisterObjectRequest{Object: ref, Size: n, RequestId: client.NewRequestID()}
+		w.pending = &metadpb.CommitAppendRequest{
+			StreamId: w.stream, WriterEpoch: w.epoch, ExpectedStart: w.end, End: w.end + n, Object: ref,
+			Bytes: &metadpb.ByteRange{Length: n}, IndexGen0: true, RequestId: client.NewRequestID(),
+		}
+	}
+	if _, err := client.Call(ctx, w.c, w.c.Metad.RegisterObject, w.obj); err != nil {
+		return w.settle(err)
+	}
+	resp, err := client.Call(ctx, w.c, w.c.Metad.CommitAppend, w.pending)
+	if err != nil {
+		return w.settle(err)
+	}
+	w.pending, w.obj = nil, nil
+	w.end = resp.CommittedEnd
+	return nil
+}
+
+// settle forgets the pending append if its failure was definite.
+func (w *writer) settle(err error) error {
+	if e, ok := client.AsError(err); ok && e.Definite {
+		w.pending, w.obj = nil, nil
+	}
+	return err
+}
+
+func (w *writer) mustAppend(t testing.TB, n uint64) {
+	t.Helper()
+	if err := w.append(ctxT(t, 30*time.Second), n); err != nil {
+		t.Fatalf("append: %v", err)
+	}
+}
+
+// ack is one acknowledged append: the committed end it produced, and when.
+type ack struct {
+	end uint64
+	at  time.Time
+}
+
+// load appends one offset at a time from a goroutine until stopped, the
+// way a broker would through failovers and restarts.
+type load struct {
+	t    testing.TB
+	w    *writer
+	stop chan struct{}
+	done chan struct{}
+
+	mu   sync.Mutex // guards acks and bad
+	acks []ack
+	bad  []error // failures a client must never see: definite and not retryable
+}
+
+func startLoad(t testing.TB, w *writer) *load {
+	l := &load{t: t, w: w, stop: make(chan struct{}), done: make(chan struct{})}
+	go l.run()
+	t.Cleanup(func() { l.finish() })
+	return l
+}
+
+func (l *load) run() {
+	defer close(l.done)
+	for {
+		select {
+		case <-l.stop:
+			l.settlePending()
+			return
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := l.w.append(ctx, 1)
+		cancel()
+		l.mu.Lock()
+		switch {
+		case err == nil:
+			l.acks = append(l.acks, ack{end: l.w.end, at: time.Now()})
+		case !acceptable(err):
+			l.bad = append(l.bad, err)
+		}
+		l.mu.Unlock()
+		if err != nil {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// acceptable: what a client may see while servers restart or fail over:
+// retryable failures, and indeterminate ones (retried with the same id).
+func acceptable(err error) bool {
+	e, ok := client.AsError(err)
+	if !ok {
+		return errors.Is(err, context.DeadlineExceeded)
+	}
+	return e.Retryable() || !e.Definite || e.Code == codes.DeadlineExceeded || e.Code == codes.Unavailable
+}
+
+// settlePending retries an append of unknown outcome until it is known, so
+// that the writer's end is the stream's committed end.
+func (l *load) settlePending() {
+	deadline := time.Now().Add(30 * time.Second)
+	for l.w.pending != nil && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := l.w.append(ctx, 1)
+		cancel()
+		l.mu.Lock()
+		if err == nil {
+			l.acks = append(l.acks, ack{end: l.w.end, at: time.Now()})
+		} else if !acceptable(err) {
+			l.bad = append(l.bad, err)
+		}
+		l.mu.Unlock()
+	}
+	if l.w.pending != nil {
+		l.t.Errorf("an append stayed indeterminate for 30s")
+	}
+}
+
+// finish stops the load and returns the acknowledged appends.
+func (l *load) finish() []ack {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]ack(nil), l.acks...)
+}
+
+// acked returns the number of appends acknowledged so far and the last end.
+func (l *load) acked() (int, uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.acks) == 0 {
+		return 0, 0
+	}
+	return len(l.acks), l.acks[len(l.acks)-1].end
+}
+
+func (l *load) failures() []error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]error(nil), l.bad...)
+}
+
+// waitAcks waits until n more appends are acknowledged.
+func (l *load) waitAcks(c *proc.Cluster, n int) {
+	start, _ := l.acked()
+	c.WaitFor(fmt.Sprintf("%d more acknowledged appends", n), 30*time.Second, func() bool {
+		got, _ := l.acked()
+		return got >= start+n
+	})
+}
+
+// describe reads a stream through server i only.
+func describe(t testing.TB, c *proc.Cluster, i int, stream uint64) (*metadpb.Stream, error) {
+	resp, err := c.Client(i).Metad.DescribeStream(ctxT(t, 10*time.Second), &metadpb.DescribeStreamRequest{StreamId: stream})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Stream, nil
+}
+
+// gen0Records lists a stream's COMMITTED generation-0 index records through
+// server i, all pages.
+func gen0Records(t testing.TB, c *proc.Cluster, i int, stream uint64) []*metadpb.StoredIndexRecord {
+	t.Helper()
+	cl := c.Client(i)
+	var out []*metadpb.StoredIndexRecord
+	from := uint64(0)
+	for {
+		resp, err := client.Call(ctxT(t, 10*time.Second), cl, cl.Metad.ListIndex, &metadpb.ListIndexRequest{
+			StreamId: stream, View: metadpb.View_COMMITTED, Generation: 0, From: from, Limit: 1000})
+		if err != nil {
+			t.Fatalf("list index through %d: %v", i, err)
+		}
+		out = append(out, resp.Records...)
+		if len(resp.Records) == 0 {
+			return out
+		}
+		from = resp.Records[len(resp.Records)-1].Record.Range.End
+	}
+}
+
+// checkContiguous checks that records cover [0, end) without gap.
+func checkContiguous(t testing.TB, recs []*metadpb.StoredIndexRecord, end uint64) {
+	t.Helper()
+	next := uint64(0)
+	for _, r := range recs {
+		if r.Record.Range.Start != next {
+			t.Fatalf("index records: gap or overlap at %d (record starts at %d)", next, r.Record.Range.Start)
+		}
+		next = r.Record.Range.End
+	}
+	if next != end {
+		t.Fatalf("index records end at %d, committed end %d", next, end)
+	}
+}
+
+// formed waits until every running server reports one leader and n voters.
+func formed(t testing.TB, c *proc.Cluster, n int) {
+	t.Helper()
+	c.WaitFor(fmt.Sprintf("one leader and %d voters", n), 30*time.Second, func() bool {
+		for i := range c.Nodes {
+			if !c.Running(i) {
+				continue
+			}
+			st, err := c.Status(i)
+			if err != nil || st.LeaderId == "" || st.Voters != uint32(n) {
+				return false
+			}
+			for _, nd := range st.Nodes {
+				if nd.State == "UNREACHABLE" {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// cli runs the metad binary and returns its stdout+stderr and exit code.
+func cli(t testing.TB, stdin string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(proc.Binary(t), args...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("metad %v: %v", args, err)
+	}
+	return string(out), code
+}
+
+// mustCLI runs the binary and fails the test unless it exits 0.
+func mustCLI(t testing.TB, args ...string) string {
+	t.Helper()
+	out, code := cli(t, "", args...)
+	if code != 0 {
+		t.Fatalf("metad %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	}
+	return out
+}
+
+// scrape fetches /metrics from addr: series ("name{labels}") to value.
+func scrape(t testing.TB, addr string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape %s: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape %s: %s", addr, resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("scrape %s: bad line %q", addr, line)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// series sums the values of every series of metric name whose labels
+// contain each of the given `key="value"` pairs; ok is false if none.
+func series(m map[string]float64, name string, labels ...string) (sum float64, ok bool) {
+	for k, v := range m {
+		base, lbls, _ := strings.Cut(k, "{")
+		if base != name {
+			continue
+		}
+		match := true
+		for _, l := range labels {
+			match = match && strings.Contains(lbls, l)
+		}
+		if match {
+			sum, ok = sum+v, true
+		}
+	}
+	return sum, ok
+}
+
+func httpStatus(t testing.TB, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
