@@ -39,7 +39,7 @@ func TestRecoverFromLostMajority(t *testing.T) {
 		t.Fatal("a write was acknowledged by one server of three")
 	}
 	w.pending, w.obj = nil, nil // it cannot have committed; forget it
-	c.Stop(survivor) // SIGTERM: graceful even without a quorum
+	c.Stop(survivor)            // SIGTERM: graceful even without a quorum
 
 	nd := c.Nodes[survivor]
 	out := mustCLI(t, "data", "inspect", "--data-dir", nd.DataDir, "-o", "json")
