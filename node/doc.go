@@ -11,7 +11,23 @@
 // Start opens them in dependency order (the peer client before Raft, which
 // needs it for read confirmations; membership after Raft, which it drives;
 // the directory that maps node ids to addresses once membership exists).
-// Shutdown reverses it gracefully: hand over leadership, stop taking calls,
-// drain, leave gossip, close Raft cleanly — without removing the node from
-// the Raft configuration, so a restart rejoins with its data.
+// Shutdown reverses it gracefully: report NOT_SERVING (so /readyz and
+// balancers stop sending calls) and STOPPING=1 to systemd, hand over
+// leadership, stop taking calls, drain, leave gossip, close Raft cleanly —
+// without removing the node from the Raft configuration, so a restart
+// rejoins with its data.
+//
+// Metrics: every part registers on the one *prometheus.Registry Start
+// receives, served at /metrics. Raft, raft-boltdb and memberlist report
+// through github.com/hashicorp/go-metrics/compat, which forwards to the
+// global sink of armon/go-metrics (or of hashicorp/go-metrics when built
+// with -tags hashicorpmetrics); gometrics*.go install a Prometheus sink as
+// that global, once per process, and register it, so raft_commitTime,
+// raft_fsm_apply, raft_leader_lastContact, raft_snapshot_* and the rest
+// appear next to metad_*. metad_build_info names the library in use.
+//
+// Readiness: with Config.NotifySocket set (cmd/metad passes
+// $NOTIFY_SOCKET), the node speaks systemd's notify protocol itself
+// (sdnotify.go): STATUS= while it waits for a leader, READY=1 once it
+// serves, STOPPING=1 at shutdown.
 package node

@@ -137,6 +137,43 @@
 // returns a context that ends with the leadership, which is how leader-only
 // work (repair, GC, membership reconcile) should run.
 //
+// # Checkpoints, snapshot files and offline operations
+//
+// Checkpoint takes a consistent copy of the state on a live node: it waits
+// for a linearizable read index like Read, then clones the machine
+// copy-on-write at the applied index, so writing it out holds nothing up.
+// It is written as a snapshot stream, the same bytes raft's own snapshots
+// hold; `metad snapshot save` wraps it in a snapshot file (snapshotfile.go:
+// magic, JSON meta with index, term and configuration, the stream, and a
+// SHA-256 over everything), which SummarizeStream, VerifyStream and
+// RestoreDir read.
+//
+// offline.go works on the raft directory of a stopped node, refusing one a
+// running server has locked (ErrDirInUse):
+//
+//   - InspectDir reads the stable store, log range, snapshots and latest
+//     configuration, and optionally replays the newest snapshot and the
+//     whole log into a fresh machine (state hash, record counts);
+//   - RecoverDir is raft.RecoverCluster with this package's state machine:
+//     the quorum-loss recovery behind `metad data recover`;
+//   - RestoreDir makes a new node's directory start from a snapshot
+//     stream, verified as it is copied, at the stream's index and term 1
+//     (a new history whose terms grow along the log), with the
+//     configuration given.
+//
+// # Metrics and logs
+//
+// RegisterMetrics exposes metad_raft_*: commit, applied and last log index,
+// term, ready leadership, leader changes, Propose and Read latency, the
+// ReadIndex batching factor and rounds, and the two bounded queues. Raft's
+// own metrics go through go-metrics, which package node bridges.
+//
+// Raft and its stores log through hclog, bridged into slog (logger.go):
+// hclog's value types are rendered as hclog would (hclog.Fmt formatted,
+// not printed as a slice), and raft's repeated per-peer warnings (a peer
+// down is reported several times a second) are logged once per 10 s per
+// peer with a count. The store adds one line per leader change it sees.
+//
 // # Goroutines
 //
 // Store owns: the leadership goroutine and the read-round goroutine (both
