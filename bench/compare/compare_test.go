@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metad/metad/bench/load"
+)
+
+func mk(system string, tput, p50, p99 float64, errs int64) sample {
+	s := sample{System: system, Result: load.Result{Throughput: tput, Latency: load.Latency{P50: p50, P99: p99}}}
+	if errs > 0 {
+		s.Errors = map[string]int64{"X": errs}
+	}
+	return s
+}
+
+func TestSummarizeTakesMediansAndSumsErrors(t *testing.T) {
+	got := summarize([]sample{mk("m", 300, 3, 30, 1), mk("m", 100, 1, 10, 0), mk("m", 200, 2, 20, 2)})
+	if want := (side{Throughput: 200, P50: 2, P99: 20, Errors: 3}); got != want {
+		t.Errorf("summarize = %+v, want %+v", got, want)
+	}
+	// An even count takes the lower middle: a figure that was measured.
+	if got := median([]float64{4, 1, 3, 2}); got != 2 {
+		t.Errorf("median = %v, want 2", got)
+	}
+	if (summarize(nil) != side{}) || ratio(1, 0) != 0 {
+		t.Error("empty input is not zero")
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		metad, etcd sample
+		met         bool
+	}{
+		{"faster and tighter", mk("metad", 2000, 1, 5, 0), mk("etcd", 1000, 1, 6, 0), true},
+		{"equal is enough", mk("metad", 1000, 1, 5, 0), mk("etcd", 1000, 1, 5, 0), true},
+		{"slower", mk("metad", 999, 1, 5, 0), mk("etcd", 1000, 1, 5, 0), false},
+		{"worse p99", mk("metad", 2000, 1, 7, 0), mk("etcd", 1000, 1, 6, 0), false},
+		{"errors", mk("metad", 2000, 1, 5, 3), mk("etcd", 1000, 1, 6, 0), false},
+	} {
+		met, why := verdict(&row{Metad: []sample{tc.metad}, Etcd: []sample{tc.etcd}})
+		if met != tc.met {
+			t.Errorf("%s: met = %v (%s), want %v", tc.name, met, why, tc.met)
+		}
+	}
+}
+
+func TestTablePrintsRatiosAndTargets(t *testing.T) {
+	rows := []*row{
+		{Pair: "resolve vs linearizable get", Concurrency: 64, Metad: []sample{mk("metad", 500, 2, 10, 0)}, Etcd: []sample{mk("etcd", 1000, 1, 5, 0)}},
+		{Pair: "commit-append vs put", Concurrency: 64, Metad: []sample{mk("metad", 3000, 1, 4, 0)}, Etcd: []sample{mk("etcd", 1500, 2, 8, 0)}},
+	}
+	var b bytes.Buffer
+	printTable(&b, rows)
+	printTargets(&b, rows)
+	out := b.String()
+	for _, want := range []string{"0.50", "2.00", "NOT MET resolve at 64", "MET     commit-append at 64"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestParseFlagsReportsEveryProblem(t *testing.T) {
+	_, err := parseFlags([]string{"--concurrency", "1,x,0", "--pairs", "append-put,nope", "--rounds", "0", "--duration", time.Millisecond.String()})
+	for _, want := range []string{`"x"`, `"0"`, `"nope"`, "--rounds", "Duration"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %s: %v", want, err)
+		}
+	}
+	o, err := parseFlags(nil)
+	if err != nil || len(o.concurrency) != 3 || len(o.pairs) != 3 {
+		t.Errorf("defaults: %+v %v", o, err)
+	}
+}
