@@ -35,6 +35,7 @@ type options struct {
 	keep      bool
 	verbose   bool
 	checkTO   time.Duration
+	binary    string
 }
 
 func main() {
@@ -53,6 +54,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep data directories and objects after a run")
 	flag.BoolVar(&o.verbose, "v", false, "log every fault and server start")
 	flag.DurationVar(&o.checkTO, "check-timeout", 2*time.Minute, "bound on the linearizability check")
+	flag.StringVar(&o.binary, "binary", "", "metad binary built with -tags metad_faults (default: build it)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -112,14 +114,16 @@ func run(ctx context.Context, o options, stdout io.Writer) (bool, error) {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return false, err
 	}
-	binDir, err := os.MkdirTemp(o.out, "bin-")
-	if err != nil {
-		return false, err
-	}
-	defer os.RemoveAll(binDir)
-	bin, err := cluster.Build(ctx, binDir)
-	if err != nil {
-		return false, err
+	bin := o.binary
+	if bin == "" {
+		binDir, err := os.MkdirTemp(o.out, "bin-")
+		if err != nil {
+			return false, err
+		}
+		defer os.RemoveAll(binDir)
+		if bin, err = cluster.Build(ctx, binDir); err != nil {
+			return false, err
+		}
 	}
 	stamp := time.Now().Format("20060102-150405")
 	all := true

@@ -94,12 +94,18 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 		cfg.Log.Info("planned", "step", s.String())
 	}
 	finalHeal := drive(ctx, cfg, cl, rec, wl, steps)
+	phase := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	wl.ReadBack(rctx)
 	cancel()
+	cfg.Log.Info("read back", "took", time.Since(phase))
+	phase = time.Now()
 	conv := converge(ctx, cl, 60*time.Second)
+	cfg.Log.Info("converged", "took", time.Since(phase), "ok", conv.Converged)
+	phase = time.Now()
 	h := rec.History()
 	res := check(cfg, h, conv, finalHeal)
+	cfg.Log.Info("checked", "took", time.Since(phase), "ops", len(h.Ops))
 	res.Seconds = time.Since(start).Seconds()
 	if err := report.Write(cfg.Dir, h, res, cfg.nodeLogs(cl)); err != nil {
 		return res, err
@@ -220,9 +226,7 @@ func check(cfg RunConfig, h history.History, conv report.Convergence, finalHeal 
 		Bugs: cfg.Bugs, TimeLimit: cfg.TimeLimit.String(), Convergence: conv}
 	lin := model.CheckLinearizable(h, cfg.CheckTimeout)
 	res.Linearizable = string(lin.Result)
-	for _, a := range lin.Anomalies {
-		res.Anomalies = append(res.Anomalies, model.Anomaly{Check: "G1", Op: -1, Detail: a})
-	}
+	res.Anomalies = append(res.Anomalies, lin.Anomalies...)
 	res.Anomalies = append(res.Anomalies, model.CheckAll(h)...)
 	if !conv.Converged {
 		res.Anomalies = append(res.Anomalies, model.Anomaly{Check: "converge", Op: -1, Detail: conv.Detail})

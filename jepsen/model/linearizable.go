@@ -121,10 +121,8 @@ func skewed(faults []history.Fault, op *history.Op) bool {
 type Linearizability struct {
 	Result porcupine.CheckResult
 	Info   porcupine.LinearizationInfo
-	// Anomalies explains each partition that is not linearizable: the
-	// operations that could not be placed after the longest linearizable
-	// prefix, and the model's reason.
-	Anomalies []string
+	// Anomalies explains each partition that is not linearizable.
+	Anomalies []Anomaly
 }
 
 // CheckLinearizable runs porcupine with a timeout.
@@ -133,46 +131,52 @@ func CheckLinearizable(h history.History, timeout time.Duration) Linearizability
 	res, info := porcupine.CheckOperationsVerbose(Porcupine, ops, timeout)
 	l := Linearizability{Result: res, Info: info}
 	if res == porcupine.Illegal {
-		l.Anomalies = explain(ops)
+		l.Anomalies = explain(partitionByStream(ops), info.PartialLinearizationsOperations())
 	}
 	return l
 }
 
-// explain replays each partition greedily in the order porcupine could
-// not beat, to name the first operation no state explains. It is a
-// diagnostic, not the verdict: porcupine's search is.
-func explain(ops []porcupine.Operation) []string {
-	var out []string
-	for _, part := range partitionByStream(ops) {
-		if res := porcupine.CheckOperations(Porcupine, part); res {
+// explain names, for each partition porcupine could not linearize, the
+// operation that blocks its longest linearizable prefix: of the operations
+// left out, the one that returned first (everything called after it must
+// follow it), with the model's reason in the state after the prefix.
+func explain(parts [][]porcupine.Operation, partials [][][]porcupine.Operation) []Anomaly {
+	var out []Anomaly
+	for p, part := range parts {
+		var longest []porcupine.Operation
+		for _, l := range partials[p] {
+			if len(l) > len(longest) {
+				longest = l
+			}
+		}
+		if len(longest) == len(part) {
 			continue
 		}
-		out = append(out, explainPartition(part))
+		stream := part[0].Input.(*history.Op).Stream
+		s := NewStream(stream)
+		in := map[int]bool{}
+		for _, o := range longest {
+			op := o.Input.(*history.Op)
+			in[op.ID] = true
+			_, s, _ = Step(s, op)
+		}
+		var block *history.Op
+		var blockRet int64
+		for _, o := range part {
+			op := o.Input.(*history.Op)
+			if !in[op.ID] && (block == nil || o.Return < blockRet) {
+				block, blockRet = op, o.Return
+			}
+		}
+		_, _, why := Step(s, block)
+		if why == "" {
+			why = "it fits this state, but then an operation that must follow it does not"
+		}
+		out = append(out, Anomaly{Check: "G1", Op: block.ID, Stream: stream, Detail: fmt.Sprintf(
+			"not linearizable: after %d of %d operations, op %d (%s, client %d, node %s) fits no order; in state {%v}: %s",
+			len(longest), len(part), block.ID, Describe(block), block.Client, block.Node, s, why)})
 	}
 	return out
-}
-
-// explainPartition reports, for a non-linearizable partition, the
-// operations whose outcome the model refuses in every state reachable by
-// the operations that completed before they began.
-func explainPartition(part []porcupine.Operation) string {
-	sort.Slice(part, func(i, j int) bool { return part[i].Call < part[j].Call })
-	stream := part[0].Input.(*history.Op).Stream
-	// A sound, cheap witness: step the operations in return order through
-	// the model, skipping those it refuses, and report the first refused
-	// read that no earlier state explains either.
-	byReturn := append([]porcupine.Operation(nil), part...)
-	sort.Slice(byReturn, func(i, j int) bool { return byReturn[i].Return < byReturn[j].Return })
-	s := NewStream(stream)
-	for _, o := range byReturn {
-		op := o.Input.(*history.Op)
-		ok, next, why := Step(s, op)
-		if !ok {
-			return fmt.Sprintf("stream %d: not linearizable; e.g. op %d (%s, client %d) in state {%v}: %s", stream, op.ID, Describe(op), op.Client, s, why)
-		}
-		s = next
-	}
-	return fmt.Sprintf("stream %d: not linearizable (see history.html)", stream)
 }
 
 // Visualize writes porcupine's HTML visualisation with the faults shaded.

@@ -197,7 +197,7 @@ func (r *Runner) kill(ctx context.Context, st Step, f history.Fault) injected {
 		victims = []int{r.leaderOr(ctx, st, &f)}
 	case "majority":
 		victims = st.Perm[:n/2+1]
-	case "all":
+	case "all", "all-quiet":
 		victims = slices.Clone(st.Perm)
 	}
 	if st.Quiesce {

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"sync"
 
 	"github.com/metad/metad/jepsen/history"
 	"github.com/metad/metad/jepsen/model"
@@ -11,38 +12,61 @@ import (
 // describe, then a resolve and read of every offset from the trim point to
 // the committed end in the COMMITTED view, one record at a time. Each op is
 // marked Final and checked like any other, and CheckDurable compares them
-// with everything acknowledged. Failures are retried on other nodes.
+// with everything acknowledged. Streams are read in parallel, each in four
+// slices; failures are retried on other nodes.
 func (w *Workload) ReadBack(ctx context.Context) {
-	const tries = 4
-	for si, h := range w.streams {
-		replaced := w.writers[si].replacedRanges()
-		var d history.Op
-		for i := range tries {
-			node := i % len(w.cfg.Clients)
-			d = w.describeOp(ctx, w.cfg.Clients[node], w.cfg.NodeIDs[node], 999, h.id)
-			if d.Status == history.OK || ctx.Err() != nil {
+	var wg sync.WaitGroup
+	for si := range w.streams {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.readBackStream(ctx, si) }()
+	}
+	wg.Wait()
+}
+
+const readBackTries = 4
+
+func (w *Workload) readBackStream(ctx context.Context, si int) {
+	h := w.streams[si]
+	var d history.Op
+	for i := range readBackTries {
+		node := i % len(w.cfg.Clients)
+		d = w.describeOp(ctx, w.cfg.Clients[node], w.cfg.NodeIDs[node], 999, h.id)
+		if d.Status == history.OK || ctx.Err() != nil {
+			break
+		}
+	}
+	if d.Status != history.OK {
+		return
+	}
+	w.markFinal(d.ID)
+	replaced := w.writers[si].replacedRanges()
+	lo, hi := d.Out.Trim, d.Out.CommittedEnd
+	const slices = 4
+	var wg sync.WaitGroup
+	for k := range uint64(slices) {
+		from, to := lo+(hi-lo)*k/slices, lo+(hi-lo)*(k+1)/slices
+		wg.Add(1)
+		go func() { defer wg.Done(); w.readBackRange(ctx, h, from, to, replaced, int(k)) }()
+	}
+	wg.Wait()
+}
+
+// readBackRange reads [from, to) record by record.
+func (w *Workload) readBackRange(ctx context.Context, h *hint, from, to uint64, replaced []history.Range, k int) {
+	for o := from; o < to && ctx.Err() == nil; {
+		next := o + 1
+		if r, ok := containing(replaced, o); ok {
+			o = r.End // its bytes were replaced: unreadable by design (G8)
+			continue
+		}
+		for i := range readBackTries {
+			op := w.resolveAndRead(ctx, (i+k)%len(w.cfg.Clients), 990+k, h, model.Committed, o, true)
+			if op.Out != nil && op.Out.Target != nil && op.Out.Read.Result == "ok" {
+				next = max(next, op.Out.Target.Resolved.End)
 				break
 			}
 		}
-		if d.Status != history.OK {
-			continue
-		}
-		w.markFinal(d.ID)
-		for o := d.Out.Trim; o < d.Out.CommittedEnd && ctx.Err() == nil; {
-			next := o + 1
-			if r, ok := containing(replaced, o); ok {
-				o = r.End // its bytes were replaced: unreadable by design (G8)
-				continue
-			}
-			for i := range tries {
-				op := w.resolveAndRead(ctx, i%len(w.cfg.Clients), 999, h, model.Committed, o, true)
-				if op.Out != nil && op.Out.Target != nil && op.Out.Read.Result == "ok" {
-					next = max(next, op.Out.Target.Resolved.End)
-					break
-				}
-			}
-			o = next
-		}
+		o = next
 	}
 }
 

@@ -28,10 +28,13 @@ func (w *Workload) newReader(i int) *reader {
 
 func (rd *reader) run(ctx context.Context) {
 	resolveWeight := 70
-	if rd.w.cfg.Profile == ProfileResolve {
+	switch rd.w.cfg.Profile {
+	case ProfileResolve:
 		resolveWeight = 85
+	case ProfileAppend:
+		resolveWeight = 0 // no pins: appends are the only log entries
 	}
-	for ctx.Err() == nil {
+	for alive(ctx) {
 		h := rd.w.streams[rd.rng.IntN(len(rd.w.streams))]
 		node := rd.rng.IntN(len(rd.w.cfg.Clients))
 		rd.w.gate.RLock()

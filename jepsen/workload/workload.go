@@ -276,3 +276,12 @@ func now() int64 { return time.Now().UnixNano() }
 func (w *Workload) rng(i int) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(w.cfg.Seed), uint64(i)*0x9e3779b97f4a7c15+1))
 }
+
+// alive reports whether ctx still has time: its deadline may have passed
+// before its timer fired, and then every call would fail at once.
+func alive(ctx context.Context) bool {
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return false
+	}
+	return ctx.Err() == nil
+}

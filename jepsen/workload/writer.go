@@ -82,7 +82,7 @@ func (wr *writer) run(ctx context.Context) {
 	for _, x := range wr.weights {
 		total += x.weight
 	}
-	for ctx.Err() == nil {
+	for alive(ctx) {
 		n := wr.rng.IntN(total)
 		for _, x := range wr.weights {
 			if n < x.weight {
