@@ -95,7 +95,9 @@ func viewName(v metadpb.View) string {
 	return model.Committed
 }
 
-func rangeOf(r *metadpb.Range) history.Range { return history.Range{Start: r.GetStart(), End: r.GetEnd()} }
+func rangeOf(r *metadpb.Range) history.Range {
+	return history.Range{Start: r.GetStart(), End: r.GetEnd()}
+}
 
 // resolveAndRead resolves, reads the target's bytes under its identity and
 // releases the pin. If the bytes are gone (a replaced object), it excludes
