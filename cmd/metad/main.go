@@ -8,6 +8,8 @@
 //	metad index publish|list         index generations
 //	metad resolve STREAM VIEW OFFSET resolve one read
 //	metad raft list-peers|remove-peer|transfer-leader
+//	metad snapshot save|inspect|restore  backups of a live cluster
+//	metad data inspect|recover       a stopped server's data dir; quorum-loss recovery
 //
 // Client commands find the cluster with --addr or METAD_ADDR (default
 // 127.0.0.1:7420; any member will do) and print tables, or JSON with -o json.
