@@ -161,6 +161,9 @@ func (f *File) Stream() io.Reader {
 	return io.NewSectionReader(f.r, f.streamFrom, f.StreamSize())
 }
 
+// VerifySize is the number of bytes Verify reads (all but the checksum).
+func (f *File) VerifySize() int64 { return f.size - fileSumSize }
+
 // Verify reads the whole file and checks its trailing SHA-256. wrap, if
 // not nil, wraps the reader (for a progress display).
 func (f *File) Verify(wrap func(io.Reader) io.Reader) error {

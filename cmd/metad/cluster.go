@@ -65,8 +65,12 @@ func statusTable(tw *tabwriter.Writer, st *metadpb.StatusResponse, withHash bool
 
 func newMembersCmd(o *clientOpts) *cobra.Command {
 	return &cobra.Command{
-		Use:     "members",
-		Short:   "Show the gossip view of the node --addr points at",
+		Use:   "members",
+		Short: "Show the gossip view of the node --addr points at",
+		Long: `Show the gossip (memberlist) view of the node --addr points at: every server
+it knows, its status (alive, suspect, dead, or left after a graceful shutdown)
+and the addresses it advertises. Gossip finds servers and reports failures;
+the Raft configuration (metad raft list-peers) decides who votes.`,
 		Example: `  metad members`,
 		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -87,7 +91,15 @@ func newMembersCmd(o *clientOpts) *cobra.Command {
 }
 
 func newRaftCmd(o *clientOpts) *cobra.Command {
-	cmd := &cobra.Command{Use: "raft", Short: "Inspect and change the Raft configuration"}
+	cmd := &cobra.Command{
+		Use:   "raft",
+		Short: "Inspect and change the Raft configuration",
+		Long: `Inspect and change the Raft configuration through any member (changes are
+forwarded to the leader). Servers are keyed by node id, never by address.`,
+		Example: `  metad raft list-peers
+  metad raft transfer-leader --to n2
+  metad raft remove-peer n3`,
+	}
 	cmd.AddCommand(&cobra.Command{
 		Use:     "list-peers",
 		Short:   "List the servers of the Raft configuration",

@@ -289,7 +289,7 @@ func inspectSnapshot(path string, stderr io.Writer) (*inspectReport, error) {
 	rep.record("envelope and meta", nil)
 	st, _ := f.Stat()
 	rep.Bytes, rep.Meta, rep.SHA256 = st.Size(), &sf.Meta, sf.Sum
-	bar := newProgress(stderr, "verify", st.Size())
+	bar := newProgress(stderr, "verify", sf.VerifySize())
 	err = sf.Verify(bar.Reader)
 	bar.Finish()
 	if rep.record("file SHA-256", err) != nil {
@@ -449,7 +449,7 @@ func restoreSnapshot(path, dataDir string, servers []raftstore.Server, stderr io
 		return nil, err
 	}
 	defer f.Close()
-	bar := newProgress(stderr, "verify", sf.StreamSize())
+	bar := newProgress(stderr, "verify", sf.VerifySize())
 	err = sf.Verify(bar.Reader)
 	bar.Finish()
 	if err != nil {
