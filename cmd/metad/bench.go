@@ -148,6 +148,8 @@ type benchReport struct {
 	// the metadata each call moves, for sizing the etcd yardstick's values.
 	MessageBytes int `json:"message_bytes"`
 	Streams      int `json:"streams"`
+	// Release: each resolve's pin was released too, inside the timed call.
+	Release bool `json:"release,omitempty"`
 	load.Result
 }
 
@@ -205,9 +207,13 @@ type outcomeError struct{ outcome metadpb.Outcome }
 func (e outcomeError) Error() string { return "resolve answered " + e.outcome.String() }
 
 func benchTable(tw *tabwriter.Writer, r benchReport) {
-	fmt.Fprintf(tw, "metad %s\tconcurrency %d\tobjects: %s\tpayload %d B\tmessage %d B\n",
-		r.Workload, r.Concurrency, r.Objects, r.Payload, r.MessageBytes)
-	fmt.Fprintf(tw, "measured %.1fs\tops %d\tthroughput %.0f/s\n\n", r.ElapsedSeconds, r.Ops, r.Throughput)
+	release := ""
+	if r.Release {
+		release = " (with release)"
+	}
+	fmt.Fprintf(tw, "metad %s%s  concurrency %d  objects: %s  payload %d B  message %d B\n",
+		r.Workload, release, r.Concurrency, r.Objects, r.Payload, r.MessageBytes)
+	fmt.Fprintf(tw, "measured %.1fs  ops %d  throughput %.0f/s\n\n", r.ElapsedSeconds, r.Ops, r.Throughput)
 	fmt.Fprintln(tw, "KIND\tOPS\tOPS/S\tMEAN\tP50\tP90\tP99\tP99.9\tMAX (ms)")
 	row := func(kind string, ops int64, tput float64, l load.Latency) {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\n", kind, ops, tput, l.Mean, l.P50, l.P90, l.P99, l.P999, l.Max)
@@ -257,7 +263,8 @@ func (e *benchEnv) openStore() error {
 // operation and the report to fill in.
 func (e *benchEnv) prepare(ctx context.Context) (load.Op, benchReport, error) {
 	b := e.opts
-	rep := benchReport{System: "metad", Workload: b.workload, Objects: "synthetic", Payload: b.payload}
+	rep := benchReport{System: "metad", Workload: b.workload, Objects: "synthetic", Payload: b.payload,
+		Release: b.release && (b.workload == "resolve" || b.workload == "mixed")}
 	if e.store != nil {
 		rep.Objects = "written to " + b.objectDir
 	}
@@ -267,7 +274,7 @@ func (e *benchEnv) prepare(ctx context.Context) (load.Op, benchReport, error) {
 			return nil, rep, err
 		}
 		rep.Streams = b.concurrency
-		rep.MessageBytes = proto.Size(e.writers[0].appendRequest(b.offsets))
+		rep.MessageBytes = e.appendSize()
 	}
 	if b.workload == "resolve" || b.workload == "mixed" {
 		e.say("loading %d streams with %d appends each", b.streams, b.appends)
@@ -301,6 +308,19 @@ func (e *benchEnv) prepare(ctx context.Context) (load.Op, benchReport, error) {
 	return func(ctx context.Context, w int) (string, error) {
 		return "publish", e.publishOnce(ctx, e.writers[w])
 	}, rep, nil
+}
+
+// appendSize is the protobuf size of one commit-append request. Before
+// its first append a writer with an object store has no object yet: a
+// stand-in of the same shape takes its place.
+func (e *benchEnv) appendSize() int {
+	w := e.writers[0]
+	req := w.appendRequest(e.opts.offsets)
+	if req.Object == nil {
+		req.Object = &metadpb.ObjectRef{Key: e.objectKey(w), Identity: "sha256:" + strings.Repeat("0", 64)}
+		req.Bytes.Length = uint64(e.opts.payload)
+	}
+	return proto.Size(req)
 }
 
 // benchWriter is one stream opened for write by one worker.
@@ -392,7 +412,7 @@ func (e *benchEnv) appendOnce(ctx context.Context, w *benchWriter) error {
 }
 
 func (e *benchEnv) putObject(ctx context.Context, w *benchWriter) error {
-	key := fmt.Sprintf("bench/%s/s%d/%020d", e.opts.prefix, w.stream, w.end)
+	key := e.objectKey(w)
 	payload := bytes.Repeat([]byte{byte(w.seq)}, e.opts.payload)
 	info, err := e.store.Put(ctx, key, bytes.NewReader(payload))
 	if err != nil {
@@ -401,6 +421,11 @@ func (e *benchEnv) putObject(ctx context.Context, w *benchWriter) error {
 	w.obj, w.objLen = &metadpb.ObjectRef{Key: info.Key, Identity: info.Identity}, uint64(info.Size)
 	_, err = call(ctx, e, e.c.Metad.RegisterObject, &metadpb.RegisterObjectRequest{Object: w.obj, Size: uint64(info.Size), RequestId: client.NewRequestID()})
 	return err
+}
+
+// objectKey names the object of w's next append.
+func (e *benchEnv) objectKey(w *benchWriter) string {
+	return fmt.Sprintf("bench/%s/s%d/%020d", e.opts.prefix, w.stream, w.end)
 }
 
 // publishOnce publishes the next COMMITTED generation of w's stream: the
