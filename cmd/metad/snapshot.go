@@ -49,7 +49,8 @@ func newSnapshotSaveCmd() *cobra.Command {
 points at takes it at a linearizable read index, so the file holds every write
 acknowledged before the command started; writes go on meanwhile (the state is
 cloned copy-on-write, nothing is paused). Point --addr at a follower to spare
-the leader the work. The file is written to FILE.part, checked, synced, then
+the leader the work. Without a leader it retries for 30s, then fails (exit 4);
+--timeout bounds the whole transfer. The file is written to FILE.part, checked, synced, then
 renamed to FILE, so FILE is never half-written.`,
 		Example: `  metad snapshot save backup.snap
   metad snapshot save /backups/metad-$(date +%F).snap --addr 10.0.0.3:7420`,
@@ -89,27 +90,40 @@ type saveResult struct {
 type openedSnapshot struct {
 	stream metadpb.Cluster_SnapshotClient
 	meta   *metadpb.SnapshotMeta
+	cancel context.CancelFunc // ends the stream
 }
 
+// openWait bounds how long save retries to open the stream (no leader, a
+// leader not ready): the transfer itself may take up to --timeout.
+const openWait = 30 * time.Second
+
 func saveSnapshot(ctx context.Context, c *client.Client, path string, stderr io.Writer) (*saveResult, error) {
-	open := func(ctx context.Context, req *metadpb.SnapshotRequest, opts ...grpc.CallOption) (*openedSnapshot, error) {
-		st, err := c.Cluster.Snapshot(ctx, req, opts...)
+	// Each attempt's stream lives under the whole command's ctx; only the
+	// retrying is bounded by openWait.
+	open := func(_ context.Context, req *metadpb.SnapshotRequest, opts ...grpc.CallOption) (*openedSnapshot, error) {
+		sctx, cancel := context.WithCancel(ctx)
+		st, err := c.Cluster.Snapshot(sctx, req, opts...)
 		if err != nil {
+			cancel()
 			return nil, err
 		}
 		first, err := st.Recv()
+		if err == nil && first.Meta == nil {
+			err = errors.New("snapshot: the server sent no meta")
+		}
 		if err != nil {
+			cancel()
 			return nil, err
 		}
-		if first.Meta == nil {
-			return nil, errors.New("snapshot: the server sent no meta")
-		}
-		return &openedSnapshot{stream: st, meta: first.Meta}, nil
+		return &openedSnapshot{stream: st, meta: first.Meta, cancel: cancel}, nil
 	}
-	snap, err := client.Call(ctx, c, open, &metadpb.SnapshotRequest{})
+	openCtx, cancelOpen := context.WithTimeout(ctx, openWait)
+	snap, err := client.Call(openCtx, c, open, &metadpb.SnapshotRequest{})
+	cancelOpen()
 	if err != nil {
 		return nil, err
 	}
+	defer snap.cancel()
 	meta := fileMetaOf(snap.meta)
 	part := path + ".part"
 	f, err := os.OpenFile(part, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
