@@ -409,7 +409,11 @@ before starting any. With no --server it is a cluster of one.
 --raft-addr is the Raft address the other servers reach this one at: the
 --raft-advertise (or --raft-addr) the server will be started with. The file is
 verified completely before anything is kept. The restored cluster keeps the
-snapshot's Raft index (metadata versions keep growing) and starts at term 1.`,
+snapshot's Raft index (metadata versions keep growing) and starts at term 1.
+
+A snapshot is metadata only: start the servers on the object store the source
+cluster used (--object-dir, or the same bucket), and never run two clusters,
+each with its own GC, on one store.`,
 		Example: `  # one server
   metad snapshot restore backup.snap --data-dir /var/lib/metad --node-id n1 --raft-addr 10.0.0.1:7421
   metad server --data-dir /var/lib/metad --raft-addr 10.0.0.1:7421 ...
