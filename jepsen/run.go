@@ -89,7 +89,7 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 	if err != nil {
 		return report.Result{}, err
 	}
-	steps := nemesis.Plan(cfg.Seed, cfg.Nemesis, cfg.Nodes, cfg.TimeLimit-warmup-recovery)
+	steps := nemesis.Plan(cfg.Seed, cfg.Nemesis, cfg.Nodes, cfg.TimeLimit-warmup)
 	for _, s := range steps {
 		cfg.Log.Info("planned", "step", s.String())
 	}
@@ -146,22 +146,30 @@ func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 }
 
 // drive runs the workload for the time limit while the nemesis injects
-// the schedule, then heals everything and lets the workload run through
-// the recovery period. It returns when the final heal happened.
+// the schedule, then heals everything and lets the workload run on for at
+// least the recovery period. It returns when the final heal happened.
 func drive(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history.Recorder, wl *workload.Workload, steps []nemesis.Step) int64 {
 	deadline := time.Now().Add(cfg.TimeLimit)
-	wctx, cancel := context.WithDeadline(ctx, deadline)
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
 	go func() { defer close(done); wl.Run(wctx) }()
 	nem := &nemesis.Runner{Cluster: cl, Recorder: rec, Workload: wl, Log: cfg.Log, MinOps: cfg.MinOps, MaxWait: 20 * time.Second}
-	if sleepCtx(wctx, warmup) == nil {
-		nem.Run(wctx, steps, deadline.Add(-recovery))
+	nctx, ncancel := context.WithDeadline(ctx, deadline)
+	if sleepCtx(nctx, warmup) == nil {
+		nem.Run(nctx, steps, deadline)
 	}
+	ncancel()
 	healAll(context.WithoutCancel(ctx), cl)
-	finalHeal := time.Now().UnixNano()
+	finalHeal := time.Now()
+	end := deadline
+	if finalHeal.Add(recovery).After(end) {
+		end = finalHeal.Add(recovery)
+	}
+	_ = sleepCtx(ctx, time.Until(end))
+	cancel()
 	<-done
-	return finalHeal
+	return finalHeal.UnixNano()
 }
 
 // healAll ends every fault: network healed, processes resumed or

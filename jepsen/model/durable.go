@@ -102,7 +102,7 @@ func durableStream(id uint64, a *acked, retired map[history.Generation]bool, f *
 		return []Anomaly{bad(-1, "no final read-back succeeded: acknowledged writes cannot be shown to survive")}
 	}
 	d := f.describe.Out
-	var out []Anomaly
+	out := overlapping(id, a.appends)
 	if d.CommittedEnd < a.end || d.Trim < a.trim || d.Epoch < a.epoch {
 		out = append(out, bad(f.describe.ID, "final describe end=%d trim=%d epoch=%d, but end %d, trim %d, epoch %d were acknowledged",
 			d.CommittedEnd, d.Trim, d.Epoch, a.end, a.trim, a.epoch))
@@ -137,4 +137,22 @@ func covered(rs []history.Range, o uint64) bool {
 		}
 	}
 	return false
+}
+
+// overlapping finds acknowledged appends that share offsets: the committed
+// end only grows, so a later append accepted at an offset an earlier one
+// was acknowledged for proves the earlier one was lost.
+func overlapping(stream uint64, appends []history.Op) []Anomaly {
+	sorted := append([]history.Op(nil), appends...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].In.ExpectedStart < sorted[j].In.ExpectedStart })
+	var out []Anomaly
+	for i := 1; i < len(sorted); i++ {
+		prev, cur := sorted[i-1], sorted[i]
+		if cur.In.ExpectedStart < prev.In.End {
+			out = append(out, Anomaly{Check: "G2", Op: prev.ID, Stream: stream, Detail: fmt.Sprintf(
+				"acknowledged append [%d,%d) (op %d) was lost: op %d was later accepted at %d", prev.In.ExpectedStart,
+				prev.In.End, prev.ID, cur.ID, cur.In.ExpectedStart)})
+		}
+	}
+	return out
 }

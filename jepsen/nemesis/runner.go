@@ -48,7 +48,7 @@ func (r *Runner) Run(ctx context.Context, steps []Step, deadline time.Time) {
 		if err := r.awaitWork(ctx, lastHeal); err != nil {
 			return
 		}
-		if time.Now().Add(st.Hold + time.Second).After(deadline) {
+		if time.Now().Add(st.expectedHold() + time.Second).After(deadline) {
 			return
 		}
 		inj := r.inject(ctx, st)

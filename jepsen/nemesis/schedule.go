@@ -127,12 +127,19 @@ func Plan(seed int64, kinds []string, nodes int, budget time.Duration) []Step {
 			st.Quiesce = st.Shape == "all-quiet"
 		}
 		out = append(out, st)
-		used += st.Hold + st.Quiet
-		if kind == Membership {
-			used += 15 * time.Second
-		}
+		used += st.expectedHold() + st.Quiet
 	}
 	return out
+}
+
+// expectedHold is how long the fault is planned to last. A membership
+// change lasts until the node is a voter again: about the leader's
+// stabilization time (10s) plus catching up.
+func (s Step) expectedHold() time.Duration {
+	if s.Kind == Membership {
+		return 15 * time.Second
+	}
+	return s.Hold
 }
 
 func between(r *rand.Rand, lo, hi time.Duration) time.Duration {

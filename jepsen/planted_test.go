@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metad/metad/jepsen/cluster"
+	"github.com/metad/metad/jepsen/nemesis"
+	"github.com/metad/metad/jepsen/workload"
+)
+
+var (
+	seedFlag = flag.Int64("seed", 0, "seed of the planted-bug runs (0: from the clock)")
+	keepFlag = flag.Bool("keep-runs", false, "keep the planted-bug run reports (in the test's temp dir, logged)")
+)
+
+// TestPlantedBugs runs short real clusters: one clean, then one per
+// planted bug of internal/faults, each with the fault and workload that
+// expose it. The clean run must pass (valid, no anomaly); every planted
+// run must be reported with an anomaly of the guarantee the bug breaks.
+func TestPlantedBugs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real clusters")
+	}
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano() % 1_000_000
+	}
+	t.Logf("seed %d (replay: go test ./jepsen -run TestPlantedBugs -seed %d)", seed, seed)
+	dir := t.TempDir()
+	bin, err := cluster.Build(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, bugs, nemesis, profile string
+		limit                        time.Duration
+		// want: checks (G1, G2, ...) of which at least one must report.
+		want []string
+	}{
+		{"clean", "", "partition", workload.ProfileStream, 25 * time.Second, nil},
+		{"stale-read", "stale-read", "partition", workload.ProfileStream, 15 * time.Second, []string{"G1", "G3"}},
+		{"skip-recheck", "skip-recheck", "none", workload.ProfileResolve, 15 * time.Second, []string{"G1"}},
+		{"cross-view", "cross-view", "none", workload.ProfileReplace, 15 * time.Second, []string{"G1", "G5", "G6"}},
+		{"lose-append", "lose-append", "kill:all-quiet", workload.ProfileAppend, 15 * time.Second, []string{"G1", "G2", "G3"}},
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			kinds, err := nemesis.ParseKinds(c.nemesis)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runDir := filepath.Join(dir, c.name)
+			cfg := RunConfig{Name: c.name, Dir: runDir, Binary: bin, Nodes: 3, Nemesis: kinds, Profile: c.profile,
+				TimeLimit: c.limit, Seed: seed + int64(i), Bugs: c.bugs, Streams: 4, Readers: 4, MinOps: 20,
+				CheckTimeout: 30 * time.Second, Log: log}
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			summary, _ := os.ReadFile(filepath.Join(runDir, "summary.txt"))
+			if *keepFlag {
+				t.Logf("report in %s", runDir)
+			}
+			if len(res.Invalid) > 0 {
+				t.Fatalf("run invalid: %v\n%s", res.Invalid, summary)
+			}
+			if c.want == nil {
+				if !res.Passed {
+					t.Fatalf("clean run reported anomalies:\n%s", summary)
+				}
+				return
+			}
+			found := map[string]int{}
+			for _, a := range res.Anomalies {
+				found[a.Check]++
+			}
+			hit := false
+			for _, w := range c.want {
+				hit = hit || found[w] > 0
+			}
+			if !hit {
+				t.Fatalf("planted %s not reported as %s (found %v):\n%s", c.bugs, strings.Join(c.want, "/"), found, summary)
+			}
+			t.Logf("planted %s reported: %v", c.bugs, found)
+		})
+	}
+}
