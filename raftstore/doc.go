@@ -58,6 +58,13 @@
 //	Read*        ctx done (confirmation or apply wait)     ErrTimeout             -              yes
 //	Bootstrap    raft state exists                         ErrAlreadyBootstrapped definite       no (a no-op)
 //	Transfer…    unknown target id                         ErrUnknownServer       definite       no
+//	Checkpoint   as Read*
+//	offline      a running server holds the data dir       ErrDirInUse            definite       after stopping it
+//	Inspect/Rec… no raft.db in the dir                     ErrNoState             definite       no
+//	RestoreDir   the dir already has raft state            ErrHasState            definite       no (use a new dir)
+//	Recover/Res… invalid server list                       ErrBadServers          definite       no
+//	OpenFile…    bytes of a snapshot file are wrong        ErrCorruptFile         definite       no
+//	Restore…     bytes of the stream are wrong             fsm.ErrCorruptSnapshot definite       no
 //
 // (Read* is Read, ReadIndex and WaitApplied. Reads change nothing, so they
 // have no definite/indeterminate class.) Errors wrap the sentinel with %w,
