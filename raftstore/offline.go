@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -81,41 +82,47 @@ func (o *offlineStores) close() error { return o.bolt.Close() }
 // DirInfo describes a stopped node's raft state.
 type DirInfo struct {
 	// CurrentTerm, LastVoteTerm and LastVoteFor are raft's stable store.
-	CurrentTerm  uint64
-	LastVoteTerm uint64
-	LastVoteFor  string
+	CurrentTerm  uint64 `json:"current_term"`
+	LastVoteTerm uint64 `json:"last_vote_term"`
+	LastVoteFor  string `json:"last_vote_for"`
 	// FirstIndex and LastIndex bound the log (0 when empty); LastTerm is the
 	// term of the last entry, or of the newest snapshot if the log is empty.
-	FirstIndex, LastIndex, LastTerm uint64
+	FirstIndex uint64 `json:"first_index"`
+	LastIndex  uint64 `json:"last_index"`
+	LastTerm   uint64 `json:"last_term"`
 	// Snapshots are raft's snapshots, newest first.
-	Snapshots []SnapshotInfo
+	Snapshots []SnapshotInfo `json:"snapshots"`
 	// Servers is the latest configuration in the log or newest snapshot,
 	// committed or not, as raft would start with; ConfigIndex its index.
-	Servers     []Server
-	ConfigIndex uint64
+	Servers     []Server `json:"servers"`
+	ConfigIndex uint64   `json:"config_index"`
 	// State is the state after replaying the newest snapshot and every log
 	// entry after it (InspectDir with replay), else nil.
-	State *StateInfo
+	State *StateInfo `json:"state,omitempty"`
 }
 
 // SnapshotInfo describes one of raft's snapshots.
 type SnapshotInfo struct {
-	ID           string
-	Index, Term  uint64
-	Size         int64
-	Servers      []Server
-	StreamHeader uint64 // the index in the snapshot stream's header
+	ID           string   `json:"id"`
+	Index        uint64   `json:"index"`
+	Term         uint64   `json:"term"`
+	Size         int64    `json:"size"`
+	Servers      []Server `json:"servers"`
+	StreamHeader uint64   `json:"stream_index"` // the index in the snapshot stream's header
 }
 
 // StateInfo is the state machine a replay produced.
 type StateInfo struct {
 	// AppliedIndex is the last log index the replay reached; LastCommand
 	// the index of the last command that changed the state.
-	AppliedIndex, LastCommand uint64
-	// Hash is the state hash (`metad status --hash` shows the same).
-	Hash [32]byte
+	AppliedIndex uint64 `json:"applied_index"`
+	LastCommand  uint64 `json:"last_command"`
+	// Hash is the state hash (`metad status --hash` shows the same), HashHex
+	// the same in hex.
+	Hash    [32]byte `json:"-"`
+	HashHex string   `json:"hash"`
 	// Counts are the state's records by type, as in a snapshot.
-	Counts map[string]uint64
+	Counts map[string]uint64 `json:"counts"`
 }
 
 // InspectDir describes the raft state in dir (a stopped node's raft
@@ -294,7 +301,8 @@ func summarizeMachine(a *fsmAdapter) (*StateInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &StateInfo{AppliedIndex: as.through, LastCommand: as.m.AppliedIndex(), Hash: sum, Counts: ss.Counts}, nil
+	return &StateInfo{AppliedIndex: as.through, LastCommand: as.m.AppliedIndex(), Hash: sum,
+		HashHex: hex.EncodeToString(sum[:]), Counts: ss.Counts}, nil
 }
 
 // RecoverDir rewrites the raft configuration of a stopped node to servers,

@@ -48,9 +48,9 @@ const (
 
 // Server is one member of the raft configuration.
 type Server struct {
-	ID       string
-	Address  string
-	Suffrage Suffrage // empty means Voter in Bootstrap
+	ID       string   `json:"id"`
+	Address  string   `json:"address"`
+	Suffrage Suffrage `json:"suffrage"` // empty means Voter in Bootstrap
 }
 
 // Store is metad's raft node: hashicorp/raft over raft-boltdb and a file
