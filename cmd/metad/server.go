@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -138,7 +139,12 @@ func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io
 		return err
 	}
 	log := newLogger(stderr, f.logFormat, f.logLevel)
-	logEffective(log, fs)
+	logEffective(log, fs, map[string]string{
+		// Settings resolve derives rather than reads: log what is used.
+		"node-id":          cfg.NodeID,
+		"bootstrap-expect": strconv.Itoa(cfg.Membership.BootstrapExpect),
+		"object-dir":       cfg.ObjectDir,
+	})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	n, err := node.Start(cfg, log, reg)
@@ -163,11 +169,14 @@ func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io
 	return nil
 }
 
-// logEffective logs every setting once at start, with where it came from.
-func logEffective(log *slog.Logger, fs *pflag.FlagSet) {
+// logEffective logs every setting once at start: the flag's value, or the
+// value derived from it where derived says so.
+func logEffective(log *slog.Logger, fs *pflag.FlagSet, derived map[string]string) {
 	var attrs []any
 	fs.VisitAll(func(fl *pflag.Flag) {
-		if fl.Name != "dial-map" || fl.Changed {
+		if v, ok := derived[fl.Name]; ok {
+			attrs = append(attrs, fl.Name, v)
+		} else if fl.Name != "dial-map" || fl.Changed {
 			attrs = append(attrs, fl.Name, fl.Value.String())
 		}
 	})
