@@ -27,7 +27,7 @@ func TestRecoverFromLostMajority(t *testing.T) {
 		w.mustAppend(t, 1)
 	}
 	survivor := (c.Leader(0) + 1) % 3
-	caughtUp(t, c, survivor)
+	caughtUp(t, c, survivor, 0) // so that it holds every acknowledged write
 	for i := range c.Nodes {
 		if i != survivor {
 			c.Kill(i)
