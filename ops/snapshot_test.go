@@ -196,7 +196,12 @@ func compareWithSnapshot(t *testing.T, r *proc.Cluster, snap *fsm.Machine, strea
 		t.Fatal(err)
 	}
 	hash, _, _ := snap.StateHash()
-	if n := st.Nodes[0]; n.AppliedIndex == snap.AppliedIndex() && hex.EncodeToString(n.StateHash) != hex.EncodeToString(hash[:]) {
+	switch n := st.Nodes[0]; {
+	case n.AppliedIndex != snap.AppliedIndex():
+		t.Logf("the restored node applied commands of its own (at %d, snapshot at %d); state hash not compared", n.AppliedIndex, snap.AppliedIndex())
+	case hex.EncodeToString(n.StateHash) != hex.EncodeToString(hash[:]):
 		t.Errorf("restored node at the snapshot's index %d has state hash %x, snapshot %x", n.AppliedIndex, n.StateHash, hash)
+	default:
+		t.Logf("restored node's state hash equals the snapshot's at index %d", n.AppliedIndex)
 	}
 }
