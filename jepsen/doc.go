@@ -1,0 +1,31 @@
+// Command jepsen is metad's Jepsen-style fault harness (DESIGN.md §13): it
+// builds metad with the fault hooks (-tags metad_faults), runs 3 or 5 real
+// server processes on loopback, drives concurrent recording clients through
+// the public gRPC API only, injects faults from a seeded schedule, and
+// checks the history against a model of DESIGN.md written here.
+//
+//	go run ./jepsen --nodes 3 --nemesis partition,kill,pause --time-limit 60s --seed 7
+//	go run ./jepsen --matrix smoke        # every nemesis x workload cell
+//
+// The pieces, each in its own package:
+//
+//	cluster/   processes, and a proxy per directed link and protocol (raft,
+//	           gRPC forwarding, gossip UDP+TCP) wired in with --dial-map, so
+//	           partitions and slow links need no root
+//	nemesis/   the seeded schedule (pure) and the runner that injects it:
+//	           kill -9, SIGSTOP, Jepsen's partition shapes, membership churn,
+//	           clock skew, slow links
+//	workload/  recording clients: a writer per stream and readers resolving
+//	           and reading bytes under the target's identity
+//	history/   the record of operations and faults, JSON Lines
+//	model/     the model and every checker: porcupine (G1) per stream with
+//	           indeterminate operations, G2 durability with a final
+//	           read-back, G3 monotonicity, G5/G6 outcome shapes, G7 newest
+//	           admissible pinned target, G8 bytes, G9 pins vs GC
+//	report/    history.html, latency.svg, summary.json/txt per run
+//
+// jepsen never imports metad's server packages (the architecture test keeps
+// it so): a model that shared code with the server could share its bugs.
+// README.md explains every nemesis and checker and keeps the track record
+// of bugs the harness found.
+package main

@@ -1,0 +1,36 @@
+// Package model is what metad promises, written from DESIGN.md §1–§6 and
+// metad.proto rather than from metad's code, and the checkers that hold a
+// history to it.
+//
+// Stream is the sequential model of one stream: committed end, trim point,
+// writer epoch, append evidence, the generations of both views, and which
+// object keys were re-registered with new bytes. Step applies one recorded
+// operation: a mutation must have the outcome the model decides (an
+// acknowledged write the model would refuse is an anomaly, and so is a
+// refusal with another reason), a read must show exactly the model's
+// state. Generation 0 of COMMITTED is the append evidence itself, so it does
+// not matter whether a record was written with the append or rebuilt by
+// repair. Resolve is checked in full: EOF only at or past the committed
+// end, OFFSET_TRIMMED only below the trim point, VIEW_END only for the
+// sparse view and where the newest published generation covering the
+// offset says the view ends, and a TARGET must name a record of the
+// requested view that covers the offset (for the sparse view, starting at
+// the next surviving offset), carries the canonical checksum, still names
+// the bytes its key holds, and is the newest admissible candidate the
+// caller did not exclude.
+//
+// Porcupine checks linearizability (G1), one partition per stream. A
+// mutation whose outcome is unknown returns "never", so it may take effect
+// anywhere after its call or not at all; definite failures are left out.
+// A resolve's target was pinned and then rechecked, so its linearization
+// point is after the pin was applied: the pin's expiry minus its TTL is the
+// leader's machine time at that apply, on the same wall clock as the
+// history, and narrows the resolve's call time (not while a clock fault
+// makes machine time differ). This is what lets a missing recheck show.
+//
+// The other checkers read the history alone: CheckMonotone (G3),
+// CheckResolveShapes (G5, G6), CheckData (G8: bytes read are exactly the
+// payloads of the target's offsets; a failed read under a pin is G9),
+// CheckPins (G9, explicit pins watched while GC may collect), and
+// CheckDurable (G2, against the final read-back).
+package model

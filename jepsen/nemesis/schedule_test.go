@@ -1,0 +1,94 @@
+package nemesis
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestPlanReplaysFromSeed(t *testing.T) {
+	kinds := []string{Partition, Kill, Pause, Clock}
+	a := Plan(7, kinds, 5, time.Minute)
+	if !reflect.DeepEqual(a, Plan(7, kinds, 5, time.Minute)) {
+		t.Fatal("the same seed planned different schedules")
+	}
+	if reflect.DeepEqual(a, Plan(8, kinds, 5, time.Minute)) {
+		t.Fatal("different seeds planned the same schedule")
+	}
+	var total time.Duration
+	for i, s := range a {
+		if s.Kind != kinds[i%len(kinds)] {
+			t.Fatalf("step %d is %s, kinds are used in turn", i, s.Kind)
+		}
+		total += s.expectedHold() + s.Quiet
+	}
+	if total < time.Minute {
+		t.Fatalf("schedule of %s does not fill the budget", total)
+	}
+}
+
+func TestParseKindsWithShape(t *testing.T) {
+	if _, err := ParseKinds("kill:all-quiet,partition"); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"kill:sideways", "flood"} {
+		if _, err := ParseKinds(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	for _, s := range Plan(1, []string{"kill:all-quiet"}, 3, 30*time.Second) {
+		if s.Shape != "all-quiet" || !s.Quiesce {
+			t.Fatalf("fixed shape not kept: %v", s)
+		}
+	}
+}
+
+// reach returns, per node, the nodes it may still dial (itself included).
+func reach(n int, pairs []Pair) []map[int]bool {
+	cut := map[Pair]bool{}
+	for _, p := range pairs {
+		cut[p] = true
+	}
+	out := make([]map[int]bool, n)
+	for a := range n {
+		out[a] = map[int]bool{a: true}
+		for b := range n {
+			if a != b && !cut[Pair{a, b}] {
+				out[a][b] = true
+			}
+		}
+	}
+	return out
+}
+
+func TestPartitionShapes(t *testing.T) {
+	for _, n := range []int{3, 5} {
+		perm := []int{2, 0, 1, 4, 3}[:n]
+		if n == 3 {
+			perm = []int{2, 0, 1}
+		}
+		iso := reach(n, PartitionPairs("isolate-leader", n, perm, 1))
+		if len(iso[1]) != 1 {
+			t.Errorf("n=%d: isolated leader still reaches %v", n, iso[1])
+		}
+		mm := reach(n, PartitionPairs("majority-minority", n, perm, -1))
+		if len(mm[perm[0]]) != n/2 || len(mm[perm[n-1]]) != n-n/2 {
+			t.Errorf("n=%d: majority-minority sides %v", n, mm)
+		}
+		ring := reach(n, PartitionPairs("majorities-ring", n, perm, -1))
+		for a := range n {
+			// Every node keeps a majority (itself included), and no node
+			// reaches everyone: each sees a different majority.
+			if len(ring[a]) <= n/2 || len(ring[a]) == n {
+				t.Errorf("n=%d: node %d reaches %v in the majorities ring", n, a, ring[a])
+			}
+		}
+		br := reach(n, PartitionPairs("bridge", n, perm, -1))
+		if len(br[perm[n/2]]) != n {
+			t.Errorf("n=%d: bridge node %d does not reach everyone: %v", n, perm[n/2], br[perm[n/2]])
+		}
+		if br[perm[0]][perm[n-1]] {
+			t.Errorf("n=%d: the two sides of the bridge still meet", n)
+		}
+	}
+}
