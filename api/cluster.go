@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -106,11 +107,21 @@ func (s *Server) TransferLeadership(ctx context.Context, req *metadpb.TransferLe
 		}
 		return metadpb.NewClusterClient(conn).TransferLeadership(ctx, req)
 	}
+	old := s.store.ID()
 	if err := s.store.TransferLeadership(ctx, req.ToNodeId); err != nil {
 		return nil, toStatus(err)
 	}
-	id, _ := s.store.Leader()
-	return &metadpb.TransferLeadershipResponse{LeaderId: id}, nil
+	// Answer with the new leader once this node has heard of it.
+	for {
+		if id, _ := s.store.Leader(); id != "" && id != old {
+			return &metadpb.TransferLeadershipResponse{LeaderId: id}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, toStatus(ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // RemovePeer implements the Cluster service (on the leader).
@@ -124,6 +135,13 @@ func (s *Server) RemovePeer(ctx context.Context, req *metadpb.RemovePeerRequest)
 			return nil, toStatus(err)
 		}
 		return metadpb.NewClusterClient(conn).RemovePeer(ctx, req)
+	}
+	servers, err := s.store.Configuration()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if !slices.ContainsFunc(servers, func(srv raftstore.Server) bool { return srv.ID == req.NodeId }) {
+		return nil, notFound("node_id", "no server %q in the configuration", req.NodeId)
 	}
 	f := s.store.Raft().RemoveServer(raftServerID(req.NodeId), 0, time.Until(deadlineOr(ctx, 10*time.Second)))
 	if err := f.Error(); err != nil {

@@ -90,6 +90,7 @@ var failureTable = []struct {
 	{raftstore.ErrTimeout, ReasonCommitTimeout, errorSpec{codes.Unavailable, false, 200 * time.Millisecond}},
 	{raftstore.ErrClosed, ReasonShuttingDown, errorSpec{codes.Unavailable, false, 500 * time.Millisecond}},
 	{raftstore.ErrOverloaded, ReasonOverloaded, errorSpec{codes.ResourceExhausted, true, 100 * time.Millisecond}},
+	{raftstore.ErrUnknownServer, ReasonNotFound, errorSpec{codes.NotFound, true, 0}},
 	{resolver.ErrUnavailable, ReasonResolveUnavailable, errorSpec{codes.Unavailable, true, 50 * time.Millisecond}},
 	{context.DeadlineExceeded, ReasonDeadlineExceeded, errorSpec{codes.DeadlineExceeded, false, 0}},
 	{context.Canceled, ReasonCancelled, errorSpec{codes.Canceled, false, 0}},

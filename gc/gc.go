@@ -137,11 +137,13 @@ func (c *Collector) pass(ctx context.Context, t *term) error {
 	} else {
 		t.cursor = objs[len(objs)-1].Ref.Key
 	}
-	deletes, deleting := 0, 0
+	marked, deletes, deleting := 0, 0, 0
 	for _, o := range objs {
 		switch Decide(o, clock, c.cfg.MinIdle) {
 		case MarkDeleting:
-			c.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_MarkObjectDeleting{MarkObjectDeleting: &fsmpb.MarkObjectDeleting{Object: o.Ref.PB()}}}, "marked DELETING", o)
+			if c.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_MarkObjectDeleting{MarkObjectDeleting: &fsmpb.MarkObjectDeleting{Object: o.Ref.PB()}}}, "marked DELETING", o) {
+				marked++
+			}
 		case AwaitPins:
 			deleting++
 			if deletes < c.cfg.DeletesPerPass && c.pinsEnded(t, o) {
@@ -151,6 +153,10 @@ func (c *Collector) pass(ctx context.Context, t *term) error {
 		}
 	}
 	c.metrics.deleting.Set(float64(deleting))
+	if marked+deletes > 0 {
+		// One line per pass, not per object: a pass may touch thousands.
+		c.log.Info("gc pass", "marked_deleting", marked, "deleted", deletes, "still_deleting", deleting-deletes)
+	}
 	return nil
 }
 
@@ -181,10 +187,11 @@ func (c *Collector) delete(ctx context.Context, o fsm.ObjectInfo) {
 		return
 	}
 	c.metrics.deletions.Inc()
-	c.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_MarkObjectDeleted{MarkObjectDeleted: &fsmpb.MarkObjectDeleted{Object: o.Ref.PB()}}}, "deleted", o)
+	_ = c.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_MarkObjectDeleted{MarkObjectDeleted: &fsmpb.MarkObjectDeleted{Object: o.Ref.PB()}}}, "deleted", o)
 }
 
-func (c *Collector) propose(ctx context.Context, cmd *fsmpb.Command, what string, o fsm.ObjectInfo) {
+// propose commits one GC step and reports whether it took effect.
+func (c *Collector) propose(ctx context.Context, cmd *fsmpb.Command, what string, o fsm.ObjectInfo) bool {
 	res, err := c.store.Propose(ctx, cmd)
 	switch {
 	case err != nil:
@@ -196,8 +203,10 @@ func (c *Collector) propose(ctx context.Context, cmd *fsmpb.Command, what string
 		c.log.Debug("gc: refused", "object", o.Ref.String(), "code", res.Rejection.Code, "msg", res.Rejection.Message)
 	default:
 		c.metrics.marks.WithLabelValues(what).Inc()
-		c.log.Info("gc: object "+what, "object", o.Ref.String(), "version", res.Version)
+		c.log.Debug("gc: object "+what, "object", o.Ref.String(), "version", res.Version)
+		return true
 	}
+	return false
 }
 
 // Decision is what GC does with one registry entry.

@@ -229,7 +229,7 @@ func (s *Service) act(ctx context.Context, a Action) error {
 		return fmt.Errorf("repair: refused: %s: %s", rej.Code, rej.Message)
 	}
 	s.metrics.results.WithLabelValues("REBUILT").Inc()
-	s.log.Info("repair: rebuilt generation-0 record", "stream", a.Stream, "range", a.Evidence.Range.String(),
+	s.log.Debug("repair: rebuilt generation-0 record", "stream", a.Stream, "range", a.Evidence.Range.String(),
 		"version", res.Version, "reason", a.Detail)
 	return nil
 }
@@ -248,6 +248,10 @@ func (s *Service) scanPass(ctx context.Context, from Cursor) Cursor {
 	}
 	s.metrics.scans.Inc()
 	s.metrics.found.Set(float64(len(actions)))
+	if len(actions) > 0 {
+		// One line per pass that found work, not per record.
+		s.log.Info("repair scan found unhealthy generation-0 records", "count", len(actions), "from_stream", from.Stream)
+	}
 	for i, a := range actions {
 		if i == s.cfg.RepairsPerPass || ctx.Err() != nil {
 			// Resume where the unrepaired actions began.
