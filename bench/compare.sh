@@ -163,6 +163,7 @@ profile() {
 	"$bin/metad" status --addr "$(metad_addr 1)" >"$dir/status.txt"
 	for i in 1 2 3; do
 		go tool pprof -top -nodecount=25 "$bin/metad" "$dir/$workload-n$i.pprof" >"$dir/$workload-n$i.top" 2>/dev/null || true
+		go tool pprof -top -cum -nodecount=60 "$bin/metad" "$dir/$workload-n$i.pprof" >"$dir/$workload-n$i.cum" 2>/dev/null || true
 	done
 	say "profiles in $dir (status.txt names the leader)"
 }
