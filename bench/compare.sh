@@ -183,7 +183,7 @@ main() {
 	eps="$(etcd_client 1),$(etcd_client 2),$(etcd_client 3)"
 	"$bin/compare" --metad "$bin/metad" --etcdload "$bin/etcdload" --metad-addrs "$addrs" --etcd-endpoints "$eps" \
 		--duration "$DURATION" --warmup "$WARMUP" --rounds "$ROUNDS" --concurrency "$CONCURRENCY" \
-		--pairs "$PAIRS" --out "$work/results" | tee "$work/results/table.txt"
+		--pairs "$PAIRS" --out "$work/results" 2> >(tee "$work/results/runs.txt" >&2) | tee "$work/results/table.txt"
 	echo
 	machine
 	echo "etcd:   $("$etcd" --version | head -1)"
