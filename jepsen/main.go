@@ -139,7 +139,7 @@ func run(ctx context.Context, o options, stdout io.Writer) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("run %s: %w", name, err)
 		}
-		fmt.Fprint(stdout, res.Text(cfg.Dir, nil))
+		fmt.Fprint(stdout, res.Text(cfg.Dir))
 		results = append(results, res)
 		all = all && res.Passed
 		if ctx.Err() != nil {

@@ -107,7 +107,7 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 	res := check(cfg, h, conv, finalHeal)
 	cfg.Log.Info("checked", "took", time.Since(phase), "ops", len(h.Ops))
 	res.Seconds = time.Since(start).Seconds()
-	if err := report.Write(cfg.Dir, h, res, cfg.nodeLogs(cl)); err != nil {
+	if err := report.Write(cfg.Dir, h, res); err != nil {
 		return res, err
 	}
 	if !cfg.Keep {
@@ -246,14 +246,6 @@ func check(cfg RunConfig, h history.History, conv report.Convergence, finalHeal 
 	res.Lin = lin
 	res.Finish(h)
 	return res
-}
-
-func (c RunConfig) nodeLogs(cl *cluster.Cluster) []string {
-	var out []string
-	for _, n := range cl.Nodes {
-		out = append(out, n.LogPath)
-	}
-	return out
 }
 
 // cleanup removes data directories and objects; logs stay.

@@ -7,9 +7,11 @@ import (
 	"github.com/metad/metad/jepsen/history"
 )
 
-// acked is what the history proves was acknowledged on one stream.
+// acked is what the history proves was acknowledged on one stream, and
+// the largest trim anyone asked for (acknowledged or not).
 type acked struct {
 	end, trim, epoch uint64
+	asked            uint64
 	appends          []history.Op
 	gens             map[history.Generation]int // published complete: (view, number) -> op id
 }
@@ -38,12 +40,15 @@ func CheckDurable(h history.History) []Anomaly {
 		switch {
 		case op.Kind == history.KindRetire && op.Status != history.Fail:
 			retired[op.Stream][history.Generation{View: op.In.View, Number: op.In.Generation}] = true
+		case op.Kind == history.KindTrim && (op.Status == history.OK || op.Status == history.Info):
+			a.asked = max(a.asked, op.In.Offset)
+			if op.Status == history.OK {
+				a.trim = max(a.trim, op.In.Offset)
+			}
 		case op.Status != history.OK:
 		case op.Kind == history.KindAppend:
 			a.end = max(a.end, op.In.End)
 			a.appends = append(a.appends, *op)
-		case op.Kind == history.KindTrim:
-			a.trim = max(a.trim, op.In.Offset)
 		case op.Kind == history.KindOpen:
 			a.epoch = max(a.epoch, op.Out.Epoch)
 		case op.Kind == history.KindPublish && op.In.Complete:
@@ -68,6 +73,9 @@ func CheckDurable(h history.History) []Anomaly {
 type final struct {
 	describe *history.Op
 	read     []history.Range // offsets read back with their bytes
+	// trim is the largest trim point the read-back saw: an indeterminate
+	// trim may land after the final describe.
+	trim uint64
 }
 
 func finalReads(h history.History) map[uint64]*final {
@@ -85,7 +93,9 @@ func finalReads(h history.History) map[uint64]*final {
 		switch op.Kind {
 		case history.KindDescribe:
 			f.describe = op
+			f.trim = max(f.trim, op.Out.Trim)
 		case history.KindResolve:
+			f.trim = max(f.trim, op.Out.Trim)
 			if t := op.Out.Target; t != nil && op.Out.Read != nil && op.Out.Read.Result == "ok" {
 				f.read = append(f.read, t.Resolved)
 			}
@@ -103,6 +113,9 @@ func durableStream(id uint64, a *acked, retired map[history.Generation]bool, f *
 	}
 	d := f.describe.Out
 	out := overlapping(id, a.appends)
+	if f.trim > a.asked {
+		out = append(out, bad(f.describe.ID, "the read-back saw trim %d, but no trim beyond %d was asked for", f.trim, a.asked))
+	}
 	if d.CommittedEnd < a.end || d.Trim < a.trim || d.Epoch < a.epoch {
 		out = append(out, bad(f.describe.ID, "final describe end=%d trim=%d epoch=%d, but end %d, trim %d, epoch %d were acknowledged",
 			d.CommittedEnd, d.Trim, d.Epoch, a.end, a.trim, a.epoch))
@@ -120,9 +133,9 @@ func durableStream(id uint64, a *acked, retired map[history.Generation]bool, f *
 		if _, replaced := rep[ap.In.Object.Key]; replaced {
 			continue
 		}
-		for o := max(ap.In.ExpectedStart, d.Trim); o < ap.In.End; o++ {
+		for o := max(ap.In.ExpectedStart, f.trim); o < ap.In.End; o++ {
 			if !covered(f.read, o) {
-				out = append(out, bad(ap.ID, "acknowledged append [%d,%d): offset %d (final trim %d) was not read back", ap.In.ExpectedStart, ap.In.End, o, d.Trim))
+				out = append(out, bad(ap.ID, "acknowledged append [%d,%d): offset %d (final trim %d) was not read back", ap.In.ExpectedStart, ap.In.End, o, f.trim))
 				break
 			}
 		}

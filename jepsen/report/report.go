@@ -127,7 +127,7 @@ func Validity(h history.History, minOps int, finalHeal int64) []string {
 }
 
 // Write writes the report directory.
-func Write(dir string, h history.History, r Result, logs []string) error {
+func Write(dir string, h history.History, r Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -153,11 +153,11 @@ func Write(dir string, h history.History, r Result, logs []string) error {
 	if err := os.WriteFile(filepath.Join(dir, "summary.json"), js, 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(r.Text(dir, logs)), 0o644)
+	return os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(r.Text(dir)), 0o644)
 }
 
 // Text is the summary for people.
-func (r Result) Text(dir string, logs []string) string {
+func (r Result) Text(dir string) string {
 	var b strings.Builder
 	verdict := "PASSED"
 	switch {
@@ -202,6 +202,6 @@ func (r Result) Text(dir string, logs []string) string {
 	if len(r.Invalid) > 0 {
 		fmt.Fprintf(&b, "\ninvalid because:\n  %s\n", strings.Join(r.Invalid, "\n  "))
 	}
-	fmt.Fprintf(&b, "\nfiles: %s/{history.jsonl,history.html,latency.svg,summary.json}\nnode logs: %s\n", dir, strings.Join(logs, " "))
+	fmt.Fprintf(&b, "\nfiles: %s/{history.jsonl,history.html,latency.svg,summary.json,cluster/n*.log}\n", dir)
 	return b.String()
 }

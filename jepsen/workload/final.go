@@ -65,6 +65,10 @@ func (w *Workload) readBackRange(ctx context.Context, h *hint, from, to uint64, 
 				next = max(next, op.Out.Target.Resolved.End)
 				break
 			}
+			if op.Out != nil && op.Out.Outcome == "OFFSET_TRIMMED" {
+				next = max(next, op.Out.Trim) // trimmed since the describe
+				break
+			}
 		}
 		o = next
 	}

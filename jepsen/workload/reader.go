@@ -57,7 +57,7 @@ func (rd *reader) run(ctx context.Context) {
 // describeOp records a linearizable DescribeStream.
 func (w *Workload) describeOp(ctx context.Context, cl *client.Client, node string, clientID int, stream uint64) history.Op {
 	op := history.Op{Kind: history.KindDescribe, Client: clientID, Node: node, Stream: stream}
-	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
+	cctx, cancel := w.opContext(ctx)
 	defer cancel()
 	op.Call = now()
 	resp, err := client.Call(cctx, cl, cl.Metad.DescribeStream, &metadpb.DescribeStreamRequest{StreamId: stream})
@@ -125,7 +125,7 @@ func (w *Workload) resolveOnce(ctx context.Context, node, clientID int, h *hint,
 		req.Exclude = append(req.Exclude, &metadpb.CandidateRef{Key: &metadpb.IndexKey{StreamId: h.id, View: viewPB(e.View),
 			Generation: e.Generation, Start: e.Start}, Version: e.Version})
 	}
-	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
+	cctx, cancel := w.opContext(ctx)
 	defer cancel()
 	op.Call = now()
 	resp, err := client.Call(cctx, cl, cl.Metad.Resolve, req)

@@ -285,3 +285,11 @@ func alive(ctx context.Context) bool {
 	}
 	return ctx.Err() == nil
 }
+
+// opContext bounds one operation by OpTimeout but not by ctx: stopping the
+// workload stops new operations and lets those in flight finish, so none
+// is left indeterminate by the stop and still in flight when the final
+// read-back begins.
+func (w *Workload) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), w.cfg.OpTimeout)
+}

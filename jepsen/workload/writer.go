@@ -114,7 +114,7 @@ func (wr *writer) record(op history.Op) history.Op {
 }
 
 func (wr *writer) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, wr.w.cfg.OpTimeout)
+	return wr.w.opContext(ctx)
 }
 
 // open bumps the writer epoch (OpenForWrite).
