@@ -112,9 +112,14 @@ func (b benchOpts) validate() error {
 	if !found {
 		bad("--workload %q: want one of %s", b.workload, strings.Join(benchWorkloads, ", "))
 	}
-	err := load.Config{Concurrency: b.concurrency, Duration: b.duration, Warmup: b.warmup}.Validate()
-	if err != nil {
-		errs = append(errs, err)
+	if b.concurrency < 1 || b.concurrency > load.MaxConcurrency {
+		bad("--concurrency %d: want 1..%d", b.concurrency, load.MaxConcurrency)
+	}
+	if b.duration < load.MinDuration || b.duration > load.MaxDuration {
+		bad("--duration %v: want %v..%v", b.duration, load.MinDuration, load.MaxDuration)
+	}
+	if b.warmup < 0 || b.warmup > load.MaxWarmup {
+		bad("--warmup %v: want 0..%v", b.warmup, load.MaxWarmup)
 	}
 	if b.payload < 1 || b.payload > 64<<20 {
 		bad("--payload %d: want 1..64MiB", b.payload)
