@@ -100,6 +100,7 @@ func (s *Server) targetPB(t resolver.Target) *metadpb.Target {
 		RecordRange: rangePB(t.RecordRange), Resolved: rangePB(t.Resolved),
 		Object: objectPB(t.Object), Bytes: byteRangePB(t.Bytes),
 		PinId: t.Pin.ID, PinExpiry: timestamppb.New(t.Pin.Expiry), PinTtl: durationpb.New(s.cfg.Resolver.PinTTL),
+		PinShared: t.Pin.Shared,
 	}
 }
 
@@ -123,6 +124,9 @@ func (r storeReader) Read(ctx context.Context, fn func(resolver.State)) error {
 type pinner struct{ s *Server }
 
 func (p pinner) Pin(ctx context.Context, obj fsm.ObjectRef, ttl time.Duration) (resolver.Pin, error) {
+	if p.s.cfg.SharePins {
+		return p.sharedPin(ctx, obj, ttl)
+	}
 	res, err := p.s.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{
 		Object: obj.PB(), Holder: "resolve", TtlNanos: int64(ttl),
 	}}})
@@ -130,12 +134,21 @@ func (p pinner) Pin(ctx context.Context, obj fsm.ObjectRef, ttl time.Duration) (
 		return resolver.Pin{}, err
 	}
 	if rej := res.Rejection; rej != nil {
-		return resolver.Pin{}, fmt.Errorf("%w: %s: %s", resolver.ErrPinRefused, rej.Code, rej.Message)
+		return resolver.Pin{}, pinRefused(rej)
 	}
 	return resolver.Pin{ID: res.PinId, Expiry: unixNano(res.PinExpiryUnixNano)}, nil
 }
 
+// pinRefused makes a deterministic refusal the resolver's candidate-level
+// ErrPinRefused: the object is not live under that identity any more.
+func pinRefused(rej *fsmpb.Rejection) error {
+	return fmt.Errorf("%w: %s: %s", resolver.ErrPinRefused, rej.Code, rej.Message)
+}
+
 func (p pinner) Release(ctx context.Context, pin resolver.Pin) error {
+	if pin.Shared {
+		return nil // other resolves hold it too; it expires by itself
+	}
 	res, err := p.s.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_ReleasePin{ReleasePin: &fsmpb.ReleasePin{PinId: pin.ID}}})
 	if err == nil && res.Rejection != nil {
 		err = errors.New(res.Rejection.Message)

@@ -46,6 +46,14 @@ type Config struct {
 	// VerifyObjects makes resolve check the physical identity (HEAD) of
 	// every target before returning it. Default false.
 	VerifyObjects bool
+	// SharePins lets concurrent resolves of one object share one pin (a
+	// lease of twice the resolve TTL) instead of each writing its own to
+	// Raft. Default true.
+	SharePins bool
+	// LeaseMargin is how much of a shared pin's life must remain beyond a
+	// reader's window for it to be offered: slack for clock-rate drift
+	// between this node and readers. Default 5s; range [0, 1m].
+	LeaseMargin time.Duration
 	// Resolver configures the resolve loop.
 	Resolver resolver.Config
 }
@@ -55,7 +63,7 @@ func DefaultConfig() Config {
 	return Config{
 		DefaultTimeout: 10 * time.Second, MaxTimeout: 60 * time.Second, MaxMessageBytes: 8 << 20,
 		MaxListLimit: 1000, HealthInterval: 500 * time.Millisecond, CaughtUpSlack: 1000,
-		Resolver: resolver.DefaultConfig(),
+		SharePins: true, LeaseMargin: 5 * time.Second, Resolver: resolver.DefaultConfig(),
 	}
 }
 
@@ -73,6 +81,7 @@ func (c Config) Validate() error {
 	check(c.MaxListLimit >= 1 && c.MaxListLimit <= 100000, "MaxListLimit %d outside [1, 100000]", c.MaxListLimit)
 	check(c.HealthInterval >= 10*time.Millisecond && c.HealthInterval <= time.Minute, "HealthInterval %s outside [10ms, 1m]", c.HealthInterval)
 	check(c.CaughtUpSlack <= 1<<30, "CaughtUpSlack %d above 2^30", c.CaughtUpSlack)
+	check(c.LeaseMargin >= 0 && c.LeaseMargin <= time.Minute, "LeaseMargin %s outside [0, 1m]", c.LeaseMargin)
 	if err := c.Resolver.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -112,6 +121,7 @@ type Server struct {
 	log      *slog.Logger
 	resolver *resolver.Resolver
 	cache    *targetCache
+	leases   *leases
 	metrics  *resolveMetrics
 	health   *health.Server
 }
@@ -126,7 +136,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
-		log: deps.Logger, health: health.NewServer(), cache: newTargetCache(),
+		log: deps.Logger, health: health.NewServer(), cache: newTargetCache(), leases: newLeases(cfg.LeaseMargin),
 		metrics: newResolveMetrics(deps.Metrics),
 	}
 	if deps.Metrics != nil {

@@ -85,7 +85,9 @@ func (c *Client) Read(ctx context.Context, stream uint64, view metadpb.View, off
 			return res, nil
 		}
 		data, kind, err := c.readTarget(ctx, resp.Target, sent)
-		c.release(resp.Target.PinId)
+		if !resp.Target.PinShared {
+			c.release(resp.Target.PinId)
+		}
 		if err == nil {
 			res.Data = data
 			return res, nil

@@ -47,15 +47,16 @@ type Node struct {
 
 // Start opens the node's state, joins the cluster and starts serving. The
 // configuration must be Complete and valid. reg receives the metrics.
-func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (n *Node, err error) {
+func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Node, err error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	n = &Node{cfg: cfg, log: log, serveErr: make(chan error, 4),
+	n := &Node{cfg: cfg, log: log, serveErr: make(chan error, 4),
 		notify: &notifier{socket: cfg.NotifySocket, log: log}}
 	defer func() {
 		if err != nil {
-			n.closeParts()
+			// Close what was opened; the error is what the caller sees.
+			_ = n.closeParts()
 		}
 	}()
 	if n.objects, err = objectstore.NewLocal(cfg.ObjectDir); err != nil {

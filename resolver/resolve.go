@@ -24,6 +24,9 @@ type Reader interface {
 type Pin struct {
 	ID     uint64
 	Expiry time.Time // machine time at which the pin lapses
+	// Shared: the lease also serves other resolves of the same object; the
+	// Pinner ignores Release of it, and its holder must not release it.
+	Shared bool
 }
 
 // Pinner takes and releases pins. Pin returns an error wrapping

@@ -3320,7 +3320,10 @@ type Target struct {
 	PinId       uint64                 `protobuf:"varint,8,opt,name=pin_id,json=pinId,proto3" json:"pin_id,omitempty"`
 	PinExpiry   *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=pin_expiry,json=pinExpiry,proto3" json:"pin_expiry,omitempty"`
 	// pin_ttl: read the bytes within this long of sending the request.
-	PinTtl        *durationpb.Duration `protobuf:"bytes,10,opt,name=pin_ttl,json=pinTtl,proto3" json:"pin_ttl,omitempty"`
+	PinTtl *durationpb.Duration `protobuf:"bytes,10,opt,name=pin_ttl,json=pinTtl,proto3" json:"pin_ttl,omitempty"`
+	// pin_shared: the pin is a lease that also serves other readers of the
+	// same object; it expires by itself and must not be released.
+	PinShared     bool `protobuf:"varint,11,opt,name=pin_shared,json=pinShared,proto3" json:"pin_shared,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3423,6 +3426,13 @@ func (x *Target) GetPinTtl() *durationpb.Duration {
 		return x.PinTtl
 	}
 	return nil
+}
+
+func (x *Target) GetPinShared() bool {
+	if x != nil {
+		return x.PinShared
+	}
+	return false
 }
 
 type Refusal struct {
@@ -5118,7 +5128,7 @@ const file_metad_proto_rawDesc = "" +
 	"\x04view\x18\x02 \x01(\x0e2\x0e.metad.v1.ViewR\x04view\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x04R\x06offset\x120\n" +
 	"\aexclude\x18\x04 \x03(\v2\x16.metad.v1.CandidateRefR\aexclude\x12\x16\n" +
-	"\x06holder\x18\x05 \x01(\tR\x06holder\"\xa3\x03\n" +
+	"\x06holder\x18\x05 \x01(\tR\x06holder\"\xc2\x03\n" +
 	"\x06Target\x12$\n" +
 	"\x03key\x18\x01 \x01(\v2\x12.metad.v1.IndexKeyR\x03key\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x1a\n" +
@@ -5131,7 +5141,9 @@ const file_metad_proto_rawDesc = "" +
 	"\n" +
 	"pin_expiry\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tpinExpiry\x122\n" +
 	"\apin_ttl\x18\n" +
-	" \x01(\v2\x19.google.protobuf.DurationR\x06pinTtl\"o\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x06pinTtl\x12\x1d\n" +
+	"\n" +
+	"pin_shared\x18\v \x01(\bR\tpinShared\"o\n" +
 	"\aRefusal\x124\n" +
 	"\tcandidate\x18\x01 \x01(\v2\x16.metad.v1.CandidateRefR\tcandidate\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x16\n" +

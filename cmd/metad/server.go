@@ -83,6 +83,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.Uint64Var(&c.Raft.SnapshotThreshold, "raft-snapshot-threshold", c.Raft.SnapshotThreshold, "log entries between raft snapshots")
 	fs.DurationVar(&c.Membership.DeadServerTimeout, "dead-server-timeout", c.Membership.DeadServerTimeout, "how long a server may be failed before the leader removes it")
 	fs.DurationVar(&c.API.Resolver.PinTTL, "pin-ttl", c.API.Resolver.PinTTL, "lease taken on each resolve target")
+	fs.BoolVar(&c.API.SharePins, "share-pins", c.API.SharePins, "concurrent resolves of one object share one pin (one Raft write per object per pin-ttl)")
 	fs.DurationVar(&c.API.DefaultTimeout, "default-timeout", c.API.DefaultTimeout, "deadline for calls that carry none")
 	fs.DurationVar(&c.API.MaxTimeout, "max-timeout", c.API.MaxTimeout, "largest deadline a call may have")
 	fs.DurationVar(&c.GC.Interval, "gc-interval", c.GC.Interval, "pause between garbage-collection passes")
