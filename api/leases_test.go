@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func TestSharedLeasesAreBounded(t *testing.T) {
 	l := newLeases(0)
 	l.now = func() time.Time { return now }
 	for i := range maxLeases + 10 {
-		l.put(fsm.ObjectRef{Key: string(rune(i)), Identity: "i"}, resolver.Pin{ID: uint64(i)}, now, time.Second)
+		l.put(fsm.ObjectRef{Key: strconv.Itoa(i), Identity: "i"}, resolver.Pin{ID: uint64(i)}, now, time.Second)
 	}
 	if len(l.byObject) > maxLeases {
 		t.Fatalf("%d leases kept, bound %d", len(l.byObject), maxLeases)
