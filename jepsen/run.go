@@ -76,7 +76,7 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 	}
 	start := time.Now()
 	cl, err := cluster.New(cluster.Config{Binary: cfg.Binary, Dir: filepath.Join(cfg.Dir, "cluster"), Nodes: cfg.Nodes,
-		Faults: cfg.Bugs, Extra: serverFlags, Log: cfg.Log})
+		Faults: cfg.Bugs, Extra: serverFlags})
 	if err != nil {
 		return report.Result{}, err
 	}
@@ -203,9 +203,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // converge waits until every node reports the same applied index and
 // state hash (DESIGN.md §3: replicas compared by hash).
 func converge(ctx context.Context, cl *cluster.Cluster, timeout time.Duration) report.Convergence {
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
 	var last string
-	for time.Now().Before(deadline) {
+	for time.Since(start) < timeout {
 		for i := range cl.Nodes {
 			st, err := cl.Status(ctx, i, true)
 			if err != nil {
@@ -214,8 +214,7 @@ func converge(ctx context.Context, cl *cluster.Cluster, timeout time.Duration) r
 			}
 			c, why := report.Converged(st)
 			if why == "" {
-				c.Waited = time.Until(deadline).Seconds()
-				c.Waited = timeout.Seconds() - c.Waited
+				c.Waited = time.Since(start).Seconds()
 				return c
 			}
 			last = why

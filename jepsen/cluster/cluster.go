@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -37,7 +36,6 @@ type Config struct {
 	Faults string
 	// Extra flags for every server (timings).
 	Extra []string
-	Log   *slog.Logger
 }
 
 // Validate reports every problem at once.
@@ -51,9 +49,6 @@ func (c Config) Validate() error {
 	}
 	if c.Nodes < 1 || c.Nodes > 9 {
 		errs = append(errs, fmt.Errorf("cluster: Nodes %d outside [1, 9]", c.Nodes))
-	}
-	if c.Log == nil {
-		errs = append(errs, errors.New("cluster: Log required"))
 	}
 	return errors.Join(errs...)
 }
@@ -377,16 +372,6 @@ func (c *Cluster) RemovePeer(ctx context.Context, via int, id string) error {
 	defer cancel()
 	_, err := client.Call(ctx, c.clients[via], c.clients[via].Cluster.RemovePeer, &metadpb.RemovePeerRequest{NodeId: id})
 	return err
-}
-
-// LogTail returns the last lines of node i's log.
-func (c *Cluster) LogTail(i, lines int) string {
-	b, _ := os.ReadFile(c.Nodes[i].LogPath)
-	ls := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(ls) > lines {
-		ls = ls[len(ls)-lines:]
-	}
-	return strings.Join(ls, "\n")
 }
 
 // Close kills every node and closes proxies and clients.

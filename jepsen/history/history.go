@@ -201,9 +201,6 @@ type Op struct {
 	Final bool `json:"final,omitempty"`
 }
 
-// Succeeded reports whether the op returned a result.
-func (o *Op) Succeeded() bool { return o.Status == OK }
-
 // IsWrite reports whether the op kind is a mutation.
 func (o *Op) IsWrite() bool {
 	switch o.Kind {

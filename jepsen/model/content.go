@@ -44,17 +44,6 @@ func Payloads(stream uint64, ranges []history.Range) string {
 	return b.String()
 }
 
-// Render builds the bytes an object with content c of stream holds, and
-// returns the byte range of all the payloads inside them.
-func Render(stream uint64, c history.Content) ([]byte, history.Bytes) {
-	data, parts := Layout(stream, c)
-	if len(parts) == 0 {
-		return data, history.Bytes{Offset: uint64(c.Prefix)}
-	}
-	first, last := parts[0], parts[len(parts)-1]
-	return data, history.Bytes{Offset: first.Offset, Length: last.Offset + last.Length - first.Offset}
-}
-
 // Layout builds the object's bytes and the byte range of each entry of
 // c.Offsets (one per index record packed into the object).
 func Layout(stream uint64, c history.Content) ([]byte, []history.Bytes) {

@@ -104,7 +104,6 @@ type Workload struct {
 	writers []*writer
 	// watchers are pin-watching goroutines; Run joins them.
 	watchers sync.WaitGroup
-	clientN  atomic.Int64
 }
 
 // hint is what readers know of a stream, updated by every answer.
