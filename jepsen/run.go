@@ -85,10 +85,11 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 		return report.Result{}, err
 	}
 	rec := history.NewRecorder()
-	wl, err := setup(ctx, cfg, cl, rec)
+	wl, closeClient, err := setup(ctx, cfg, cl, rec)
 	if err != nil {
 		return report.Result{}, err
 	}
+	defer closeClient()
 	steps := nemesis.Plan(cfg.Seed, cfg.Nemesis, cfg.Nodes, cfg.TimeLimit-warmup)
 	for _, s := range steps {
 		cfg.Log.Info("planned", "step", s.String())
@@ -116,11 +117,12 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 	return res, nil
 }
 
-// setup waits for the cluster and creates the workload's streams.
-func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history.Recorder) (*workload.Workload, error) {
+// setup waits for the cluster and creates the workload's streams. The
+// returned func closes the workload's balancing client.
+func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history.Recorder) (*workload.Workload, func(), error) {
 	objs, err := objectstore.NewLocal(cl.Objects)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var clients []*client.Client
 	var ids, addrs []string
@@ -129,20 +131,22 @@ func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	}
 	all, err := client.New(client.Config{Addrs: addrs, Timeout: 5 * time.Second, Holder: "jepsen"})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	go func() { <-ctx.Done(); all.Close() }()
+	closeAll := func() { all.Close() }
 	wl, err := workload.New(workload.Config{Profile: cfg.Profile, Streams: cfg.Streams, Readers: cfg.Readers,
 		OpTimeout: 3 * time.Second, Seed: cfg.Seed, Clients: clients, NodeIDs: ids, All: all, Objects: objs, Rec: rec, Log: cfg.Log})
 	if err != nil {
-		return nil, err
+		closeAll()
+		return nil, nil, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if err := wl.Setup(sctx, fmt.Sprintf("%s-%d", cfg.Name, cfg.Seed)); err != nil {
-		return nil, fmt.Errorf("setup (cluster did not serve within 60s; logs in %s): %w", cl.Nodes[0].LogPath, err)
+		closeAll()
+		return nil, nil, fmt.Errorf("setup (cluster did not serve within 60s; logs in %s): %w", cl.Nodes[0].LogPath, err)
 	}
-	return wl, nil
+	return wl, closeAll, nil
 }
 
 // drive runs the workload for the time limit while the nemesis injects

@@ -182,7 +182,7 @@ func retry(ctx context.Context, f func(ctx context.Context) error) error {
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		time.Sleep(200 * time.Millisecond)
+		sleepCtx(ctx, 200*time.Millisecond)
 	}
 }
 
