@@ -74,7 +74,7 @@ func (wr *writer) profile(p string) []weighted {
 	}
 	return []weighted{{40, appendGen0(0.7)}, {8, wr.trimOnce}, {7, wr.publishOnce(model.Committed)},
 		{7, wr.publishOnce(model.TopicCompacted)}, {6, wr.retireOnce}, {3, wr.openOnce}, {2, wr.staleAppend},
-		{2, wr.replaceOnce}, {3, wr.pinWatch}, {4, wr.describe}}
+		{2, wr.replaceOnce}, {3, wr.pinWatch}, {4, wr.describeOnce}}
 }
 
 func (wr *writer) run(ctx context.Context) {
@@ -141,36 +141,36 @@ func (wr *writer) open(ctx context.Context) error {
 
 func (wr *writer) openOnce(ctx context.Context) { _ = wr.open(ctx) }
 
-// describe reads the stream linearizably and adopts what it shows.
-func (wr *writer) describe(ctx context.Context) {
+// describe reads the stream linearizably and adopts what it shows. It
+// reports whether the read succeeded.
+func (wr *writer) describe(ctx context.Context) bool {
 	op := wr.w.describeOp(ctx, wr.w.cfg.All, "any", wr.client, wr.h.id)
 	if op.Status != history.OK {
-		return
+		return false
 	}
 	out := op.Out
-	if out.CommittedEnd != wr.end {
-		wr.end = out.CommittedEnd
-	}
-	wr.trim, wr.epoch = out.Trim, max(wr.epoch, out.Epoch)
+	wr.end, wr.trim, wr.epoch = out.CommittedEnd, out.Trim, max(wr.epoch, out.Epoch)
 	for v := range wr.gens {
 		wr.gens[v].live = wr.gens[v].live[:0]
 	}
 	for _, g := range out.Generations {
-		v := viewIdx(g.View)
 		if g.View == model.Committed && g.Number == 0 {
 			continue
 		}
+		v := viewIdx(g.View)
 		wr.gens[v].live = append(wr.gens[v].live, g.Number)
 		wr.gens[v].last = max(wr.gens[v].last, g.Number)
 	}
+	return true
 }
 
-// resync re-reads the stream after an indeterminate or refused write.
+func (wr *writer) describeOnce(ctx context.Context) { wr.describe(ctx) }
+
+// resync re-reads the stream after an indeterminate or refused write,
+// trying a few times if the cluster does not answer.
 func (wr *writer) resync(ctx context.Context) {
 	for range 5 {
-		before := wr.end
-		wr.describe(ctx)
-		if ctx.Err() != nil || wr.end != before || wr.rng.IntN(2) == 0 {
+		if wr.describe(ctx) || !alive(ctx) {
 			return
 		}
 	}
@@ -366,10 +366,11 @@ func (wr *writer) pinWatch(ctx context.Context) {
 		return
 	}
 	op.Out = &history.Output{PinID: resp.PinId, Version: resp.Version, Expiry: resp.Expiry.AsTime().UnixNano()}
+	b := k.bytes
 	wr.w.watchers.Add(1)
 	go func() { // owned by the workload: Run waits for watchers
 		defer wr.w.watchers.Done()
-		op.Out.Watches = wr.w.watch(ctx, obj, k.bytes, op.Call+int64(ttl)*9/10)
+		op.Out.Watches = wr.w.watch(ctx, obj, b, op.Call+int64(ttl)*9/10)
 		wr.record(op)
 	}()
 	wr.trimTo(ctx, k.rng.End)
