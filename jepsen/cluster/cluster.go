@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -103,10 +104,11 @@ func New(cfg Config) (*Cluster, error) {
 	for i := range cfg.Nodes {
 		n := &Node{Index: i, ID: fmt.Sprintf("n%d", i+1), DataDir: filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1)),
 			LogPath: filepath.Join(cfg.Dir, fmt.Sprintf("n%d.log", i+1))}
-		var err error
-		n.GRPC, n.Raft, n.HTTP = freeTCP(), freeTCP(), freeTCP()
-		if n.Gossip, err = freeBoth(); err != nil {
-			return nil, err
+		for _, addr := range []*string{&n.GRPC, &n.Raft, &n.Gossip, &n.HTTP} {
+			var err error
+			if *addr, err = freePort(); err != nil {
+				return nil, err
+			}
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
@@ -137,24 +139,44 @@ func New(cfg Config) (*Cluster, error) {
 	return c, nil
 }
 
-func freeTCP() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// Node ports come from [portLow, portHigh): below the kernel's ephemeral
+// range (32768 and up), so no proxy listener or outgoing connection can
+// take a node's port while the node is down and must restart on it, and
+// apart from internal/proc's [20000, 32000) so concurrent test suites do
+// not pick the same ones.
+const portLow, portHigh = 14000, 20000
 
-func freeBoth() (string, error) {
-	l, u, err := listenBoth()
-	if err != nil {
-		return "", err
+var (
+	portsMu sync.Mutex
+	handed  = map[int]bool{} // ports given out by this process
+	portRng = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
+)
+
+// freePort returns a loopback address whose port is free for TCP and UDP
+// now and was not handed out before by this process.
+func freePort() (string, error) {
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 1000 {
+		port := portLow + portRng.IntN(portHigh-portLow)
+		if handed[port] {
+			continue
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		tl, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		ul, err := net.ListenPacket("udp", addr)
+		tl.Close()
+		if err != nil {
+			continue
+		}
+		ul.Close()
+		handed[port] = true
+		return addr, nil
 	}
-	addr := l.Addr().String()
-	l.Close()
-	u.Close()
-	return addr, nil
+	return "", fmt.Errorf("no free port in [%d, %d)", portLow, portHigh)
 }
 
 // Client is a client of node i only.
