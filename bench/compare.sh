@@ -15,6 +15,10 @@
 # Settings (environment):
 #   DURATION=10s  WARMUP=2s  ROUNDS=3  CONCURRENCY=1,16,64
 #   PAIRS=append-put,append-cas,resolve-get
+#   ROUTE=all          clients spread calls over all three members of each
+#                      cluster (the default); ROUTE=leader sends every call of
+#                      both sides to its cluster's leader
+#   METAD_SERVER_FLAGS="--share-pins=false"   extra flags for every metad server
 #   PROFILE=1          also take 20s CPU profiles of every metad node during a
 #                      resolve run and a commit-append run at concurrency 64
 #   WORKDIR=DIR        where data, logs, JSON and profiles go (default: a new
@@ -103,7 +107,7 @@ start_metad() {
 			--grpc-addr "127.0.0.1:$p" --raft-addr "127.0.0.1:$((p + 1))" \
 			--gossip-addr "127.0.0.1:$((p + 2))" --http-addr "127.0.0.1:$((p + 3))" \
 			--object-dir "$work/objects" --bootstrap-expect 3 "${joins[@]}" \
-			--log-level warn --pprof >"$work/metad-n$i.log" 2>&1 &
+			--log-level warn --pprof ${METAD_SERVER_FLAGS:-} >"$work/metad-n$i.log" 2>&1 &
 		pids+=($!)
 	done
 }
@@ -137,6 +141,27 @@ wait_ready() {
 		sleep 0.2
 	done
 	"$bin/metad" status --addr "$(metad_addr 1)" >&2
+}
+
+# metad_leader and etcd_leader print the client address of their cluster's
+# leader.
+metad_leader() {
+	local id
+	id=$("$bin/metad" status --addr "$(metad_addr 1)" -o json | grep -o '"leaderId": *"[^"]*"' | tail -1 | sed 's/.*"\([^"]*\)"$/\1/')
+	metad_addr "${id#n}"
+}
+
+etcd_leader() {
+	local i st
+	for i in 1 2 3; do
+		st=$(curl -fs -X POST -d '{}' "http://$(etcd_client "$i")/v3/maintenance/status")
+		if [ "$(echo "$st" | grep -o '"member_id":"[0-9]*"' | cut -d'"' -f4)" = "$(echo "$st" | grep -o '"leader":"[0-9]*"' | cut -d'"' -f4)" ]; then
+			etcd_client "$i"
+			return
+		fi
+	done
+	echo "no etcd leader found" >&2
+	exit 1
 }
 
 machine() {
@@ -181,12 +206,22 @@ main() {
 	local addrs eps
 	addrs="$(metad_addr 1),$(metad_addr 2),$(metad_addr 3)"
 	eps="$(etcd_client 1),$(etcd_client 2),$(etcd_client 3)"
+	case "${ROUTE:-all}" in
+	all) ;;
+	leader)
+		addrs=$(metad_leader)
+		eps=$(etcd_leader)
+		say "routing every call to the leaders: metad $addrs, etcd $eps"
+		;;
+	*) echo "ROUTE=${ROUTE}: want all or leader" >&2; exit 2 ;;
+	esac
 	"$bin/compare" --metad "$bin/metad" --etcdload "$bin/etcdload" --metad-addrs "$addrs" --etcd-endpoints "$eps" \
 		--duration "$DURATION" --warmup "$WARMUP" --rounds "$ROUNDS" --concurrency "$CONCURRENCY" \
 		--pairs "$PAIRS" --out "$work/results" 2> >(tee "$work/results/runs.txt" >&2) | tee "$work/results/table.txt"
 	echo
 	machine
 	echo "etcd:   $("$etcd" --version | head -1)"
+	echo "route:  ${ROUTE:-all}${METAD_SERVER_FLAGS:+; metad servers: $METAD_SERVER_FLAGS}"
 	if [ "${PROFILE:-0}" = 1 ]; then
 		profile resolve
 		profile commit-append

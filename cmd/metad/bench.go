@@ -72,7 +72,9 @@ Workloads:
                  metadata is measured.
   resolve        loads --streams streams with --appends indexed appends each,
                  then resolves random committed offsets in COMMITTED (each
-                 resolve takes a pin; --release also releases it, timed).
+                 resolve takes a pin; --release also releases it, timed,
+                 unless the server shares it with other readers: a shared
+                 pin is never released, and such calls count as "resolve").
   mixed          resolve with probability --read-ratio, else commit-append.
   publish        each worker publishes ever newer COMMITTED generations of
                  --records records over its own stream (they accumulate).
@@ -489,11 +491,13 @@ func (e *benchEnv) loadReads(ctx context.Context) (int, error) {
 	return proto.Size(resp), err
 }
 
-// resolveOnce resolves a random committed offset of a random loaded stream.
+// resolveOnce resolves a random committed offset of a random loaded stream,
+// and with --release gives its pin back, unless the pin is shared with
+// other readers (Target.pin_shared), which must not be released.
 func (e *benchEnv) resolveOnce(ctx context.Context, _ int) (string, error) {
 	s := e.reads[rand.IntN(len(e.reads))]
 	resp, err := e.resolve(ctx, s, rand.Uint64N(s.end))
-	if err != nil || !e.opts.release {
+	if err != nil || !e.opts.release || resp.Target.PinShared {
 		return "resolve", err
 	}
 	_, err = call(ctx, e, e.c.Metad.ReleasePin, &metadpb.ReleasePinRequest{PinId: resp.Target.PinId, RequestId: client.NewRequestID()})
