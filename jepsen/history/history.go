@@ -143,6 +143,8 @@ type Target struct {
 	// the pin was applied, on the same wall clock as Call and Return.
 	PinStamp int64 `json:"pin_stamp"`
 	PinTTL   int64 `json:"pin_ttl"`
+	// PinShared: the pin also serves other readers and is not released.
+	PinShared bool `json:"pin_shared,omitempty"`
 }
 
 // Watch is what a client saw reading an object it held pinned.

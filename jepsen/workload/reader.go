@@ -138,7 +138,9 @@ func (w *Workload) resolveOnce(ctx context.Context, node, clientID int, h *hint,
 			op.Out.Target = targetOf(t)
 			data, watch := w.readTarget(cctx, op.Out.Target)
 			op.Out.Data, op.Out.Read = data, &watch
-			w.release(ctx, cl, t.PinId)
+			if !t.PinShared { // a shared pin serves other readers too: it expires by itself
+				w.release(ctx, cl, t.PinId)
+			}
 		}
 	}
 	op.ID = w.cfg.Rec.Add(op)
@@ -151,7 +153,7 @@ func targetOf(t *metadpb.Target) *history.Target {
 		Start: t.Key.GetStart(), Version: t.Version, Checksum: t.Checksum, RecordRange: rangeOf(t.RecordRange),
 		Resolved: rangeOf(t.Resolved), Object: history.Object{Key: t.Object.GetKey(), Identity: t.Object.GetIdentity()},
 		Bytes: history.Bytes{Offset: t.Bytes.GetOffset(), Length: t.Bytes.GetLength()}, PinID: t.PinId,
-		PinStamp: t.PinExpiry.AsTime().UnixNano() - int64(ttl), PinTTL: int64(ttl)}
+		PinStamp: t.PinExpiry.AsTime().UnixNano() - int64(ttl), PinTTL: int64(ttl), PinShared: t.PinShared}
 }
 
 // readTarget reads the target's bytes under its identity.
