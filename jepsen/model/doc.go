@@ -23,10 +23,12 @@
 // mutation whose outcome is unknown returns "never", so it may take effect
 // anywhere after its call or not at all; definite failures are left out.
 // A resolve's target was pinned and then rechecked, so its linearization
-// point is after the pin was applied: the pin's expiry minus its TTL is the
-// leader's machine time at that apply, on the same wall clock as the
-// history, and narrows the resolve's call time (not while a clock fault
-// makes machine time differ). This is what lets a missing recheck show.
+// point is after the pin was applied: for a pin the resolve took itself,
+// the pin's expiry minus its TTL is the leader's machine time at that
+// apply, on the same wall clock as the history, and narrows the resolve's
+// call time (not while a clock fault makes machine time differ, and not for
+// a shared pin, whose lease says nothing about when it was applied). This
+// is what lets a missing recheck show.
 //
 // The other checkers read the history alone: CheckMonotone (G3),
 // CheckResolveShapes (G5, G6), CheckData (G8: bytes read are exactly the

@@ -90,8 +90,12 @@ func Operations(h history.History) []porcupine.Operation {
 	return out
 }
 
+// pinnedTarget returns the target whose pin this resolve took itself. A
+// shared pin (Target.pin_shared) is a longer lease another resolve may
+// have taken: its expiry minus pin_ttl is not when it was applied, so it
+// cannot narrow anything.
 func pinnedTarget(op *history.Op) *history.Target {
-	if op.Kind != history.KindResolve || op.Out == nil {
+	if op.Kind != history.KindResolve || op.Out == nil || op.Out.Target == nil || op.Out.Target.PinShared {
 		return nil
 	}
 	return op.Out.Target
