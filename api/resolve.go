@@ -43,7 +43,7 @@ func (s *Server) Resolve(ctx context.Context, req *metadpb.ResolveRequest) (*met
 	}
 	s.metrics.observe(outcomeName(res.Outcome), res, res.Tried)
 	resp := &metadpb.ResolveResponse{
-		Trim: res.Trim, CommittedEnd: res.CommittedEnd, ViewEnd: res.ViewEnd,
+		Trim: res.Trim, CommittedEnd: res.CommittedEnd, ViewEnd: res.ViewEnd, ReadIndex: res.ReadIndex,
 		Attempts: uint32(res.Attempts), Tried: refusalsPB(res.Tried),
 	}
 	switch res.Outcome {

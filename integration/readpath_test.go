@@ -22,7 +22,9 @@ import (
 // ("g1") and another in generation 2 ("g2").
 func readCluster(t *testing.T, extra ...string) (*proc.Cluster, *broker) {
 	t.Helper()
-	c := proc.New(t, 3, append([]string{"--gc-interval", "200ms", "--gc-min-idle", "0s"}, extra...)...)
+	// A broker registers an object and then publishes the generation that
+	// names it; a min-idle of 2s keeps GC off objects in that window.
+	c := proc.New(t, 3, append([]string{"--gc-interval", "200ms", "--gc-min-idle", "2s"}, extra...)...)
 	c.StartAll()
 	formed(t, c, 3)
 	b := newBroker(t, c, "reads")

@@ -96,9 +96,9 @@ func (r *Resolver) attempt(ctx context.Context, c *call) (Result, step, error) {
 	s := plan.Stream
 	switch plan.Outcome {
 	case NotFound, EOF, Trimmed:
-		return Result{Outcome: plan.Outcome, Trim: s.Trim, CommittedEnd: s.CommittedEnd}, stepDone, nil
+		return Result{Outcome: plan.Outcome, Trim: s.Trim, CommittedEnd: s.CommittedEnd, ReadIndex: plan.ReadIndex}, stepDone, nil
 	case ViewEnd:
-		return Result{Outcome: ViewEnd, Trim: s.Trim, CommittedEnd: s.CommittedEnd, ViewEnd: plan.ViewEnd}, stepDone, nil
+		return Result{Outcome: ViewEnd, Trim: s.Trim, CommittedEnd: s.CommittedEnd, ViewEnd: plan.ViewEnd, ReadIndex: plan.ReadIndex}, stepDone, nil
 	case NoCandidate:
 		return Result{}, stepDone, c.unavailable(errNoCandidate)
 	case NeedsRepair:
@@ -151,7 +151,7 @@ func (r *Resolver) tryCandidates(ctx context.Context, c *call, plan Plan) (Resul
 			c.note(Refusal{Candidate: cand.ID(), Reason: ReasonPinFailed, Detail: err.Error()})
 			return Result{}, stepRetry, nil
 		}
-		current, next := plan.Stream, stepDone
+		current, next := plan, stepDone
 		if !r.deps.UnsafeSkipRecheck {
 			current, next = r.recheck(ctx, c, cand, pin)
 		}
@@ -178,21 +178,21 @@ func (r *Resolver) tryCandidates(ctx context.Context, c *call, plan Plan) (Resul
 // retired or repaired record, a replaced object) releases the pin and
 // resolves again under the remaining deadline (step 6).
 //
-// It returns the stream as the recheck saw it, and stepDone if the
-// candidate stands.
-func (r *Resolver) recheck(ctx context.Context, c *call, cand Candidate, pin Pin) (fsm.StreamInfo, step) {
+// It returns the recheck's plan, and stepDone if the candidate stands: the
+// recheck is the resolve's linearization point.
+func (r *Resolver) recheck(ctx context.Context, c *call, cand Candidate, pin Pin) (Plan, step) {
 	again, err := r.plan(ctx, c.req)
 	if err != nil {
 		r.release(ctx, pin)
 		c.note(Refusal{Candidate: cand.ID(), Reason: ReasonReadFailed, Detail: "recheck: " + err.Error()})
-		return again.Stream, stepRetry
+		return again, stepRetry
 	}
 	if again.Outcome == Candidates && again.Candidates[0].ID() == cand.ID() && again.Candidates[0].Resolved == cand.Resolved {
-		return again.Stream, stepDone
+		return again, stepDone
 	}
 	r.release(ctx, pin)
 	c.note(Refusal{Candidate: cand.ID(), Reason: ReasonRecheckChanged, Detail: describeChange(again, cand)})
-	return again.Stream, stepReplan
+	return again, stepReplan
 }
 
 func describeChange(again Plan, cand Candidate) string {
@@ -253,10 +253,11 @@ func (r *Resolver) sleep(ctx context.Context, c *call) error {
 	}
 }
 
-func targetResult(c Candidate, pin Pin, s fsm.StreamInfo) Result {
+func targetResult(c Candidate, pin Pin, checked Plan) Result {
 	rec := c.Record
+	s := checked.Stream
 	return Result{
-		Outcome: TargetFound, Trim: s.Trim, CommittedEnd: s.CommittedEnd,
+		Outcome: TargetFound, Trim: s.Trim, CommittedEnd: s.CommittedEnd, ReadIndex: checked.ReadIndex,
 		Target: Target{
 			Key: rec.Key, Version: rec.Version, Checksum: rec.Checksum, RecordRange: rec.Range,
 			Resolved: c.Resolved, Object: rec.Object, Bytes: rec.Bytes, Pin: pin,

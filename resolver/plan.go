@@ -17,6 +17,8 @@ type State interface {
 	// offset: the one containing it, or the next one.
 	RecordFrom(stream uint64, view fsm.View, gen, offset uint64) (fsm.RecordInfo, bool)
 	Object(key string) (fsm.ObjectInfo, bool)
+	// AppliedIndex is the Raft index the state reflects.
+	AppliedIndex() uint64
 }
 
 // Request is one resolve: which offset of which view of which stream, and
@@ -100,6 +102,8 @@ type Plan struct {
 	// RepairHint is set when candidates exist but no valid generation-0
 	// record covers the offset: repair should run, but need not be awaited.
 	RepairHint bool
+	// ReadIndex is the applied index of the state the plan was made from.
+	ReadIndex uint64
 }
 
 // PlanRequest decides, from one consistent state, what a resolve of req can
@@ -107,15 +111,16 @@ type Plan struct {
 // view only. It is steps 1–3 of DESIGN.md §5 and has no side effects.
 func PlanRequest(st State, req Request) Plan {
 	s, ok := st.Stream(req.Stream)
+	at := st.AppliedIndex()
 	switch {
 	case !ok:
-		return Plan{Outcome: NotFound}
+		return Plan{Outcome: NotFound, ReadIndex: at}
 	case req.Offset >= s.CommittedEnd:
-		return Plan{Outcome: EOF, Stream: s}
+		return Plan{Outcome: EOF, Stream: s, ReadIndex: at}
 	case req.Offset < s.Trim:
-		return Plan{Outcome: Trimmed, Stream: s}
+		return Plan{Outcome: Trimmed, Stream: s, ReadIndex: at}
 	}
-	p := Plan{Stream: s}
+	p := Plan{Stream: s, ReadIndex: at}
 	if req.View == fsm.TopicCompacted {
 		planSparse(st, req, &p)
 	} else {

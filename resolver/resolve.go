@@ -136,7 +136,10 @@ type Result struct {
 	Trim         uint64
 	CommittedEnd uint64
 	ViewEnd      uint64
-	Attempts     int
+	// ReadIndex is the applied index of the state the answer was decided
+	// on: for a target, the recheck's — the resolve's linearization point.
+	ReadIndex uint64
+	Attempts  int
 	// Tried lists candidates refused on the way to the answer.
 	Tried []Refusal
 }

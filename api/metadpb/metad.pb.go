@@ -3504,7 +3504,11 @@ type ResolveResponse struct {
 	ViewEnd      uint64                 `protobuf:"varint,5,opt,name=view_end,json=viewEnd,proto3" json:"view_end,omitempty"`
 	Attempts     uint32                 `protobuf:"varint,6,opt,name=attempts,proto3" json:"attempts,omitempty"`
 	// tried lists candidates refused on the way to the answer.
-	Tried         []*Refusal `protobuf:"bytes,7,rep,name=tried,proto3" json:"tried,omitempty"`
+	Tried []*Refusal `protobuf:"bytes,7,rep,name=tried,proto3" json:"tried,omitempty"`
+	// read_index is the Raft index of the state the answer was decided on:
+	// for a target, the linearizable recheck after the pin — the resolve's
+	// linearization point in log order.
+	ReadIndex     uint64 `protobuf:"varint,8,opt,name=read_index,json=readIndex,proto3" json:"read_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3586,6 +3590,13 @@ func (x *ResolveResponse) GetTried() []*Refusal {
 		return x.Tried
 	}
 	return nil
+}
+
+func (x *ResolveResponse) GetReadIndex() uint64 {
+	if x != nil {
+		return x.ReadIndex
+	}
+	return 0
 }
 
 // ResolveDiagnostic is attached to a failed Resolve's status.
@@ -5147,7 +5158,7 @@ const file_metad_proto_rawDesc = "" +
 	"\aRefusal\x124\n" +
 	"\tcandidate\x18\x01 \x01(\v2\x16.metad.v1.CandidateRefR\tcandidate\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x81\x02\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xa0\x02\n" +
 	"\x0fResolveResponse\x12+\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x11.metad.v1.OutcomeR\aoutcome\x12(\n" +
 	"\x06target\x18\x02 \x01(\v2\x10.metad.v1.TargetR\x06target\x12\x12\n" +
@@ -5155,7 +5166,9 @@ const file_metad_proto_rawDesc = "" +
 	"\rcommitted_end\x18\x04 \x01(\x04R\fcommittedEnd\x12\x19\n" +
 	"\bview_end\x18\x05 \x01(\x04R\aviewEnd\x12\x1a\n" +
 	"\battempts\x18\x06 \x01(\rR\battempts\x12'\n" +
-	"\x05tried\x18\a \x03(\v2\x11.metad.v1.RefusalR\x05tried\"\xa6\x01\n" +
+	"\x05tried\x18\a \x03(\v2\x11.metad.v1.RefusalR\x05tried\x12\x1d\n" +
+	"\n" +
+	"read_index\x18\b \x01(\x04R\treadIndex\"\xa6\x01\n" +
 	"\x11ResolveDiagnostic\x126\n" +
 	"\bdeadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x1a\n" +
 	"\battempts\x18\x02 \x01(\rR\battempts\x12'\n" +
