@@ -139,6 +139,15 @@ func (p pinner) Pin(ctx context.Context, obj fsm.ObjectRef, ttl time.Duration) (
 	return resolver.Pin{ID: res.PinId, Expiry: unixNano(res.PinExpiryUnixNano)}, nil
 }
 
+// Held offers a shared pin already taken on obj, if one outlives a reader
+// starting now.
+func (p pinner) Held(obj fsm.ObjectRef, ttl time.Duration) (resolver.Pin, bool) {
+	if !p.s.cfg.SharePins {
+		return resolver.Pin{}, false
+	}
+	return p.s.leases.get(obj, ttl)
+}
+
 // pinRefused makes a deterministic refusal the resolver's candidate-level
 // ErrPinRefused: the object is not live under that identity any more.
 func pinRefused(rej *fsmpb.Rejection) error {

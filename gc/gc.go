@@ -132,6 +132,11 @@ func (c *Collector) pass(ctx context.Context, t *term) error {
 	if err != nil {
 		return err
 	}
+	// Machine time moves only when commands are applied; in a quiet
+	// cluster it stands still. This leader's clock is what the next
+	// command would be stamped with, so idleness is measured against
+	// whichever is later.
+	clock = max(clock, c.now().UnixNano())
 	if len(objs) < c.cfg.ObjectsPerPass {
 		t.cursor = "" // wrap around next pass
 	} else {

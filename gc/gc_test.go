@@ -179,3 +179,19 @@ func TestDecideAndConfig(t *testing.T) {
 		t.Fatal("config validation")
 	}
 }
+
+// TestQuietClusterStillCollects: machine time moves only with commands; in
+// a cluster where nothing is written, the leader's clock decides idleness.
+func TestQuietClusterStillCollects(t *testing.T) {
+	r := newRig(t)
+	r.clock = time.Unix(0, r.s.Machine().Clock())
+	r.pass(t)
+	if r.status("idle") != fsm.ObjectLive {
+		t.Fatal("collected before MinIdle")
+	}
+	r.clock = r.clock.Add(2 * time.Minute) // no command applied meanwhile
+	r.pass(t)
+	if r.status("idle") != fsm.ObjectDeleting {
+		t.Fatalf("status %v: a quiet cluster never collects", r.status("idle"))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/fsm/fsmpb"
 )
 
 // mapCache is a trivial Cache for tests.
@@ -92,5 +93,47 @@ func TestStaleCacheEntryNeverWins(t *testing.T) {
 				t.Fatal("the stale entry was not invalidated")
 			}
 		})
+	}
+}
+
+// TestHeldPinServesWithoutRecheck: a shared pin committed in the planned
+// state pins the candidate at the plan's own linearization point, so the
+// resolve takes no new pin and needs no recheck.
+func TestHeldPinServesWithoutRecheck(t *testing.T) {
+	w := twoGenerations(t)
+	r := newRig(w)
+	r.pinner.share = true
+	res, err := r.resolve(t, fsm.Committed, 4)
+	first := mustTarget(t, res, err, 1)
+	if r.reader.reads != 2 || len(r.pinner.pinned) != 1 {
+		t.Fatalf("first resolve: %d reads, %d pins", r.reader.reads, len(r.pinner.pinned))
+	}
+	res, err = r.resolve(t, fsm.Committed, 6)
+	second := mustTarget(t, res, err, 1)
+	if r.reader.reads != 3 || len(r.pinner.pinned) != 1 || second.Pin.ID != first.Pin.ID || !second.Pin.Shared {
+		t.Fatalf("second resolve: %d reads, %d pins, pin %+v", r.reader.reads, len(r.pinner.pinned), second.Pin)
+	}
+	if res.ReadIndex < first.Pin.ID || res.ReadIndex != w.m.AppliedIndex() {
+		t.Fatalf("read index %d", res.ReadIndex)
+	}
+}
+
+// TestReleasedSharedPinIsNotTrusted: if the shared pin is gone from the
+// state (released by someone, or pruned), the plan does not count it and
+// the resolve pins again.
+func TestReleasedSharedPinIsNotTrusted(t *testing.T) {
+	w := twoGenerations(t)
+	r := newRig(w)
+	r.pinner.share = true
+	res, err := r.resolve(t, fsm.Committed, 4)
+	first := mustTarget(t, res, err, 1)
+	w.must(&fsmpb.Command{Op: &fsmpb.Command_ReleasePin{ReleasePin: &fsmpb.ReleasePin{PinId: first.Pin.ID}}})
+	res, err = r.resolve(t, fsm.Committed, 6)
+	second := mustTarget(t, res, err, 1)
+	if second.Pin.ID == first.Pin.ID || len(r.pinner.pinned) != 2 {
+		t.Fatalf("resolved under a released pin: %+v", second.Pin)
+	}
+	if p, ok := w.m.Pin(second.Pin.ID); !ok || p.Object != second.Object {
+		t.Fatalf("the new pin %+v is not in the state", second.Pin)
 	}
 }

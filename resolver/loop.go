@@ -130,9 +130,25 @@ func (r *Resolver) cached(c *call) (Candidate, bool) {
 	return cand, true
 }
 
+// plan is steps 1–3 from one linearizable read. If a shared pin on the
+// best candidate's object is already committed in the very state planned
+// from, the plan records it: at that read's linearization point the
+// candidate was then admissible, newest, and pinned under its identity —
+// all of G7 at one instant — so no new pin and no recheck are needed.
 func (r *Resolver) plan(ctx context.Context, req Request) (Plan, error) {
 	var p Plan
-	err := r.deps.Reader.Read(ctx, func(st State) { p = PlanRequest(st, req) })
+	err := r.deps.Reader.Read(ctx, func(st State) {
+		p = PlanRequest(st, req)
+		if p.Outcome != Candidates || r.deps.UnsafeSkipRecheck {
+			return
+		}
+		obj := p.Candidates[0].Record.Object
+		if pin, ok := r.deps.Pinner.Held(obj, r.cfg.PinTTL); ok {
+			if info, ok := st.Pin(pin.ID); ok && info.Object == obj {
+				p.held = &pin
+			}
+		}
+	})
 	return p, err
 }
 
@@ -140,7 +156,15 @@ func (r *Resolver) plan(ctx context.Context, req Request) (Plan, error) {
 // recheck, verify; a candidate that cannot be pinned or verified is
 // excluded and the next older one of the same view is tried.
 func (r *Resolver) tryCandidates(ctx context.Context, c *call, plan Plan) (Result, step, error) {
-	for _, cand := range plan.Candidates {
+	for i, cand := range plan.Candidates {
+		if i == 0 && plan.held != nil {
+			if !r.verify(ctx, c, cand) {
+				r.forget(cand)
+				continue
+			}
+			r.remember(cand)
+			return targetResult(cand, *plan.held, plan), stepDone, nil
+		}
 		pin, err := r.deps.Pinner.Pin(ctx, cand.Record.Object, r.cfg.PinTTL)
 		if errors.Is(err, ErrPinRefused) {
 			r.forget(cand)
@@ -163,9 +187,7 @@ func (r *Resolver) tryCandidates(ctx context.Context, c *call, plan Plan) (Resul
 			r.release(ctx, pin)
 			continue
 		}
-		if r.deps.Cache != nil && cand.Record.Key.View == fsm.Committed {
-			r.deps.Cache.Put(cand)
-		}
+		r.remember(cand)
 		return targetResult(cand, pin, current), stepDone, nil
 	}
 	// Every candidate of this plan was excluded; plan again without them.
@@ -268,5 +290,11 @@ func targetResult(c Candidate, pin Pin, checked Plan) Result {
 func (r *Resolver) forget(cand Candidate) {
 	if r.deps.Cache != nil {
 		r.deps.Cache.Invalidate(cand.ID())
+	}
+}
+
+func (r *Resolver) remember(cand Candidate) {
+	if r.deps.Cache != nil && cand.Record.Key.View == fsm.Committed {
+		r.deps.Cache.Put(cand)
 	}
 }

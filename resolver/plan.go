@@ -19,6 +19,8 @@ type State interface {
 	Object(key string) (fsm.ObjectInfo, bool)
 	// AppliedIndex is the Raft index the state reflects.
 	AppliedIndex() uint64
+	// Pin returns a pin that is neither released nor pruned.
+	Pin(id uint64) (fsm.PinInfo, bool)
 }
 
 // Request is one resolve: which offset of which view of which stream, and
@@ -104,6 +106,10 @@ type Plan struct {
 	RepairHint bool
 	// ReadIndex is the applied index of the state the plan was made from.
 	ReadIndex uint64
+
+	// held is a pin on the first candidate's object that is committed in
+	// the planned state itself (see Resolver.plan).
+	held *Pin
 }
 
 // PlanRequest decides, from one consistent state, what a resolve of req can

@@ -238,6 +238,7 @@ func TestResolveGuaranteesUnderFaults(t *testing.T) {
 			r.withCache()
 			_, _ = r.resolve(t, fsm.Committed, uint64(rng.IntN(int(s.CommittedEnd)+1)))
 		}
+		r.pinner.share = rng.IntN(2) == 0
 		mutated := injectFaults(r, rng, view)
 		res, err := r.resolve(t, view, offset)
 		checkAnswer(t, round, r, view, offset, res, err)

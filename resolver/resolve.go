@@ -35,6 +35,9 @@ type Pin struct {
 type Pinner interface {
 	Pin(ctx context.Context, obj fsm.ObjectRef, ttl time.Duration) (Pin, error)
 	Release(ctx context.Context, p Pin) error
+	// Held returns, without waiting, a shared pin on obj taken earlier
+	// that outlives a reader who starts now and reads for ttl, if any.
+	Held(obj fsm.ObjectRef, ttl time.Duration) (Pin, bool)
 }
 
 // Repairer rebuilds COMMITTED generation-0 records from append evidence.

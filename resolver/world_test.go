@@ -180,6 +180,8 @@ type fakePinner struct {
 	onPin     func(n int)     // runs after the n-th successful pin
 	pinned    []fsm.ObjectRef
 	released  []uint64
+	share     bool                  // pins are shared leases, offered by Held
+	held      map[fsm.ObjectRef]Pin // shared pins taken
 }
 
 func (p *fakePinner) Pin(ctx context.Context, obj fsm.ObjectRef, ttl time.Duration) (Pin, error) {
@@ -197,13 +199,29 @@ func (p *fakePinner) Pin(ctx context.Context, obj fsm.ObjectRef, ttl time.Durati
 		return Pin{}, fmt.Errorf("%w: %s", ErrPinRefused, res.Rejection.Message)
 	}
 	p.pinned = append(p.pinned, obj)
+	pin := Pin{ID: res.PinId, Expiry: time.Unix(0, res.PinExpiryUnixNano), Shared: p.share}
+	if p.share {
+		if p.held == nil {
+			p.held = map[fsm.ObjectRef]Pin{}
+		}
+		p.held[obj] = pin
+	}
 	if p.onPin != nil {
 		p.onPin(len(p.pinned))
 	}
-	return Pin{ID: res.PinId, Expiry: time.Unix(0, res.PinExpiryUnixNano)}, nil
+	return pin, nil
+}
+
+// Held offers pins the fake took with share set, like the server's leases.
+func (p *fakePinner) Held(obj fsm.ObjectRef, ttl time.Duration) (Pin, bool) {
+	pin, ok := p.held[obj]
+	return pin, ok && p.share
 }
 
 func (p *fakePinner) Release(ctx context.Context, pin Pin) error {
+	if pin.Shared {
+		return nil
+	}
 	p.released = append(p.released, pin.ID)
 	res := p.w.apply(&fsmpb.Command{Op: &fsmpb.Command_ReleasePin{ReleasePin: &fsmpb.ReleasePin{PinId: pin.ID}}})
 	if res.Rejection != nil {
