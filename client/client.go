@@ -34,14 +34,20 @@ type Config struct {
 	Objects objectstore.Store
 	// Holder names this client in pins. Default "metad-client".
 	Holder string
+	// SpreadCalls sends every call round robin over Addrs. By default
+	// calls go to the leader once it is known (any member can serve them,
+	// but a follower must consult the leader for writes and linearizable
+	// reads), falling back to any member while it is not.
+	SpreadCalls bool
 }
 
 // Client is a metad client for brokers and tools. It retries retryable
 // failures within the caller's deadline, with a request id on every
 // mutation so that retrying an indeterminate failure is safe.
 type Client struct {
-	cfg  Config
-	conn *grpc.ClientConn
+	cfg    Config
+	conn   *grpc.ClientConn
+	router *leaderRouter // nil with SpreadCalls
 	// bg tracks best-effort background calls (pin releases, failure
 	// reports); Close waits for them.
 	bg      sync.WaitGroup
@@ -77,12 +83,22 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	return &Client{cfg: cfg, conn: conn, Metad: metadpb.NewMetadClient(conn), Cluster: metadpb.NewClusterClient(conn)}, nil
+	c := &Client{cfg: cfg, conn: conn}
+	var routed grpc.ClientConnInterface = conn
+	if !cfg.SpreadCalls {
+		c.router = &leaderRouter{any: conn}
+		routed = c.router
+	}
+	c.Metad, c.Cluster = metadpb.NewMetadClient(routed), metadpb.NewClusterClient(routed)
+	return c, nil
 }
 
 // Close waits for background calls, then closes the connections.
 func (c *Client) Close() error {
 	c.bg.Wait()
+	if c.router != nil {
+		c.router.close()
+	}
 	return c.conn.Close()
 }
 

@@ -50,7 +50,9 @@ func (o *clientOpts) run(cmd *cobra.Command, fn func(ctx context.Context, c *cli
 	if err := o.validate(); err != nil {
 		return err
 	}
-	c, err := client.New(client.Config{Addrs: strings.Split(o.addr, ","), Timeout: o.timeout, Holder: "metad-cli"})
+	// SpreadCalls: a command talks to the member it names (`metad members`
+	// shows that member's view), not to whoever leads.
+	c, err := client.New(client.Config{Addrs: strings.Split(o.addr, ","), Timeout: o.timeout, Holder: "metad-cli", SpreadCalls: true})
 	if err != nil {
 		return err
 	}

@@ -252,7 +252,9 @@ func (c *Cluster) Client(idx ...int) *client.Client {
 	for _, i := range idx {
 		addrs = append(addrs, c.Nodes[i].GRPC)
 	}
-	cl, err := client.New(client.Config{Addrs: addrs, Timeout: 10 * time.Second})
+	// SpreadCalls: tests choose which servers they talk to (a follower, to
+	// exercise forwarding; the old leader, to catch stale reads).
+	cl, err := client.New(client.Config{Addrs: addrs, Timeout: 10 * time.Second, SpreadCalls: true})
 	if err != nil {
 		c.t.Fatal(err)
 	}
