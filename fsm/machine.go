@@ -153,7 +153,7 @@ func (m *Machine) applyDeduplicated(index uint64, cmd *fsmpb.Command) *fsmpb.Res
 			return reject(index, fsmpb.RejectCode_REQUEST_ID_REUSED, "request_id",
 				"request id %q was used for a different command", cmd.RequestId)
 		}
-		res := proto.Clone(e.result).(*fsmpb.Result)
+		res := cloneResult(e.result)
 		res.Deduplicated = true
 		return res
 	}
