@@ -49,6 +49,7 @@ type options struct {
 	concurrency          []int
 	pairs                []string
 	out                  string
+	metadArgs            []string
 }
 
 func main() {
@@ -76,10 +77,13 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds at each concurrency")
 	fs.StringVar(&conc, "concurrency", "1,16,64", "concurrency levels, comma-separated")
 	fs.StringVar(&pairs, "pairs", "append-put,append-cas,resolve-get", "pairs to run, comma-separated")
+	var metadArgs string
+	fs.StringVar(&metadArgs, "metad-args", "", "extra arguments for every metad bench run, space-separated (e.g. --spread)")
 	fs.StringVar(&o.out, "out", "", "directory for every run's JSON and summary.json (default: none kept)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	o.metadArgs = strings.Fields(metadArgs)
 	var errs []error
 	for _, s := range strings.Split(conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -192,6 +196,7 @@ func (o options) runPair(ctx context.Context, p pair, r *row, round int) error {
 func (o options) runMetad(ctx context.Context, p pair, c, round int) (sample, error) {
 	args := []string{"bench", "--addr", o.metadAddrs, "--workload", p.metadWorkload, "-c", strconv.Itoa(c),
 		"--duration", o.duration.String(), "--warmup", o.warmup.String(), "-o", "json"}
+	args = append(args, o.metadArgs...)
 	return o.runJSON(ctx, o.metad, args, fmt.Sprintf("metad-%s-c%d-r%d.json", p.metadWorkload, c, round))
 }
 

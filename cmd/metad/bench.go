@@ -46,6 +46,7 @@ type benchOpts struct {
 	records     int
 	objectDir   string
 	release     bool
+	spread      bool
 	prefix      string
 }
 
@@ -79,6 +80,8 @@ Workloads:
   publish        each worker publishes ever newer COMMITTED generations of
                  --records records over its own stream (they accumulate).
 
+Calls go to the leader once the client knows it, as a broker's would; --spread
+sends them round robin over --addr instead (followers then serve them).
 --timeout is the deadline of each call, not of the whole run. Streams are named
 --prefix (default bench-<random>), so runs do not collide.`,
 		Example: `  metad bench --workload commit-append --concurrency 16 --duration 30s
@@ -100,6 +103,7 @@ Workloads:
 	f.IntVar(&b.records, "records", 1, "records per published generation (publish)")
 	f.StringVar(&b.objectDir, "object-dir", "", "write payloads to this object store (the servers' --object-dir); default: synthetic objects")
 	f.BoolVar(&b.release, "release", false, "release each resolve's pin too (resolve, mixed)")
+	f.BoolVar(&b.spread, "spread", false, "spread calls round robin over --addr instead of sending them to the leader once known")
 	f.StringVar(&b.prefix, "prefix", "", "stream name prefix (default bench-<random>)")
 	return cmd
 }
@@ -157,6 +161,8 @@ type benchReport struct {
 	Streams      int `json:"streams"`
 	// Release: each resolve's pin was released too, inside the timed call.
 	Release bool `json:"release,omitempty"`
+	// Spread: calls went round robin over --addr, not to the leader.
+	Spread bool `json:"spread,omitempty"`
 	load.Result
 }
 
@@ -164,7 +170,9 @@ func runBench(cmd *cobra.Command, o *clientOpts, b benchOpts) error {
 	if err := errors.Join(o.validate(), b.validate()); err != nil {
 		return err
 	}
-	c, err := client.New(client.Config{Addrs: strings.Split(o.addr, ","), Timeout: o.timeout, Holder: "metad-bench"})
+	// Like a broker's client, calls go to the leader once it is known,
+	// unless --spread asks to measure the members the way they are named.
+	c, err := client.New(client.Config{Addrs: strings.Split(o.addr, ","), Timeout: o.timeout, Holder: "metad-bench", SpreadCalls: b.spread})
 	if err != nil {
 		return err
 	}
@@ -217,6 +225,9 @@ func benchTable(tw *tabwriter.Writer, r benchReport) {
 	release := ""
 	if r.Release {
 		release = " (with release)"
+	}
+	if r.Spread {
+		release += " (spread over members)"
 	}
 	fmt.Fprintf(tw, "metad %s%s  concurrency %d  objects: %s  payload %d B  message %d B\n",
 		r.Workload, release, r.Concurrency, r.Objects, r.Payload, r.MessageBytes)
@@ -271,7 +282,7 @@ func (e *benchEnv) openStore() error {
 func (e *benchEnv) prepare(ctx context.Context) (load.Op, benchReport, error) {
 	b := e.opts
 	rep := benchReport{System: "metad", Workload: b.workload, Objects: "synthetic", Payload: b.payload,
-		Release: b.release && (b.workload == "resolve" || b.workload == "mixed")}
+		Release: b.release && (b.workload == "resolve" || b.workload == "mixed"), Spread: b.spread}
 	if e.store != nil {
 		rep.Objects = "written to " + b.objectDir
 	}
