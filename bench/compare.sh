@@ -15,9 +15,12 @@
 # Settings (environment):
 #   DURATION=10s  WARMUP=2s  ROUNDS=3  CONCURRENCY=1,16,64
 #   PAIRS=append-put,append-cas,resolve-get
-#   ROUTE=all          clients spread calls over all three members of each
-#                      cluster (the default); ROUTE=leader sends every call of
-#                      both sides to its cluster's leader
+#   ROUTE=default      each side's own client as shipped: metad's sends calls
+#                      to the leader once it knows it, etcd's clientv3 spreads
+#                      them round robin over the three members (the default);
+#                      ROUTE=all spreads both sides' calls over all members
+#                      (metad bench --spread); ROUTE=leader sends both sides'
+#                      calls to their cluster's leader only
 #   METAD_SERVER_FLAGS="--share-pins=false"   extra flags for every metad server
 #   PROFILE=1          also take 20s CPU profiles of every metad node during a
 #                      resolve run and a commit-append run at concurrency 64
@@ -203,25 +206,26 @@ main() {
 	{ echo; machine; } >&2
 	mkdir -p "$work/results"
 	say "running: duration $DURATION, warm-up $WARMUP, $ROUNDS rounds, concurrency $CONCURRENCY"
-	local addrs eps
+	local addrs eps margs=""
 	addrs="$(metad_addr 1),$(metad_addr 2),$(metad_addr 3)"
 	eps="$(etcd_client 1),$(etcd_client 2),$(etcd_client 3)"
-	case "${ROUTE:-all}" in
-	all) ;;
+	case "${ROUTE:-default}" in
+	default) ;;
+	all) margs=--spread ;;
 	leader)
 		addrs=$(metad_leader)
 		eps=$(etcd_leader)
 		say "routing every call to the leaders: metad $addrs, etcd $eps"
 		;;
-	*) echo "ROUTE=${ROUTE}: want all or leader" >&2; exit 2 ;;
+	*) echo "ROUTE=${ROUTE}: want default, all or leader" >&2; exit 2 ;;
 	esac
 	"$bin/compare" --metad "$bin/metad" --etcdload "$bin/etcdload" --metad-addrs "$addrs" --etcd-endpoints "$eps" \
 		--duration "$DURATION" --warmup "$WARMUP" --rounds "$ROUNDS" --concurrency "$CONCURRENCY" \
-		--pairs "$PAIRS" --out "$work/results" 2> >(tee "$work/results/runs.txt" >&2) | tee "$work/results/table.txt"
+		--pairs "$PAIRS" --metad-args "$margs" --out "$work/results" 2> >(tee "$work/results/runs.txt" >&2) | tee "$work/results/table.txt"
 	echo
 	machine
 	echo "etcd:   $("$etcd" --version | head -1)"
-	echo "route:  ${ROUTE:-all}${METAD_SERVER_FLAGS:+; metad servers: $METAD_SERVER_FLAGS}"
+	echo "route:  ${ROUTE:-default}${METAD_SERVER_FLAGS:+; metad servers: $METAD_SERVER_FLAGS}"
 	if [ "${PROFILE:-0}" = 1 ]; then
 		profile resolve
 		profile commit-append
