@@ -137,10 +137,11 @@ func (c *Client) release(pinID uint64) {
 }
 
 // report tells the cluster a candidate failed, in the background: the
-// exclusion already protects this read; the report protects the next ones.
+// exclusion already protects this read; the report protects the next ones,
+// so it is retried (under one request id) like any call.
 func (c *Client) report(ref *metadpb.CandidateRef, kind metadpb.FailureKind, cause error) {
 	c.background(func(ctx context.Context) {
-		_, _ = c.Metad.ReportCandidateFailure(ctx, &metadpb.ReportCandidateFailureRequest{
+		_, _ = Call(ctx, c, c.Metad.ReportCandidateFailure, &metadpb.ReportCandidateFailureRequest{
 			Candidate: ref, Kind: kind, Detail: truncate(cause.Error(), 512), RequestId: NewRequestID(),
 		})
 	})

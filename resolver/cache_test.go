@@ -57,6 +57,25 @@ func TestCacheHitSkipsThePlanRead(t *testing.T) {
 	}
 }
 
+// TestCacheHitListsTheRefusals: a hit explains itself like a miss — the
+// newer record it passed over is listed with its reason, from the recheck.
+func TestCacheHitListsTheRefusals(t *testing.T) {
+	w := twoGenerations(t)
+	w.quarantine(w.record(fsm.Committed, 1, 0))
+	r := newRig(w)
+	r.withCache()
+	for _, offset := range []uint64{4, 5} { // a miss, then a hit
+		res, err := r.resolve(t, fsm.Committed, offset)
+		mustTarget(t, res, err, 0)
+		if len(res.Tried) != 1 || res.Tried[0].Reason != ReasonQuarantined || res.Tried[0].Candidate.Key.Generation != 1 {
+			t.Fatalf("offset %d: tried %v, want generation 1 QUARANTINED", offset, res.Tried)
+		}
+	}
+	if r.reader.reads != 3 {
+		t.Fatalf("%d reads, want plan + recheck, then recheck only", r.reader.reads)
+	}
+}
+
 // TestStaleCacheEntryNeverWins: entries that went stale (a newer
 // generation, a quarantined record, a trim) are caught by the recheck,
 // invalidated, and the answer is what a fresh plan gives.

@@ -81,7 +81,7 @@ func (r *Resolver) Resolve(ctx context.Context, req Request) (Result, error) {
 // attempt is one pass of steps 1–8: plan, then act on the plan.
 func (r *Resolver) attempt(ctx context.Context, c *call) (Result, step, error) {
 	if cand, ok := r.cached(c); ok {
-		res, next, err := r.tryCandidates(ctx, c, Plan{Outcome: Candidates, Candidates: []Candidate{cand}})
+		res, next, err := r.tryCandidates(ctx, c, Plan{Outcome: Candidates, Candidates: []Candidate{cand}, cached: true})
 		if next == stepDone {
 			return res, next, err
 		}
@@ -181,6 +181,11 @@ func (r *Resolver) tryCandidates(ctx context.Context, c *call, plan Plan) (Resul
 		}
 		if next != stepDone {
 			return Result{}, next, nil
+		}
+		if plan.cached {
+			// No plan read preceded the pin: the recheck's refusals are
+			// this resolve's, so a hit explains itself like a miss does.
+			c.note(current.Refused...)
 		}
 		if !r.verify(ctx, c, cand) {
 			r.forget(cand)

@@ -110,6 +110,9 @@ type Plan struct {
 	// held is a pin on the first candidate's object that is committed in
 	// the planned state itself (see Resolver.plan).
 	held *Pin
+	// cached marks a one-candidate plan taken from the Cache, not from a
+	// read: its refusals are only known once the recheck has planned.
+	cached bool
 }
 
 // PlanRequest decides, from one consistent state, what a resolve of req can
