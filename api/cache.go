@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/metad/metad/fsm"
@@ -42,29 +43,32 @@ func (c *targetCache) Get(stream, offset uint64) (resolver.Candidate, bool) {
 	return best, found
 }
 
-// Put remembers a candidate, replacing entries of the same record.
+// Put remembers a candidate, replacing the entry of the same record. It
+// runs after every successful resolve, so remembering a record that is
+// already cached (the common case) moves it in place, without allocating.
 func (c *targetCache) Put(cand resolver.Candidate) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := cand.Record.Key.Stream
-	entries := c.streams[s]
-	if entries == nil && len(c.streams) >= cacheStreams {
+	entries, ok := c.streams[s]
+	if !ok && len(c.streams) >= cacheStreams {
 		for victim := range c.streams { // any stream: map order is arbitrary
 			delete(c.streams, victim)
 			break
 		}
 	}
-	kept := entries[:0:0]
-	for _, e := range entries {
-		if e.Record.Key != cand.Record.Key {
-			kept = append(kept, e)
+	for i, e := range entries {
+		if e.Record.Key == cand.Record.Key {
+			copy(entries[i:], entries[i+1:])
+			entries[len(entries)-1] = cand
+			return
 		}
 	}
-	kept = append(kept, cand)
-	if len(kept) > cachePerStream {
-		kept = kept[len(kept)-cachePerStream:]
+	entries = append(entries, cand)
+	if len(entries) > cachePerStream {
+		entries = slices.Delete(entries, 0, len(entries)-cachePerStream)
 	}
-	c.streams[s] = kept
+	c.streams[s] = entries
 }
 
 // Invalidate drops the entry of the candidate's record, whatever version.
