@@ -180,7 +180,7 @@ func TestBadRequestsAreRefusedNamingTheField(t *testing.T) {
 	c := proc.New(t, 3)
 	c.StartAll()
 	formed(t, c, 3)
-	newWriter(t, c.Client(), "real") // stream 1 exists
+	proc.NewWriter(t, c.Client(), "real") // stream 1 exists
 	for i := range c.Nodes {
 		m := c.Client(i).Metad
 		for _, tc := range badCases() {

@@ -38,8 +38,8 @@ func newBroker(t testing.TB, cl *proc.Cluster, name string) *broker {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	w := newWriter(t, c, name)
-	return &broker{t: t, c: c, store: store, stream: w.stream, epoch: w.epoch, bytes: map[string][]byte{}}
+	w := proc.NewWriter(t, c, name)
+	return &broker{t: t, c: c, store: store, stream: w.Stream, epoch: w.Epoch, bytes: map[string][]byte{}}
 }
 
 func addrs(c *proc.Cluster) []string {

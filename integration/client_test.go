@@ -20,24 +20,24 @@ func TestClientFollowsTheLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	w := newWriter(t, cl, "follow")
+	w := proc.NewWriter(t, cl, "follow")
 	for range 20 {
-		w.mustAppend(1)
+		w.MustAppend(t, 1)
 	}
 	old := c.Leader(0)
 	c.Kill(old)
 	start := time.Now()
 	for range 20 {
-		w.mustAppend(1) // retried under the same request id until the new leader answers
+		w.MustAppend(t, 1) // retried under the same request id until the new leader answers
 	}
 	t.Logf("20 appends after kill -9 of the leader took %s", time.Since(start).Round(time.Millisecond))
 	for i := range c.Nodes {
 		if i == old {
 			continue
 		}
-		s, err := describe(t, c, i, w.stream)
-		if err != nil || s.CommittedEnd != w.end || w.end != 40 {
-			t.Fatalf("node %d: %+v %v, want committed end %d = 40", i, s, err, w.end)
+		s, err := describe(t, c, i, w.Stream)
+		if err != nil || s.CommittedEnd != w.End || w.End != 40 {
+			t.Fatalf("node %d: %+v %v, want committed end %d = 40", i, s, err, w.End)
 		}
 	}
 }

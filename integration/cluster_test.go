@@ -153,15 +153,15 @@ func TestWriteThroughFollowerReadOnAnother(t *testing.T) {
 			followers = append(followers, i)
 		}
 	}
-	w := newWriter(t, c.Client(followers[0]), "forwarded")
+	w := proc.NewWriter(t, c.Client(followers[0]), "forwarded")
 	for round := range 20 {
-		w.mustAppend(1)
-		s, err := describe(t, c, followers[1], w.stream)
+		w.MustAppend(t, 1)
+		s, err := describe(t, c, followers[1], w.Stream)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.CommittedEnd != w.end {
-			t.Fatalf("round %d: follower %d read committed end %d after %d was acknowledged", round, followers[1], s.CommittedEnd, w.end)
+		if s.CommittedEnd != w.End {
+			t.Fatalf("round %d: follower %d read committed end %d after %d was acknowledged", round, followers[1], s.CommittedEnd, w.End)
 		}
 	}
 }
@@ -173,9 +173,9 @@ func TestKillLeader(t *testing.T) {
 	c := proc.New(t, 3)
 	c.StartAll()
 	formed(t, c, 3)
-	w := newWriter(t, c.Client(), "survivor")
+	w := proc.NewWriter(t, c.Client(), "survivor")
 	for range 30 {
-		w.mustAppend(2)
+		w.MustAppend(t, 2)
 	}
 	old := c.Leader(0)
 	killed := time.Now()
@@ -197,16 +197,16 @@ func TestKillLeader(t *testing.T) {
 		if i == old {
 			continue
 		}
-		s, err := describe(t, c, i, w.stream)
-		if err != nil || s.CommittedEnd != w.end {
-			t.Fatalf("node %d after the kill: %v %v, want committed end %d", i, s, err, w.end)
+		s, err := describe(t, c, i, w.Stream)
+		if err != nil || s.CommittedEnd != w.End {
+			t.Fatalf("node %d after the kill: %v %v, want committed end %d", i, s, err, w.End)
 		}
 	}
-	w.mustAppend(1) // the new leader takes writes
+	w.MustAppend(t, 1) // the new leader takes writes
 	c.Start(old)
 	c.WaitFor("old leader caught up", 30*time.Second, func() bool {
-		s, err := describe(t, c, old, w.stream)
-		return err == nil && s.CommittedEnd == w.end
+		s, err := describe(t, c, old, w.Stream)
+		return err == nil && s.CommittedEnd == w.End
 	})
 }
 
@@ -216,20 +216,20 @@ func TestWholeClusterRestart(t *testing.T) {
 	c := proc.New(t, 3)
 	c.StartAll()
 	formed(t, c, 3)
-	w := newWriter(t, c.Client(), "durable")
+	w := proc.NewWriter(t, c.Client(), "durable")
 	for range 25 {
-		w.mustAppend(3)
+		w.MustAppend(t, 3)
 	}
 	c.KillAll()
 	c.StartAll(2, 0, 1)
 	formed(t, c, 3)
 	for i := range c.Nodes {
-		s, err := describe(t, c, i, w.stream)
-		if err != nil || s.CommittedEnd != w.end || s.WriterEpoch != w.epoch {
-			t.Fatalf("node %d after restart: %+v %v, want committed end %d", i, s, err, w.end)
+		s, err := describe(t, c, i, w.Stream)
+		if err != nil || s.CommittedEnd != w.End || s.WriterEpoch != w.Epoch {
+			t.Fatalf("node %d after restart: %+v %v, want committed end %d", i, s, err, w.End)
 		}
 	}
-	w.mustAppend(1)
+	w.MustAppend(t, 1)
 }
 
 // TestDeadServerRemovedWithoutLosingQuorum: with a short dead-server
@@ -239,7 +239,7 @@ func TestDeadServerRemovedWithoutLosingQuorum(t *testing.T) {
 	c := proc.New(t, 3, "--dead-server-timeout", "3s")
 	c.StartAll()
 	formed(t, c, 3)
-	w := newWriter(t, c.Client(), "churn")
+	w := proc.NewWriter(t, c.Client(), "churn")
 	leader := c.Leader(0)
 	victim := (leader + 1) % 3
 	c.Kill(victim)
@@ -255,7 +255,7 @@ func TestDeadServerRemovedWithoutLosingQuorum(t *testing.T) {
 		}
 		return len(st.Nodes) == 2 && st.Voters == 2
 	})
-	w.mustAppend(1)
+	w.MustAppend(t, 1)
 	st, err := c.Status(leader)
 	if err != nil || st.Quorum != 2 {
 		t.Fatalf("status %v %v", st, err)

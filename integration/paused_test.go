@@ -36,7 +36,7 @@ func TestPausedLeaderServesNoStaleReads(t *testing.T) {
 			others = append(others, i)
 		}
 	}
-	w := newWriter(t, c.Client(others...), "paused")
+	w := proc.NewWriter(t, c.Client(others...), "paused")
 	reader := c.Client(old)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -49,10 +49,10 @@ func TestPausedLeaderServesNoStaleReads(t *testing.T) {
 		defer wg.Done()
 		for ctx.Err() == nil {
 			wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
-			err := w.append(wctx, 1)
+			err := w.Append(wctx, 1)
 			if err == nil {
 				mu.Lock()
-				writes = append(writes, ackedWrite{at: time.Now(), end: w.end})
+				writes = append(writes, ackedWrite{at: time.Now(), end: w.End})
 				mu.Unlock()
 			}
 			wcancel()
@@ -65,7 +65,7 @@ func TestPausedLeaderServesNoStaleReads(t *testing.T) {
 			for ctx.Err() == nil {
 				began := time.Now()
 				rctx, rcancel := context.WithTimeout(ctx, 8*time.Second)
-				resp, err := reader.Metad.DescribeStream(rctx, &metadpb.DescribeStreamRequest{StreamId: w.stream})
+				resp, err := reader.Metad.DescribeStream(rctx, &metadpb.DescribeStreamRequest{StreamId: w.Stream})
 				rcancel()
 				if err == nil {
 					mu.Lock()

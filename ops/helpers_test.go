@@ -26,70 +26,6 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// writer appends to one stream, remembering every append the cluster
-// acknowledged. After an indeterminate failure the next call retries the
-// same request (same request id, same expected start): the cluster applies
-// it at most once and answers the retry with the first outcome.
-type writer struct {
-	c       *client.Client
-	stream  uint64
-	epoch   uint64
-	end     uint64 // committed end after the last acknowledged append
-	pending *metadpb.CommitAppendRequest
-	obj     *metadpb.RegisterObjectRequest
-}
-
-func newWriter(t testing.TB, c *client.Client, name string) *writer {
-	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
-	s, err := client.Call(ctx, c, c.Metad.CreateStream, &metadpb.CreateStreamRequest{Name: name, RequestId: client.NewRequestID()})
-	if err != nil {
-		t.Fatalf("create stream: %v", err)
-	}
-	o, err := client.Call(ctx, c, c.Metad.OpenForWrite, &metadpb.OpenForWriteRequest{StreamId: s.StreamId, RequestId: client.NewRequestID()})
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	return &writer{c: c, stream: s.StreamId, epoch: o.WriterEpoch}
-}
-
-// append commits n offsets, or returns why not.
-func (w *writer) append(ctx context.Context, n uint64) error {
-	if w.pending == nil {
-		ref := &metadpb.ObjectRef{Key: fmt.Sprintf("s%d/%d", w.stream, w.end), Identity: fmt.Sprintf("sha256:%064x", w.end+1)}
-		w.obj = &metadpb.RegisterObjectRequest{Object: ref, Size: n, RequestId: client.NewRequestID()}
-		w.pending = &metadpb.CommitAppendRequest{
-			StreamId: w.stream, WriterEpoch: w.epoch, ExpectedStart: w.end, End: w.end + n, Object: ref,
-			Bytes: &metadpb.ByteRange{Length: n}, IndexGen0: true, RequestId: client.NewRequestID(),
-		}
-	}
-	if _, err := client.Call(ctx, w.c, w.c.Metad.RegisterObject, w.obj); err != nil {
-		return w.settle(err)
-	}
-	resp, err := client.Call(ctx, w.c, w.c.Metad.CommitAppend, w.pending)
-	if err != nil {
-		return w.settle(err)
-	}
-	w.pending, w.obj = nil, nil
-	w.end = resp.CommittedEnd
-	return nil
-}
-
-// settle forgets the pending append if its failure was definite.
-func (w *writer) settle(err error) error {
-	if e, ok := client.AsError(err); ok && e.Definite {
-		w.pending, w.obj = nil, nil
-	}
-	return err
-}
-
-func (w *writer) mustAppend(t testing.TB, n uint64) {
-	t.Helper()
-	if err := w.append(ctxT(t, 30*time.Second), n); err != nil {
-		t.Fatalf("append: %v", err)
-	}
-}
-
 // ack is one acknowledged append: the committed end it produced, and when.
 type ack struct {
 	end uint64
@@ -100,7 +36,7 @@ type ack struct {
 // way a broker would through failovers and restarts.
 type load struct {
 	t    testing.TB
-	w    *writer
+	w    *proc.Writer
 	stop chan struct{}
 	done chan struct{}
 
@@ -109,7 +45,7 @@ type load struct {
 	bad  []error // failures a client must never see: definite and not retryable
 }
 
-func startLoad(t testing.TB, w *writer) *load {
+func startLoad(t testing.TB, w *proc.Writer) *load {
 	l := &load{t: t, w: w, stop: make(chan struct{}), done: make(chan struct{})}
 	go l.run()
 	t.Cleanup(func() { l.finish() })
@@ -126,12 +62,12 @@ func (l *load) run() {
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := l.w.append(ctx, 1)
+		err := l.w.Append(ctx, 1)
 		cancel()
 		l.mu.Lock()
 		switch {
 		case err == nil:
-			l.acks = append(l.acks, ack{end: l.w.end, at: time.Now()})
+			l.acks = append(l.acks, ack{end: l.w.End, at: time.Now()})
 		case !acceptable(err):
 			l.bad = append(l.bad, err)
 		}
@@ -156,19 +92,19 @@ func acceptable(err error) bool {
 // that the writer's end is the stream's committed end.
 func (l *load) settlePending() {
 	deadline := time.Now().Add(30 * time.Second)
-	for l.w.pending != nil && time.Now().Before(deadline) {
+	for l.w.Pending() && time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := l.w.append(ctx, 1)
+		err := l.w.Append(ctx, 1)
 		cancel()
 		l.mu.Lock()
 		if err == nil {
-			l.acks = append(l.acks, ack{end: l.w.end, at: time.Now()})
+			l.acks = append(l.acks, ack{end: l.w.End, at: time.Now()})
 		} else if !acceptable(err) {
 			l.bad = append(l.bad, err)
 		}
 		l.mu.Unlock()
 	}
-	if l.w.pending != nil {
+	if l.w.Pending() {
 		l.t.Errorf("an append stayed indeterminate for 30s")
 	}
 }

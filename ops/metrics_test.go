@@ -17,12 +17,12 @@ func TestMetricsScrape(t *testing.T) {
 	c := proc.New(t, 3)
 	c.StartAll()
 	formed(t, c, 3)
-	w := newWriter(t, c.Client(), "scraped")
+	w := proc.NewWriter(t, c.Client(), "scraped")
 	for range 10 {
-		w.mustAppend(t, 1)
+		w.MustAppend(t, 1)
 	}
 	for i := range c.Nodes {
-		if _, err := describe(t, c, i, w.stream); err != nil { // a linearizable read on every node
+		if _, err := describe(t, c, i, w.Stream); err != nil { // a linearizable read on every node
 			t.Fatal(err)
 		}
 	}

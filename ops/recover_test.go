@@ -22,9 +22,9 @@ func TestRecoverFromLostMajority(t *testing.T) {
 	c := proc.New(t, 3)
 	c.StartAll()
 	formed(t, c, 3)
-	w := newWriter(t, c.Client(), "survives")
+	w := proc.NewWriter(t, c.Client(), "survives")
 	for range 40 {
-		w.mustAppend(t, 1)
+		w.MustAppend(t, 1)
 	}
 	survivor := (c.Leader(0) + 1) % 3
 	caughtUp(t, c, survivor, 0) // so that it holds every acknowledged write
@@ -35,11 +35,11 @@ func TestRecoverFromLostMajority(t *testing.T) {
 	}
 	// Without a quorum the survivor cannot commit.
 	ctx := ctxT(t, 3*time.Second)
-	if err := w.append(ctx, 1); err == nil {
+	if err := w.Append(ctx, 1); err == nil {
 		t.Fatal("a write was acknowledged by one server of three")
 	}
-	w.pending, w.obj = nil, nil // it cannot have committed; forget it
-	c.Stop(survivor)            // SIGTERM: graceful even without a quorum
+	w.Forget()       // it cannot have committed
+	c.Stop(survivor) // SIGTERM: graceful even without a quorum
 
 	nd := c.Nodes[survivor]
 	out := mustCLI(t, "data", "inspect", "--data-dir", nd.DataDir, "-o", "json")
@@ -70,13 +70,13 @@ func TestRecoverFromLostMajority(t *testing.T) {
 
 	c.Start(survivor)
 	c.WaitFor("the survivor leads", 30*time.Second, func() bool { return c.Leader(survivor) == survivor })
-	s, err := describe(t, c, survivor, w.stream)
-	if err != nil || s.CommittedEnd != w.end {
-		t.Fatalf("after recovery: %v %v, want committed end %d", s, err, w.end)
+	s, err := describe(t, c, survivor, w.Stream)
+	if err != nil || s.CommittedEnd != w.End {
+		t.Fatalf("after recovery: %v %v, want committed end %d", s, err, w.End)
 	}
-	checkContiguous(t, gen0Records(t, c, survivor, w.stream), w.end)
-	w.c = c.Client(survivor)
-	w.mustAppend(t, 1)
+	checkContiguous(t, gen0Records(t, c, survivor, w.Stream), w.End)
+	w.Client = c.Client(survivor)
+	w.MustAppend(t, 1)
 	st, err := c.Status(survivor)
 	if err != nil || st.Voters != 1 || st.LeaderId != nd.ID {
 		t.Fatalf("status after recovery: %v %v", st, err)

@@ -22,7 +22,7 @@ func TestRollingRestartUnderWrites(t *testing.T) {
 	c := proc.New(t, 3)
 	c.StartAll()
 	formed(t, c, 3)
-	w := newWriter(t, c.Client(), "rolling")
+	w := proc.NewWriter(t, c.Client(), "rolling")
 	l := startLoad(t, w)
 	l.waitAcks(c, 20)
 
@@ -70,11 +70,11 @@ func TestRollingRestartUnderWrites(t *testing.T) {
 		}
 	}
 	for i := range c.Nodes {
-		s, err := describe(t, c, i, w.stream)
+		s, err := describe(t, c, i, w.Stream)
 		if err != nil || s.CommittedEnd != last {
 			t.Fatalf("%s: committed end %v (%v), last acknowledged %d", c.Nodes[i].ID, s, err, last)
 		}
-		checkContiguous(t, gen0Records(t, c, i, w.stream), last)
+		checkContiguous(t, gen0Records(t, c, i, w.Stream), last)
 	}
 	t.Logf("%d appends acknowledged, all present on every server", len(acks))
 }

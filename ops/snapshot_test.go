@@ -25,7 +25,7 @@ func TestSnapshotSaveUnderWritesRestoreSingleNode(t *testing.T) {
 	c := proc.New(t, 3)
 	c.StartAll()
 	formed(t, c, 3)
-	w := newWriter(t, c.Client(), "backed-up")
+	w := proc.NewWriter(t, c.Client(), "backed-up")
 	l := startLoad(t, w)
 	l.waitAcks(c, 30)
 
@@ -52,7 +52,7 @@ func TestSnapshotSaveUnderWritesRestoreSingleNode(t *testing.T) {
 	}
 
 	snap := loadSnapshot(t, file)
-	st, ok := snap.Stream(w.stream)
+	st, ok := snap.Stream(w.Stream)
 	if !ok || st.CommittedEnd < ackedBefore || st.CommittedEnd > acks[len(acks)-1].end {
 		t.Fatalf("snapshot committed end %d (ok %v): acknowledged before the save %d, at the end %d",
 			st.CommittedEnd, ok, ackedBefore, acks[len(acks)-1].end)
@@ -71,13 +71,13 @@ func TestSnapshotSaveUnderWritesRestoreSingleNode(t *testing.T) {
 	}
 	r.StartAll()
 	formed(t, r, 1)
-	compareWithSnapshot(t, r, snap, w.stream)
+	compareWithSnapshot(t, r, snap, w.Stream)
 
 	// The restored node is a cluster of its own and takes writes.
-	w2 := &writer{c: r.Client(), stream: w.stream, epoch: st.WriterEpoch, end: st.CommittedEnd}
-	w2.mustAppend(t, 1)
-	if w2.end != st.CommittedEnd+1 {
-		t.Fatalf("append after restore: end %d", w2.end)
+	w2 := &proc.Writer{Client: r.Client(), Stream: w.Stream, Epoch: st.WriterEpoch, End: st.CommittedEnd}
+	w2.MustAppend(t, 1)
+	if w2.End != st.CommittedEnd+1 {
+		t.Fatalf("append after restore: end %d", w2.End)
 	}
 }
 
