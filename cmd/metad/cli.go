@@ -35,7 +35,7 @@ func (o *clientOpts) registerWithTimeout(cmd *cobra.Command, timeout time.Durati
 	}
 	cmd.PersistentFlags().StringVar(&o.addr, "addr", addr, "gRPC address of any member, comma-separated for several (env METAD_ADDR)")
 	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
-	cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", timeout, "deadline for the whole command")
+	cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", timeout, "deadline for the whole command (metad bench: for each call)")
 }
 
 func (o *clientOpts) validate() error {
