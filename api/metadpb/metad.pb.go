@@ -3505,9 +3505,10 @@ type ResolveResponse struct {
 	Attempts     uint32                 `protobuf:"varint,6,opt,name=attempts,proto3" json:"attempts,omitempty"`
 	// tried lists candidates refused on the way to the answer.
 	Tried []*Refusal `protobuf:"bytes,7,rep,name=tried,proto3" json:"tried,omitempty"`
-	// read_index is the Raft index of the state the answer was decided on:
-	// for a target, the linearizable recheck after the pin — the resolve's
-	// linearization point in log order.
+	// read_index is the Raft index of the state the answer was decided on,
+	// by a linearizable read: for a target, the recheck after a new pin, or
+	// the plan read that found a shared pin already committed. It is the
+	// resolve's linearization point in log order.
 	ReadIndex     uint64 `protobuf:"varint,8,opt,name=read_index,json=readIndex,proto3" json:"read_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

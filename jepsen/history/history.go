@@ -163,6 +163,8 @@ type Output struct {
 	Epoch        uint64 `json:"epoch,omitempty"`
 	Version      uint64 `json:"ver,omitempty"`
 	Generation   uint64 `json:"gen,omitempty"`
+	// AppliedIndex is the Raft index of the state a read was answered
+	// from: describe's applied_index, resolve's read_index.
 	AppliedIndex uint64 `json:"applied,omitempty"`
 	// describe
 	Sealed      bool         `json:"sealed,omitempty"`

@@ -73,6 +73,9 @@ func CheckMonotone(h history.History) []Anomaly {
 		case history.KindResolve:
 			add("end/"+s, op, out.CommittedEnd)
 			add("trim/"+s, op, out.Trim)
+			if out.AppliedIndex > 0 { // read_index: the resolve's linearization point
+				add("index", op, out.AppliedIndex)
+			}
 		case history.KindAppend:
 			add("end/"+s, op, out.CommittedEnd)
 			add("index", op, out.Version)

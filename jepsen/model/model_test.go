@@ -217,3 +217,29 @@ func TestMonotoneAndData(t *testing.T) {
 		t.Fatalf("object gone under a pin not reported: %v", a)
 	}
 }
+
+// TestResolveReadIndexIsOrdered: a resolve's read_index is its
+// linearization point in log order, so it is never below the index of a
+// write acknowledged before the resolve was asked; a resolve that ran
+// concurrently with the write may read before it.
+func TestResolveReadIndexIsOrdered(t *testing.T) {
+	resolveAt := func(index uint64) history.Op {
+		return history.Op{Kind: history.KindResolve, In: history.Input{View: Committed, Offset: 9},
+			Out: &history.Output{Outcome: "EOF", CommittedEnd: 5, AppliedIndex: index}}
+	}
+	var b builder
+	w := appendOp(0, 5)
+	w.Out.Version = 10
+	b.add(w, 0, 2)
+	b.add(resolveAt(9), 1, 3)  // concurrent with the append: may read before it
+	b.add(resolveAt(10), 3, 4) // after it, at it
+	b.add(resolveAt(0), 5, 6)  // a server that sends no read_index is not judged
+	if a := CheckMonotone(b.h); len(a) != 0 {
+		t.Fatalf("ordered read indexes refused: %v", a)
+	}
+	b.add(resolveAt(9), 7, 8) // after the append, before it in the log: a stale read
+	a := CheckMonotone(b.h)
+	if len(a) != 1 || a[0].Check != "G3" || a[0].Op != 4 || !strings.Contains(a[0].Detail, "index went back: 9") {
+		t.Fatalf("stale resolve not reported: %v", a)
+	}
+}

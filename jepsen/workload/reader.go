@@ -132,7 +132,8 @@ func (w *Workload) resolveOnce(ctx context.Context, node, clientID int, h *hint,
 	op.Return = now()
 	classify(&op, err, &attempts{}, false)
 	if err == nil {
-		op.Out = &history.Output{Outcome: resp.Outcome.String(), Trim: resp.Trim, CommittedEnd: resp.CommittedEnd, ViewEnd: resp.ViewEnd}
+		op.Out = &history.Output{Outcome: resp.Outcome.String(), Trim: resp.Trim, CommittedEnd: resp.CommittedEnd, ViewEnd: resp.ViewEnd,
+			AppliedIndex: resp.ReadIndex}
 		h.observe(resp.CommittedEnd, resp.Trim)
 		if t := resp.Target; t != nil {
 			op.Out.Target = targetOf(t)
