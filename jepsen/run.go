@@ -105,6 +105,9 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 	cfg.Log.Info("converged", "took", time.Since(phase), "ok", conv.Converged)
 	phase = time.Now()
 	h := rec.History()
+	if err := report.WriteHistory(cfg.Dir, h); err != nil {
+		return report.Result{}, err
+	}
 	res := check(cfg, h, conv, finalHeal)
 	cfg.Log.Info("checked", "took", time.Since(phase), "ops", len(h.Ops))
 	res.Seconds = time.Since(start).Seconds()

@@ -243,3 +243,34 @@ func TestResolveReadIndexIsOrdered(t *testing.T) {
 		t.Fatalf("stale resolve not reported: %v", a)
 	}
 }
+
+// TestEvidenceBranchesStayApart: states share their append evidence, and
+// two branches of porcupine's search that extend the same state differently
+// never see each other's appends.
+func TestEvidenceBranchesStayApart(t *testing.T) {
+	app := func(start, end uint64, key string) Append {
+		return Append{Range: history.Range{Start: start, End: end}, Object: history.Object{Key: key}}
+	}
+	keys := func(e evidence) string {
+		var ks []string
+		for _, a := range e.list() {
+			ks = append(ks, a.Object.Key)
+		}
+		return strings.Join(ks, ",")
+	}
+	var root evidence
+	x := root.with(app(0, 1, "x"))
+	b1 := x.with(app(1, 2, "b1")) // extends the shared buffer
+	b2 := x.with(app(1, 3, "b2")) // x was extended already: copies
+	c1 := b1.with(app(2, 3, "c1"))
+	c2 := b2.with(app(3, 4, "c2"))
+	again := x.with(app(1, 2, "b3"))
+	for _, tc := range []struct {
+		e    evidence
+		want string
+	}{{root, ""}, {x, "x"}, {b1, "x,b1"}, {b2, "x,b2"}, {c1, "x,b1,c1"}, {c2, "x,b2,c2"}, {again, "x,b3"}} {
+		if got := keys(tc.e); got != tc.want {
+			t.Errorf("evidence %q, want %q", got, tc.want)
+		}
+	}
+}

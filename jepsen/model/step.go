@@ -133,7 +133,7 @@ func (s Stream) commitAppend(in *history.Input) effect {
 		return effect{reason: ReasonNotAtEnd}
 	}
 	n := s
-	n.Appends = append(s.Appends[:len(s.Appends):len(s.Appends)], Append{
+	n.appends = s.appends.with(Append{
 		Range: history.Range{Start: in.ExpectedStart, End: in.End}, Object: *in.Object, Bytes: *in.Bytes,
 	})
 	n.End = in.End

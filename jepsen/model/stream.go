@@ -15,10 +15,10 @@ import (
 type Stream struct {
 	ID               uint64
 	End, Trim, Epoch uint64
-	// Appends is the append evidence, contiguous from offset 0. Entries
-	// wholly below Trim are kept (the data check needs them) but no longer
-	// count as evidence.
-	Appends []Append
+	// appends is the append evidence, contiguous from offset 0 (Appends
+	// lists it). Entries wholly below Trim are kept (the data check needs
+	// them) but no longer count as evidence.
+	appends evidence
 	// Replaced holds keys whose registered identity was replaced by new
 	// bytes, sorted by key. Records naming another identity of such a key
 	// are not admissible (G8: detected, never served).
@@ -30,6 +30,40 @@ type Stream struct {
 	// state cache (Equal and Hash).
 	digest uint64
 }
+
+// evidence is an append-only list that successive states share. Porcupine
+// keeps a state for every step of its search, so copying the list on each
+// append made memory grow with the square of a stream's appends (gigabytes
+// on a long run with a kill). A state extends the shared buffer in place
+// when it is the buffer's longest state; a state whose prefix another
+// branch of the search already extended copies it instead. States of one
+// search are only used by that search's goroutine.
+type evidence struct {
+	buf *[]Append // shared; this state's appends are (*buf)[:n]
+	n   int
+}
+
+func (e evidence) list() []Append {
+	if e.buf == nil {
+		return nil
+	}
+	return (*e.buf)[:e.n:e.n]
+}
+
+func (e evidence) with(a Append) evidence {
+	if e.buf != nil && len(*e.buf) == e.n {
+		*e.buf = append(*e.buf, a)
+		return evidence{buf: e.buf, n: e.n + 1}
+	}
+	items := make([]Append, e.n, 2*e.n+1)
+	copy(items, e.list())
+	items = append(items, a)
+	return evidence{buf: &items, n: e.n + 1}
+}
+
+// Appends is the append evidence, contiguous from offset 0. The caller must
+// not modify it.
+func (s *Stream) Appends() []Append { return s.appends.list() }
 
 // Append is one committed append.
 type Append struct {
@@ -100,7 +134,7 @@ func (s *Stream) identityOK(obj history.Object) bool {
 // referenced reports whether any evidence above trim or any record of a
 // live generation names key: such an object cannot be DELETING.
 func (s *Stream) referenced(key string) bool {
-	for _, a := range s.Appends {
+	for _, a := range s.Appends() {
 		if a.Range.End > s.Trim && a.Object.Key == key {
 			return true
 		}
@@ -119,7 +153,8 @@ func (s *Stream) referenced(key string) bool {
 
 // appendAt returns the append containing offset o.
 func (s *Stream) appendAt(o uint64) (Append, bool) {
-	i, found := slices.BinarySearchFunc(s.Appends, o, func(a Append, o uint64) int {
+	appends := s.Appends()
+	i, found := slices.BinarySearchFunc(appends, o, func(a Append, o uint64) int {
 		switch {
 		case a.Range.End <= o:
 			return -1
@@ -131,7 +166,7 @@ func (s *Stream) appendAt(o uint64) (Append, bool) {
 	if !found {
 		return Append{}, false
 	}
-	return s.Appends[i], true
+	return appends[i], true
 }
 
 func (s Stream) String() string {

@@ -126,8 +126,9 @@ func Validity(h history.History, minOps int, finalHeal int64) []string {
 	return out
 }
 
-// Write writes the report directory.
-func Write(dir string, h history.History, r Result) error {
+// WriteHistory writes history.jsonl, before the checkers run: a checker
+// that runs out of time or memory still leaves the history to study.
+func WriteHistory(dir string, h history.History) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -139,7 +140,14 @@ func Write(dir string, h history.History, r Result) error {
 		f.Close()
 		return err
 	}
-	f.Close()
+	return f.Close()
+}
+
+// Write writes the report directory.
+func Write(dir string, h history.History, r Result) error {
+	if err := WriteHistory(dir, h); err != nil {
+		return err
+	}
 	if hf, err := os.Create(filepath.Join(dir, "history.html")); err == nil {
 		if err := model.Visualize(r.Lin, h.Faults, hf); err != nil {
 			fmt.Fprintf(hf, "<p>visualisation failed: %v</p>", err)
