@@ -73,6 +73,7 @@ const (
 	ReasonOverloaded         = "OVERLOADED"
 	ReasonInvalidArgument    = "INVALID_ARGUMENT"
 	ReasonNotFound           = "NOT_FOUND"
+	ReasonPinShared          = "PIN_SHARED"
 	ReasonInternal           = "INTERNAL"
 )
 
@@ -119,6 +120,12 @@ func invalidArgument(field, format string, args ...any) error {
 
 func streamNotFound(field, format string, args ...any) error {
 	return build(errorSpec{codes.NotFound, true, 0}, fsmpb.RejectCode_STREAM_NOT_FOUND.String(), sprintf(format, args...), field, nil)
+}
+
+// pinShared refuses to release a pin that concurrent resolves share.
+func pinShared(id uint64) error {
+	return build(errorSpec{codes.FailedPrecondition, true, 0}, ReasonPinShared,
+		sprintf("pin %d is shared by concurrent resolves (target.pin_shared): readers must not release it; it expires by itself", id), "pin_id", nil)
 }
 
 func notFound(field, format string, args ...any) error {

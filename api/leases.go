@@ -13,6 +13,11 @@ import (
 // maxLeases bounds the shared pins a node remembers.
 const maxLeases = 1 << 16
 
+// sharedHolder is the holder of every shared pin. No client may take a pin
+// under it or release one held by it: other readers depend on a shared pin
+// until it expires.
+const sharedHolder = "resolve/shared"
+
 // leases coalesces the pins of concurrent resolves (DESIGN.md §6): rather
 // than one Raft write per resolve, a node takes one pin per object with
 // twice the resolve TTL and hands it to every resolve that can still finish
@@ -21,7 +26,9 @@ const maxLeases = 1 << 16
 // lease is offered only while at least the resolve TTL plus a margin of it
 // remains, measured on this node's monotonic clock from before the pin was
 // proposed. G7 holds because the pin is committed, unexpired and never
-// released while offered, and the resolve still rechecks after taking it.
+// released (ReleasePin refuses shared pins), and the resolve rechecks after
+// taking it unless the pin was already committed in the state it planned
+// from.
 type leases struct {
 	margin time.Duration
 	now    func() time.Time
@@ -80,7 +87,7 @@ func (p pinner) sharedPin(ctx context.Context, obj fsm.ObjectRef, ttl time.Durat
 	life := min(2*ttl, fsm.MaxPinTTL)
 	sent := p.s.leases.now()
 	res, err := p.s.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{
-		Object: obj.PB(), Holder: "resolve/shared", TtlNanos: int64(life),
+		Object: obj.PB(), Holder: sharedHolder, TtlNanos: int64(life),
 	}}})
 	if err != nil {
 		return resolver.Pin{}, err

@@ -2,11 +2,11 @@ package api
 
 import (
 	"context"
-	"github.com/metad/metad/internal/faults"
 	"time"
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/internal/faults"
 )
 
 // read runs fn against this node's state: after a linearizable read index

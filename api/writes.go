@@ -147,6 +147,9 @@ func (s *Server) Pin(ctx context.Context, req *metadpb.PinRequest) (*metadpb.Pin
 	if req.Ttl == nil {
 		return nil, invalidArgument("ttl", "required")
 	}
+	if req.Holder == sharedHolder {
+		return nil, invalidArgument("holder", "%q is reserved for pins shared by resolves", sharedHolder)
+	}
 	res, err := s.applyRenamed(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{
 		Object: objectToFSM(req.Object), Holder: req.Holder, TtlNanos: int64(req.Ttl.AsDuration()),
 	}}}, map[string]string{"ttl_nanos": "ttl"})
@@ -156,7 +159,23 @@ func (s *Server) Pin(ctx context.Context, req *metadpb.PinRequest) (*metadpb.Pin
 	return &metadpb.PinResponse{PinId: res.PinId, Expiry: timestamppb.New(unixNano(res.PinExpiryUnixNano)), Version: res.Version}, nil
 }
 
+// ReleasePin ends an explicit pin. A shared pin is refused: readers that
+// were handed it rely on it until it expires (G9). The check reads
+// linearizably, so it sees every pin whose id the caller can have been
+// given, and a pin's holder never changes.
 func (s *Server) ReleasePin(ctx context.Context, req *metadpb.ReleasePinRequest) (*metadpb.ReleasePinResponse, error) {
+	shared := false
+	err := s.read(ctx, metadpb.Consistency_LINEARIZABLE, func(m *fsm.Machine) error {
+		p, ok := m.Pin(req.PinId)
+		shared = ok && p.Holder == sharedHolder
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if shared {
+		return nil, pinShared(req.PinId)
+	}
 	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_ReleasePin{ReleasePin: &fsmpb.ReleasePin{PinId: req.PinId}}})
 	if err != nil {
 		return nil, err

@@ -112,6 +112,10 @@ func badCases() []badCase {
 			_, err := m.Pin(ctx, &metadpb.PinRequest{Object: obj, Ttl: durationpb.New(time.Hour)})
 			return err
 		}), codes.InvalidArgument, "ttl"},
+		{"pin: reserved holder", call(func(ctx context.Context, m metadpb.MetadClient) error {
+			_, err := m.Pin(ctx, &metadpb.PinRequest{Object: obj, Ttl: durationpb.New(time.Second), Holder: "resolve/shared"})
+			return err
+		}), codes.InvalidArgument, "holder"},
 		{"release: unknown pin", call(func(ctx context.Context, m metadpb.MetadClient) error {
 			_, err := m.ReleasePin(ctx, &metadpb.ReleasePinRequest{PinId: 987654})
 			return err

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
 	"github.com/metad/metad/fsm"
@@ -66,6 +68,26 @@ func TestUnusableNewestFallsBackInTheSameView(t *testing.T) {
 		resp, err := b.resolve(metadpb.View_COMMITTED, 3)
 		return err == nil && resp.Target.Key.Generation == 1 && hasReason(resp.Tried, "QUARANTINED")
 	})
+}
+
+// TestSharedPinIsNotReleasable: a shared pin protects every concurrent
+// reader of its object, so no reader may release it (G9): the release is
+// refused naming the field, and the pin keeps serving resolves until it
+// expires.
+func TestSharedPinIsNotReleasable(t *testing.T) {
+	_, b := readCluster(t)
+	tg := b.mustTarget(metadpb.View_COMMITTED, 4)
+	if !tg.PinShared {
+		t.Fatalf("target %v: want a shared pin (the default)", tg)
+	}
+	_, err := client.Call(b.ctx(), b.c, b.c.Metad.ReleasePin, &metadpb.ReleasePinRequest{PinId: tg.PinId, RequestId: client.NewRequestID()})
+	e, ok := client.AsError(err)
+	if !ok || e.Code != codes.FailedPrecondition || e.Reason != "PIN_SHARED" || e.Field != "pin_id" || !e.Definite {
+		t.Fatalf("releasing a shared pin: %v, want FailedPrecondition PIN_SHARED on pin_id", err)
+	}
+	if again := b.mustTarget(metadpb.View_COMMITTED, 5); again.PinId != tg.PinId {
+		t.Fatalf("the next resolve took pin %d, want the shared pin %d still held", again.PinId, tg.PinId)
+	}
 }
 
 // TestReplacedObjectIsDetectedNeverServed: new bytes under the newest
@@ -276,9 +298,10 @@ func trimFloor(trims []ackedWrite, before time.Time) uint64 {
 
 // TestGCHonoursPins: an object referenced only by a generation that is
 // retired while a reader holds a pin on it survives until the pin is
-// released; then GC deletes it.
+// released; then GC deletes it. Pins are not shared here, so the reader's
+// pin is its own to release (a shared pin only expires).
 func TestGCHonoursPins(t *testing.T) {
-	_, b := readCluster(t)
+	_, b := readCluster(t, "--share-pins=false")
 	tg := b.mustTarget(metadpb.View_COMMITTED, 0) // generation 2, pinned
 	if _, err := client.Call(b.ctx(), b.c, b.c.Metad.RetireGeneration, &metadpb.RetireGenerationRequest{
 		StreamId: b.stream, View: metadpb.View_COMMITTED, Generation: 2, RequestId: client.NewRequestID()}); err != nil {
