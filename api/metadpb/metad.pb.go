@@ -3322,7 +3322,7 @@ type Target struct {
 	// pin_ttl: read the bytes within this long of sending the request.
 	PinTtl *durationpb.Duration `protobuf:"bytes,10,opt,name=pin_ttl,json=pinTtl,proto3" json:"pin_ttl,omitempty"`
 	// pin_shared: the pin is a lease that also serves other readers of the
-	// same object; it expires by itself and must not be released.
+	// same object; it expires by itself, and ReleasePin refuses it.
 	PinShared     bool `protobuf:"varint,11,opt,name=pin_shared,json=pinShared,proto3" json:"pin_shared,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -69,6 +69,8 @@ type MetadClient interface {
 	DeleteStream(ctx context.Context, in *DeleteStreamRequest, opts ...grpc.CallOption) (*DeleteStreamResponse, error)
 	RegisterObject(ctx context.Context, in *RegisterObjectRequest, opts ...grpc.CallOption) (*RegisterObjectResponse, error)
 	Pin(ctx context.Context, in *PinRequest, opts ...grpc.CallOption) (*PinResponse, error)
+	// ReleasePin ends a pin taken with Pin, or a resolve's pin that is not
+	// shared; a shared pin (Target.pin_shared) is refused with PIN_SHARED.
 	ReleasePin(ctx context.Context, in *ReleasePinRequest, opts ...grpc.CallOption) (*ReleasePinResponse, error)
 	ReportCandidateFailure(ctx context.Context, in *ReportCandidateFailureRequest, opts ...grpc.CallOption) (*ReportCandidateFailureResponse, error)
 	DescribeStream(ctx context.Context, in *DescribeStreamRequest, opts ...grpc.CallOption) (*DescribeStreamResponse, error)
@@ -284,6 +286,8 @@ type MetadServer interface {
 	DeleteStream(context.Context, *DeleteStreamRequest) (*DeleteStreamResponse, error)
 	RegisterObject(context.Context, *RegisterObjectRequest) (*RegisterObjectResponse, error)
 	Pin(context.Context, *PinRequest) (*PinResponse, error)
+	// ReleasePin ends a pin taken with Pin, or a resolve's pin that is not
+	// shared; a shared pin (Target.pin_shared) is refused with PIN_SHARED.
 	ReleasePin(context.Context, *ReleasePinRequest) (*ReleasePinResponse, error)
 	ReportCandidateFailure(context.Context, *ReportCandidateFailureRequest) (*ReportCandidateFailureResponse, error)
 	DescribeStream(context.Context, *DescribeStreamRequest) (*DescribeStreamResponse, error)
