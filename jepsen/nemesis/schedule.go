@@ -132,12 +132,22 @@ func Plan(seed int64, kinds []string, nodes int, budget time.Duration) []Step {
 	return out
 }
 
-// expectedHold is how long the fault is planned to last. A membership
-// change lasts until the node is a voter again: about the leader's
-// stabilization time (10s) plus catching up.
+// quiesceAllowance is how long quiescing the workload may take: it waits
+// for the operations in flight, each bounded by the workload's OpTimeout
+// (3s by default).
+const quiesceAllowance = 5 * time.Second
+
+// expectedHold is how long the fault is planned to last, from the moment
+// it is started. A membership change lasts until the node is a voter
+// again: about the leader's stabilization time (10s) plus catching up. A
+// fault that quiesces the workload first needs that time too, or its hold
+// can run into the time limit and the fault is cut short.
 func (s Step) expectedHold() time.Duration {
-	if s.Kind == Membership {
+	switch {
+	case s.Kind == Membership:
 		return 15 * time.Second
+	case s.Quiesce:
+		return quiesceAllowance + s.Hold
 	}
 	return s.Hold
 }

@@ -40,6 +40,11 @@ func TestParseKindsWithShape(t *testing.T) {
 		if s.Shape != "all-quiet" || !s.Quiesce {
 			t.Fatalf("fixed shape not kept: %v", s)
 		}
+		// Quiescing waits for operations in flight before the hold starts:
+		// the runner must budget for it, or the hold runs into the limit.
+		if s.expectedHold() != s.Hold+quiesceAllowance {
+			t.Fatalf("quiescing step %v budgets %s", s, s.expectedHold())
+		}
 	}
 }
 
