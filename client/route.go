@@ -23,7 +23,6 @@ type leaderRouter struct {
 	// mu guards the fields below.
 	mu       sync.Mutex
 	leader   *grpc.ClientConn // nil while unknown
-	addr     string           // the leader's gRPC address
 	lookedAt time.Time        // last discovery attempt
 	looking  bool             // a discovery is running
 	closed   bool
@@ -84,7 +83,7 @@ func (r *leaderRouter) forget() {
 	defer r.mu.Unlock()
 	if r.leader != nil {
 		r.leader.Close()
-		r.leader, r.addr = nil, ""
+		r.leader = nil
 	}
 }
 
@@ -115,7 +114,7 @@ func (r *leaderRouter) discover() {
 		conn.Close()
 		return
 	}
-	r.leader, r.addr = conn, addr
+	r.leader = conn
 }
 
 // close stops discovery and closes the leader connection.

@@ -7,8 +7,6 @@ package proc
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/internal/ports"
 )
 
 var (
@@ -56,40 +55,17 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
-var (
-	portsMu sync.Mutex
-	handed  = map[int]bool{} // ports this test binary has handed out
-)
-
 // FreePort returns a loopback address whose port is free for TCP and UDP
 // right now. Ports come from [20000, 32000), below Linux's ephemeral range,
 // so they cannot collide with the ports other tests get from ":0"; a port
 // is never handed out twice by one test binary.
 func FreePort(t testing.TB) string {
 	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 1000 {
-		port := 20000 + rand.IntN(12000)
-		if handed[port] {
-			continue
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		tl, err := net.Listen("tcp", addr)
-		if err != nil {
-			continue
-		}
-		ul, err := net.ListenPacket("udp", addr)
-		tl.Close()
-		if err != nil {
-			continue
-		}
-		ul.Close()
-		handed[port] = true
-		return addr
+	addr, err := ports.Free(20000, 32000)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port in [20000, 32000)")
-	return ""
+	return addr
 }
 
 // Node is one server process of a Cluster.

@@ -10,8 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/internal/ports"
 )
 
 // Config is one cluster's shape.
@@ -146,38 +145,8 @@ func New(cfg Config) (*Cluster, error) {
 // not pick the same ones.
 const portLow, portHigh = 14000, 20000
 
-var (
-	portsMu sync.Mutex
-	handed  = map[int]bool{} // ports given out by this process
-	portRng = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
-)
-
-// freePort returns a loopback address whose port is free for TCP and UDP
-// now and was not handed out before by this process.
-func freePort() (string, error) {
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 1000 {
-		port := portLow + portRng.IntN(portHigh-portLow)
-		if handed[port] {
-			continue
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		tl, err := net.Listen("tcp", addr)
-		if err != nil {
-			continue
-		}
-		ul, err := net.ListenPacket("udp", addr)
-		tl.Close()
-		if err != nil {
-			continue
-		}
-		ul.Close()
-		handed[port] = true
-		return addr, nil
-	}
-	return "", fmt.Errorf("no free port in [%d, %d)", portLow, portHigh)
-}
+// freePort returns a node address in [portLow, portHigh).
+func freePort() (string, error) { return ports.Free(portLow, portHigh) }
 
 // Client is a client of node i only.
 func (c *Cluster) Client(i int) *client.Client { return c.clients[i] }
