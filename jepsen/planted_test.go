@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,12 +45,19 @@ func TestPlantedBugs(t *testing.T) {
 		limit                        time.Duration
 		// want: checks (G1, G2, ...) of which at least one must report.
 		want []string
+		// detail: what one anomaly of a wanted check must say.
+		detail []string
 	}{
-		{"clean", "", "partition", workload.ProfileStream, 25 * time.Second, nil},
-		{"stale-read", "stale-read", "partition", workload.ProfileStream, 15 * time.Second, []string{"G1", "G3"}},
-		{"skip-recheck", "skip-recheck", "none", workload.ProfileResolve, 15 * time.Second, []string{"G1"}},
-		{"cross-view", "cross-view", "none", workload.ProfileReplace, 15 * time.Second, []string{"G1", "G5", "G6"}},
-		{"lose-append", "lose-append", "kill:all-quiet", workload.ProfileAppend, 15 * time.Second, []string{"G1", "G2", "G3"}},
+		{"clean", "", "partition", workload.ProfileStream, 25 * time.Second, nil, nil},
+		{"stale-read", "stale-read", "partition", workload.ProfileStream, 15 * time.Second, []string{"G1", "G3"}, nil},
+		{"skip-recheck", "skip-recheck", "none", workload.ProfileResolve, 15 * time.Second, []string{"G1"}, nil},
+		{"cross-view", "cross-view", "none", workload.ProfileReplace, 15 * time.Second, []string{"G1", "G5", "G6"}, nil},
+		{"lose-append", "lose-append", "kill:all-quiet", workload.ProfileAppend, 15 * time.Second, []string{"G1", "G2", "G3"}, nil},
+		// n1 renames the streams it creates: the run must not converge,
+		// and the report must say where the states differ and that the
+		// logs agree.
+		{"diverge", "diverge-n1", "none", workload.ProfileStream, 15 * time.Second, []string{"converge"},
+			[]string{"n1 vs n2: the states differ in", "first ~ stream 1", "every log replays to the same state"}},
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for i, c := range cases {
@@ -80,12 +88,19 @@ func TestPlantedBugs(t *testing.T) {
 				return
 			}
 			found := map[string]int{}
+			detailed := c.detail == nil
 			for _, a := range res.Anomalies {
 				found[a.Check]++
+				if slices.Contains(c.want, a.Check) && containsAll(a.Detail, c.detail) {
+					detailed = true
+				}
 			}
 			hit := false
 			for _, w := range c.want {
 				hit = hit || found[w] > 0
+			}
+			if hit && !detailed {
+				t.Fatalf("planted %s reported, but no anomaly says all of %q:\n%s", c.bugs, c.detail, summary)
 			}
 			if !hit {
 				t.Fatalf("planted %s not reported as %s (found %v):\n%s", c.bugs, strings.Join(c.want, "/"), found, summary)
@@ -93,4 +108,13 @@ func TestPlantedBugs(t *testing.T) {
 			t.Logf("planted %s reported: %v", c.bugs, found)
 		})
 	}
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

@@ -103,6 +103,16 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 	phase = time.Now()
 	conv := converge(ctx, cl, 60*time.Second)
 	cfg.Log.Info("converged", "took", time.Since(phase), "ok", conv.Converged)
+	if !conv.Converged {
+		// Say where the replicas differ, and whether their logs do; the
+		// data directories stay as evidence.
+		conv.Detail += "; live states: " + explainLive(ctx, cfg, cl)
+		for i := range cl.Nodes {
+			cl.Kill(i)
+		}
+		conv.Detail += "; " + explainLogs(cfg, cl)
+		cfg.Keep = true
+	}
 	phase = time.Now()
 	h := rec.History()
 	if err := report.WriteHistory(cfg.Dir, h); err != nil {
@@ -208,7 +218,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // converge waits until every node reports the same applied index and
-// state hash (DESIGN.md §3: replicas compared by hash).
+// state hash (DESIGN.md §3: replicas compared by hash), or until two report
+// the same index with different hashes, which no wait can mend.
 func converge(ctx context.Context, cl *cluster.Cluster, timeout time.Duration) report.Convergence {
 	start := time.Now()
 	var last string
@@ -220,8 +231,8 @@ func converge(ctx context.Context, cl *cluster.Cluster, timeout time.Duration) r
 				continue
 			}
 			c, why := report.Converged(st)
-			if why == "" {
-				c.Waited = time.Since(start).Seconds()
+			if why == "" || report.Diverged(st) {
+				c.Waited, c.Detail = time.Since(start).Seconds(), why
 				return c
 			}
 			last = why

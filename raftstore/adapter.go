@@ -74,6 +74,10 @@ type fsmAdapter struct {
 	// advances, waking every waiter at once.
 	sigMu  sync.Mutex
 	signal chan struct{}
+
+	// diverge is the planted bug diverge-<node id> (internal/faults): this
+	// replica applies CreateStream differently from the others.
+	diverge bool
 }
 
 func newFSMAdapter(logger *slog.Logger, opts ...fsm.Option) *fsmAdapter {
@@ -99,7 +103,11 @@ func (a *fsmAdapter) ApplyBatch(logs []*raft.Log) []any {
 		if l.Type == raft.LogCommand && !isBarrier(l) {
 			// Panics on an undecodable committed entry, by design (see
 			// fsm.Machine.ApplyEntry): replicas must crash, not diverge.
-			out[i] = a.m.ApplyEntry(l.Index, l.Data)
+			data := l.Data
+			if a.diverge {
+				data = divergedCommand(data)
+			}
+			out[i] = a.m.ApplyEntry(l.Index, data)
 		}
 		a.through.Store(l.Index)
 	}

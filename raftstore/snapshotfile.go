@@ -220,6 +220,22 @@ func SummarizeStream(r io.Reader) (StreamSummary, error) {
 	return sum, nil
 }
 
+// DiffStreams compares two snapshot streams record by record, calling visit
+// for each record that differs (fsm.DiffSnapshots). The summaries carry
+// each stream's index and fsm header (no counts).
+func DiffStreams(a, b io.Reader, visit func(fsm.RecordDiff) error) (StreamSummary, StreamSummary, error) {
+	var sa, sb StreamSummary
+	var err error
+	if sa.Index, err = readStreamHeader(a); err != nil {
+		return sa, sb, fmt.Errorf("snapshot A: %w", err)
+	}
+	if sb.Index, err = readStreamHeader(b); err != nil {
+		return sa, sb, fmt.Errorf("snapshot B: %w", err)
+	}
+	sa.FSM, sb.FSM, err = fsm.DiffSnapshots(a, b, visit)
+	return sa, sb, err
+}
+
 // VerifyStream reads a whole snapshot stream the way a node restores it
 // (fsm.Restore: checksums, canonical order, every invariant) and discards
 // the result. It returns the stream header's index.

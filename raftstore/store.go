@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/metad/metad/fsm"
 )
@@ -173,6 +174,10 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt
 		}
 	}
 	adapter := newFSMAdapter(logger, o.fsmOptions...)
+	if faults.Bug("diverge-" + cfg.NodeID) {
+		adapter.diverge = true
+		logger.Warn("planted bug diverge: this replica renames every stream it creates")
+	}
 	r, err := raft.NewRaft(cfg.raftConfig(hlog), adapter, logs, bolt, snaps, trans)
 	if err != nil {
 		if c, ok := trans.(raft.WithClose); ok {
@@ -608,6 +613,22 @@ func (f *flight) wait(d time.Duration) bool {
 	case <-t.C:
 		return false
 	}
+}
+
+// divergedCommand is a planted bug for the fault-injection harness: the
+// command as one replica misreads it, a CreateStream with its name changed,
+// so that its state leaves the log's (and every other replica's).
+func divergedCommand(data []byte) []byte {
+	cmd, err := fsm.DecodeCommand(data)
+	if err != nil || cmd.GetCreateStream() == nil {
+		return data
+	}
+	cmd.GetCreateStream().Name += "~"
+	out, err := proto.Marshal(cmd)
+	if err != nil {
+		return data
+	}
+	return out
 }
 
 // dropLastAppend is a planted bug for the fault-injection harness: it

@@ -11,6 +11,7 @@
 //	skip-recheck   return a target without the linearizable recheck
 //	cross-view     fall back to the other view when a resolve fails
 //	lose-append    on start, drop the last log entry if it is an append
+//	diverge-ID     node ID applies every CreateStream under another name
 //
 // and the HTTP admin address serves POST /debug/faults/clock-offset?d=5s,
 // which shifts the wall clock this node stamps commands with.

@@ -57,6 +57,23 @@ func Converged(st *metadpb.StatusResponse) (Convergence, string) {
 	return Convergence{Converged: true, Applied: first.AppliedIndex, Hash: fmt.Sprintf("%x", first.StateHash)}, ""
 }
 
+// Diverged reports whether two nodes of a status answer are at the same
+// applied index with different state hashes. Waiting cannot mend that: the
+// same index means the same commands, so their states should be equal.
+func Diverged(st *metadpb.StatusResponse) bool {
+	seen := map[uint64][]byte{}
+	for _, n := range st.Nodes {
+		if n.Error != "" || len(n.StateHash) == 0 {
+			continue
+		}
+		if h, ok := seen[n.AppliedIndex]; ok && !bytes.Equal(h, n.StateHash) {
+			return true
+		}
+		seen[n.AppliedIndex] = n.StateHash
+	}
+	return false
+}
+
 func short(b []byte) []byte {
 	if len(b) > 8 {
 		return b[:8]

@@ -16,9 +16,19 @@ func TestConverged(t *testing.T) {
 	if c, why := Converged(st); !c.Converged || why != "" {
 		t.Fatalf("equal replicas not converged: %s", why)
 	}
+	if Diverged(st) {
+		t.Fatal("equal replicas diverged")
+	}
 	st.Nodes[1].StateHash = []byte{2}
 	if c, why := Converged(st); c.Converged || !strings.Contains(why, "n2") {
 		t.Fatalf("different hashes converged: %s", why)
+	}
+	if !Diverged(st) {
+		t.Fatal("different hashes at one applied index did not diverge")
+	}
+	st.Nodes[1].AppliedIndex = 10
+	if Diverged(st) {
+		t.Fatal("a node still applying diverged")
 	}
 	st.Nodes[1] = &metadpb.NodeStatus{NodeId: "n2", State: "UNREACHABLE"}
 	if c, _ := Converged(st); c.Converged {
