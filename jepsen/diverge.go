@@ -95,10 +95,61 @@ func explainLogs(cfg RunConfig, cl *cluster.Cluster) string {
 	verdict := "the logs replay to different states"
 	if len(hashes) == 1 {
 		verdict = "every log replays to the same state, so a live state left its log"
+	} else if first := firstLogDifference(&b, cl); first != "" {
+		verdict += "; " + first
 	}
 	fmt.Fprintf(&b, "\n%s\n", verdict)
 	writeDivergence(cfg, b.String(), true)
 	return verdict
+}
+
+// firstLogDifference reads every node's log and writes to b the first index
+// at which two logs hold different entries, with a few entries around it;
+// it returns a one-line description.
+func firstLogDifference(b *strings.Builder, cl *cluster.Cluster) string {
+	logs := make([]map[uint64]raftstore.LogEntry, len(cl.Nodes))
+	lo, hi := uint64(0), ^uint64(0)
+	for i, n := range cl.Nodes {
+		logs[i] = map[uint64]raftstore.LogEntry{}
+		var first, last uint64
+		err := raftstore.ReadLog(node.RaftDir(n.DataDir), func(e raftstore.LogEntry) error {
+			if first == 0 {
+				first = e.Index
+			}
+			last = e.Index
+			logs[i][e.Index] = e
+			return nil
+		})
+		if err != nil {
+			fmt.Fprintf(b, "%s: read log: %v\n", n.ID, err)
+			return ""
+		}
+		lo, hi = max(lo, first), min(hi, last)
+	}
+	for idx := lo; idx <= hi; idx++ {
+		same := true
+		for i := range logs {
+			same = same && logs[i][idx] == logs[0][idx]
+		}
+		if same {
+			continue
+		}
+		fmt.Fprintf(b, "\nThe logs first differ at index %d (entries from %d):\n", idx, max(lo, idx-2))
+		sameTerm := true
+		for i, n := range cl.Nodes {
+			fmt.Fprintf(b, "%s:\n", n.ID)
+			for j := max(lo, idx-2); j <= min(hi, idx+5); j++ {
+				fmt.Fprintf(b, "  %v\n", logs[i][j])
+			}
+			sameTerm = sameTerm && logs[i][idx].Term == logs[0][idx].Term
+		}
+		what := fmt.Sprintf("the logs first differ at index %d", idx)
+		if sameTerm {
+			what += ", under the same term: raft's log matching was broken"
+		}
+		return what
+	}
+	return fmt.Sprintf("the logs agree on every index %d..%d that all of them hold", lo, hi)
 }
 
 func writeDivergence(cfg RunConfig, text string, appendTo bool) {

@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,11 +11,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+
+	"github.com/metad/metad/fsm"
 )
 
 // Offline operations work on the raft directory of a stopped node (the
@@ -201,6 +205,62 @@ func (o *offlineStores) readLog(info *DirInfo) error {
 			return fmt.Errorf("raftstore: log entry %d: %w", info.LastIndex, err)
 		}
 		info.LastTerm = l.Term
+	}
+	return nil
+}
+
+// LogEntry summarises one raft log entry, to compare the logs of nodes.
+type LogEntry struct {
+	Index, Term uint64
+	// Kind is the raft entry type, or for a command its operation (e.g.
+	// "CommitAppend"), or "Barrier".
+	Kind string
+	// Digest is the start of the SHA-256 of the entry's data and extensions:
+	// equal digests, equal entries.
+	Digest [8]byte
+}
+
+func (e LogEntry) String() string {
+	return fmt.Sprintf("index %d term %d %s %x", e.Index, e.Term, e.Kind, e.Digest)
+}
+
+// ReadLog calls fn for every entry of the log in dir (a stopped node's raft
+// directory), in index order, stopping at fn's first error.
+func ReadLog(dir string, fn func(LogEntry) error) error {
+	o, err := openOffline(dir, false, nil)
+	if err != nil {
+		return err
+	}
+	defer o.close()
+	first, err := o.bolt.FirstIndex()
+	if err != nil {
+		return fmt.Errorf("raftstore: log: %w", err)
+	}
+	last, err := o.bolt.LastIndex()
+	if err != nil {
+		return fmt.Errorf("raftstore: log: %w", err)
+	}
+	for i := first; i <= last && i > 0; i++ {
+		var l raft.Log
+		if err := o.bolt.GetLog(i, &l); err != nil {
+			return fmt.Errorf("raftstore: log entry %d: %w", i, err)
+		}
+		h := sha256.New()
+		h.Write(l.Data)
+		h.Write(l.Extensions)
+		e := LogEntry{Index: l.Index, Term: l.Term, Kind: l.Type.String()}
+		copy(e.Digest[:], h.Sum(nil))
+		switch {
+		case isBarrier(&l):
+			e.Kind = "Barrier"
+		case l.Type == raft.LogCommand:
+			if cmd, err := fsm.DecodeCommand(l.Data); err == nil {
+				e.Kind = strings.TrimPrefix(fmt.Sprintf("%T", cmd.Op), "*fsmpb.Command_")
+			}
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
 	}
 	return nil
 }

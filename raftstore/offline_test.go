@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -232,6 +233,35 @@ func TestInspectAndRecoverDir(t *testing.T) {
 	}
 	if info.State.Counts["stream"] != 10 || info.State.Hash != wantHash || info.State.LastCommand != wantApplied {
 		t.Errorf("replayed state %+v, want hash %x at %d", info.State, wantHash, wantApplied)
+	}
+
+	// Every node's log holds the same entries (ReadLog, as the Jepsen
+	// harness compares them).
+	var logs [2][]LogEntry
+	for i := range logs {
+		err := ReadLog(c.nodes[i].cfg.DataDir, func(e LogEntry) error {
+			logs[i] = append(logs[i], e)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	kinds := map[string]int{}
+	for i, e := range logs[0] {
+		kinds[e.Kind]++
+		if e.Index != logs[0][0].Index+uint64(i) || e.Term == 0 {
+			t.Fatalf("entry %d: %v", i, e)
+		}
+	}
+	if kinds["CreateStream"] != 10 || kinds["LogConfiguration"] == 0 || uint64(len(logs[0])) != info.LastIndex-info.FirstIndex+1 {
+		t.Errorf("log of %d entries %v; want 10 CreateStream and a configuration, %d..%d", len(logs[0]), kinds, info.FirstIndex, info.LastIndex)
+	}
+	if !slices.Equal(logs[0], logs[1]) {
+		t.Errorf("the logs of two nodes differ:\n%v\n%v", logs[0], logs[1])
+	}
+	if logs[0][len(logs[0])-1].Digest == logs[0][len(logs[0])-2].Digest {
+		t.Errorf("two different entries have the same digest: %v", logs[0][len(logs[0])-2:])
 	}
 
 	addr := freeAddr(t)

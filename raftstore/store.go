@@ -205,7 +205,7 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt
 	return s, nil
 }
 
-func newTCPTransport(cfg Config, logger hclog.Logger) (*raft.NetworkTransport, error) {
+func newTCPTransport(cfg Config, logger hclog.Logger) (raft.Transport, error) {
 	var advertise net.Addr
 	if cfg.AdvertiseAddr != "" {
 		a, err := net.ResolveTCPAddr("tcp", cfg.AdvertiseAddr)
@@ -222,7 +222,7 @@ func newTCPTransport(cfg Config, logger hclog.Logger) (*raft.NetworkTransport, e
 		advertise = ln.Addr()
 	}
 	stream := &streamLayer{Listener: ln, advertise: advertise, dial: cfg.DialAddress}
-	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		Logger:  logger,
 		MaxPool: cfg.TransportMaxPool,
@@ -230,7 +230,12 @@ func newTCPTransport(cfg Config, logger hclog.Logger) (*raft.NetworkTransport, e
 		// 2 overlaps preparing the next AppendEntries with waiting for the
 		// previous; hashicorp measured more pipelining to hurt commit latency.
 		MaxRPCsInFlight: 2,
-	}), nil
+	})
+	if faults.Bug("heartbeat-fast-path") {
+		logger.Warn("planted bug heartbeat-fast-path: heartbeats run concurrently with raft's main loop (hashicorp/raft#695)")
+		return trans, nil
+	}
+	return serialHeartbeats{trans}, nil
 }
 
 // streamLayer is raft's TCP stream layer with one addition: every dial goes

@@ -12,6 +12,13 @@
 //	cross-view     fall back to the other view when a resolve fails
 //	lose-append    on start, drop the last log entry if it is an append
 //	diverge-ID     node ID applies every CreateStream under another name
+//	heartbeat-fast-path
+//	               let raft run heartbeats off its main goroutine, as
+//	               hashicorp/raft v1.7.3 does by default (hashicorp/raft#695:
+//	               a resumed leader can write entries under the new term);
+//	               the race is rare, so no test depends on it, but soak runs
+//	               of the leader-pause nemesis with it show that the harness
+//	               still catches what raftstore.serialHeartbeats prevents
 //
 // and the HTTP admin address serves POST /debug/faults/clock-offset?d=5s,
 // which shifts the wall clock this node stamps commands with.
