@@ -16,7 +16,8 @@ import "github.com/hashicorp/raft"
 // of that same term. Log matching compares only terms, so the entries are
 // never replaced; once committed, this replica applies commands the others
 // never saw. The Jepsen harness caught this as two replicas at the same
-// applied index with different state hashes (leader-pause nemesis).
+// applied index with different state hashes (leader-pause nemesis);
+// TestSteppedDownLeaderWritesNothingUnderTheNewTerm stages the race.
 //
 // Without the handler, the transport hands heartbeats to raft's main
 // goroutine like every other RPC, serialised with the rest of its work.

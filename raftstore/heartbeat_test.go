@@ -1,12 +1,15 @@
 package raftstore
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
 )
 
 // sendHeartbeat sends one heartbeat, as a leader's heartbeat loop does, to
@@ -75,4 +78,91 @@ func TestHeartbeatsRunOnRaftsMainGoroutine(t *testing.T) {
 	if sendHeartbeat(t, plain) {
 		t.Error("control: raft's own transport did not take the heartbeat fast path; this test no longer sends what raft takes for a heartbeat")
 	}
+}
+
+// TestSteppedDownLeaderWritesNothingUnderTheNewTerm replays the race of
+// hashicorp/raft#695 on a real TCP transport: a leader idle in its loop gets
+// a heartbeat from a leader of a newer term it never heard of, then a
+// command. The command must be refused, never written under the newer term
+// (a term in which this node never led: in a cluster, the real leader of
+// that term writes other commands at the same indexes, and log matching,
+// which compares terms, never replaces them). The control, raft's own
+// transport with its heartbeat fast path, writes them.
+func TestSteppedDownLeaderWritesNothingUnderTheNewTerm(t *testing.T) {
+	cfg := testConfig("solo", "")
+	trans, err := newTCPTransport(cfg, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := stepDownAndPropose(t, trans); len(bad) > 0 {
+		t.Errorf("entries written under a term this node never led:\n%v", bad)
+	}
+
+	plain, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := stepDownAndPropose(t, plain); len(bad) == 0 {
+		t.Error("control: raft's own transport wrote nothing under the new terms; this test no longer reproduces hashicorp/raft#695")
+	} else {
+		t.Logf("control: raft's own transport wrote %d entries under terms it never led", len(bad))
+	}
+}
+
+// stepDownAndPropose runs a single-server store on trans for ten rounds of:
+// wait to lead, receive a heartbeat of the next term from a ghost leader,
+// propose a command. It returns the log entries written under a ghost's
+// term.
+func stepDownAndPropose(t *testing.T, trans raft.Transport) []LogEntry {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := open(testConfig("solo", dir), nil, testLogger(t), openOptions{transport: trans})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Bootstrap([]Server{{ID: "solo", Address: s.Addr()}}); err != nil {
+		t.Fatal(err)
+	}
+	ghost, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ghost.Close()
+	cmd := createStream("x")
+	ghostTerms := map[uint64]bool{}
+	for round := range 10 {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		_, _, err := s.AwaitLeadership(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		term := s.raft.CurrentTerm() + 1
+		ghostTerms[term] = true
+		req := &raft.AppendEntriesRequest{
+			RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("ghost"), Addr: []byte(ghost.LocalAddr())},
+			Term:      term,
+		}
+		if err := ghost.AppendEntries("solo", raft.ServerAddress(s.Addr()), req, &raft.AppendEntriesResponse{}); err != nil {
+			t.Fatalf("round %d: heartbeat: %v", round, err)
+		}
+		cmd.RequestId = fmt.Sprintf("round-%d", round)
+		data, _ := proto.Marshal(cmd)
+		_ = s.raft.Apply(data, time.Second).Error() // refused, or lost with the leadership
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var bad []LogEntry
+	err = ReadLog(dir, func(e LogEntry) error {
+		if ghostTerms[e.Term] {
+			bad = append(bad, e)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bad
 }

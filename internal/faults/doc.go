@@ -15,10 +15,12 @@
 //	heartbeat-fast-path
 //	               let raft run heartbeats off its main goroutine, as
 //	               hashicorp/raft v1.7.3 does by default (hashicorp/raft#695:
-//	               a resumed leader can write entries under the new term);
-//	               the race is rare, so no test depends on it, but soak runs
-//	               of the leader-pause nemesis with it show that the harness
-//	               still catches what raftstore.serialHeartbeats prevents
+//	               a resumed leader can write entries under the new term).
+//	               Through the harness the race is rare (a resumed leader's
+//	               queued command must meet the new leader's heartbeat), so
+//	               only soak runs use it; raftstore's
+//	               TestSteppedDownLeaderWritesNothingUnderTheNewTerm
+//	               reproduces it every time
 //
 // and the HTTP admin address serves POST /debug/faults/clock-offset?d=5s,
 // which shifts the wall clock this node stamps commands with.
