@@ -1,15 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/jepsen/cluster"
 	"github.com/metad/metad/node"
 	"github.com/metad/metad/raftstore"
@@ -19,17 +20,25 @@ import (
 // they differ.
 const divergenceFile = "divergence.txt"
 
-// diffShown bounds the differing records written per pair of nodes.
+// diffShown bounds the differing records written per node.
 const diffShown = 20
 
-// explainLive saves a snapshot of every node's live state (metad snapshot
-// save --addr, taken at each node's own read index) and diffs the first
-// node's against each other's, record by record. It writes the report to
-// divergenceFile and returns a one-line summary for the anomaly.
-func explainLive(ctx context.Context, cfg RunConfig, cl *cluster.Cluster) string {
+// explainDivergence tells two ways replicas part apart, and writes the
+// evidence to divergenceFile:
+//
+//   - a live state that left its own log (an apply that is not
+//     deterministic, or a change made outside apply): every node's live
+//     state is saved (metad snapshot save --addr, at the node's read index),
+//     the node is stopped, its own log is replayed offline to the same index,
+//     and the two are diffed record by record;
+//   - logs that differ (raft broke log matching): the logs are compared
+//     entry by entry and the first index where they differ is shown.
+//
+// The nodes are stopped on return; their data dirs are the evidence. It
+// returns a one-line summary for the anomaly.
+func explainDivergence(ctx context.Context, cfg RunConfig, cl *cluster.Cluster) string {
 	var b strings.Builder
-	b.WriteString("The live states of the nodes, record by record (metad snapshot diff):\n\n")
-	snaps := make([]string, len(cl.Nodes))
+	live := make([]string, len(cl.Nodes))
 	for i, n := range cl.Nodes {
 		path := filepath.Join(cfg.Dir, "cluster", n.ID+".snap")
 		sctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -39,74 +48,87 @@ func explainLive(ctx context.Context, cfg RunConfig, cl *cluster.Cluster) string
 			fmt.Fprintf(&b, "%s: snapshot save failed: %v\n%s\n", n.ID, err, out)
 			continue
 		}
-		snaps[i] = path
+		live[i] = path
 	}
+	for i := range cl.Nodes {
+		cl.Kill(i)
+	}
+	b.WriteString("Each node's live state against its own log replayed to the same index:\n\n")
 	var summary []string
-	for i := 1; i < len(snaps); i++ {
-		if snaps[0] == "" || snaps[i] == "" {
+	for i, n := range cl.Nodes {
+		if live[i] == "" {
 			continue
 		}
-		pair := cl.Nodes[0].ID + " vs " + cl.Nodes[i].ID
-		// Exit 1 means the states differ (or a file did not verify): the
-		// output says which.
-		out, _ := exec.CommandContext(ctx, cfg.Binary, "snapshot", "diff", snaps[0], snaps[i],
-			"--limit", strconv.Itoa(diffShown)).CombinedOutput()
-		fmt.Fprintf(&b, "== %s\n%s\n", pair, out)
-		summary = append(summary, pair+": "+diffVerdict(string(out)))
+		if s := liveAgainstLog(&b, n, live[i]); s != "" {
+			summary = append(summary, s)
+		}
 	}
-	writeDivergence(cfg, b.String(), false)
+	if len(summary) == 0 {
+		summary = append(summary, "every live state is its log's")
+	}
+	summary = append(summary, compareLogs(&b, cl))
+	writeDivergence(cfg, b.String())
 	return strings.Join(summary, "; ") + " (see " + divergenceFile + ")"
 }
 
-// diffVerdict is the gist of `metad snapshot diff` output: its last line
-// (same, or how many records differ) and the first differing record's key.
-func diffVerdict(out string) string {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	verdict := strings.TrimPrefix(lines[len(lines)-1], "metad: ")
-	for _, l := range lines {
-		if len(l) > 2 && strings.ContainsRune("~+-", rune(l[0])) && l[1] == ' ' {
-			return verdict + ", first " + l
-		}
+// liveAgainstLog diffs a node's live snapshot with its log replayed to the
+// snapshot's index, writes the result to b, and returns a summary if they
+// differ.
+func liveAgainstLog(b *strings.Builder, n *cluster.Node, livePath string) string {
+	f, err := os.Open(livePath)
+	if err != nil {
+		fmt.Fprintf(b, "%s: %v\n", n.ID, err)
+		return ""
 	}
-	return verdict
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		fmt.Fprintf(b, "%s: %v\n", n.ID, err)
+		return ""
+	}
+	sf, err := raftstore.OpenFile(f, info.Size())
+	if err != nil {
+		fmt.Fprintf(b, "%s: %v\n", n.ID, err)
+		return ""
+	}
+	var replay bytes.Buffer
+	at, err := raftstore.ReplayDirTo(node.RaftDir(n.DataDir), sf.Meta.Index, &replay)
+	if err != nil {
+		fmt.Fprintf(b, "%s: replay: %v\n", n.ID, err)
+		return ""
+	}
+	fmt.Fprintf(b, "== %s: live at index %d (A), its log replayed to %d (B)\n", n.ID, sf.Meta.Index, at)
+	differ, first := 0, ""
+	_, _, err = raftstore.DiffStreams(sf.Stream(), &replay, func(d fsm.RecordDiff) error {
+		text := d.String()
+		if differ == 0 {
+			first, _, _ = strings.Cut(text, "\n")
+		}
+		differ++
+		if differ <= diffShown {
+			fmt.Fprintln(b, text)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		fmt.Fprintf(b, "diff: %v\n\n", err)
+		return n.ID + ": diff failed"
+	case differ == 0:
+		b.WriteString("the same\n\n")
+		return ""
+	}
+	if differ > diffShown {
+		fmt.Fprintf(b, "(%d more)\n", differ-diffShown)
+	}
+	b.WriteString("\n")
+	return fmt.Sprintf("%s's live state left its log: %d records differ, first %s", n.ID, differ, first)
 }
 
-// explainLogs rebuilds each stopped node's state from its own raft log
-// (metad data inspect) and appends the result to divergenceFile: if the
-// logs replay to one state while the live states differed, a node's live
-// state left its log (an apply that is not deterministic, or a change made
-// outside apply); if the replays differ too, the logs themselves differ.
-func explainLogs(cfg RunConfig, cl *cluster.Cluster) string {
-	var b strings.Builder
-	b.WriteString("Each node's state rebuilt offline from its own data dir (metad data inspect):\n\n")
-	hashes := map[string][]string{}
-	for _, n := range cl.Nodes {
-		info, err := raftstore.InspectDir(node.RaftDir(n.DataDir), true)
-		if err != nil || info.State == nil {
-			fmt.Fprintf(&b, "%s: inspect failed: %v\n", n.ID, err)
-			continue
-		}
-		st := info.State
-		fmt.Fprintf(&b, "%s: log %d..%d (last term %d), replayed to index %d (last command %d), hash %s\n",
-			n.ID, info.FirstIndex, info.LastIndex, info.LastTerm, st.AppliedIndex, st.LastCommand, st.HashHex)
-		key := fmt.Sprintf("%d/%s", st.LastCommand, st.HashHex)
-		hashes[key] = append(hashes[key], n.ID)
-	}
-	verdict := "the logs replay to different states"
-	if len(hashes) == 1 {
-		verdict = "every log replays to the same state, so a live state left its log"
-	} else if first := firstLogDifference(&b, cl); first != "" {
-		verdict += "; " + first
-	}
-	fmt.Fprintf(&b, "\n%s\n", verdict)
-	writeDivergence(cfg, b.String(), true)
-	return verdict
-}
-
-// firstLogDifference reads every node's log and writes to b the first index
-// at which two logs hold different entries, with a few entries around it;
-// it returns a one-line description.
-func firstLogDifference(b *strings.Builder, cl *cluster.Cluster) string {
+// compareLogs reads every stopped node's log, writes to b the first index
+// at which two logs hold different entries, with the entries around it
+// from every node, and returns a one-line description.
+func compareLogs(b *strings.Builder, cl *cluster.Cluster) string {
 	logs := make([]map[uint64]raftstore.LogEntry, len(cl.Nodes))
 	lo, hi := uint64(0), ^uint64(0)
 	for i, n := range cl.Nodes {
@@ -122,10 +144,11 @@ func firstLogDifference(b *strings.Builder, cl *cluster.Cluster) string {
 		})
 		if err != nil {
 			fmt.Fprintf(b, "%s: read log: %v\n", n.ID, err)
-			return ""
+			return "logs not compared"
 		}
 		lo, hi = max(lo, first), min(hi, last)
 	}
+	b.WriteString("The nodes' logs, entry by entry:\n\n")
 	for idx := lo; idx <= hi; idx++ {
 		same := true
 		for i := range logs {
@@ -134,36 +157,29 @@ func firstLogDifference(b *strings.Builder, cl *cluster.Cluster) string {
 		if same {
 			continue
 		}
-		fmt.Fprintf(b, "\nThe logs first differ at index %d (entries from %d):\n", idx, max(lo, idx-2))
+		from, to := max(lo, idx-2), min(hi, idx+5)
+		fmt.Fprintf(b, "first differ at index %d (entries %d..%d):\n", idx, from, to)
 		sameTerm := true
 		for i, n := range cl.Nodes {
 			fmt.Fprintf(b, "%s:\n", n.ID)
-			for j := max(lo, idx-2); j <= min(hi, idx+5); j++ {
+			for j := from; j <= to; j++ {
 				fmt.Fprintf(b, "  %v\n", logs[i][j])
 			}
 			sameTerm = sameTerm && logs[i][idx].Term == logs[0][idx].Term
 		}
 		what := fmt.Sprintf("the logs first differ at index %d", idx)
 		if sameTerm {
-			what += ", under the same term: raft's log matching was broken"
+			what += ", under the same term: raft broke log matching"
 		}
 		return what
 	}
-	return fmt.Sprintf("the logs agree on every index %d..%d that all of them hold", lo, hi)
+	what := fmt.Sprintf("the logs agree on every index all of them hold (%d..%d)", lo, hi)
+	fmt.Fprintln(b, what)
+	return what
 }
 
-func writeDivergence(cfg RunConfig, text string, appendTo bool) {
-	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-	if appendTo {
-		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
-	}
-	f, err := os.OpenFile(filepath.Join(cfg.Dir, divergenceFile), flags, 0o644)
-	if err != nil {
-		cfg.Log.Error("write divergence report", "err", err)
-		return
-	}
-	defer f.Close()
-	if _, err := f.WriteString(text); err != nil {
+func writeDivergence(cfg RunConfig, text string) {
+	if err := os.WriteFile(filepath.Join(cfg.Dir, divergenceFile), []byte(text), 0o644); err != nil {
 		cfg.Log.Error("write divergence report", "err", err)
 	}
 }

@@ -104,13 +104,9 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 	conv := converge(ctx, cl, 60*time.Second)
 	cfg.Log.Info("converged", "took", time.Since(phase), "ok", conv.Converged)
 	if !conv.Converged {
-		// Say where the replicas differ, and whether their logs do; the
-		// data directories stay as evidence.
-		conv.Detail += "; live states: " + explainLive(ctx, cfg, cl)
-		for i := range cl.Nodes {
-			cl.Kill(i)
-		}
-		conv.Detail += "; " + explainLogs(cfg, cl)
+		// Say whether a live state left its log or the logs differ, and
+		// where; the data directories stay as evidence.
+		conv.Detail += "; " + explainDivergence(ctx, cfg, cl)
 		cfg.Keep = true
 	}
 	phase = time.Now()

@@ -318,6 +318,16 @@ func decodeConfiguration(b []byte) (conf raft.Configuration, err error) {
 // replay restores the newest snapshot into a fresh state machine and
 // applies every log entry after it, as raft would on start.
 func (o *offlineStores) replay(info *DirInfo) (*StateInfo, error) {
+	a, err := o.replayTo(info, info.LastIndex)
+	if err != nil {
+		return nil, err
+	}
+	return summarizeMachine(a)
+}
+
+// replayTo rebuilds the state machine from the newest snapshot and the log
+// entries up to index upTo (or the snapshot's index, if that is later).
+func (o *offlineStores) replayTo(info *DirInfo, upTo uint64) (*fsmAdapter, error) {
 	a := newFSMAdapter(slog.New(slog.DiscardHandler))
 	from := uint64(0)
 	if len(info.Snapshots) > 0 {
@@ -330,7 +340,7 @@ func (o *offlineStores) replay(info *DirInfo) (*StateInfo, error) {
 		}
 		from = info.Snapshots[0].Index
 	}
-	for i := max(from+1, info.FirstIndex); i <= info.LastIndex && i > 0; i++ {
+	for i := max(from+1, info.FirstIndex); i <= min(upTo, info.LastIndex) && i > 0; i++ {
 		var l raft.Log
 		if err := o.bolt.GetLog(i, &l); err != nil {
 			return nil, fmt.Errorf("raftstore: log entry %d: %w", i, err)
@@ -339,7 +349,35 @@ func (o *offlineStores) replay(info *DirInfo) (*StateInfo, error) {
 			a.ApplyBatch([]*raft.Log{&l})
 		}
 	}
-	return summarizeMachine(a)
+	return a, nil
+}
+
+// ReplayDirTo rebuilds the state of a stopped node's raft directory as of
+// log index upTo (the newest snapshot, then every log entry up to upTo,
+// committed or not) and writes it to w as a snapshot stream, the form
+// DiffStreams compares. It returns the index the state reflects: upTo, or
+// less if the log ends before it. Compared with a snapshot the node served
+// at upTo while it ran, it tells whether the live state was its log's.
+func ReplayDirTo(dir string, upTo uint64, w io.Writer) (uint64, error) {
+	o, err := openOffline(dir, false, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer o.close()
+	var info DirInfo
+	if err := o.readLog(&info); err != nil {
+		return 0, err
+	}
+	if err := o.readSnapshots(&info); err != nil {
+		return 0, err
+	}
+	a, err := o.replayTo(&info, upTo)
+	if err != nil {
+		return 0, err
+	}
+	snap, _ := a.Snapshot()
+	as := snap.(*adapterSnapshot)
+	return as.through, as.write(w)
 }
 
 // summarizeMachine hashes the adapter's machine and counts its records.
