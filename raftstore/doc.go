@@ -117,6 +117,22 @@
 // VerifyLeader read going stale, and shows Read refusing. The confirmation
 // round above never counts a reply to a request sent before the read.
 //
+// # Heartbeats on raft's main goroutine
+//
+// hashicorp/raft v1.7.3 lets a transport run heartbeats on the connection's
+// goroutine (a "fast path" past a follower's disk writes), and that handler
+// changes the term and the server's state with no synchronisation against
+// raft's main goroutine (hashicorp/raft#695). A leader idle in its loop that
+// receives a newer leader's heartbeat there, then a command, writes the
+// command under the newer term, at an index where the newer leader wrote
+// something else: log matching compares terms only, so the entry is never
+// replaced, and once committed this replica applies a command the others
+// never saw. The Jepsen harness caught replicas diverging this way under
+// the leader-pause nemesis. The TCP transport here (serialHeartbeats) drops
+// the fast path, so heartbeats queue with every other RPC on the main
+// goroutine; TestSteppedDownLeaderWritesNothingUnderTheNewTerm stages the
+// race against both transports.
+//
 // # Applied index
 //
 // Raft.AppliedIndex is advanced when raft hands entries to its FSM
@@ -161,6 +177,10 @@
 //   - InspectDir reads the stable store, log range, snapshots and latest
 //     configuration, and optionally replays the newest snapshot and the
 //     whole log into a fresh machine (state hash, record counts);
+//   - ReadLog lists the log's entries (index, term, operation, digest) and
+//     ReplayDirTo writes the state as of a chosen index as a snapshot
+//     stream, so that DiffStreams can set it against a live snapshot: the
+//     Jepsen harness explains diverged replicas with them;
 //   - RecoverDir is raft.RecoverCluster with this package's state machine:
 //     the quorum-loss recovery behind `metad data recover`;
 //   - RestoreDir makes a new node's directory start from a snapshot
