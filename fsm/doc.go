@@ -37,7 +37,9 @@
 // record count, SHA-256) and then typed records in one canonical order, so
 // the same state always gives the same bytes and replicas can be compared
 // by StateHash. Restore verifies everything, invariants included, before
-// returning a machine the caller may swap in.
+// returning a machine the caller may swap in. DiffSnapshots walks two
+// snapshots side by side in that order and names every record that
+// differs: the hash says two replicas differ, the diff says where.
 //
 // # Invariants
 //
