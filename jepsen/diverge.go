@@ -1,19 +1,19 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/jepsen/cluster"
-	"github.com/metad/metad/node"
-	"github.com/metad/metad/raftstore"
 )
 
 // divergenceFile is where a run whose replicas did not converge says how
@@ -23,132 +23,139 @@ const divergenceFile = "divergence.txt"
 // diffShown bounds the differing records written per node.
 const diffShown = 20
 
-// explainDivergence tells two ways replicas part apart, and writes the
-// evidence to divergenceFile:
+// explainDivergence tells apart the two ways replicas part, and writes the
+// evidence to divergenceFile. Like the rest of the harness it sees metad
+// only from outside, here through the binary's operator commands:
 //
 //   - a live state that left its own log (an apply that is not
 //     deterministic, or a change made outside apply): every node's live
-//     state is saved (metad snapshot save --addr, at the node's read index),
-//     the node is stopped, its own log is replayed offline to the same index,
-//     and the two are diffed record by record;
-//   - logs that differ (raft broke log matching): the logs are compared
-//     entry by entry and the first index where they differ is shown.
+//     state is saved (snapshot save --addr, at the node's read index), the
+//     nodes are stopped, each node's own log is rebuilt to the same index
+//     (data snapshot --index) and the two are diffed (snapshot diff);
+//   - logs that differ (raft broke log matching): the logs are listed (data
+//     log) and the first index where they differ is shown with the entries
+//     around it.
 //
 // The nodes are stopped on return; their data dirs are the evidence. It
 // returns a one-line summary for the anomaly.
 func explainDivergence(ctx context.Context, cfg RunConfig, cl *cluster.Cluster) string {
 	var b strings.Builder
-	live := make([]string, len(cl.Nodes))
+	dir := filepath.Join(cfg.Dir, "cluster")
+	live := make([]uint64, len(cl.Nodes)) // index of each live snapshot; 0: none
 	for i, n := range cl.Nodes {
-		path := filepath.Join(cfg.Dir, "cluster", n.ID+".snap")
-		sctx, cancel := context.WithTimeout(ctx, time.Minute)
-		out, err := exec.CommandContext(sctx, cfg.Binary, "snapshot", "save", path, "--addr", n.GRPC).CombinedOutput()
-		cancel()
-		if err != nil {
-			fmt.Fprintf(&b, "%s: snapshot save failed: %v\n%s\n", n.ID, err, out)
+		out, code := metad(ctx, cfg, "snapshot", "save", filepath.Join(dir, n.ID+"-live.snap"), "--addr", n.GRPC, "-o", "json")
+		var saved struct {
+			Index uint64 `json:"index"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &saved) != nil {
+			fmt.Fprintf(&b, "%s: snapshot save failed (exit %d):\n%s\n", n.ID, code, out)
 			continue
 		}
-		live[i] = path
+		live[i] = saved.Index
 	}
 	for i := range cl.Nodes {
 		cl.Kill(i)
 	}
-	b.WriteString("Each node's live state against its own log replayed to the same index:\n\n")
+	b.WriteString("Each node's live state (A) against its own log rebuilt to the same index (B):\n\n")
 	var summary []string
 	for i, n := range cl.Nodes {
-		if live[i] == "" {
+		if live[i] == 0 {
 			continue
 		}
-		if s := liveAgainstLog(&b, n, live[i]); s != "" {
-			summary = append(summary, s)
+		liveFile, logFile := filepath.Join(dir, n.ID+"-live.snap"), filepath.Join(dir, n.ID+"-log.snap")
+		fmt.Fprintf(&b, "== %s at index %d\n", n.ID, live[i])
+		out, code := metad(ctx, cfg, "data", "snapshot", logFile, "--data-dir", n.DataDir, "--index", strconv.FormatUint(live[i], 10))
+		if code != 0 {
+			fmt.Fprintf(&b, "data snapshot failed (exit %d):\n%s\n", code, out)
+			continue
+		}
+		out, code = metad(ctx, cfg, "snapshot", "diff", liveFile, logFile, "--limit", strconv.Itoa(diffShown))
+		fmt.Fprintf(&b, "%s\n", out)
+		if code != 0 {
+			summary = append(summary, n.ID+"'s live state left its log: "+diffVerdict(out))
 		}
 	}
 	if len(summary) == 0 {
 		summary = append(summary, "every live state is its log's")
 	}
-	summary = append(summary, compareLogs(&b, cl))
-	writeDivergence(cfg, b.String())
+	summary = append(summary, compareLogs(ctx, cfg, cl, &b))
+	if err := os.WriteFile(filepath.Join(cfg.Dir, divergenceFile), []byte(b.String()), 0o644); err != nil {
+		cfg.Log.Error("write divergence report", "err", err)
+	}
 	return strings.Join(summary, "; ") + " (see " + divergenceFile + ")"
 }
 
-// liveAgainstLog diffs a node's live snapshot with its log replayed to the
-// snapshot's index, writes the result to b, and returns a summary if they
-// differ.
-func liveAgainstLog(b *strings.Builder, n *cluster.Node, livePath string) string {
-	f, err := os.Open(livePath)
-	if err != nil {
-		fmt.Fprintf(b, "%s: %v\n", n.ID, err)
-		return ""
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		fmt.Fprintf(b, "%s: %v\n", n.ID, err)
-		return ""
-	}
-	sf, err := raftstore.OpenFile(f, info.Size())
-	if err != nil {
-		fmt.Fprintf(b, "%s: %v\n", n.ID, err)
-		return ""
-	}
-	var replay bytes.Buffer
-	at, err := raftstore.ReplayDirTo(node.RaftDir(n.DataDir), sf.Meta.Index, &replay)
-	if err != nil {
-		fmt.Fprintf(b, "%s: replay: %v\n", n.ID, err)
-		return ""
-	}
-	fmt.Fprintf(b, "== %s: live at index %d (A), its log replayed to %d (B)\n", n.ID, sf.Meta.Index, at)
-	differ, first := 0, ""
-	_, _, err = raftstore.DiffStreams(sf.Stream(), &replay, func(d fsm.RecordDiff) error {
-		text := d.String()
-		if differ == 0 {
-			first, _, _ = strings.Cut(text, "\n")
-		}
-		differ++
-		if differ <= diffShown {
-			fmt.Fprintln(b, text)
-		}
-		return nil
-	})
+// metad runs the binary with args and returns its combined output and exit
+// code (-1 if it could not run).
+func metad(ctx context.Context, cfg RunConfig, args ...string) (string, int) {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, cfg.Binary, args...).CombinedOutput()
+	var ee *exec.ExitError
 	switch {
+	case errors.As(err, &ee):
+		return string(out), ee.ExitCode()
 	case err != nil:
-		fmt.Fprintf(b, "diff: %v\n\n", err)
-		return n.ID + ": diff failed"
-	case differ == 0:
-		b.WriteString("the same\n\n")
-		return ""
+		return string(out) + err.Error(), -1
 	}
-	if differ > diffShown {
-		fmt.Fprintf(b, "(%d more)\n", differ-diffShown)
-	}
-	b.WriteString("\n")
-	return fmt.Sprintf("%s's live state left its log: %d records differ, first %s", n.ID, differ, first)
+	return string(out), 0
 }
 
-// compareLogs reads every stopped node's log, writes to b the first index
+// diffVerdict is the gist of `metad snapshot diff` output: its last line
+// (how many records differ) and the first differing record's key.
+func diffVerdict(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	verdict := strings.TrimPrefix(lines[len(lines)-1], "metad: ")
+	for _, l := range lines {
+		if len(l) > 2 && strings.ContainsRune("~+-", rune(l[0])) && l[1] == ' ' {
+			return verdict + ", first " + l
+		}
+	}
+	return verdict
+}
+
+// logEntry is one line of `metad data log -o json`.
+type logEntry struct {
+	Index  uint64 `json:"index"`
+	Term   uint64 `json:"term"`
+	Kind   string `json:"kind"`
+	Digest string `json:"digest"`
+}
+
+func (e logEntry) String() string {
+	return fmt.Sprintf("index %d term %d %s %s", e.Index, e.Term, e.Kind, e.Digest)
+}
+
+// compareLogs lists every stopped node's log, writes to b the first index
 // at which two logs hold different entries, with the entries around it
 // from every node, and returns a one-line description.
-func compareLogs(b *strings.Builder, cl *cluster.Cluster) string {
-	logs := make([]map[uint64]raftstore.LogEntry, len(cl.Nodes))
+func compareLogs(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, b *strings.Builder) string {
+	b.WriteString("The nodes' logs, entry by entry (metad data log):\n\n")
+	logs := make([]map[uint64]logEntry, len(cl.Nodes))
 	lo, hi := uint64(0), ^uint64(0)
 	for i, n := range cl.Nodes {
-		logs[i] = map[uint64]raftstore.LogEntry{}
+		out, code := metad(ctx, cfg, "data", "log", "--data-dir", n.DataDir, "-o", "json")
+		if code != 0 {
+			fmt.Fprintf(b, "%s: data log failed (exit %d):\n%s\n", n.ID, code, out)
+			return "logs not compared"
+		}
+		logs[i] = map[uint64]logEntry{}
 		var first, last uint64
-		err := raftstore.ReadLog(node.RaftDir(n.DataDir), func(e raftstore.LogEntry) error {
+		sc := bufio.NewScanner(strings.NewReader(out))
+		for sc.Scan() {
+			var e logEntry
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				fmt.Fprintf(b, "%s: data log: %v in %q\n", n.ID, err, sc.Text())
+				return "logs not compared"
+			}
 			if first == 0 {
 				first = e.Index
 			}
 			last = e.Index
 			logs[i][e.Index] = e
-			return nil
-		})
-		if err != nil {
-			fmt.Fprintf(b, "%s: read log: %v\n", n.ID, err)
-			return "logs not compared"
 		}
 		lo, hi = max(lo, first), min(hi, last)
 	}
-	b.WriteString("The nodes' logs, entry by entry:\n\n")
 	for idx := lo; idx <= hi; idx++ {
 		same := true
 		for i := range logs {
@@ -176,10 +183,4 @@ func compareLogs(b *strings.Builder, cl *cluster.Cluster) string {
 	what := fmt.Sprintf("the logs agree on every index all of them hold (%d..%d)", lo, hi)
 	fmt.Fprintln(b, what)
 	return what
-}
-
-func writeDivergence(cfg RunConfig, text string) {
-	if err := os.WriteFile(filepath.Join(cfg.Dir, divergenceFile), []byte(text), 0o644); err != nil {
-		cfg.Log.Error("write divergence report", "err", err)
-	}
 }

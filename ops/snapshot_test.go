@@ -86,14 +86,19 @@ func TestSnapshotSaveUnderWritesRestoreSingleNode(t *testing.T) {
 // diffAfterWrites: with the writes over, snapshots of the leader and of a
 // follower are the same state, and `snapshot diff` says so (exit 0); the
 // snapshot taken during the writes differs from them in the written
-// stream, and `snapshot diff` lists it (exit 1).
+// stream, and `snapshot diff` lists it (exit 1). Then the follower is
+// stopped and its log rebuilt and listed offline.
 func diffAfterWrites(t *testing.T, c *proc.Cluster, during string, stream uint64) {
 	t.Helper()
 	leader := c.Leader(0)
+	follower := (leader + 1) % 3
 	dir := t.TempDir()
 	files := []string{filepath.Join(dir, "leader.snap"), filepath.Join(dir, "follower.snap")}
 	mustCLI(t, "snapshot", "save", files[0], "--addr", c.Nodes[leader].GRPC)
-	mustCLI(t, "snapshot", "save", files[1], "--addr", c.Nodes[(leader+1)%3].GRPC)
+	var saved struct{ Index uint64 }
+	if err := json.Unmarshal([]byte(mustCLI(t, "snapshot", "save", files[1], "--addr", c.Nodes[follower].GRPC, "-o", "json")), &saved); err != nil {
+		t.Fatal(err)
+	}
 	out := mustCLI(t, "snapshot", "diff", files[0], files[1])
 	if !strings.Contains(out, "the states are the same") || strings.Contains(out, "\n~ ") {
 		t.Errorf("diff of two members after the writes:\n%s", out)
@@ -101,6 +106,40 @@ func diffAfterWrites(t *testing.T, c *proc.Cluster, during string, stream uint64
 	out, code := cli(t, "", "snapshot", "diff", during, files[0])
 	if code != 1 || !strings.Contains(out, fmt.Sprintf("~ stream %d\n", stream)) || !strings.Contains(out, "the states differ in") {
 		t.Errorf("diff of the snapshot taken during the writes and one after them: exit %d\n%s", code, out)
+	}
+
+	// Stopped, the follower's log rebuilds the state it served at the
+	// snapshot's index (`data snapshot`), and `data log` lists that log.
+	c.Stop(follower)
+	dataDir := c.Nodes[follower].DataDir
+	rebuilt := filepath.Join(dir, "rebuilt.snap")
+	mustCLI(t, "data", "snapshot", rebuilt, "--data-dir", dataDir, "--index", fmt.Sprint(saved.Index))
+	if out := mustCLI(t, "snapshot", "diff", files[1], rebuilt); !strings.Contains(out, "the states are the same") {
+		t.Errorf("the follower's live state against its log rebuilt to index %d:\n%s", saved.Index, out)
+	}
+	mustCLI(t, "data", "snapshot", filepath.Join(dir, "older.snap"), "--data-dir", dataDir, "--index", fmt.Sprint(saved.Index/2))
+	if _, code := cli(t, "", "snapshot", "diff", files[1], filepath.Join(dir, "older.snap")); code != 1 {
+		t.Errorf("the log rebuilt to index %d diffs as the state at %d: exit %d", saved.Index/2, saved.Index, code)
+	}
+	appends, prev := 0, uint64(0)
+	for _, line := range strings.Split(strings.TrimSpace(mustCLI(t, "data", "log", "--data-dir", dataDir, "-o", "json")), "\n") {
+		var e struct {
+			Index, Term  uint64
+			Kind, Digest string
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil || (prev != 0 && e.Index != prev+1) || e.Term == 0 || len(e.Digest) != 16 {
+			t.Fatalf("data log line %q after index %d: %v", line, prev, err)
+		}
+		prev = e.Index
+		if e.Kind == "CommitAppend" {
+			appends++
+		}
+	}
+	if appends == 0 || prev < saved.Index {
+		t.Errorf("data log: %d appends, last index %d (snapshot at %d)", appends, prev, saved.Index)
+	}
+	if out := mustCLI(t, "data", "log", "--data-dir", dataDir, "--from", "3", "--to", "4"); strings.Count(out, "\n") != 2 || !strings.HasPrefix(out, "index 3 term ") {
+		t.Errorf("data log --from 3 --to 4:\n%s", out)
 	}
 }
 

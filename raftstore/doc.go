@@ -179,8 +179,9 @@
 //     whole log into a fresh machine (state hash, record counts);
 //   - ReadLog lists the log's entries (index, term, operation, digest) and
 //     ReplayDirTo writes the state as of a chosen index as a snapshot
-//     stream, so that DiffStreams can set it against a live snapshot: the
-//     Jepsen harness explains diverged replicas with them;
+//     stream, so that DiffStreams can set it against a live snapshot
+//     (`metad data log`, `metad data snapshot`, `metad snapshot diff`,
+//     which the Jepsen harness uses to explain diverged replicas);
 //   - RecoverDir is raft.RecoverCluster with this package's state machine:
 //     the quorum-loss recovery behind `metad data recover`;
 //   - RestoreDir makes a new node's directory start from a snapshot

@@ -155,7 +155,7 @@ func stepDownAndPropose(t *testing.T, trans raft.Transport) []LogEntry {
 		t.Fatal(err)
 	}
 	var bad []LogEntry
-	err = ReadLog(dir, func(e LogEntry) error {
+	err = ReadLog(dir, 0, 0, func(e LogEntry) error {
 		if ghostTerms[e.Term] {
 			bad = append(bad, e)
 		}

@@ -225,8 +225,9 @@ func (e LogEntry) String() string {
 }
 
 // ReadLog calls fn for every entry of the log in dir (a stopped node's raft
-// directory), in index order, stopping at fn's first error.
-func ReadLog(dir string, fn func(LogEntry) error) error {
+// directory) from index from to index to (0: the log's first and last), in
+// index order, stopping at fn's first error.
+func ReadLog(dir string, from, to uint64, fn func(LogEntry) error) error {
 	o, err := openOffline(dir, false, nil)
 	if err != nil {
 		return err
@@ -240,7 +241,10 @@ func ReadLog(dir string, fn func(LogEntry) error) error {
 	if err != nil {
 		return fmt.Errorf("raftstore: log: %w", err)
 	}
-	for i := first; i <= last && i > 0; i++ {
+	if to != 0 {
+		last = min(last, to)
+	}
+	for i := max(first, from); i <= last && i > 0; i++ {
 		var l raft.Log
 		if err := o.bolt.GetLog(i, &l); err != nil {
 			return fmt.Errorf("raftstore: log entry %d: %w", i, err)
@@ -355,29 +359,38 @@ func (o *offlineStores) replayTo(info *DirInfo, upTo uint64) (*fsmAdapter, error
 // ReplayDirTo rebuilds the state of a stopped node's raft directory as of
 // log index upTo (the newest snapshot, then every log entry up to upTo,
 // committed or not) and writes it to w as a snapshot stream, the form
-// DiffStreams compares. It returns the index the state reflects: upTo, or
-// less if the log ends before it. Compared with a snapshot the node served
-// at upTo while it ran, it tells whether the live state was its log's.
-func ReplayDirTo(dir string, upTo uint64, w io.Writer) (uint64, error) {
+// DiffStreams compares. It returns the index the state reflects (upTo, or
+// less if the log ends before it or with entries the state machine never
+// sees) and that entry's term. Compared with a snapshot the node served at
+// upTo while it ran, it tells whether the live state was its log's.
+func ReplayDirTo(dir string, upTo uint64, w io.Writer) (index, term uint64, err error) {
 	o, err := openOffline(dir, false, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer o.close()
 	var info DirInfo
 	if err := o.readLog(&info); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := o.readSnapshots(&info); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	a, err := o.replayTo(&info, upTo)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	snap, _ := a.Snapshot()
 	as := snap.(*adapterSnapshot)
-	return as.through, as.write(w)
+	var l raft.Log
+	switch {
+	case as.through == 0:
+	case o.bolt.GetLog(as.through, &l) == nil:
+		term = l.Term
+	case len(info.Snapshots) > 0 && info.Snapshots[0].Index == as.through:
+		term = info.Snapshots[0].Term
+	}
+	return as.through, term, as.write(w)
 }
 
 // summarizeMachine hashes the adapter's machine and counts its records.

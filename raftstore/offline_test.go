@@ -239,7 +239,7 @@ func TestInspectAndRecoverDir(t *testing.T) {
 	// harness compares them).
 	var logs [2][]LogEntry
 	for i := range logs {
-		err := ReadLog(c.nodes[i].cfg.DataDir, func(e LogEntry) error {
+		err := ReadLog(c.nodes[i].cfg.DataDir, 0, 0, func(e LogEntry) error {
 			logs[i] = append(logs[i], e)
 			return nil
 		})
@@ -262,6 +262,27 @@ func TestInspectAndRecoverDir(t *testing.T) {
 	}
 	if logs[0][len(logs[0])-1].Digest == logs[0][len(logs[0])-2].Digest {
 		t.Errorf("two different entries have the same digest: %v", logs[0][len(logs[0])-2:])
+	}
+	var window []uint64
+	if err := ReadLog(dir, 5, 7, func(e LogEntry) error { window = append(window, e.Index); return nil }); err != nil || !slices.Equal(window, []uint64{5, 6, 7}) {
+		t.Errorf("ReadLog 5..7 = %v, %v", window, err)
+	}
+	// Replayed to its last index, the log gives the state the node served;
+	// replayed to before the last stream was created, one stream less.
+	var replay bytes.Buffer
+	index, term, err := ReplayDirTo(dir, info.LastIndex, &replay)
+	if err != nil || index != info.LastIndex || term != info.LastTerm {
+		t.Fatalf("ReplayDirTo(last) = %d, %d, %v; want %d, %d", index, term, err, info.LastIndex, info.LastTerm)
+	}
+	if sum, err := SummarizeStream(&replay); err != nil || sum.FSM.Checksum != wantHash || sum.Index != index {
+		t.Errorf("replayed to the end: %+v, %v; want hash %x", sum, err, wantHash)
+	}
+	replay.Reset()
+	if _, _, err := ReplayDirTo(dir, wantApplied-1, &replay); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := SummarizeStream(&replay); err != nil || sum.Counts["stream"] != 9 {
+		t.Errorf("replayed to before the last write: %+v, %v; want 9 streams", sum, err)
 	}
 
 	addr := freeAddr(t)

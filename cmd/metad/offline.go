@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,11 +30,142 @@ a running server holds.
 
   inspect  what the node holds: term, vote, log, snapshots, configuration, and
            the state its log would produce
+  log      the log's entries: index, term, operation, digest
+  snapshot the state its log produces up to an index, as a snapshot file
+           (to diff against a live member's, or to restore elsewhere)
   recover  rewrite the Raft configuration to restart a cluster that lost its
            quorum from the servers that survive (like Consul's peers.json)`,
 	}
-	cmd.AddCommand(newDataInspectCmd(), newDataRecoverCmd())
+	cmd.AddCommand(newDataInspectCmd(), newDataLogCmd(), newDataSnapshotCmd(), newDataRecoverCmd())
 	return cmd
+}
+
+func newDataLogCmd() *cobra.Command {
+	var (
+		dataDir, output string
+		from, to        uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "log",
+		Short: "List the Raft log entries of a stopped server",
+		Long: `List the Raft log entries of a stopped server, committed or not: index, term,
+kind (the command's operation, e.g. CommitAppend, or Raft's own entry type)
+and the first 8 bytes of the SHA-256 of the entry's data. Two servers' logs
+hold the same entry at an index exactly when these agree; the first index
+where they do not is where the servers' histories part.`,
+		Example: `  metad data log --data-dir ./data-n1 --from 6080 --to 6090
+  metad data log --data-dir /var/lib/metad -o json`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "table" && output != "json" {
+				return usageError{fmt.Errorf("--output %q: want table or json", output)}
+			}
+			if to != 0 && to < from {
+				return usageError{fmt.Errorf("--to %d is below --from %d", to, from)}
+			}
+			if _, err := inspectDataDir(dataDir, false); err != nil {
+				return err
+			}
+			w := bufio.NewWriter(cmd.OutOrStdout())
+			defer w.Flush()
+			enc := json.NewEncoder(w)
+			return raftstore.ReadLog(node.RaftDir(dataDir), from, to, func(e raftstore.LogEntry) error {
+				if output == "json" {
+					return enc.Encode(logEntryJSON{Index: e.Index, Term: e.Term, Kind: e.Kind, Digest: hex.EncodeToString(e.Digest[:])})
+				}
+				_, err := fmt.Fprintln(w, e)
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", node.DefaultDataDir, "the stopped server's data dir")
+	cmd.Flags().Uint64Var(&from, "from", 0, "first index to list (default: the log's first)")
+	cmd.Flags().Uint64Var(&to, "to", 0, "last index to list (default: the log's last)")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, or json (one object per line)")
+	return cmd
+}
+
+// logEntryJSON is one line of `metad data log -o json`.
+type logEntryJSON struct {
+	Index  uint64 `json:"index"`
+	Term   uint64 `json:"term"`
+	Kind   string `json:"kind"`
+	Digest string `json:"digest"`
+}
+
+func newDataSnapshotCmd() *cobra.Command {
+	var (
+		dataDir string
+		index   uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "snapshot FILE",
+		Short: "Write the state a stopped server's log produces as a snapshot file",
+		Long: `Rebuild the state a stopped server's data dir produces (its newest snapshot,
+then every log entry up to --index, committed or not) and write it to FILE
+as a snapshot file, like snapshot save writes from a live member. Diff it
+against a snapshot the server served at the same index (snapshot diff) to
+see whether its live state was the one its log gives; inspect or restore it
+like any snapshot file. The file's configuration is the latest the data dir
+holds.`,
+		Example: `  metad data snapshot n1-log.snap --data-dir ./data-n1 --index 29447
+  metad snapshot diff n1-live.snap n1-log.snap`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rep, err := inspectDataDir(dataDir, false)
+			if err != nil {
+				return err
+			}
+			meta, err := writeReplayFile(args[0], rep, index)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: index %d, term %d, from %s's log\n", args[0], meta.Index, meta.Term, meta.NodeID)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", node.DefaultDataDir, "the stopped server's data dir")
+	cmd.Flags().Uint64Var(&index, "index", 0, "replay up to this index (default: the whole log)")
+	return cmd
+}
+
+// writeReplayFile replays the data dir of rep up to index (0: all of it)
+// into a snapshot file at path, written to path.part first and renamed.
+func writeReplayFile(path string, rep *dataReport, index uint64) (raftstore.FileMeta, error) {
+	if index == 0 {
+		index = rep.Raft.LastIndex
+	}
+	var stream bytes.Buffer
+	at, term, err := raftstore.ReplayDirTo(node.RaftDir(rep.DataDir), index, &stream)
+	if err != nil {
+		return raftstore.FileMeta{}, err
+	}
+	meta := raftstore.FileMeta{NodeID: rep.NodeID, Index: at, Term: term, TakenAt: time.Now().UTC(), Servers: rep.Raft.Servers}
+	part := path + ".part"
+	f, err := os.OpenFile(part, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return meta, fmt.Errorf("%w (remove a stale %s left by an interrupted run)", err, part)
+	}
+	fw, err := raftstore.NewFileWriter(f, meta)
+	if err == nil {
+		_, err = stream.WriteTo(fw)
+	}
+	if err == nil {
+		_, err = fw.Close()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(part, path)
+	}
+	if err != nil {
+		os.Remove(part)
+	}
+	return meta, err
 }
 
 type dataReport struct {
