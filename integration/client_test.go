@@ -35,7 +35,7 @@ func TestClientFollowsTheLeader(t *testing.T) {
 		if i == old {
 			continue
 		}
-		s, err := describe(t, c, i, w.Stream)
+		s, err := c.Describe(i, w.Stream)
 		if err != nil || s.CommittedEnd != w.End || w.End != 40 {
 			t.Fatalf("node %d: %+v %v, want committed end %d = 40", i, s, err, w.End)
 		}

@@ -156,7 +156,7 @@ func TestWriteThroughFollowerReadOnAnother(t *testing.T) {
 	w := proc.NewWriter(t, c.Client(followers[0]), "forwarded")
 	for round := range 20 {
 		w.MustAppend(t, 1)
-		s, err := describe(t, c, followers[1], w.Stream)
+		s, err := c.Describe(followers[1], w.Stream)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func TestKillLeader(t *testing.T) {
 		if i == old {
 			continue
 		}
-		s, err := describe(t, c, i, w.Stream)
+		s, err := c.Describe(i, w.Stream)
 		if err != nil || s.CommittedEnd != w.End {
 			t.Fatalf("node %d after the kill: %v %v, want committed end %d", i, s, err, w.End)
 		}
@@ -205,7 +205,7 @@ func TestKillLeader(t *testing.T) {
 	w.MustAppend(t, 1) // the new leader takes writes
 	c.Start(old)
 	c.WaitFor("old leader caught up", 30*time.Second, func() bool {
-		s, err := describe(t, c, old, w.Stream)
+		s, err := c.Describe(old, w.Stream)
 		return err == nil && s.CommittedEnd == w.End
 	})
 }
@@ -224,7 +224,7 @@ func TestWholeClusterRestart(t *testing.T) {
 	c.StartAll(2, 0, 1)
 	formed(t, c, 3)
 	for i := range c.Nodes {
-		s, err := describe(t, c, i, w.Stream)
+		s, err := c.Describe(i, w.Stream)
 		if err != nil || s.CommittedEnd != w.End || s.WriterEpoch != w.Epoch {
 			t.Fatalf("node %d after restart: %+v %v, want committed end %d", i, s, err, w.End)
 		}

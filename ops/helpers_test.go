@@ -147,15 +147,6 @@ func (l *load) waitAcks(c *proc.Cluster, n int) {
 	})
 }
 
-// describe reads a stream through server i only.
-func describe(t testing.TB, c *proc.Cluster, i int, stream uint64) (*metadpb.Stream, error) {
-	resp, err := c.Client(i).Metad.DescribeStream(ctxT(t, 10*time.Second), &metadpb.DescribeStreamRequest{StreamId: stream})
-	if err != nil {
-		return nil, err
-	}
-	return resp.Stream, nil
-}
-
 // gen0Records lists a stream's COMMITTED generation-0 index records through
 // server i, all pages.
 func gen0Records(t testing.TB, c *proc.Cluster, i int, stream uint64) []*metadpb.StoredIndexRecord {

@@ -22,7 +22,7 @@ func TestMetricsScrape(t *testing.T) {
 		w.MustAppend(t, 1)
 	}
 	for i := range c.Nodes {
-		if _, err := describe(t, c, i, w.Stream); err != nil { // a linearizable read on every node
+		if _, err := c.Describe(i, w.Stream); err != nil { // a linearizable read on every node
 			t.Fatal(err)
 		}
 	}

@@ -70,7 +70,7 @@ func TestRecoverFromLostMajority(t *testing.T) {
 
 	c.Start(survivor)
 	c.WaitFor("the survivor leads", 30*time.Second, func() bool { return c.Leader(survivor) == survivor })
-	s, err := describe(t, c, survivor, w.Stream)
+	s, err := c.Describe(survivor, w.Stream)
 	if err != nil || s.CommittedEnd != w.End {
 		t.Fatalf("after recovery: %v %v, want committed end %d", s, err, w.End)
 	}

@@ -70,7 +70,7 @@ func TestRollingRestartUnderWrites(t *testing.T) {
 		}
 	}
 	for i := range c.Nodes {
-		s, err := describe(t, c, i, w.Stream)
+		s, err := c.Describe(i, w.Stream)
 		if err != nil || s.CommittedEnd != last {
 			t.Fatalf("%s: committed end %v (%v), last acknowledged %d", c.Nodes[i].ID, s, err, last)
 		}

@@ -233,7 +233,7 @@ func flip(b []byte, at int) []byte {
 func compareWithSnapshot(t *testing.T, r *proc.Cluster, snap *fsm.Machine, stream uint64) {
 	t.Helper()
 	want, _ := snap.Stream(stream)
-	got, err := describe(t, r, 0, stream)
+	got, err := r.Describe(0, stream)
 	if err != nil {
 		t.Fatal(err)
 	}

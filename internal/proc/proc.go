@@ -250,6 +250,20 @@ func (c *Cluster) Status(i int) (*metadpb.StatusResponse, error) {
 	return cl.Cluster.Status(ctx, &metadpb.StatusRequest{})
 }
 
+// Describe reads a stream through server i only, retrying what the server
+// calls retryable (a new leader refuses reads until its term's barrier is
+// applied, for one) for up to 10 s, as a broker's client would.
+func (c *Cluster) Describe(i int, stream uint64) (*metadpb.Stream, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl := c.Client(i)
+	resp, err := client.Call(ctx, cl, cl.Metad.DescribeStream, &metadpb.DescribeStreamRequest{StreamId: stream})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Stream, nil
+}
+
 // WaitFor polls cond until it holds or the timeout passes.
 func (c *Cluster) WaitFor(what string, timeout time.Duration, cond func() bool) {
 	c.t.Helper()
