@@ -403,7 +403,7 @@ func newSnapshotDiffCmd() *cobra.Command {
 		Long: `Compare two snapshot files record by record and print every record that
 differs: ~ in both but different, - only in A, + only in B, each followed by
 the records as JSON. Save a snapshot from each member (snapshot save --addr)
-when their state hashes differ (metad status), and this says where they
+when their state hashes differ (metad status --hash), and this says where they
 differ. Exits 0 when the states are the same, 1 when they differ or a file
 does not verify. Offline: reads only the files.`,
 		Example: `  metad snapshot save n1.snap --addr 10.0.0.1:7420
