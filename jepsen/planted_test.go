@@ -52,7 +52,9 @@ func TestPlantedBugs(t *testing.T) {
 		{"stale-read", "stale-read", "partition", workload.ProfileStream, 15 * time.Second, []string{"G1", "G3"}, nil},
 		{"skip-recheck", "skip-recheck", "none", workload.ProfileResolve, 15 * time.Second, []string{"G1"}, nil},
 		{"cross-view", "cross-view", "none", workload.ProfileReplace, 15 * time.Second, []string{"G1", "G5", "G6"}, nil},
-		{"lose-append", "lose-append", "kill:all-quiet", workload.ProfileAppend, 15 * time.Second, []string{"G1", "G2", "G3"}, nil},
+		// 20 s: a kill all-quiet needs room for quiescing (5 s) and a hold
+		// of up to 7 s after the 3 s warm-up.
+		{"lose-append", "lose-append", "kill:all-quiet", workload.ProfileAppend, 20 * time.Second, []string{"G1", "G2", "G3"}, nil},
 		// n1 renames the streams it creates: the run must not converge,
 		// and the report must say that n1's live state left its log, where,
 		// and that the logs agree.

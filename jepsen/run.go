@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 	if err := report.WriteHistory(cfg.Dir, h); err != nil {
 		return report.Result{}, err
 	}
-	res := check(cfg, h, conv, finalHeal)
+	res := check(cfg, h, conv, finalHeal, len(steps))
 	cfg.Log.Info("checked", "took", time.Since(phase), "ops", len(h.Ops))
 	res.Seconds = time.Since(start).Seconds()
 	if err := report.Write(cfg.Dir, h, res); err != nil {
@@ -242,7 +242,7 @@ func converge(ctx context.Context, cl *cluster.Cluster, timeout time.Duration) r
 }
 
 // check runs every checker and decides validity.
-func check(cfg RunConfig, h history.History, conv report.Convergence, finalHeal int64) report.Result {
+func check(cfg RunConfig, h history.History, conv report.Convergence, finalHeal int64, planned int) report.Result {
 	res := report.Result{Name: cfg.Name, Nodes: cfg.Nodes, Nemesis: cfg.Nemesis, Profile: cfg.Profile, Seed: cfg.Seed,
 		Bugs: cfg.Bugs, TimeLimit: cfg.TimeLimit.String(), Convergence: conv}
 	lin := model.CheckLinearizable(h, cfg.CheckTimeout)
@@ -255,6 +255,10 @@ func check(cfg RunConfig, h history.History, conv report.Convergence, finalHeal 
 	res.Invalid = report.Validity(h, cfg.MinOps, finalHeal)
 	if lin.Result == "Unknown" {
 		res.Invalid = append(res.Invalid, "linearizability check timed out")
+	}
+	if planned > 0 && len(h.Faults) == 0 {
+		// A run that was to test faults and injected none tested nothing.
+		res.Invalid = append(res.Invalid, fmt.Sprintf("the nemesis injected none of its %d planned faults: the time limit left no room for the first", planned))
 	}
 	res.Lin = lin
 	res.Finish(h)
