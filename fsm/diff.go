@@ -40,23 +40,25 @@ func DiffSnapshots(a, b io.Reader, visit func(RecordDiff) error) (ha, hb Header,
 	ra, okA := nextA()
 	rb, okB := nextB()
 	for okA || okB {
+		var ka, kb recordKey
 		var c int
 		switch {
 		case !okA:
-			c = 1
+			kb, c = keyOf(rb), 1
 		case !okB:
-			c = -1
+			ka, c = keyOf(ra), -1
 		default:
-			c = keyOf(ra).compare(keyOf(rb))
+			ka, kb = keyOf(ra), keyOf(rb)
+			c = ka.compare(kb)
 		}
 		var d RecordDiff
 		switch {
 		case c < 0:
-			d = RecordDiff{Key: keyOf(ra).String(), A: ra}
+			d = RecordDiff{Key: ka.String(), A: ra}
 		case c > 0:
-			d = RecordDiff{Key: keyOf(rb).String(), B: rb}
+			d = RecordDiff{Key: kb.String(), B: rb}
 		case !proto.Equal(ra, rb):
-			d = RecordDiff{Key: keyOf(ra).String(), A: ra, B: rb}
+			d = RecordDiff{Key: ka.String(), A: ra, B: rb}
 		}
 		if d.Key != "" {
 			if verr := visit(d); verr != nil {

@@ -233,18 +233,15 @@ func ReadLog(dir string, from, to uint64, fn func(LogEntry) error) error {
 		return err
 	}
 	defer o.close()
-	first, err := o.bolt.FirstIndex()
-	if err != nil {
-		return fmt.Errorf("raftstore: log: %w", err)
+	var info DirInfo
+	if err := o.readLog(&info); err != nil {
+		return err
 	}
-	last, err := o.bolt.LastIndex()
-	if err != nil {
-		return fmt.Errorf("raftstore: log: %w", err)
-	}
+	last := info.LastIndex
 	if to != 0 {
 		last = min(last, to)
 	}
-	for i := max(first, from); i <= last && i > 0; i++ {
+	for i := max(info.FirstIndex, from); i <= last && i > 0; i++ {
 		var l raft.Log
 		if err := o.bolt.GetLog(i, &l); err != nil {
 			return fmt.Errorf("raftstore: log entry %d: %w", i, err)

@@ -130,7 +130,7 @@ holds.`,
 }
 
 // writeReplayFile replays the data dir of rep up to index (0: all of it)
-// into a snapshot file at path, written to path.part first and renamed.
+// into a snapshot file at path (writeFileAtomically).
 func writeReplayFile(path string, rep *dataReport, index uint64) (raftstore.FileMeta, error) {
 	if index == 0 {
 		index = rep.Raft.LastIndex
@@ -141,30 +141,19 @@ func writeReplayFile(path string, rep *dataReport, index uint64) (raftstore.File
 		return raftstore.FileMeta{}, err
 	}
 	meta := raftstore.FileMeta{NodeID: rep.NodeID, Index: at, Term: term, TakenAt: time.Now().UTC(), Servers: rep.Raft.Servers}
-	part := path + ".part"
-	f, err := os.OpenFile(part, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return meta, fmt.Errorf("%w (remove a stale %s left by an interrupted run)", err, part)
-	}
-	fw, err := raftstore.NewFileWriter(f, meta)
-	if err == nil {
-		_, err = stream.WriteTo(fw)
-	}
-	if err == nil {
-		_, err = fw.Close()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(part, path)
-	}
-	if err != nil {
-		os.Remove(part)
-	}
+	err = writeFileAtomically(path, func(f *os.File) error {
+		fw, err := raftstore.NewFileWriter(f, meta)
+		if err == nil {
+			_, err = stream.WriteTo(fw)
+		}
+		if err == nil {
+			_, err = fw.Close()
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		return err
+	}, nil)
 	return meta, err
 }
 

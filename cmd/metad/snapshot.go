@@ -128,27 +128,45 @@ func saveSnapshot(ctx context.Context, c *client.Client, path string, stderr io.
 	}
 	defer snap.cancel()
 	meta := fileMetaOf(snap.meta)
+	var res *saveResult
+	err = writeFileAtomically(path, func(f *os.File) (err error) {
+		res, err = writeSnapshotFile(f, snap, meta, stderr)
+		return err
+	}, func(part string) (err error) {
+		res.Records, err = checkSavedFile(part, meta.Index)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.File = path
+	return res, nil
+}
+
+// writeFileAtomically writes path through path.part: write fills the file
+// (and syncs it), check, if not nil, reads the closed part file back, and
+// only then is it renamed to path, so path is never half-written. On any
+// error the part file is removed.
+func writeFileAtomically(path string, write func(*os.File) error, check func(part string) error) error {
 	part := path + ".part"
 	f, err := os.OpenFile(part, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w (remove a stale %s left by an interrupted save)", err, filepath.Base(part))
+		return fmt.Errorf("%w (remove a stale %s left by an interrupted write)", err, filepath.Base(part))
 	}
-	res, err := writeSnapshotFile(f, snap, meta, stderr)
+	err = write(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		res.Records, err = checkSavedFile(part, meta.Index)
+	if err == nil && check != nil {
+		err = check(part)
 	}
 	if err == nil {
 		err = os.Rename(part, path)
 	}
 	if err != nil {
 		os.Remove(part)
-		return nil, err
 	}
-	res.File = path
-	return res, nil
+	return err
 }
 
 // writeSnapshotFile receives the stream into f as a snapshot file and
