@@ -42,12 +42,11 @@ var ErrUnsupported = errors.New("fsm: committed entry not supported by this bina
 func (m *Machine) Level() uint32 { return max(m.level, BaseLevel) }
 
 // RequiredLevel is the feature level a command needs the state to be at
-// before it may be proposed.
+// before it may be proposed. SetFeatureLevel itself is the exception that
+// needs none: it is what raises the state's level, and its guard is the
+// leader's asking every server first (api.Server.RaiseFeatureLevel). New
+// command kinds get a case here with the level that introduced them.
 func RequiredLevel(cmd *fsmpb.Command) uint32 {
-	switch cmd.Op.(type) {
-	case *fsmpb.Command_SetFeatureLevel:
-		return 2
-	}
 	return BaseLevel
 }
 

@@ -111,7 +111,10 @@ func (a *fsmAdapter) ApplyBatch(logs []*raft.Log) []any {
 	a.mu.Lock()
 	for i, l := range logs {
 		if a.stopped != nil {
-			break
+			// Nothing after an unsupported entry is applied; a proposer
+			// waiting on one learns why.
+			out[i] = a.stopped
+			continue
 		}
 		if prev := a.through.Load(); l.Index <= prev {
 			panic(fmt.Sprintf("raftstore: raft delivered entry %d after %d", l.Index, prev))
@@ -124,7 +127,8 @@ func (a *fsmAdapter) ApplyBatch(logs []*raft.Log) []any {
 			res, err := a.m.ApplyEntry(l.Index, data)
 			if err != nil {
 				a.stop(err)
-				break
+				out[i] = err
+				continue
 			}
 			out[i] = res
 		}

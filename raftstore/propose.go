@@ -76,6 +76,11 @@ func (s *Store) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result,
 	if err != nil {
 		return nil, s.classifyApplyError(err)
 	}
+	if err, ok := f.Response().(error); ok {
+		// Committed, but this binary cannot apply it (fsm.ErrUnsupported):
+		// the node is stopping, and a newer binary will apply it.
+		return nil, indeterminate(err)
+	}
 	res, ok := f.Response().(*fsmpb.Result)
 	if !ok || res == nil {
 		panic(fmt.Sprintf("raftstore: committed command answered %T, not *fsmpb.Result", f.Response()))
