@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/membership"
 	"github.com/metad/metad/raftstore"
 )
@@ -44,6 +45,7 @@ func (s *Server) Status(ctx context.Context, req *metadpb.StatusRequest) (*metad
 	}
 	resp.Quorum = resp.Voters/2 + 1
 	resp.FailureTolerance = resp.Voters - resp.Quorum
+	resp.ClusterFeatureLevel, _ = s.clusterLevel(ctx)
 	return resp, nil
 }
 
@@ -67,6 +69,7 @@ func (s *Server) localStatus(withHash bool) *metadpb.NodeStatus {
 	ns := &metadpb.NodeStatus{
 		NodeId: st.NodeID, RaftAddr: st.Address, State: st.State, Voter: st.Voter, Term: st.Term,
 		LastIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LeaderId: st.LeaderID,
+		FeatureLevel: fsm.MaxLevel,
 	}
 	if s.peers != nil {
 		ns.GrpcAddr = s.peers.addrOf(st.NodeID)

@@ -74,6 +74,7 @@ const (
 	ReasonInvalidArgument    = "INVALID_ARGUMENT"
 	ReasonNotFound           = "NOT_FOUND"
 	ReasonPinShared          = "PIN_SHARED"
+	ReasonFeatureLevel       = "FEATURE_LEVEL"
 	ReasonInternal           = "INTERNAL"
 )
 
@@ -92,6 +93,7 @@ var failureTable = []struct {
 	{raftstore.ErrClosed, ReasonShuttingDown, errorSpec{codes.Unavailable, false, 500 * time.Millisecond}},
 	{raftstore.ErrOverloaded, ReasonOverloaded, errorSpec{codes.ResourceExhausted, true, 100 * time.Millisecond}},
 	{raftstore.ErrUnknownServer, ReasonNotFound, errorSpec{codes.NotFound, true, 0}},
+	{raftstore.ErrFeatureLevel, ReasonFeatureLevel, errorSpec{codes.FailedPrecondition, true, 0}},
 	{resolver.ErrUnavailable, ReasonResolveUnavailable, errorSpec{codes.Unavailable, true, 50 * time.Millisecond}},
 	{context.DeadlineExceeded, ReasonDeadlineExceeded, errorSpec{codes.DeadlineExceeded, false, 0}},
 	{context.Canceled, ReasonCancelled, errorSpec{codes.Canceled, false, 0}},

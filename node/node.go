@@ -116,6 +116,13 @@ func (n *Node) startServing(reg *prometheus.Registry) error {
 	})
 	n.goLoop(func() { n.api.RunHealth(ctx) })
 	n.goLoop(func() { n.leaderWork(ctx, rep, col) })
+	n.goLoop(func() {
+		select {
+		case err := <-n.store.Halted():
+			n.serveErr <- fmt.Errorf("raft: %w", err)
+		case <-ctx.Done():
+		}
+	})
 	n.goLoop(func() { n.announceReady(ctx, cfg.API.HealthInterval) })
 	if cfg.HTTPAddr != "" {
 		if err := n.startHTTP(reg); err != nil {
@@ -145,11 +152,38 @@ func (n *Node) leaderWork(ctx context.Context, rep *repair.Service, col *gc.Coll
 		}
 		n.log.Info("leading: starting repair and gc", "term", term)
 		var wg sync.WaitGroup
-		wg.Add(2)
+		wg.Add(3)
 		go func() { defer wg.Done(); rep.Run(lctx) }()
 		go func() { defer wg.Done(); col.Run(lctx) }()
+		go func() { defer wg.Done(); n.raiseFeatureLevel(lctx) }()
 		wg.Wait()
 		n.log.Info("no longer leading: repair and gc stopped", "term", term)
+	}
+}
+
+// featureLevelInterval is how often a leader asks the servers whether the
+// cluster's feature level can be raised (api.Server.RaiseFeatureLevel).
+const featureLevelInterval = 5 * time.Second
+
+// raiseFeatureLevel raises the cluster's feature level, while this node
+// leads, once every server applies a higher one; it ends when the level is
+// the highest this binary knows.
+func (n *Node) raiseFeatureLevel(ctx context.Context) {
+	t := time.NewTicker(featureLevelInterval)
+	defer t.Stop()
+	for {
+		level, err := n.api.RaiseFeatureLevel(ctx)
+		switch {
+		case err == nil && level >= fsm.MaxLevel:
+			return
+		case err != nil && ctx.Err() == nil:
+			n.log.Debug("feature level not raised", "level", level, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 

@@ -40,6 +40,11 @@ var (
 	// ErrUnknownServer: a server id is not in the raft configuration.
 	// Definite. Not retryable as is.
 	ErrUnknownServer = errors.New("raftstore: unknown server")
+	// ErrFeatureLevel: the command needs a higher cluster feature level
+	// than the state holds (fsm.RequiredLevel): some voter runs a release
+	// that could not apply it. Definite. Not retryable until every voter is
+	// upgraded.
+	ErrFeatureLevel = errors.New("raftstore: command needs a higher cluster feature level")
 )
 
 // NotLeaderError says this node is not the leader and who is, as far as it

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -31,6 +32,12 @@ func (s *Store) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result,
 	}
 	if _, leader := s.leadership(); !leader {
 		return nil, s.notLeaderError()
+	}
+	// The level only grows, so a command admitted here is still admissible
+	// when applied (G15: no voter meets a command it cannot apply).
+	if need, have := fsm.RequiredLevel(cmd), s.fsm.level.Load(); need > have {
+		return nil, fmt.Errorf("%w: %s needs level %d, the cluster is at %d until every voter runs a release that applies it",
+			ErrFeatureLevel, fsm.OpName(cmd), need, have)
 	}
 	select {
 	case s.proposals <- struct{}{}:
@@ -68,6 +75,11 @@ func (s *Store) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result,
 	}
 	if err != nil {
 		return nil, s.classifyApplyError(err)
+	}
+	if err, ok := f.Response().(error); ok {
+		// Committed, but this binary cannot apply it (fsm.ErrUnsupported):
+		// the node is stopping, and a newer binary will apply it.
+		return nil, indeterminate(err)
 	}
 	res, ok := f.Response().(*fsmpb.Result)
 	if !ok || res == nil {

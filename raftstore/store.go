@@ -437,6 +437,11 @@ func (s *Store) CommitIndex() uint64 { return s.raft.CommitIndex() }
 // been applied, so state at this index is readable now.
 func (s *Store) AppliedIndex() uint64 { return s.fsm.appliedIndex() }
 
+// Halted delivers, once, the error of a committed entry this binary cannot
+// apply (fsm.ErrUnsupported): the store has stopped applying, and the node
+// must stop serving and exit with it, for an operator to upgrade.
+func (s *Store) Halted() <-chan error { return s.fsm.halted }
+
 // WaitApplied blocks until AppliedIndex() >= index, ctx ends (ErrTimeout)
 // or the store closes (ErrClosed).
 func (s *Store) WaitApplied(ctx context.Context, index uint64) error {
