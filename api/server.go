@@ -221,7 +221,7 @@ func (s *Server) RunHealth(ctx context.Context) {
 		st := s.store.Status()
 		want := healthpb.HealthCheckResponse_NOT_SERVING
 		caughtUp := st.AppliedIndex+s.cfg.CaughtUpSlack >= st.CommitIndex
-		if st.LeaderID != "" && caughtUp && (st.State != "Leader" || st.ReadReady) {
+		if st.LeaderID != "" && caughtUp && (!st.Leader || st.ReadReady) {
 			want = healthpb.HealthCheckResponse_SERVING
 		}
 		if want != last {

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
@@ -73,7 +72,7 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Node, err
 	if err = n.registerMetrics(reg); err != nil {
 		return nil, err
 	}
-	if n.agent, err = membership.New(cfg.Membership, n.store.Raft(), n.hooks(), log.With("component", "membership")); err != nil {
+	if n.agent, err = membership.New(cfg.Membership, membershipRaft{n.store}, n.hooks(), log.With("component", "membership")); err != nil {
 		return nil, err
 	}
 	n.peers.SetDirectory(directory{agent: n.agent, selfID: cfg.NodeID, selfAddr: cfg.GRPCAdvertise})
@@ -156,18 +155,8 @@ func (n *Node) leaderWork(ctx context.Context, rep *repair.Service, col *gc.Coll
 // hooks are membership's ties to this node's Raft store and peers.
 func (n *Node) hooks() membership.Hooks {
 	return membership.Hooks{
-		HasState: n.store.HasState,
-		Bootstrap: func(servers []raft.Server) error {
-			out := make([]raftstore.Server, len(servers))
-			for i, s := range servers {
-				out[i] = raftstore.Server{ID: string(s.ID), Address: string(s.Address), Suffrage: raftstore.Voter}
-			}
-			err := n.store.Bootstrap(out)
-			if errors.Is(err, raftstore.ErrAlreadyBootstrapped) {
-				return fmt.Errorf("%w: %w", raft.ErrCantBootstrap, err)
-			}
-			return err
-		},
+		HasState:  n.store.HasState,
+		Bootstrap: membershipRaft{n.store}.bootstrap,
 		FetchStats: func(ctx context.Context, m membership.Member) (*membership.ServerStats, error) {
 			st, err := n.peers.NodeStatus(ctx, m.ID, false)
 			if err != nil {
