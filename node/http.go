@@ -16,7 +16,7 @@ import (
 // (the process is alive), /readyz (a leader is known and this node has
 // caught up: the same verdict as gRPC health), and /debug/pprof only when
 // enabled.
-func (n *Node) startHTTP(reg *prometheus.Registry) error {
+func (n *Server) startHTTP(reg *prometheus.Registry) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {

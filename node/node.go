@@ -24,8 +24,9 @@ import (
 	"github.com/metad/metad/repair"
 )
 
-// Node is one running metad server.
-type Node struct {
+// Server is one running metad server: its parts, started together by Start
+// and stopped together by Shutdown.
+type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	store   *raftstore.Store
@@ -46,11 +47,11 @@ type Node struct {
 
 // Start opens the node's state, joins the cluster and starts serving. The
 // configuration must be Complete and valid. reg receives the metrics.
-func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Node, err error) {
+func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, err error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	n := &Node{cfg: cfg, log: log, serveErr: make(chan error, 4),
+	n := &Server{cfg: cfg, log: log, serveErr: make(chan error, 4),
 		notify: &notifier{socket: cfg.NotifySocket, log: log}}
 	defer func() {
 		if err != nil {
@@ -83,7 +84,7 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Node, err
 }
 
 // startServing builds the loops and the API and starts serving gRPC and HTTP.
-func (n *Node) startServing(reg *prometheus.Registry) error {
+func (n *Server) startServing(reg *prometheus.Registry) error {
 	cfg, log := n.cfg, n.log
 	rep, err := repair.New(cfg.Repair, storeAdapter{n.store}, log.With("component", "repair"), reg)
 	if err != nil {
@@ -126,7 +127,7 @@ func (n *Node) startServing(reg *prometheus.Registry) error {
 	return nil
 }
 
-func (n *Node) goLoop(f func()) {
+func (n *Server) goLoop(f func()) {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -136,7 +137,7 @@ func (n *Node) goLoop(f func()) {
 
 // leaderWork runs repair and GC for each term this node leads, from the
 // term's barrier until step-down.
-func (n *Node) leaderWork(ctx context.Context, rep *repair.Service, col *gc.Collector) {
+func (n *Server) leaderWork(ctx context.Context, rep *repair.Service, col *gc.Collector) {
 	for {
 		lctx, term, err := n.store.AwaitLeadership(ctx)
 		if err != nil {
@@ -153,7 +154,7 @@ func (n *Node) leaderWork(ctx context.Context, rep *repair.Service, col *gc.Coll
 }
 
 // hooks are membership's ties to this node's Raft store and peers.
-func (n *Node) hooks() membership.Hooks {
+func (n *Server) hooks() membership.Hooks {
 	return membership.Hooks{
 		HasState:  n.store.HasState,
 		Bootstrap: membershipRaft{n.store}.bootstrap,
@@ -170,13 +171,13 @@ func (n *Node) hooks() membership.Hooks {
 }
 
 // Err returns a channel that yields a fatal serving error.
-func (n *Node) Err() <-chan error { return n.serveErr }
+func (n *Server) Err() <-chan error { return n.serveErr }
 
 // Serving reports whether the node's health check says SERVING.
-func (n *Node) Serving() bool { return n.api.Serving() }
+func (n *Server) Serving() bool { return n.api.Serving() }
 
 // Store exposes the node's raft store (for tests and admin commands).
-func (n *Node) Store() *raftstore.Store { return n.store }
+func (n *Server) Store() *raftstore.Store { return n.store }
 
 // Shutdown stops the node gracefully, in this order: it reports
 // NOT_SERVING (gRPC health, /readyz) and STOPPING=1 to systemd so that
@@ -186,7 +187,7 @@ func (n *Node) Store() *raftstore.Store { return n.store }
 // ShutdownTimeout, after which calls still in flight are cut. It never
 // removes the node from the Raft configuration: a restart rejoins with its
 // data, and acknowledged writes are on disk on a quorum already.
-func (n *Node) Shutdown() error {
+func (n *Server) Shutdown() error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 	defer cancel()
@@ -212,7 +213,7 @@ func (n *Node) Shutdown() error {
 // another voter keeps leadership; a failed transfer is logged, and the
 // closing leader's followers then elect a successor after their heartbeat
 // timeout.
-func (n *Node) handOffLeadership(ctx context.Context) {
+func (n *Server) handOffLeadership(ctx context.Context) {
 	if !n.store.IsLeader() {
 		return
 	}
@@ -249,7 +250,7 @@ func (n *Node) handOffLeadership(ctx context.Context) {
 // awaitOtherLeader waits (up to a second, within ctx) until this node
 // knows the leader that followed it, so calls it forwards while draining
 // find that leader, and returns its id ("" if none known yet).
-func (n *Node) awaitOtherLeader(ctx context.Context) string {
+func (n *Server) awaitOtherLeader(ctx context.Context) string {
 	deadline := time.Now().Add(time.Second)
 	for {
 		id, _ := n.store.Leader()
@@ -262,7 +263,7 @@ func (n *Node) awaitOtherLeader(ctx context.Context) string {
 
 // drainCalls stops the gRPC server from taking calls and waits for those in
 // flight, until ctx ends; then it cuts the rest.
-func (n *Node) drainCalls(ctx context.Context) {
+func (n *Server) drainCalls(ctx context.Context) {
 	stopped := make(chan struct{})
 	go func() { n.grpc.GracefulStop(); close(stopped) }()
 	select {
@@ -275,7 +276,7 @@ func (n *Node) drainCalls(ctx context.Context) {
 }
 
 // closeParts stops the loops and closes whatever was opened.
-func (n *Node) closeParts() error {
+func (n *Server) closeParts() error {
 	if n.cancel != nil {
 		n.cancel()
 	}
