@@ -173,12 +173,6 @@ func (n *Server) hooks() membership.Hooks {
 // Err returns a channel that yields a fatal serving error.
 func (n *Server) Err() <-chan error { return n.serveErr }
 
-// Serving reports whether the node's health check says SERVING.
-func (n *Server) Serving() bool { return n.api.Serving() }
-
-// Store exposes the node's raft store (for tests and admin commands).
-func (n *Server) Store() *raftstore.Store { return n.store }
-
 // Shutdown stops the node gracefully, in this order: it reports
 // NOT_SERVING (gRPC health, /readyz) and STOPPING=1 to systemd so that
 // balancers stop sending it calls; a leader hands leadership to another
