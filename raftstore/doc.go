@@ -42,10 +42,15 @@
 // command did not and will not take effect) or indeterminate (it reached
 // the log and may still commit; Indeterminate(err) reports it). A retry
 // after an indeterminate failure is safe with the same request id, which
-// the state machine deduplicates.
+// the state machine deduplicates. ProposeEncoded is the same for a command
+// a follower encoded and forwarded: the leader decodes it once, only to
+// refuse bytes no replica could apply (ErrBadCommand), and stamps the bytes
+// as they are (fsm.StampEncoded appends the stamp field) rather than
+// re-encoding them.
 //
 //	call         situation                                 sentinel               class          retryable
 //	Propose      store closing or closed before enqueue    ErrClosed              definite       yes (elsewhere)
+//	ProposeEnc…  bytes that do not decode as a Command     ErrBadCommand          definite       no
 //	Propose      ctx already done                          ErrTimeout             definite       yes
 //	Propose      this node is not the leader               ErrNotLeader           definite       yes (at the hint)
 //	             (*NotLeaderError: LeaderID, LeaderAddr)

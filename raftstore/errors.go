@@ -50,6 +50,9 @@ var (
 	// reason of its own (another change not yet committed, a duplicate
 	// address). Definite.
 	ErrConfigurationRefused = errors.New("raftstore: configuration change refused")
+	// ErrBadCommand: ProposeEncoded was given bytes that do not decode as
+	// a command. Definite. Not retryable.
+	ErrBadCommand = errors.New("raftstore: undecodable command")
 	// ErrBadStats: raft's stats map could not be read (Progress). Means
 	// raft changed its format; should not happen.
 	ErrBadStats = errors.New("raftstore: unparsable raft stats")
