@@ -42,7 +42,8 @@ var inward = map[string][]string{
 	"node":        {"cmd/metad", "jepsen"},
 	"objectstore": {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen"},
 	"client":      {"fsm", "resolver", "repair", "raftstore", "membership", "cmd/metad", "jepsen"},
-	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$"},
+	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$", "faults"},
+	"faults":      {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal"},
 }
 
 // foreignOwners names, per foreign library (an import path and everything

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/metad/metad/internal/faults"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/faults"
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/repair"

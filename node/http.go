@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"github.com/metad/metad/internal/faults"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/metad/metad/faults"
 )
 
 // startHTTP serves the admin endpoints: /metrics (Prometheus), /healthz

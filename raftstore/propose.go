@@ -9,9 +9,9 @@ import (
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/metad/metad/faults"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
-	"github.com/metad/metad/internal/faults"
 )
 
 // Propose replicates cmd through raft and returns the state machine's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/metad/metad/internal/faults"
 	"log/slog"
 	"net"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/metad/metad/faults"
 	"github.com/metad/metad/fsm"
 )
 
