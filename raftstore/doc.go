@@ -4,7 +4,7 @@
 // replicated one, and gives the packages above it (api, resolver, repair,
 // membership) five things: classified writes (Propose), linearizable reads
 // on every node (Read), leadership events, status, and configuration
-// changes (membership.go: AddVoter, AddNonvoter, RemoveServer,
+// changes (configuration.go: AddVoter, AddNonvoter, RemoveServer,
 // TransferLeadership, Bootstrap, Progress).
 //
 // It is the one owner of hashicorp/raft: no other package of metad imports
