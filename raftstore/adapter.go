@@ -75,7 +75,7 @@ type fsmAdapter struct {
 	sigMu  sync.Mutex
 	signal chan struct{}
 
-	// diverge is the planted bug diverge-<node id> (internal/faults): this
+	// diverge is the planted bug diverge-<node id> (package faults): this
 	// replica applies CreateStream differently from the others.
 	diverge bool
 

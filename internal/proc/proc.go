@@ -296,25 +296,6 @@ func (c *Cluster) Leader(from int) int {
 	return -1
 }
 
-// WaitLeader waits until some running server reports a leader that is
-// running, and returns its index.
-func (c *Cluster) WaitLeader(timeout time.Duration) int {
-	c.t.Helper()
-	leader := -1
-	c.WaitFor("a leader", timeout, func() bool {
-		for i := range c.Nodes {
-			if c.Running(i) {
-				if l := c.Leader(i); l >= 0 && c.Running(l) {
-					leader = l
-					return true
-				}
-			}
-		}
-		return false
-	})
-	return leader
-}
-
 // Log returns server i's log so far.
 func (c *Cluster) Log(i int) string {
 	b, _ := os.ReadFile(c.Nodes[i].logPath)
