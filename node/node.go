@@ -76,6 +76,9 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	if n.agent, err = membership.New(cfg.Membership, membershipRaft{n.store}, n.hooks(), log.With("component", "membership")); err != nil {
 		return nil, err
 	}
+	if err = n.registerMembershipMetrics(reg); err != nil {
+		return nil, err
+	}
 	n.peers.SetDirectory(directory{agent: n.agent, selfID: cfg.NodeID, selfAddr: cfg.GRPCAdvertise})
 	if err = n.startServing(reg); err != nil {
 		return nil, err
