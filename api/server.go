@@ -106,6 +106,11 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Metrics receives the API's metrics; nil leaves them unregistered.
 	Metrics prometheus.Registerer
+	// Removals, optional, makes remove-peer's removals stick
+	// (tombstones.go); Incarnation is this node's incarnation id, reported
+	// in LocalStatus.
+	Removals    Removals
+	Incarnation string
 }
 
 // Server serves the Metad, Cluster and Peer services and gRPC health.
@@ -127,6 +132,9 @@ type Server struct {
 	health   *health.Server
 	// readiness keeps the last readiness reason (readiness.go).
 	readiness readiness
+	// removals and incarnation: see Deps (tombstones.go).
+	removals    Removals
+	incarnation string
 }
 
 // New returns a Server.
@@ -140,7 +148,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{
 		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
 		log: deps.Logger, health: health.NewServer(), cache: newTargetCache(), leases: newLeases(cfg.LeaseMargin),
-		metrics: newResolveMetrics(deps.Metrics),
+		metrics: newResolveMetrics(deps.Metrics), removals: deps.Removals, incarnation: deps.Incarnation,
+	}
+	if s.removals == nil {
+		s.removals = noRemovals{}
 	}
 	if deps.Metrics != nil {
 		deps.Metrics.MustRegister(newPinCollector(s.store.ReadLocal))

@@ -23,7 +23,8 @@ import (
 //
 //	1  release 0.1.0: every command kind up to RepairGen0.
 //	2  SetFeatureLevel; byte ranges of appends, index records and repairs
-//	   must lie inside the object's registered size.
+//	   must lie inside the object's registered size; AddTombstone and
+//	   LiftTombstone (tombstone.go: remove-peer's removals, replicated).
 const (
 	// BaseLevel is the level of a state that never recorded one.
 	BaseLevel uint32 = 1
@@ -47,6 +48,10 @@ func (m *Machine) Level() uint32 { return max(m.level, BaseLevel) }
 // leader's asking every server first (api.Server.RaiseFeatureLevel). New
 // command kinds get a case here with the level that introduced them.
 func RequiredLevel(cmd *fsmpb.Command) uint32 {
+	switch cmd.Op.(type) {
+	case *fsmpb.Command_AddTombstone, *fsmpb.Command_LiftTombstone:
+		return tombstoneLevel
+	}
 	return BaseLevel
 }
 

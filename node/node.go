@@ -38,6 +38,8 @@ type Server struct {
 	objects *objectstore.Local
 	rpc     *api.RPCMetrics
 	notify  *notifier
+	// incarnation is this data dir's incarnation id (incarnation.go).
+	incarnation string
 
 	cancel context.CancelFunc // stops the loops below
 	wg     sync.WaitGroup     // the loops: serve, health, leader work
@@ -60,6 +62,9 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 		}
 	}()
 	if n.objects, err = objectstore.NewLocal(cfg.ObjectDir); err != nil {
+		return nil, err
+	}
+	if n.incarnation, err = LoadIncarnation(cfg.DataDir); err != nil {
 		return nil, err
 	}
 	var dial func(string) string
@@ -98,7 +103,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		return err
 	}
 	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects,
-		Logger: log.With("component", "api"), Metrics: reg})
+		Logger: log.With("component", "api"), Metrics: reg, Removals: n.agent, Incarnation: n.incarnation})
 	if err != nil {
 		return err
 	}
@@ -127,6 +132,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		}
 	})
 	n.goLoop(func() { n.announceReady(ctx, cfg.API.HealthInterval) })
+	n.goLoop(func() { n.watchRemoval(ctx) })
 	if cfg.HTTPAddr != "" {
 		if err := n.startHTTP(reg); err != nil {
 			return err
@@ -202,9 +208,23 @@ func (n *Server) hooks() membership.Hooks {
 			}
 			return &membership.ServerStats{
 				LastContact: st.SinceLastContact.AsDuration(), LastTerm: st.LastLogTerm, LastIndex: st.LastIndex,
+				Incarnation: st.Incarnation,
 			}, nil
 		},
+		Tombstones: n.tombstones,
 	}
+}
+
+// tombstones is membership's Hooks.Tombstones: the local replicated state's.
+func (n *Server) tombstones() []membership.Tombstone {
+	var out []membership.Tombstone
+	_ = n.store.ReadLocal(func(m *fsm.Machine) error {
+		for _, t := range m.Tombstones() {
+			out = append(out, membership.Tombstone{NodeID: t.NodeID, Incarnation: t.Incarnation})
+		}
+		return nil
+	})
+	return out
 }
 
 // Err returns a channel that yields a fatal serving error.

@@ -3698,7 +3698,11 @@ type NodeStatus struct {
 	SinceLastContact *durationpb.Duration `protobuf:"bytes,15,opt,name=since_last_contact,json=sinceLastContact,proto3" json:"since_last_contact,omitempty"`
 	// feature_level is the highest cluster feature level this node's binary
 	// applies (0 from a release before feature levels: level 1).
-	FeatureLevel  uint32 `protobuf:"varint,16,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	FeatureLevel uint32 `protobuf:"varint,16,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	// incarnation is the node's data-dir incarnation id: a new one for every
+	// data dir created (a wiped or copied dir is a new incarnation). Empty
+	// from a release before incarnations.
+	Incarnation   string `protobuf:"bytes,17,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3845,6 +3849,13 @@ func (x *NodeStatus) GetFeatureLevel() uint32 {
 	return 0
 }
 
+func (x *NodeStatus) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
 type StatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// with_hash asks every node for its state hash (O(state) each).
@@ -3902,8 +3913,10 @@ type StatusResponse struct {
 	// every server of the configuration applies a higher one (rolling
 	// upgrades).
 	ClusterFeatureLevel uint32 `protobuf:"varint,6,opt,name=cluster_feature_level,json=clusterFeatureLevel,proto3" json:"cluster_feature_level,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// tombstones are the operator removals in the replicated state.
+	Tombstones    []*Tombstone `protobuf:"bytes,7,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -3978,6 +3991,84 @@ func (x *StatusResponse) GetClusterFeatureLevel() uint32 {
 	return 0
 }
 
+func (x *StatusResponse) GetTombstones() []*Tombstone {
+	if x != nil {
+		return x.Tombstones
+	}
+	return nil
+}
+
+// Tombstone: an operator removed incarnation `incarnation` of node_id
+// (remove-peer); the leader never re-adds it. An empty incarnation covers
+// every incarnation of the id. `metad raft untombstone` lifts it.
+type Tombstone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Incarnation   string                 `protobuf:"bytes,2,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	RemovedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=removed_at,json=removedAt,proto3" json:"removed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tombstone) Reset() {
+	*x = Tombstone{}
+	mi := &file_metad_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tombstone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tombstone) ProtoMessage() {}
+
+func (x *Tombstone) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tombstone.ProtoReflect.Descriptor instead.
+func (*Tombstone) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *Tombstone) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *Tombstone) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
+func (x *Tombstone) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *Tombstone) GetRemovedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RemovedAt
+	}
+	return nil
+}
+
 type Member struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
@@ -3991,7 +4082,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_metad_proto_msgTypes[53]
+	mi := &file_metad_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4003,7 +4094,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[53]
+	mi := &file_metad_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4016,7 +4107,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{53}
+	return file_metad_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Member) GetNodeId() string {
@@ -4062,7 +4153,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_metad_proto_msgTypes[54]
+	mi := &file_metad_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4074,7 +4165,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[54]
+	mi := &file_metad_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4087,19 +4178,21 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{54}
+	return file_metad_proto_rawDescGZIP(), []int{55}
 }
 
 type MembersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Members       []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Members []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	// tombstones are the operator removals in the replicated state.
+	Tombstones    []*Tombstone `protobuf:"bytes,2,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_metad_proto_msgTypes[55]
+	mi := &file_metad_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4111,7 +4204,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[55]
+	mi := &file_metad_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4124,12 +4217,19 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{55}
+	return file_metad_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *MembersResponse) GetMembers() []*Member {
 	if x != nil {
 		return x.Members
+	}
+	return nil
+}
+
+func (x *MembersResponse) GetTombstones() []*Tombstone {
+	if x != nil {
+		return x.Tombstones
 	}
 	return nil
 }
@@ -4144,7 +4244,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_metad_proto_msgTypes[56]
+	mi := &file_metad_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4156,7 +4256,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[56]
+	mi := &file_metad_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4169,7 +4269,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{56}
+	return file_metad_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *TransferLeadershipRequest) GetToNodeId() string {
@@ -4188,7 +4288,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_metad_proto_msgTypes[57]
+	mi := &file_metad_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4200,7 +4300,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[57]
+	mi := &file_metad_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4213,7 +4313,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{57}
+	return file_metad_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -4232,7 +4332,7 @@ type RemovePeerRequest struct {
 
 func (x *RemovePeerRequest) Reset() {
 	*x = RemovePeerRequest{}
-	mi := &file_metad_proto_msgTypes[58]
+	mi := &file_metad_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4244,7 +4344,7 @@ func (x *RemovePeerRequest) String() string {
 func (*RemovePeerRequest) ProtoMessage() {}
 
 func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[58]
+	mi := &file_metad_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4257,7 +4357,7 @@ func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerRequest.ProtoReflect.Descriptor instead.
 func (*RemovePeerRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{58}
+	return file_metad_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RemovePeerRequest) GetNodeId() string {
@@ -4268,15 +4368,20 @@ func (x *RemovePeerRequest) GetNodeId() string {
 }
 
 type RemovePeerResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Version       uint64                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Version uint64                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	// tombstoned: the removal left a tombstone on `incarnation` (empty: every
+	// incarnation) in the replicated state. False at feature level 1, where
+	// the leader only remembers the removal (README, Membership).
+	Tombstoned    bool   `protobuf:"varint,2,opt,name=tombstoned,proto3" json:"tombstoned,omitempty"`
+	Incarnation   string `protobuf:"bytes,3,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RemovePeerResponse) Reset() {
 	*x = RemovePeerResponse{}
-	mi := &file_metad_proto_msgTypes[59]
+	mi := &file_metad_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4288,7 +4393,7 @@ func (x *RemovePeerResponse) String() string {
 func (*RemovePeerResponse) ProtoMessage() {}
 
 func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[59]
+	mi := &file_metad_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4301,10 +4406,112 @@ func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerResponse.ProtoReflect.Descriptor instead.
 func (*RemovePeerResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{59}
+	return file_metad_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RemovePeerResponse) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *RemovePeerResponse) GetTombstoned() bool {
+	if x != nil {
+		return x.Tombstoned
+	}
+	return false
+}
+
+func (x *RemovePeerResponse) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
+type UntombstoneRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UntombstoneRequest) Reset() {
+	*x = UntombstoneRequest{}
+	mi := &file_metad_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UntombstoneRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UntombstoneRequest) ProtoMessage() {}
+
+func (x *UntombstoneRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UntombstoneRequest.ProtoReflect.Descriptor instead.
+func (*UntombstoneRequest) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *UntombstoneRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+type UntombstoneResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       uint64                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UntombstoneResponse) Reset() {
+	*x = UntombstoneResponse{}
+	mi := &file_metad_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UntombstoneResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UntombstoneResponse) ProtoMessage() {}
+
+func (x *UntombstoneResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UntombstoneResponse.ProtoReflect.Descriptor instead.
+func (*UntombstoneResponse) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *UntombstoneResponse) GetVersion() uint64 {
 	if x != nil {
 		return x.Version
 	}
@@ -4319,7 +4526,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_metad_proto_msgTypes[60]
+	mi := &file_metad_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4331,7 +4538,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[60]
+	mi := &file_metad_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4344,7 +4551,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{60}
+	return file_metad_proto_rawDescGZIP(), []int{63}
 }
 
 // RaftServer is one server of a Raft configuration.
@@ -4360,7 +4567,7 @@ type RaftServer struct {
 
 func (x *RaftServer) Reset() {
 	*x = RaftServer{}
-	mi := &file_metad_proto_msgTypes[61]
+	mi := &file_metad_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4372,7 +4579,7 @@ func (x *RaftServer) String() string {
 func (*RaftServer) ProtoMessage() {}
 
 func (x *RaftServer) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[61]
+	mi := &file_metad_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4385,7 +4592,7 @@ func (x *RaftServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftServer.ProtoReflect.Descriptor instead.
 func (*RaftServer) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{61}
+	return file_metad_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RaftServer) GetNodeId() string {
@@ -4425,7 +4632,7 @@ type SnapshotMeta struct {
 
 func (x *SnapshotMeta) Reset() {
 	*x = SnapshotMeta{}
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4437,7 +4644,7 @@ func (x *SnapshotMeta) String() string {
 func (*SnapshotMeta) ProtoMessage() {}
 
 func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4450,7 +4657,7 @@ func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotMeta.ProtoReflect.Descriptor instead.
 func (*SnapshotMeta) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{62}
+	return file_metad_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SnapshotMeta) GetNodeId() string {
@@ -4499,7 +4706,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4511,7 +4718,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4524,7 +4731,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{63}
+	return file_metad_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *SnapshotChunk) GetMeta() *SnapshotMeta {
@@ -4551,7 +4758,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4563,7 +4770,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4576,7 +4783,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{64}
+	return file_metad_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *RepairRequest) GetStreamId() uint64 {
@@ -4601,7 +4808,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4613,7 +4820,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4626,7 +4833,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{65}
+	return file_metad_proto_rawDescGZIP(), []int{68}
 }
 
 type ProposeRequest struct {
@@ -4638,7 +4845,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4650,7 +4857,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4663,7 +4870,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{66}
+	return file_metad_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ProposeRequest) GetCommand() []byte {
@@ -4682,7 +4889,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_metad_proto_msgTypes[67]
+	mi := &file_metad_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4694,7 +4901,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[67]
+	mi := &file_metad_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4707,7 +4914,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{67}
+	return file_metad_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ProposeResponse) GetResult() []byte {
@@ -4725,7 +4932,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_metad_proto_msgTypes[68]
+	mi := &file_metad_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4737,7 +4944,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[68]
+	mi := &file_metad_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4750,7 +4957,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{68}
+	return file_metad_proto_rawDescGZIP(), []int{71}
 }
 
 type ReadIndexResponse struct {
@@ -4762,7 +4969,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_metad_proto_msgTypes[69]
+	mi := &file_metad_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4774,7 +4981,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[69]
+	mi := &file_metad_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4787,7 +4994,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{69}
+	return file_metad_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -4807,7 +5014,7 @@ type ConfirmLeadershipRequest struct {
 
 func (x *ConfirmLeadershipRequest) Reset() {
 	*x = ConfirmLeadershipRequest{}
-	mi := &file_metad_proto_msgTypes[70]
+	mi := &file_metad_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4819,7 +5026,7 @@ func (x *ConfirmLeadershipRequest) String() string {
 func (*ConfirmLeadershipRequest) ProtoMessage() {}
 
 func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[70]
+	mi := &file_metad_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4832,7 +5039,7 @@ func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{70}
+	return file_metad_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ConfirmLeadershipRequest) GetTerm() uint64 {
@@ -4859,7 +5066,7 @@ type ConfirmLeadershipResponse struct {
 
 func (x *ConfirmLeadershipResponse) Reset() {
 	*x = ConfirmLeadershipResponse{}
-	mi := &file_metad_proto_msgTypes[71]
+	mi := &file_metad_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4871,7 +5078,7 @@ func (x *ConfirmLeadershipResponse) String() string {
 func (*ConfirmLeadershipResponse) ProtoMessage() {}
 
 func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[71]
+	mi := &file_metad_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4884,7 +5091,7 @@ func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{71}
+	return file_metad_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ConfirmLeadershipResponse) GetOk() bool {
@@ -4910,7 +5117,7 @@ type LocalStatusRequest struct {
 
 func (x *LocalStatusRequest) Reset() {
 	*x = LocalStatusRequest{}
-	mi := &file_metad_proto_msgTypes[72]
+	mi := &file_metad_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4922,7 +5129,7 @@ func (x *LocalStatusRequest) String() string {
 func (*LocalStatusRequest) ProtoMessage() {}
 
 func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[72]
+	mi := &file_metad_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4935,7 +5142,7 @@ func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalStatusRequest.ProtoReflect.Descriptor instead.
 func (*LocalStatusRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{72}
+	return file_metad_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *LocalStatusRequest) GetWithHash() bool {
@@ -5202,7 +5409,7 @@ const file_metad_proto_rawDesc = "" +
 	"\bdeadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x1a\n" +
 	"\battempts\x18\x02 \x01(\rR\battempts\x12'\n" +
 	"\x05tried\x18\x03 \x03(\v2\x11.metad.v1.RefusalR\x05tried\x12\x14\n" +
-	"\x05cause\x18\x04 \x01(\tR\x05cause\"\xa9\x04\n" +
+	"\x05cause\x18\x04 \x01(\tR\x05cause\"\xcb\x04\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
@@ -5223,16 +5430,26 @@ const file_metad_proto_rawDesc = "" +
 	"\x05error\x18\r \x01(\tR\x05error\x12\"\n" +
 	"\rlast_log_term\x18\x0e \x01(\x04R\vlastLogTerm\x12G\n" +
 	"\x12since_last_contact\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x10sinceLastContact\x12#\n" +
-	"\rfeature_level\x18\x10 \x01(\rR\ffeatureLevel\",\n" +
+	"\rfeature_level\x18\x10 \x01(\rR\ffeatureLevel\x12 \n" +
+	"\vincarnation\x18\x11 \x01(\tR\vincarnation\",\n" +
 	"\rStatusRequest\x12\x1b\n" +
-	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"\xea\x01\n" +
+	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"\x9f\x02\n" +
 	"\x0eStatusResponse\x12*\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x14.metad.v1.NodeStatusR\x05nodes\x12\x1b\n" +
 	"\tleader_id\x18\x02 \x01(\tR\bleaderId\x12\x16\n" +
 	"\x06voters\x18\x03 \x01(\rR\x06voters\x12\x16\n" +
 	"\x06quorum\x18\x04 \x01(\rR\x06quorum\x12+\n" +
 	"\x11failure_tolerance\x18\x05 \x01(\rR\x10failureTolerance\x122\n" +
-	"\x15cluster_feature_level\x18\x06 \x01(\rR\x13clusterFeatureLevel\"\x94\x01\n" +
+	"\x15cluster_feature_level\x18\x06 \x01(\rR\x13clusterFeatureLevel\x123\n" +
+	"\n" +
+	"tombstones\x18\a \x03(\v2\x13.metad.v1.TombstoneR\n" +
+	"tombstones\"\x9b\x01\n" +
+	"\tTombstone\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12 \n" +
+	"\vincarnation\x18\x02 \x01(\tR\vincarnation\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\x129\n" +
+	"\n" +
+	"removed_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tremovedAt\"\x94\x01\n" +
 	"\x06Member\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1f\n" +
 	"\vgossip_addr\x18\x02 \x01(\tR\n" +
@@ -5240,17 +5457,28 @@ const file_metad_proto_rawDesc = "" +
 	"\traft_addr\x18\x03 \x01(\tR\braftAddr\x12\x1b\n" +
 	"\tgrpc_addr\x18\x04 \x01(\tR\bgrpcAddr\x12\x16\n" +
 	"\x06status\x18\x05 \x01(\tR\x06status\"\x10\n" +
-	"\x0eMembersRequest\"=\n" +
+	"\x0eMembersRequest\"r\n" +
 	"\x0fMembersResponse\x12*\n" +
-	"\amembers\x18\x01 \x03(\v2\x10.metad.v1.MemberR\amembers\"9\n" +
+	"\amembers\x18\x01 \x03(\v2\x10.metad.v1.MemberR\amembers\x123\n" +
+	"\n" +
+	"tombstones\x18\x02 \x03(\v2\x13.metad.v1.TombstoneR\n" +
+	"tombstones\"9\n" +
 	"\x19TransferLeadershipRequest\x12\x1c\n" +
 	"\n" +
 	"to_node_id\x18\x01 \x01(\tR\btoNodeId\"9\n" +
 	"\x1aTransferLeadershipResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\",\n" +
 	"\x11RemovePeerRequest\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\tR\x06nodeId\".\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"p\n" +
 	"\x12RemovePeerResponse\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\x04R\aversion\x12\x1e\n" +
+	"\n" +
+	"tombstoned\x18\x02 \x01(\bR\n" +
+	"tombstoned\x12 \n" +
+	"\vincarnation\x18\x03 \x01(\tR\vincarnation\"-\n" +
+	"\x12UntombstoneRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"/\n" +
+	"\x13UntombstoneResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\"\x11\n" +
 	"\x0fSnapshotRequest\"^\n" +
 	"\n" +
@@ -5347,13 +5575,14 @@ const file_metad_proto_rawDesc = "" +
 	"\tListIndex\x12\x1a.metad.v1.ListIndexRequest\x1a\x1b.metad.v1.ListIndexResponse\x12M\n" +
 	"\fListEvidence\x12\x1d.metad.v1.ListEvidenceRequest\x1a\x1e.metad.v1.ListEvidenceResponse\x12S\n" +
 	"\x0eDescribeObject\x12\x1f.metad.v1.DescribeObjectRequest\x1a .metad.v1.DescribeObjectResponse\x12>\n" +
-	"\aResolve\x12\x18.metad.v1.ResolveRequest\x1a\x19.metad.v1.ResolveResponse2\xf2\x02\n" +
+	"\aResolve\x12\x18.metad.v1.ResolveRequest\x1a\x19.metad.v1.ResolveResponse2\xbe\x03\n" +
 	"\aCluster\x12;\n" +
 	"\x06Status\x12\x17.metad.v1.StatusRequest\x1a\x18.metad.v1.StatusResponse\x12>\n" +
 	"\aMembers\x12\x18.metad.v1.MembersRequest\x1a\x19.metad.v1.MembersResponse\x12_\n" +
 	"\x12TransferLeadership\x12#.metad.v1.TransferLeadershipRequest\x1a$.metad.v1.TransferLeadershipResponse\x12G\n" +
 	"\n" +
-	"RemovePeer\x12\x1b.metad.v1.RemovePeerRequest\x1a\x1c.metad.v1.RemovePeerResponse\x12@\n" +
+	"RemovePeer\x12\x1b.metad.v1.RemovePeerRequest\x1a\x1c.metad.v1.RemovePeerResponse\x12J\n" +
+	"\vUntombstone\x12\x1c.metad.v1.UntombstoneRequest\x1a\x1d.metad.v1.UntombstoneResponse\x12@\n" +
 	"\bSnapshot\x12\x19.metad.v1.SnapshotRequest\x1a\x17.metad.v1.SnapshotChunk0\x012\xea\x02\n" +
 	"\x04Peer\x12>\n" +
 	"\aPropose\x12\x18.metad.v1.ProposeRequest\x1a\x19.metad.v1.ProposeResponse\x12D\n" +
@@ -5375,7 +5604,7 @@ func file_metad_proto_rawDescGZIP() []byte {
 }
 
 var file_metad_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
+var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_metad_proto_goTypes = []any{
 	(View)(0),                              // 0: metad.v1.View
 	(Consistency)(0),                       // 1: metad.v1.Consistency
@@ -5438,28 +5667,31 @@ var file_metad_proto_goTypes = []any{
 	(*NodeStatus)(nil),                     // 58: metad.v1.NodeStatus
 	(*StatusRequest)(nil),                  // 59: metad.v1.StatusRequest
 	(*StatusResponse)(nil),                 // 60: metad.v1.StatusResponse
-	(*Member)(nil),                         // 61: metad.v1.Member
-	(*MembersRequest)(nil),                 // 62: metad.v1.MembersRequest
-	(*MembersResponse)(nil),                // 63: metad.v1.MembersResponse
-	(*TransferLeadershipRequest)(nil),      // 64: metad.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),     // 65: metad.v1.TransferLeadershipResponse
-	(*RemovePeerRequest)(nil),              // 66: metad.v1.RemovePeerRequest
-	(*RemovePeerResponse)(nil),             // 67: metad.v1.RemovePeerResponse
-	(*SnapshotRequest)(nil),                // 68: metad.v1.SnapshotRequest
-	(*RaftServer)(nil),                     // 69: metad.v1.RaftServer
-	(*SnapshotMeta)(nil),                   // 70: metad.v1.SnapshotMeta
-	(*SnapshotChunk)(nil),                  // 71: metad.v1.SnapshotChunk
-	(*RepairRequest)(nil),                  // 72: metad.v1.RepairRequest
-	(*RepairResponse)(nil),                 // 73: metad.v1.RepairResponse
-	(*ProposeRequest)(nil),                 // 74: metad.v1.ProposeRequest
-	(*ProposeResponse)(nil),                // 75: metad.v1.ProposeResponse
-	(*ReadIndexRequest)(nil),               // 76: metad.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),              // 77: metad.v1.ReadIndexResponse
-	(*ConfirmLeadershipRequest)(nil),       // 78: metad.v1.ConfirmLeadershipRequest
-	(*ConfirmLeadershipResponse)(nil),      // 79: metad.v1.ConfirmLeadershipResponse
-	(*LocalStatusRequest)(nil),             // 80: metad.v1.LocalStatusRequest
-	(*durationpb.Duration)(nil),            // 81: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 82: google.protobuf.Timestamp
+	(*Tombstone)(nil),                      // 61: metad.v1.Tombstone
+	(*Member)(nil),                         // 62: metad.v1.Member
+	(*MembersRequest)(nil),                 // 63: metad.v1.MembersRequest
+	(*MembersResponse)(nil),                // 64: metad.v1.MembersResponse
+	(*TransferLeadershipRequest)(nil),      // 65: metad.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),     // 66: metad.v1.TransferLeadershipResponse
+	(*RemovePeerRequest)(nil),              // 67: metad.v1.RemovePeerRequest
+	(*RemovePeerResponse)(nil),             // 68: metad.v1.RemovePeerResponse
+	(*UntombstoneRequest)(nil),             // 69: metad.v1.UntombstoneRequest
+	(*UntombstoneResponse)(nil),            // 70: metad.v1.UntombstoneResponse
+	(*SnapshotRequest)(nil),                // 71: metad.v1.SnapshotRequest
+	(*RaftServer)(nil),                     // 72: metad.v1.RaftServer
+	(*SnapshotMeta)(nil),                   // 73: metad.v1.SnapshotMeta
+	(*SnapshotChunk)(nil),                  // 74: metad.v1.SnapshotChunk
+	(*RepairRequest)(nil),                  // 75: metad.v1.RepairRequest
+	(*RepairResponse)(nil),                 // 76: metad.v1.RepairResponse
+	(*ProposeRequest)(nil),                 // 77: metad.v1.ProposeRequest
+	(*ProposeResponse)(nil),                // 78: metad.v1.ProposeResponse
+	(*ReadIndexRequest)(nil),               // 79: metad.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),              // 80: metad.v1.ReadIndexResponse
+	(*ConfirmLeadershipRequest)(nil),       // 81: metad.v1.ConfirmLeadershipRequest
+	(*ConfirmLeadershipResponse)(nil),      // 82: metad.v1.ConfirmLeadershipResponse
+	(*LocalStatusRequest)(nil),             // 83: metad.v1.LocalStatusRequest
+	(*durationpb.Duration)(nil),            // 84: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 85: google.protobuf.Timestamp
 }
 var file_metad_proto_depIdxs = []int32{
 	0,  // 0: metad.v1.IndexKey.view:type_name -> metad.v1.View
@@ -5475,8 +5707,8 @@ var file_metad_proto_depIdxs = []int32{
 	0,  // 10: metad.v1.RetireGenerationRequest.view:type_name -> metad.v1.View
 	10, // 11: metad.v1.RegisterObjectRequest.object:type_name -> metad.v1.ObjectRef
 	10, // 12: metad.v1.PinRequest.object:type_name -> metad.v1.ObjectRef
-	81, // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
-	82, // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
+	84, // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
+	85, // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
 	11, // 15: metad.v1.CandidateRef.key:type_name -> metad.v1.IndexKey
 	35, // 16: metad.v1.ReportCandidateFailureRequest.candidate:type_name -> metad.v1.CandidateRef
 	2,  // 17: metad.v1.ReportCandidateFailureRequest.kind:type_name -> metad.v1.FailureKind
@@ -5511,82 +5743,87 @@ var file_metad_proto_depIdxs = []int32{
 	8,  // 46: metad.v1.Target.resolved:type_name -> metad.v1.Range
 	10, // 47: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
 	9,  // 48: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
-	82, // 49: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
-	81, // 50: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
+	85, // 49: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
+	84, // 50: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
 	35, // 51: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
 	7,  // 52: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
 	54, // 53: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
 	55, // 54: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
-	82, // 55: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
+	85, // 55: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
 	55, // 56: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
-	82, // 57: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
-	81, // 58: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
+	85, // 57: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
+	84, // 58: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
 	58, // 59: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
-	61, // 60: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
-	82, // 61: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
-	69, // 62: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
-	70, // 63: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
-	13, // 64: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
-	15, // 65: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
-	17, // 66: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
-	19, // 67: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
-	21, // 68: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
-	23, // 69: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
-	25, // 70: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
-	27, // 71: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
-	29, // 72: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
-	31, // 73: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
-	33, // 74: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
-	36, // 75: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
-	40, // 76: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
-	42, // 77: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
-	45, // 78: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
-	48, // 79: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
-	51, // 80: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
-	53, // 81: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
-	59, // 82: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
-	62, // 83: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
-	64, // 84: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
-	66, // 85: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
-	68, // 86: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
-	74, // 87: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
-	76, // 88: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
-	78, // 89: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
-	80, // 90: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
-	72, // 91: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
-	14, // 92: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
-	16, // 93: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
-	18, // 94: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
-	20, // 95: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
-	22, // 96: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
-	24, // 97: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
-	26, // 98: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
-	28, // 99: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
-	30, // 100: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
-	32, // 101: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
-	34, // 102: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
-	37, // 103: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
-	41, // 104: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
-	43, // 105: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
-	46, // 106: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
-	49, // 107: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
-	52, // 108: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
-	56, // 109: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
-	60, // 110: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
-	63, // 111: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
-	65, // 112: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
-	67, // 113: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
-	71, // 114: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
-	75, // 115: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
-	77, // 116: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
-	79, // 117: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
-	58, // 118: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
-	73, // 119: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
-	92, // [92:120] is the sub-list for method output_type
-	64, // [64:92] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	61, // 60: metad.v1.StatusResponse.tombstones:type_name -> metad.v1.Tombstone
+	85, // 61: metad.v1.Tombstone.removed_at:type_name -> google.protobuf.Timestamp
+	62, // 62: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
+	61, // 63: metad.v1.MembersResponse.tombstones:type_name -> metad.v1.Tombstone
+	85, // 64: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
+	72, // 65: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
+	73, // 66: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
+	13, // 67: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
+	15, // 68: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
+	17, // 69: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
+	19, // 70: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
+	21, // 71: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
+	23, // 72: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
+	25, // 73: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
+	27, // 74: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
+	29, // 75: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
+	31, // 76: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
+	33, // 77: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
+	36, // 78: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
+	40, // 79: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
+	42, // 80: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
+	45, // 81: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
+	48, // 82: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
+	51, // 83: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
+	53, // 84: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
+	59, // 85: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
+	63, // 86: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
+	65, // 87: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
+	67, // 88: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
+	69, // 89: metad.v1.Cluster.Untombstone:input_type -> metad.v1.UntombstoneRequest
+	71, // 90: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
+	77, // 91: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
+	79, // 92: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
+	81, // 93: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
+	83, // 94: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
+	75, // 95: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
+	14, // 96: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
+	16, // 97: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
+	18, // 98: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
+	20, // 99: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
+	22, // 100: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
+	24, // 101: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
+	26, // 102: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
+	28, // 103: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
+	30, // 104: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
+	32, // 105: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
+	34, // 106: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
+	37, // 107: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
+	41, // 108: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
+	43, // 109: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
+	46, // 110: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
+	49, // 111: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
+	52, // 112: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
+	56, // 113: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
+	60, // 114: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
+	64, // 115: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
+	66, // 116: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
+	68, // 117: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
+	70, // 118: metad.v1.Cluster.Untombstone:output_type -> metad.v1.UntombstoneResponse
+	74, // 119: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
+	78, // 120: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
+	80, // 121: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
+	82, // 122: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
+	58, // 123: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
+	76, // 124: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
+	96, // [96:125] is the sub-list for method output_type
+	67, // [67:96] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_metad_proto_init() }
@@ -5600,7 +5837,7 @@ func file_metad_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metad_proto_rawDesc), len(file_metad_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   73,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -61,6 +61,7 @@ func statusTable(tw *tabwriter.Writer, st *metadpb.StatusResponse, withHash bool
 	}
 	tw.Flush()
 	fmt.Fprintf(tw, "\nleader %s; %d voters, quorum %d, tolerates %d failure(s)\n", st.LeaderId, st.Voters, st.Quorum, st.FailureTolerance)
+	tombstoneTable(tw, st.Tombstones)
 }
 
 func newMembersCmd(o *clientOpts) *cobra.Command {
@@ -84,6 +85,7 @@ the Raft configuration (metad raft list-peers) decides who votes.`,
 					for _, m := range resp.Members {
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.NodeId, m.Status, m.GossipAddr, m.RaftAddr, m.GrpcAddr)
 					}
+					tombstoneTable(tw, resp.Tombstones)
 				})
 			})
 		},
@@ -124,10 +126,14 @@ forwarded to the leader). Servers are keyed by node id, never by address.`,
 		Use:   "remove-peer ID",
 		Short: "Remove a server from the Raft configuration (on the leader)",
 		Long: `Remove a server from the Raft configuration, through the leader. Use it for a
-server that is gone for good (the leader also removes servers dead longer than
---dead-server-timeout on its own, never below quorum). A server that is still
-running and alive in gossip is added back as a non-voter by the leader: stop it
-first. An id not in the configuration is refused (exit 3).`,
+server that is gone for good (the leader also removes servers unreachable longer
+than --dead-server-timeout on its own, never below quorum). The removal leaves
+a tombstone on the server's incarnation: the leader never adds that incarnation
+back, whatever gossip says, and the server, if it runs, stops with a message.
+To bring it back, wipe its data dir and start it again (a new incarnation), or
+lift the tombstone (metad raft untombstone). At feature level 1 (a 0.1.0 server
+remains) only the leader remembers the removal, for 72h or until it steps down.
+An id not in the configuration is refused (exit 3).`,
 		Example: `  metad raft remove-peer node-3`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -141,6 +147,14 @@ first. An id not in the configuration is refused (exit 3).`,
 				}
 				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
 					fmt.Fprintf(tw, "removed %s at index %d\n", args[0], resp.Version)
+					switch {
+					case resp.Tombstoned && resp.Incarnation != "":
+						fmt.Fprintf(tw, "tombstone on incarnation %s: it is never added back\n", resp.Incarnation)
+					case resp.Tombstoned:
+						fmt.Fprintf(tw, "tombstone on every incarnation of %s (its incarnation was unknown): lift it with metad raft untombstone %s\n", args[0], args[0])
+					default:
+						fmt.Fprintln(tw, "no tombstone (cluster feature level 1): the leader remembers the removal until it steps down")
+					}
 				})
 			})
 		},
@@ -181,6 +195,7 @@ with a retryable NO_LEADER for the moment of the hand-off.`,
 	}
 	transfer.Flags().StringVar(&to, "to", "", "node id of the new leader (default: raft chooses)")
 	cmd.AddCommand(transfer)
+	cmd.AddCommand(newUntombstoneCmd(o))
 	return cmd
 }
 

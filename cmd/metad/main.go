@@ -7,7 +7,7 @@
 //	metad append STREAM ...          write bytes and commit them
 //	metad index publish|list         index generations
 //	metad resolve STREAM VIEW OFFSET resolve one read
-//	metad raft list-peers|remove-peer|transfer-leader
+//	metad raft list-peers|remove-peer|untombstone|transfer-leader
 //	metad snapshot save|inspect|restore  backups of a live cluster
 //	metad data inspect|recover       a stopped server's data dir; quorum-loss recovery
 //
