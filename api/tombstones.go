@@ -29,7 +29,7 @@ type Removals interface {
 
 type noRemovals struct{}
 
-func (noRemovals) Incarnation(string) string   { return "" }
+func (noRemovals) Incarnation(string) string  { return "" }
 func (noRemovals) NoteRemoved(string, string) {}
 func (noRemovals) ForgetRemoved(string)       {}
 
