@@ -42,6 +42,7 @@ func (noRemovals) ForgetRemoved(string)       {}
 func (s *Server) tombstoneBeforeRemoval(ctx context.Context, id string) (tombstoned bool, inc string, err error) {
 	inc = s.incarnationOf(ctx, id)
 	s.removals.NoteRemoved(id, inc)
+	s.log.Info("remove-peer: recording the removal", "server", id, "incarnation", inc)
 	level, err := s.clusterLevel(ctx)
 	if err != nil || level < 2 {
 		return false, inc, err
@@ -64,9 +65,12 @@ func (s *Server) tombstoneBeforeRemoval(ctx context.Context, id string) (tombsto
 func (s *Server) incarnationOf(ctx context.Context, id string) string {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if st, err := s.peers.NodeStatus(ctx, id, false); err == nil && st.Incarnation != "" {
+	st, err := s.peers.NodeStatus(ctx, id, false)
+	if err == nil && st.Incarnation != "" {
 		return st.Incarnation
 	}
+	s.log.Debug("remove-peer: server did not say its incarnation; using the last one seen", "server", id, "err", err,
+		"seen", s.removals.Incarnation(id))
 	return s.removals.Incarnation(id)
 }
 

@@ -99,7 +99,10 @@ func (a *Agent) trackHealth(ctx context.Context, servers []Server, members []Mem
 	for i, m := range targets {
 		st, err := answers[i].st, answers[i].err
 		if err == nil && st != nil {
+			a.log.Debug("reconcile: stats", "server", m.ID, "incarnation", st.Incarnation)
 			a.learnIncarnation(m.ID, st.Incarnation)
+		} else {
+			a.log.Debug("reconcile: stats unavailable", "server", m.ID, "err", err)
 		}
 		if !nonVoter[m.ID] {
 			continue

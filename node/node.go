@@ -370,7 +370,7 @@ func (d directory) Members() []*metadpb.Member {
 	var out []*metadpb.Member
 	for _, m := range d.agent.Members() {
 		out = append(out, &metadpb.Member{NodeId: m.ID, GossipAddr: m.GossipAddr, RaftAddr: m.Meta.RaftAddr,
-			GrpcAddr: m.Meta.GRPCAddr, Status: m.Status.String()})
+			GrpcAddr: m.Meta.GRPCAddr, Status: m.Status.String(), Incarnation: d.agent.Incarnation(m.ID)})
 	}
 	return out
 }

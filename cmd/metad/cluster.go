@@ -81,9 +81,13 @@ the Raft configuration (metad raft list-peers) decides who votes.`,
 					return err
 				}
 				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
-					fmt.Fprintln(tw, "ID\tSTATUS\tGOSSIP\tRAFT\tGRPC")
+					fmt.Fprintln(tw, "ID\tSTATUS\tGOSSIP\tRAFT\tGRPC\tINCARNATION")
 					for _, m := range resp.Members {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.NodeId, m.Status, m.GossipAddr, m.RaftAddr, m.GrpcAddr)
+						inc := m.Incarnation
+						if inc == "" {
+							inc = "-"
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.NodeId, m.Status, m.GossipAddr, m.RaftAddr, m.GrpcAddr, inc)
 					}
 					tombstoneTable(tw, resp.Tombstones)
 				})
