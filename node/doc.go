@@ -30,6 +30,12 @@
 // raft_fsm_apply, raft_leader_lastContact, raft_snapshot_* and the rest
 // appear next to metad_*. metad_build_info names the library in use.
 //
+// Identity: the data dir holds the node id (nodeid.go) and an incarnation
+// id made at the dir's creation (incarnation.go), reported in LocalStatus:
+// a wiped or copied dir is a new incarnation. A node whose incarnation a
+// peer's replicated state tombstones (remove-peer) stops with a message
+// saying how to rejoin (removed.go).
+//
 // Readiness: with Config.NotifySocket set (cmd/metad passes
 // $NOTIFY_SOCKET), the node speaks systemd's notify protocol itself
 // (sdnotify.go): STATUS= while it waits for a leader, READY=1 once it
