@@ -69,12 +69,22 @@ func checkHostPort(addr string) error {
 
 // run dials the cluster and runs fn under the command's deadline.
 func (o *clientOpts) run(cmd *cobra.Command, fn func(ctx context.Context, c *client.Client) error) error {
+	return o.runWith(cmd, nil, fn)
+}
+
+// runWith is run with the client's configuration adjusted by adjust (nil:
+// none), e.g. to give it an object store to read from.
+func (o *clientOpts) runWith(cmd *cobra.Command, adjust func(*client.Config), fn func(ctx context.Context, c *client.Client) error) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
 	// SpreadCalls: a command talks to the member it names (`metad members`
 	// shows that member's view), not to whoever leads.
-	c, err := client.New(client.Config{Addrs: strings.Split(o.addr, ","), Timeout: o.timeout, Holder: "metad-cli", SpreadCalls: true})
+	cfg := client.Config{Addrs: strings.Split(o.addr, ","), Timeout: o.timeout, Holder: "metad-cli", SpreadCalls: true}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	c, err := client.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -113,7 +123,8 @@ func addClientCommands(root *cobra.Command) {
 	o := &clientOpts{}
 	for _, cmd := range []*cobra.Command{
 		newStatusCmd(o), newMembersCmd(o), newStreamCmd(o), newAppendCmd(o),
-		newIndexCmd(o), newResolveCmd(o), newRaftCmd(o), newBenchCmd(o),
+		newIndexCmd(o), newResolveCmd(o), newReadCmd(o), newObjectCmd(o), newEvidenceCmd(o),
+		newRaftCmd(o), newBenchCmd(o),
 	} {
 		o.register(cmd)
 		root.AddCommand(cmd)
