@@ -308,6 +308,9 @@ in the current configuration. Steps (README: "Recovering from a lost quorum"):
 }
 
 func recoverDataDir(cmd *cobra.Command, dataDir, peersFile string, specs []string, yes bool) error {
+	if peersFile != "" && len(specs) > 0 { // before reading anything
+		return usageError{errors.New("give --peers-file or --server, not both")}
+	}
 	before, err := inspectDataDir(dataDir, true)
 	if err != nil {
 		return err
