@@ -8,7 +8,13 @@
 //	objectstore the local object directory
 //	HTTP admin  /metrics, /healthz, /readyz, pprof (opt-in)
 //
-// Start opens them in dependency order (the peer client before Raft, which
+// Start first claims what it needs without writing anything (preflight.go):
+// it binds the gRPC and HTTP listeners, checks the raft and gossip ports
+// free, then takes an flock on <data-dir>/LOCK (a second server on the
+// same data dir is told the owner's pid) and only then stores the node id
+// (ChooseNodeID picks it without writing; StoreNodeID writes it). A start
+// that cannot succeed thus leaves the data dir as it was. Then it opens the
+// parts in dependency order (the peer client before Raft, which
 // needs it for read confirmations; membership after Raft, which it drives;
 // the directory that maps node ids to addresses once membership exists).
 // Shutdown reverses it gracefully: report NOT_SERVING (so /readyz and
