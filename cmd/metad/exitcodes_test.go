@@ -332,3 +332,42 @@ func unmarshalProto(t *testing.T, out string, m proto.Message) {
 		t.Fatalf("%v in %q", err, out)
 	}
 }
+
+// TestSnapshotMessages: a save into a missing directory says so (not a
+// stale .part file), and a truncated snapshot is called truncated (not a
+// SHA-256 mismatch quoting stream bytes as a checksum).
+func TestSnapshotMessages(t *testing.T) {
+	s := startRealServer(t)
+	dir := t.TempDir()
+	out, code := s.run(t, "snapshot", "save", filepath.Join(dir, "nodir", "x.snap"))
+	if code != 2 || !strings.Contains(out, "does not exist") || strings.Contains(out, ".part") {
+		t.Errorf("save into a missing dir: exit %d\n%s", code, out)
+	}
+	good := filepath.Join(dir, "good.snap")
+	if out, code := s.run(t, "snapshot", "save", good); code != 0 {
+		t.Fatalf("save: exit %d\n%s", code, out)
+	}
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int{len(b) - 100, len(b) / 2} {
+		short := filepath.Join(dir, fmt.Sprintf("short-%d.snap", cut))
+		if err := os.WriteFile(short, b[:cut], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, code := s.run(t, "snapshot", "inspect", short)
+		if code != 1 || !strings.Contains(out, "truncated") || strings.Contains(out, "the file says") {
+			t.Errorf("inspect of a file cut to %d of %d bytes: exit %d\n%s", cut, len(b), code, out)
+		}
+	}
+	flipped := append([]byte(nil), b...)
+	flipped[len(flipped)/2] ^= 0xff
+	bad := filepath.Join(dir, "bad.snap")
+	if err := os.WriteFile(bad, flipped, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := s.run(t, "snapshot", "inspect", bad); code != 1 || !strings.Contains(out, "corrupted") || strings.Contains(out, "truncated") {
+		t.Errorf("inspect of a corrupted file: exit %d\n%s", code, out)
+	}
+}
