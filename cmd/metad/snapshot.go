@@ -486,8 +486,9 @@ func diffSnapshotFiles(w io.Writer, pathA, pathB string, limit int) error {
 	if differ > limit {
 		fmt.Fprintf(w, "(%d more not shown; raise --limit)\n", differ-limit)
 	}
+	// The full state hash, in hex, as metad status --hash prints it.
 	sizes := fmt.Sprintf("A: %d records, hash %x; B: %d records, hash %x",
-		a.FSM.Records, a.FSM.Checksum[:8], b.FSM.Records, b.FSM.Checksum[:8])
+		a.FSM.Records, a.FSM.Checksum[:], b.FSM.Records, b.FSM.Checksum[:])
 	if differ == 0 {
 		fmt.Fprintf(w, "the states are the same (%s)\n", sizes)
 		return nil
