@@ -33,23 +33,53 @@ State hashes (--hash) are hex everywhere, as in metad snapshot diff.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
-				st, err := client.Call(ctx, c, c.Cluster.Status, &metadpb.StatusRequest{WithHash: withHash})
+				st, hashes, err := clusterStatus(ctx, c, withHash)
 				if err != nil {
 					return err
 				}
 				fillUnreachableAddrs(ctx, c, st)
 				h := judgeCluster(st)
 				if o.output == "json" {
-					return statusJSON(cmd.OutOrStdout(), st, h)
+					return statusJSON(cmd.OutOrStdout(), st, hashes, h)
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-				statusTable(tw, st, h, withHash)
+				statusTable(tw, st, hashes, h)
 				return tw.Flush()
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&withHash, "hash", false, "also show each node's state hash (O(state) per node)")
 	return cmd
+}
+
+// stateHash is one node's state hash and the index of the last command
+// it covers (the state machine's, which is not Raft's applied index: Raft
+// also applies no-ops and configuration changes).
+type stateHash struct {
+	Hex          string `json:"hex"`
+	CommandIndex uint64 `json:"command_index"`
+}
+
+// clusterStatus asks for the status, and with withHash for the state
+// hashes in a second call: a hashed status reports the hash's command
+// index as the applied index, and the APPLIED column must mean one thing
+// with or without --hash.
+func clusterStatus(ctx context.Context, c *client.Client, withHash bool) (*metadpb.StatusResponse, map[string]stateHash, error) {
+	st, err := client.Call(ctx, c, c.Cluster.Status, &metadpb.StatusRequest{})
+	if err != nil || !withHash {
+		return st, nil, err
+	}
+	hashed, err := client.Call(ctx, c, c.Cluster.Status, &metadpb.StatusRequest{WithHash: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	hashes := map[string]stateHash{}
+	for _, n := range hashed.Nodes {
+		if len(n.StateHash) > 0 {
+			hashes[n.NodeId] = stateHash{Hex: hex.EncodeToString(n.StateHash), CommandIndex: n.AppliedIndex}
+		}
+	}
+	return st, hashes, nil
 }
 
 // clusterHealth is what the status summary line says.
@@ -113,10 +143,10 @@ func (h clusterHealth) summary(leader string) string {
 	return line + fmt.Sprintf(", tolerates %d more failure(s)", h.Tolerates)
 }
 
-func statusTable(tw *tabwriter.Writer, st *metadpb.StatusResponse, h clusterHealth, withHash bool) {
+func statusTable(tw *tabwriter.Writer, st *metadpb.StatusResponse, hashes map[string]stateHash, h clusterHealth) {
 	header := "NODE\tID\tADDRESS\tSTATE\tVOTER\tTERM\tCOMMIT\tAPPLIED\tLAST CONTACT"
-	if withHash {
-		header += "\tSTATE HASH"
+	if hashes != nil {
+		header += "\tSTATE HASH\tAT COMMAND"
 	}
 	fmt.Fprintln(tw, header)
 	for i, n := range st.Nodes {
@@ -125,8 +155,12 @@ func statusTable(tw *tabwriter.Writer, st *metadpb.StatusResponse, h clusterHeal
 		if n.Error != "" {
 			line = fmt.Sprintf("%d\t%s\t%s\t%s\t%v\t-\t-\t-\t%s", i+1, n.NodeId, orDash(n.GrpcAddr), n.State, n.Voter, shortReason(n.Error))
 		}
-		if withHash {
-			line += "\t" + orDash(hex.EncodeToString(n.StateHash))
+		if hashes != nil {
+			if sh, ok := hashes[n.NodeId]; ok {
+				line += fmt.Sprintf("\t%s\t%d", sh.Hex, sh.CommandIndex)
+			} else {
+				line += "\t-\t-"
+			}
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -201,9 +235,10 @@ func fillUnreachableAddrs(ctx context.Context, c *client.Client, st *metadpb.Sta
 }
 
 // statusJSON is the response as protojson prints it, with the state hashes
-// in hex (protojson would print bytes as base64) and the health judgement
-// replacing the configuration-size failure tolerance.
-func statusJSON(w io.Writer, st *metadpb.StatusResponse, h clusterHealth) error {
+// in hex (protojson would print bytes as base64) and the index of the last
+// command each covers, and the health judgement replacing the
+// configuration-size failure tolerance.
+func statusJSON(w io.Writer, st *metadpb.StatusResponse, hashes map[string]stateHash, h clusterHealth) error {
 	b, err := protojson.MarshalOptions{EmitUnpopulated: true}.Marshal(st)
 	if err != nil {
 		return err
@@ -214,8 +249,13 @@ func statusJSON(w io.Writer, st *metadpb.StatusResponse, h clusterHealth) error 
 	}
 	nodes, _ := out["nodes"].([]any)
 	for i, n := range nodes {
-		if m, ok := n.(map[string]any); ok {
-			m["stateHash"] = hex.EncodeToString(st.Nodes[i].StateHash)
+		m, ok := n.(map[string]any)
+		if !ok {
+			continue
+		}
+		delete(m, "stateHash")
+		if sh, ok := hashes[st.Nodes[i].NodeId]; ok {
+			m["stateHash"], m["stateHashCommandIndex"] = sh.Hex, sh.CommandIndex
 		}
 	}
 	out["failureTolerance"] = h.Tolerates

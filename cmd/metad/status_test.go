@@ -82,6 +82,28 @@ func TestStatusIsHonest(t *testing.T) {
 		}
 		return out
 	}
+	applied := func(args ...string) string {
+		var st struct {
+			Nodes []struct {
+				Applied string `json:"appliedIndex"`
+			} `json:"nodes"`
+		}
+		if err := json.Unmarshal([]byte(run(0, append([]string{"status", "-o", "json"}, args...)...)), &st); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(st.Nodes)
+	}
+	// On a quiet cluster, --hash leaves the APPLIED column as it is.
+	var before string
+	c.WaitFor("a quiet cluster", 30*time.Second, func() bool {
+		prev := before
+		before = applied()
+		return before == prev
+	})
+	if withHash := applied("--hash"); withHash != before || applied() != before {
+		t.Errorf("applied indexes %s without --hash, %s with", before, withHash)
+	}
+
 	var st struct {
 		Nodes []struct {
 			NodeID    string `json:"nodeId"`
