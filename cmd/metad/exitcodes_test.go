@@ -371,3 +371,28 @@ func TestSnapshotMessages(t *testing.T) {
 		t.Errorf("inspect of a corrupted file: exit %d\n%s", code, out)
 	}
 }
+
+// TestResolveKeepsDiagnostic: a resolve that stays retryable until its
+// deadline (every candidate excluded) exits 4 and still prints why each
+// candidate was refused, not a bare DEADLINE_EXCEEDED.
+func TestResolveKeepsDiagnostic(t *testing.T) {
+	s := startRealServer(t)
+	id := fmt.Sprint(s.stream)
+	out, code := s.run(t, "index", "list", id, "--generation", "0", "-o", "json")
+	var list metadpb.ListIndexResponse
+	if code != 0 {
+		t.Fatalf("index list: exit %d\n%s", code, out)
+	}
+	unmarshalProto(t, out, &list)
+	if len(list.Records) != 1 {
+		t.Fatalf("generation 0 has %d records", len(list.Records))
+	}
+	exclude := fmt.Sprintf("0/0@%d", list.Records[0].Version)
+	out, code = s.run(t, "resolve", id, "COMMITTED", "0", "--exclude", exclude, "--timeout", "2s")
+	if code != 4 || !strings.Contains(out, "resolve failed after") || !strings.Contains(out, "g0/0") || !strings.Contains(out, "RESOLVE_UNAVAILABLE") {
+		t.Errorf("resolve excluding every candidate: exit %d\n%s", code, out)
+	}
+	if testing.Verbose() {
+		t.Log(out)
+	}
+}
