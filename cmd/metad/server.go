@@ -128,11 +128,7 @@ func (f *serverFlags) resolve(fs *pflag.FlagSet) (node.Config, error) {
 	}
 	c.NodeID = id
 	c.Complete()
-	if len(errs) == 0 { // the flags' own messages name them; skip the echoes
-		if err := c.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, validateNode(fs, c)...)
 	if len(errs) > 0 {
 		return c, usageError{errors.Join(errs...)}
 	}

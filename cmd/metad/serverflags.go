@@ -5,12 +5,13 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/metad/metad/node"
+	"github.com/metad/metad/raftstore"
 )
 
-// checkFlags checks the settings whose limits depend on each other before
-// the packages' Validate does: their messages name the package's field
-// (raftstore: Config.LeaderLeaseTimeout ... [5ms, 0s]), while an operator
-// set a flag, so the flag is what gets named here.
+// checkFlags checks the settings cmd/metad owns (logging) and those whose
+// package Validate would name a field rather than the flag.
 func (f *serverFlags) checkFlags(fs *pflag.FlagSet) []error {
 	var errs []error
 	if _, err := parseLevel(f.logLevel); err != nil {
@@ -22,7 +23,26 @@ func (f *serverFlags) checkFlags(fs *pflag.FlagSet) []error {
 	if n := f.cfg.Membership.BootstrapExpect; n < 0 || n > 9 {
 		errs = append(errs, fmt.Errorf("bootstrap-expect %d: want 0 (join an existing cluster) to 9", n))
 	}
-	return append(errs, checkRaftTimings(fs, f.cfg.Raft.HeartbeatTimeout, f.cfg.Raft.ElectionTimeout, f.cfg.Raft.LeaderLeaseTimeout)...)
+	return errs
+}
+
+// validateNode runs the packages' Validate over c, after the raft timings
+// were checked by flag: the timings bound each other, and raftstore's
+// messages name its fields with derived ranges ("LeaderLeaseTimeout ...
+// [5ms, 0s]" after --raft-heartbeat-timeout 0s), so when the flags are at
+// fault the package sees its defaults instead and only the flag messages
+// are reported.
+func validateNode(fs *pflag.FlagSet, c node.Config) []error {
+	errs := checkRaftTimings(fs, c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout, c.Raft.LeaderLeaseTimeout)
+	if len(errs) > 0 {
+		d := raftstore.DefaultConfig()
+		c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout = d.HeartbeatTimeout, d.ElectionTimeout
+		c.Raft.LeaderLeaseTimeout, c.Raft.CommitTimeout = d.LeaderLeaseTimeout, d.CommitTimeout
+	}
+	if err := c.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 // checkRaftTimings: the heartbeat timeout bounds the others, so when it is
