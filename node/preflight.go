@@ -33,7 +33,7 @@ func (n *Node) preflight() error {
 	if err := portFree("gossip-addr", cfg.Membership.BindAddr, true); err != nil {
 		return err
 	}
-	if n.lock, err = lockDataDir(cfg.DataDir); err != nil {
+	if n.lock, err = LockDataDir(cfg.DataDir); err != nil {
 		return err
 	}
 	return StoreNodeID(cfg.DataDir, cfg.NodeID)
@@ -68,10 +68,12 @@ var ErrDataDirInUse = errors.New("data dir in use")
 // message a second server gets.
 const lockFile = "LOCK"
 
-// lockDataDir takes an exclusive flock on <dir>/LOCK, held until the
-// returned file is closed (or the process dies: the kernel releases it, so
-// a crash never leaves a stale lock).
-func lockDataDir(dir string) (*os.File, error) {
+// LockDataDir takes an exclusive flock on <dir>/LOCK (creating dir), held
+// until the returned file is closed or the process exits: the kernel
+// releases it, so a crash never leaves a stale lock. A running server
+// holds it; the offline commands (metad data, snapshot restore) take it
+// too, so neither can change a data dir under the other.
+func LockDataDir(dir string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("data-dir: %w", err)
 	}

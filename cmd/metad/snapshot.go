@@ -530,13 +530,19 @@ each with its own GC, on one store.`,
 			if output != "table" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: want table or json", output)}
 			}
-			id, err := node.LoadNodeID(dataDir, nodeID)
+			id, err := node.ChooseNodeID(dataDir, nodeID)
 			if err != nil {
 				return err
 			}
 			all, err := parseServers(append([]string{id + "=" + raftAddr}, servers...))
 			if err != nil {
 				return usageError{err}
+			}
+			if err := holdDataDir(dataDir); err != nil {
+				return err
+			}
+			if err := node.StoreNodeID(dataDir, id); err != nil {
+				return err
 			}
 			res, err := restoreSnapshot(args[0], dataDir, all, cmd.ErrOrStderr())
 			if err != nil {

@@ -112,8 +112,15 @@ func TestDataDirLock(t *testing.T) {
 	if c.Leader(0) != 0 {
 		t.Error("the first server stopped serving")
 	}
+	// The offline commands respect the lock too.
+	if out, code := runToExit(t, "data", "inspect", "--data-dir", nd.DataDir); code != 1 || !strings.Contains(out, "is in use by pid ") {
+		t.Errorf("data inspect of a running server's dir: exit %d:\n%s", code, out)
+	}
 	// Once the first has stopped, the lock is free.
 	c.Stop(0)
+	if out, code := runToExit(t, "data", "inspect", "--data-dir", nd.DataDir); code != 0 {
+		t.Errorf("data inspect of a stopped server's dir: exit %d:\n%s", code, out)
+	}
 	c.Start(0)
 	c.WaitFor("the restarted server to lead", time.Minute, func() bool { return c.Leader(0) == 0 })
 }
