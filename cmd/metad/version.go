@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/metad/metad/internal/version"
+	"github.com/metad/metad/version"
 )
 
 // versionString is what `metad version` and `metad --version` print.
