@@ -175,3 +175,7 @@ var codeSentinels = map[codes.Code][]error{
 	codes.Canceled:           {ErrCancelled, context.Canceled},
 	codes.Internal:           {ErrInternal},
 }
+
+// Is makes a failed Read match ErrRetryable (the data may be readable
+// later), besides whatever its cause matches through Unwrap.
+func (e *ReadError) Is(target error) bool { return target == ErrRetryable }

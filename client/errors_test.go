@@ -193,3 +193,14 @@ func contains(list []error, e error) bool {
 	}
 	return false
 }
+
+func TestReadErrorIsRetryableAndKeepsItsCause(t *testing.T) {
+	err := error(&ReadError{Cause: context.DeadlineExceeded})
+	if !errors.Is(err, ErrRetryable) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNotFound) {
+		t.Errorf("ReadError classification: %v", err)
+	}
+	cause := fromStatus(wireError(codes.Unavailable, ReasonResolveUnavailable, true, 50*time.Millisecond))
+	if err := error(&ReadError{Cause: cause}); !errors.Is(err, ErrResolveUnavailable) {
+		t.Errorf("ReadError hides its cause: %v", err)
+	}
+}
