@@ -27,7 +27,7 @@
 //	ErrInternal            unclassified, indeterminate
 //
 // Two more cut across the groups: ErrRetryable (the server sent RetryInfo,
-// or the connection broke) and ErrIndeterminate (the operation may have
+// the connection broke, or a Read found no readable candidate in time) and ErrIndeterminate (the operation may have
 // taken effect; retry under the same request id). Reason(err) returns the
 // reason itself, in one spelling (UPPER_SNAKE) whether it came from metad
 // or from gRPC's transport; a reason this client does not know is
