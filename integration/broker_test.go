@@ -20,7 +20,7 @@ import (
 type broker struct {
 	t      testing.TB
 	c      *client.Client
-	store  *objectstore.Local
+	store  objectstore.Store
 	stream uint64
 	epoch  uint64
 	// bytes remembers what each identity holds, to check reads (G8).
