@@ -119,3 +119,24 @@ func TestDependenciesPointInward(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyObjectstoreImportsTheAWSSDK: one owner per foreign library
+// (STYLE.md); test helpers (internal/weedtest) may drive S3 directly.
+func TestOnlyObjectstoreImportsTheAWSSDK(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module+"/")
+		if pkg == "objectstore" || strings.HasPrefix(pkg, "internal/") {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, "github.com/aws/") {
+				t.Errorf("%s imports %s; only objectstore may", pkg, imp)
+			}
+		}
+	}
+}
