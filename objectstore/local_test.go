@@ -32,6 +32,7 @@ func TestLocalStoreContract(t *testing.T) {
 			}
 			return info.Identity
 		},
+		Large: 3 << 20,
 	})
 }
 

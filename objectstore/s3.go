@@ -158,14 +158,12 @@ func describeStartError(err error) string {
 		}
 		return apiErr.ErrorCode() + ": " + apiErr.ErrorMessage()
 	}
+	if !answered(err) {
+		return "endpoint unreachable (" + lastLine(err) + ")"
+	}
 	var respErr *awshttp.ResponseError
 	if errors.As(err, &respErr) {
-		return fmt.Sprintf("HTTP %d", respErr.HTTPStatusCode())
-	}
-	var netErr net.Error
-	var opErr *net.OpError
-	if errors.As(err, &opErr) || errors.As(err, &netErr) {
-		return "endpoint unreachable (" + lastLine(err) + ")"
+		return fmt.Sprintf("HTTP %d (%s)", respErr.HTTPStatusCode(), lastLine(err))
 	}
 	return lastLine(err)
 }
@@ -444,10 +442,12 @@ func classify(op string, err error) error {
 			return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
 		}
 	}
+	if !answered(err) {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+	}
 	var respErr *awshttp.ResponseError
 	if !errors.As(err, &respErr) {
-		// No HTTP response at all: the connection failed or timed out.
-		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+		return fmt.Errorf("objectstore: %s: %w", op, err)
 	}
 	switch code := respErr.HTTPStatusCode(); {
 	case code == http.StatusNotFound:
@@ -460,6 +460,17 @@ func classify(op string, err error) error {
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
 	}
 	return fmt.Errorf("objectstore: %s: %w", op, err)
+}
+
+// answered reports whether the server sent an HTTP response: without one
+// the connection failed or timed out (the SDK then reports status 0).
+func answered(err error) bool {
+	var respErr *awshttp.ResponseError
+	if !errors.As(err, &respErr) {
+		var netErr net.Error
+		return !errors.As(err, &netErr)
+	}
+	return respErr.HTTPStatusCode() != 0
 }
 
 func isRangeNotSatisfiable(err error) bool {

@@ -95,8 +95,8 @@ func TestS3OpenRefusesUnusableBuckets(t *testing.T) {
 func TestS3UnavailableIsTransient(t *testing.T) {
 	weedtest.SetCredentials(t, weedtest.AccessKey, weedtest.SecretKey)
 	w := weedtest.Start(t)
-	w.Bucket(t, "b", true)
-	cfg := w.StoreConfig("b", "")
+	w.Bucket(t, "unavailable", true)
+	cfg := w.StoreConfig("unavailable", "")
 	cfg.S3.MaxAttempts = 2
 	s, err := objectstore.Open(ctx(t), cfg)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -198,7 +199,8 @@ func (s *Server) Bucket(t testing.TB, name string, versioned bool) {
 		if err == nil || errors.As(err, &owned) {
 			break
 		}
-		if ctx.Err() != nil {
+		var resp *awshttp.ResponseError
+		if ctx.Err() != nil || (errors.As(err, &resp) && resp.HTTPStatusCode() < 500) {
 			t.Fatalf("create bucket %s: %v", name, err)
 		}
 		time.Sleep(200 * time.Millisecond) // poll interval
