@@ -217,7 +217,7 @@ func TestS3ServerRefusesUnusableStore(t *testing.T) {
 	cases := []struct {
 		name, bucket, endpoint, key, want string
 	}{
-		{"unversioned", "plain", w.Endpoint, weedtest.AccessKey, "metad: object store s3://plain at " + w.Endpoint + ": bucket versioning is never enabled"},
+		{"unversioned", "plain", w.Endpoint, weedtest.AccessKey, "metad: object store s3://plain at " + w.Endpoint + ": bucket versioning was never enabled"},
 		{"wrong endpoint", "versioned", "http://" + proc.FreePort(t), weedtest.AccessKey, "bucket not usable: endpoint unreachable"},
 		{"bad credentials", "versioned", w.Endpoint, "nobody", "bucket not usable: credentials refused"},
 	}
@@ -238,6 +238,7 @@ func TestS3ServerRefusesUnusableStore(t *testing.T) {
 			if !ok || exit.ExitCode() == 0 || ctx.Err() != nil {
 				t.Fatalf("server: %v (want a non-zero exit at start)\n%s", err, stderr.String())
 			}
+			t.Logf("exit %d: %s", exit.ExitCode(), last)
 			if !strings.Contains(last, tc.want) || !strings.Contains(last, "s3://"+tc.bucket) {
 				t.Fatalf("last line %q\nwant it to say %q", last, tc.want)
 			}

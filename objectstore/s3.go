@@ -137,11 +137,11 @@ func (s *S3) checkBucket(ctx context.Context) error {
 		return fmt.Errorf("object store s3://%s: bucket not usable: %s", where, describeStartError(err))
 	}
 	if out.Status != types.BucketVersioningStatusEnabled {
-		status := string(out.Status)
-		if status == "" {
-			status = "never enabled"
+		state := "is " + string(out.Status)
+		if out.Status == "" {
+			state = "was never enabled"
 		}
-		return fmt.Errorf("object store s3://%s: bucket versioning is %s; metad needs it Enabled (aws s3api put-bucket-versioning --bucket %s --versioning-configuration Status=Enabled)", where, status, s.bucket)
+		return fmt.Errorf("object store s3://%s: bucket versioning %s; metad needs it Enabled (aws s3api put-bucket-versioning --bucket %s --versioning-configuration Status=Enabled)", where, state, s.bucket)
 	}
 	return nil
 }

@@ -69,7 +69,7 @@ func TestS3OpenRefusesUnusableBuckets(t *testing.T) {
 		env  [2]string
 		want string
 	}{
-		{"unversioned", w.StoreConfig("plain", ""), [2]string{weedtest.AccessKey, weedtest.SecretKey}, "versioning is never enabled"},
+		{"unversioned", w.StoreConfig("plain", ""), [2]string{weedtest.AccessKey, weedtest.SecretKey}, "versioning was never enabled"},
 		{"missing", w.StoreConfig("nope", ""), [2]string{weedtest.AccessKey, weedtest.SecretKey}, "no such bucket"},
 		{"wrong endpoint", dead, [2]string{weedtest.AccessKey, weedtest.SecretKey}, "endpoint unreachable"},
 		{"bad credentials", w.StoreConfig("versioned", ""), [2]string{"nobody", "wrong"}, "credentials refused"},
