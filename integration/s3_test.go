@@ -70,6 +70,9 @@ func TestS3ObjectStore(t *testing.T) {
 	c, b, w := s3Cluster(t)
 	cliAppend(t, c, b, w, "bytes from the CLI")
 	expectRead(t, b, "bytes from the CLI", nil)
+	if got := cliRead(t, c, b, w); got != "bytes from the CLI" {
+		t.Fatalf("metad read: %q", got)
+	}
 
 	g1 := b.rewrite(1, fsm.Range{Start: 0, End: 10}, []byte("generation 1"))
 	expectRead(t, b, "generation 1", nil)
@@ -88,6 +91,9 @@ func TestS3ObjectStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectRead(t, b, "generation 1", []metadpb.FailureKind{metadpb.FailureKind_IDENTITY_MISMATCH})
+	if got := cliRead(t, c, b, w); got != "generation 1" {
+		t.Fatalf("metad read: %q", got)
+	}
 
 	// Generation 1's version deleted behind metad's back: OBJECT_MISSING,
 	// and the read falls back to generation 0.
@@ -112,6 +118,17 @@ func cliAppend(t *testing.T, c *proc.Cluster, b *broker, w *weedtest.Server, dat
 	for _, r := range gen0(t, b) {
 		b.bytes[r.Record.Object.Identity] = []byte(data)
 	}
+}
+
+// cliRead is `metad read STREAM 0` with the S3 flags: the bytes on stdout.
+func cliRead(t *testing.T, c *proc.Cluster, b *broker, w *weedtest.Server) string {
+	t.Helper()
+	args := append([]string{"read", strconv.FormatUint(b.stream, 10), "0", "--addr", c.Nodes[0].GRPC}, s3Flags(w)...)
+	out, err := exec.Command(proc.Binary(t), args...).Output()
+	if err != nil {
+		t.Fatalf("metad read: %v", err)
+	}
+	return string(out)
 }
 
 // expectRead reads offset 0 through client.Read and wants data, after
