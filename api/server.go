@@ -167,13 +167,16 @@ func New(cfg Config, deps Deps) (*Server, error) {
 const streamWorkers = 256
 
 // ServerOptions are the grpc.Server options the API needs: the worker
-// pool, message bounds, and the deadline and panic interceptor.
+// pool, message bounds, the codec that turns undecodable requests into
+// InvalidArgument (codec.go), and the deadline and panic interceptor.
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
-		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
+		grpc.ForceServerCodecV2(newDecodeCodec()),
+		grpc.ChainUnaryInterceptor(refuseUndecodable, s.unaryInterceptor),
+		grpc.ChainStreamInterceptor(refuseUndecodableStream),
 	}
 }
 

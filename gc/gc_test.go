@@ -50,7 +50,7 @@ func newRig(t *testing.T) *rig {
 	s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_CommitAppend{CommitAppend: &fsmpb.CommitAppend{
 		StreamId: 1, WriterEpoch: 1, ExpectedStart: 0, End: 10, Object: used.PB(), Bytes: fsm.ByteRange{Length: 10}.PB(), IndexGen0: true,
 	}}})
-	r := &rig{s: s, deleter: &recordingDeleter{}, t: &term{firstSeen: map[fsm.ObjectRef]time.Time{}}, clock: time.Unix(0, 0)}
+	r := &rig{s: s, deleter: &recordingDeleter{}, t: newTerm(), clock: time.Unix(0, 0)}
 	cfg := DefaultConfig()
 	c, err := New(cfg, s, r.deleter, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
@@ -80,13 +80,10 @@ func TestUnreferencedObjectIsCollectedAfterMinIdle(t *testing.T) {
 		t.Fatal("collected before MinIdle: a writer may still be about to reference it")
 	}
 	r.s.Advance(2 * time.Minute)
-	r.pass(t) // marks DELETING
-	if r.status("idle") != fsm.ObjectDeleting || r.status("used") != fsm.ObjectLive {
-		t.Fatalf("idle %v used %v", r.status("idle"), r.status("used"))
-	}
-	r.pass(t) // no pins: deletes, then DELETED
-	if r.status("idle") != fsm.ObjectDeleted || len(r.deleter.deleted) != 1 || r.deleter.deleted[0] != idle {
-		t.Fatalf("status %v, deleted %v", r.status("idle"), r.deleter.deleted)
+	r.pass(t) // marks DELETING; no pin was ever taken: deletes, then DELETED, in the same pass
+	if r.status("idle") != fsm.ObjectDeleted || r.status("used") != fsm.ObjectLive ||
+		len(r.deleter.deleted) != 1 || r.deleter.deleted[0] != idle {
+		t.Fatalf("idle %v used %v, deleted %v", r.status("idle"), r.status("used"), r.deleter.deleted)
 	}
 }
 
@@ -118,23 +115,38 @@ func TestPinnedObjectSurvivesUntilPinEnds(t *testing.T) {
 	}
 }
 
+// TestLeaderOutlivesUnreleasedPins: a pin that expired but is not yet
+// pruned (within PinGrace of its expiry) holds the bytes until machine time
+// would have pruned it, measured on the leader's own clock: no write needed.
 func TestLeaderOutlivesUnreleasedPins(t *testing.T) {
 	r := newRig(t)
 	r.s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{Object: idle.PB(), TtlNanos: int64(30 * time.Second)}}})
 	// Past MinIdle, and past the pin's expiry, but within PinGrace of it:
-	// the pin is still in the machine.
+	// the pin is still in the machine for 30s+PinGrace-70s = 20s more.
 	r.s.Advance(70 * time.Second)
-	r.pass(t) // DELETING
-	r.pass(t) // first seen with a pin
-	r.clock = r.clock.Add(fsm.MaxPinTTL + DefaultConfig().SkewMargin - time.Second)
+	r.pass(t) // DELETING, first seen with a pin
+	r.clock = r.clock.Add(20*time.Second + DefaultConfig().SkewMargin - time.Second)
 	r.pass(t)
 	if len(r.deleter.deleted) != 0 {
-		t.Fatal("deleted before a whole pin lifetime passed on the leader's clock")
+		t.Fatal("deleted before the pin's grace ran out on the leader's clock")
 	}
 	r.clock = r.clock.Add(time.Second)
 	r.pass(t)
 	if len(r.deleter.deleted) != 1 {
 		t.Fatal("never deleted after outliving the pin")
+	}
+}
+
+// TestPrunablePinDoesNotDelay: once machine time is past a pin's expiry
+// plus PinGrace, the machine would prune it at the next write; GC does not
+// wait for that write.
+func TestPrunablePinDoesNotDelay(t *testing.T) {
+	r := newRig(t)
+	r.s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{Object: idle.PB(), TtlNanos: int64(time.Second)}}})
+	r.s.Advance(2 * time.Minute)
+	r.pass(t)
+	if len(r.deleter.deleted) != 1 || r.status("idle") != fsm.ObjectDeleted {
+		t.Fatalf("deleted %v, status %v", r.deleter.deleted, r.status("idle"))
 	}
 }
 
@@ -191,7 +203,7 @@ func TestQuietClusterStillCollects(t *testing.T) {
 	}
 	r.clock = r.clock.Add(2 * time.Minute) // no command applied meanwhile
 	r.pass(t)
-	if r.status("idle") != fsm.ObjectDeleting {
+	if r.status("idle") != fsm.ObjectDeleted {
 		t.Fatalf("status %v: a quiet cluster never collects", r.status("idle"))
 	}
 }

@@ -3313,13 +3313,19 @@ type Target struct {
 	Checksum uint32                 `protobuf:"varint,3,opt,name=checksum,proto3" json:"checksum,omitempty"`
 	// record_range: offsets the bytes cover; resolved: the exact readable
 	// range, starting at the requested (or next surviving) offset.
-	RecordRange *Range                 `protobuf:"bytes,4,opt,name=record_range,json=recordRange,proto3" json:"record_range,omitempty"`
-	Resolved    *Range                 `protobuf:"bytes,5,opt,name=resolved,proto3" json:"resolved,omitempty"`
-	Object      *ObjectRef             `protobuf:"bytes,6,opt,name=object,proto3" json:"object,omitempty"`
-	Bytes       *ByteRange             `protobuf:"bytes,7,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	PinId       uint64                 `protobuf:"varint,8,opt,name=pin_id,json=pinId,proto3" json:"pin_id,omitempty"`
-	PinExpiry   *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=pin_expiry,json=pinExpiry,proto3" json:"pin_expiry,omitempty"`
-	// pin_ttl: read the bytes within this long of sending the request.
+	RecordRange *Range     `protobuf:"bytes,4,opt,name=record_range,json=recordRange,proto3" json:"record_range,omitempty"`
+	Resolved    *Range     `protobuf:"bytes,5,opt,name=resolved,proto3" json:"resolved,omitempty"`
+	Object      *ObjectRef `protobuf:"bytes,6,opt,name=object,proto3" json:"object,omitempty"`
+	Bytes       *ByteRange `protobuf:"bytes,7,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	PinId       uint64     `protobuf:"varint,8,opt,name=pin_id,json=pinId,proto3" json:"pin_id,omitempty"`
+	// pin_expiry: when the pin really expires, in the cluster's time (a
+	// shared pin, see pin_shared, lives longer than pin_ttl: other resolves
+	// share it).
+	PinExpiry *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=pin_expiry,json=pinExpiry,proto3" json:"pin_expiry,omitempty"`
+	// pin_ttl: the reader's window: read the bytes within this long of
+	// sending the request, measured on the reader's own clock. It ends
+	// before pin_expiry whatever the clocks' offset, so it is the bound to
+	// read by; pin_expiry says what the cluster holds.
 	PinTtl *durationpb.Duration `protobuf:"bytes,10,opt,name=pin_ttl,json=pinTtl,proto3" json:"pin_ttl,omitempty"`
 	// pin_shared: the pin is a lease that also serves other readers of the
 	// same object; it expires by itself, and ReleasePin refuses it.
