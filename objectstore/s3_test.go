@@ -2,8 +2,14 @@ package objectstore_test
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -116,5 +122,42 @@ func TestS3UnavailableIsTransient(t *testing.T) {
 	}
 	if _, err := s.Put(ctx(t), "k2", strings.NewReader("x")); !errors.Is(err, objectstore.ErrUnavailable) {
 		t.Fatalf("put to a stopped store: %v", err)
+	}
+}
+
+// An https endpoint is trusted through S3Config.CAFile: weed mini behind
+// a TLS-terminating proxy is refused without it and used with it.
+func TestS3HonoursCAFile(t *testing.T) {
+	weedtest.SetCredentials(t, weedtest.AccessKey, weedtest.SecretKey)
+	w := weedtest.Start(t)
+	w.Bucket(t, "over-tls", true)
+	target, _ := url.Parse(w.Endpoint)
+	srv := httptest.NewTLSServer(httputil.NewSingleHostReverseProxy(target))
+	defer srv.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(caFile, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := objectstore.Config{URL: "s3://over-tls", S3: objectstore.S3Config{Endpoint: srv.URL, PathStyle: true, MaxAttempts: 1}}
+	if _, err := objectstore.Open(ctx(t), cfg); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("without the CA: %v", err)
+	}
+	cfg.S3.CAFile = caFile
+	s, err := objectstore.Open(ctx(t), cfg)
+	if err != nil {
+		t.Fatalf("with the CA: %v", err)
+	}
+	v, err := s.Put(ctx(t), "k", strings.NewReader("over TLS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 8)
+	if n, err := s.ReadAt(ctx(t), v.Key, v.Identity, p, 0); err != nil || string(p[:n]) != "over TLS" {
+		t.Fatalf("read over TLS: %q %v", p[:n], err)
+	}
+	cfg.S3.CAFile = filepath.Join(t.TempDir(), "missing.pem")
+	if _, err := objectstore.Open(ctx(t), cfg); err == nil || !strings.Contains(err.Error(), "s3 CA file") {
+		t.Fatalf("a missing CA file: %v", err)
 	}
 }

@@ -216,7 +216,7 @@ func (s *Server) Bucket(t testing.TB, name string, versioned bool) {
 
 // SetCredentials points the AWS SDK's default chain, in this process and
 // the processes it starts, at this server's credentials (or others).
-func SetCredentials(t *testing.T, accessKey, secretKey string) {
+func SetCredentials(t testing.TB, accessKey, secretKey string) {
 	t.Setenv("AWS_ACCESS_KEY_ID", accessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", secretKey)
 	t.Setenv("AWS_REGION", Region)
