@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -104,6 +105,37 @@ func TestS3ObjectStore(t *testing.T) {
 	expectRead(t, b, "bytes from the CLI", []metadpb.FailureKind{metadpb.FailureKind_OBJECT_MISSING})
 
 	gcDeletesExactlyItsVersion(t, b, w)
+}
+
+// TestS3StoreUnavailable: with the S3 server down, a read fails retryably
+// and reports nothing (the bytes are not at fault), so no record is
+// quarantined; once the server is back the same read returns the bytes.
+func TestS3StoreUnavailable(t *testing.T) {
+	_, b, w := s3Cluster(t)
+	b.append(10, []byte("survives an outage"), true)
+	expectRead(t, b, "survives an outage", nil)
+	w.Stop()
+	res, err := b.read(metadpb.View_COMMITTED, 0, 5*time.Second)
+	var re *client.ReadError
+	if !errors.As(err, &re) || !re.Retryable() || len(re.Tried) == 0 {
+		t.Fatalf("read with the store down: %+v, %v; want a retryable ReadError", res, err)
+	}
+	for _, f := range re.Tried {
+		if !errors.Is(f.Err, objectstore.ErrUnavailable) {
+			t.Fatalf("tried %v: want only ErrUnavailable", f)
+		}
+	}
+	w.Restart(t)
+	recs := gen0(t, b)
+	if len(recs) == 0 {
+		t.Fatal("no generation-0 record")
+	}
+	for _, r := range recs {
+		if r.Status != metadpb.RecordStatus_VALID {
+			t.Fatalf("record %v after the outage: %s, want VALID (nothing reported)", r.Key, r.Status)
+		}
+	}
+	expectRead(t, b, "survives an outage", nil)
 }
 
 // cliAppend runs `metad append` against the cluster with the S3 flags.

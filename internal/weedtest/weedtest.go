@@ -46,9 +46,12 @@ type Server struct {
 	// Admin is an S3 client with good credentials, for what a test does
 	// behind metad's back (overwrites, deletes, listing versions).
 	Admin *s3.Client
-	cmd   *exec.Cmd
-	done  chan struct{}
+	bin   string
+	args  []string
+	dir   string
 	log   string
+	cmd   *exec.Cmd
+	done  chan struct{} // closed when cmd has exited
 }
 
 // Binary returns the weed binary's path, or fails the test saying how to
@@ -91,19 +94,8 @@ func Start(t testing.TB) *Server {
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Endpoint: "http://" + s3Addr, done: make(chan struct{}), log: filepath.Join(dir, "weed.log")}
-	logFile, err := os.Create(s.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.cmd = exec.Command(bin, args...)
-	s.cmd.Dir = dir
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.cmd.Wait(); logFile.Close(); close(s.done) }()
+	s := &Server{Endpoint: "http://" + s3Addr, log: filepath.Join(dir, "weed.log"), bin: bin, args: args, dir: dir}
+	s.start(t)
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
@@ -116,8 +108,39 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// start runs the process; its log is appended to.
+func (s *Server) start(t testing.TB) {
+	logFile, err := os.OpenFile(s.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.done = make(chan struct{})
+	s.cmd = exec.Command(s.bin, s.args...)
+	s.cmd.Dir = s.dir
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := s.done
+	go func() { _ = s.cmd.Wait(); logFile.Close(); close(done) }()
+}
+
+// Restart starts a stopped server again on the same ports and data, and
+// waits until it answers.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.start(t)
+	s.waitReady(t)
+}
+
 // Stop kills weed mini and its children and waits for it.
 func (s *Server) Stop() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	<-s.done
 }
