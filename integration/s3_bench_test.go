@@ -27,7 +27,7 @@ func BenchmarkS3Read(b *testing.B) {
 		nd.Args = append(withoutObjectDir(nd.Args), s3Flags(w)...)
 	}
 	c.StartAll()
-	c.WaitLeader(30 * time.Second)
+	c.WaitFor("a leader", 30*time.Second, func() bool { return c.Leader(0) >= 0 })
 	store, err := objectstore.Open(context.Background(), w.StoreConfig("metad", "cluster"))
 	if err != nil {
 		b.Fatal(err)
