@@ -25,12 +25,12 @@ import (
 
 // s3Cluster is a formed 3-node cluster whose object store is
 // s3://metad/cluster in a real weed mini, and a broker using the same URL.
-func s3Cluster(t *testing.T) (*proc.Cluster, *broker, *weedtest.Server) {
+func s3Cluster(t *testing.T, extra ...string) (*proc.Cluster, *broker, *weedtest.Server) {
 	t.Helper()
 	weedtest.SetCredentials(t, weedtest.AccessKey, weedtest.SecretKey)
 	w := weedtest.Start(t)
 	w.Bucket(t, "metad", true)
-	c := proc.New(t, 3, "--gc-interval", "200ms", "--gc-min-idle", "2s", "--share-pins=false")
+	c := proc.New(t, 3, append([]string{"--gc-interval", "200ms", "--gc-min-idle", "2s", "--share-pins=false"}, extra...)...)
 	for _, nd := range c.Nodes {
 		nd.Args = append(withoutObjectDir(nd.Args), s3Flags(w)...)
 	}
@@ -105,6 +105,22 @@ func TestS3ObjectStore(t *testing.T) {
 	expectRead(t, b, "bytes from the CLI", []metadpb.FailureKind{metadpb.FailureKind_OBJECT_MISSING})
 
 	gcDeletesExactlyItsVersion(t, b, w)
+}
+
+// TestS3VerifyObjects: with --verify-objects, resolve HEADs each target by
+// VersionId with If-Match, so a version recorded with another version's
+// ETag is never offered: the resolve answers with the older generation.
+func TestS3VerifyObjects(t *testing.T) {
+	_, b, w := s3Cluster(t, "--verify-objects")
+	b.append(10, []byte("generation 0"), true)
+	forged := forgedIdentity(t, b, w, "s/gen-1", "generation 1")
+	if err := b.publish(metadpb.View_COMMITTED, 1, fsm.Range{Start: 0, End: 10}, record{rng: fsm.Range{Start: 0, End: 10}, obj: forged, length: 12}); err != nil {
+		t.Fatal(err)
+	}
+	if tg := b.mustTarget(metadpb.View_COMMITTED, 0); tg.Key.Generation != 0 {
+		t.Fatalf("target %v, want generation 0 (generation 1's identity fails the HEAD)", tg)
+	}
+	expectRead(t, b, "generation 0", nil)
 }
 
 // TestS3StoreUnavailable: with the S3 server down, a read fails retryably
