@@ -40,6 +40,7 @@ var inward = map[string][]string{
 	"gc":          {"resolver", "repair", "raftstore", "membership", "api", "node", "cmd/metad", "client", "jepsen"},
 	"api":         {"node", "cmd/metad", "jepsen"},
 	"node":        {"cmd/metad", "jepsen"},
+	"clock":       {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal"},
 	"objectstore": {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen"},
 	"client":      {"fsm", "resolver", "repair", "raftstore", "membership", "cmd/metad", "jepsen"},
 	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$", "faults"},
@@ -110,6 +111,30 @@ func TestPureCoreReadsNoClock(t *testing.T) {
 			for i, line := range strings.Split(string(b), "\n") {
 				if clockOrConcurrency.MatchString(line) {
 					t.Errorf("%s:%d: %s", f, i+1, strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+}
+
+// clockedLoops read the time and wait only through package clock, so their
+// tests drive time (internal/fakeclock) instead of sleeping.
+var clockedLoops = []string{"repair", "gc"}
+
+// wallClock finds direct reads of the wall clock and timers.
+var wallClock = regexp.MustCompile(`\btime\.(Now|Since|Until|Sleep|After|AfterFunc|Tick|NewTimer|NewTicker)\(`)
+
+func TestLoopsReadTimeThroughClock(t *testing.T) {
+	for _, pkg := range clockedLoops {
+		files, _ := filepath.Glob(filepath.Join(filepath.FromSlash(pkg), "*.go"))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(string(b), "\n") {
+				if wallClock.MatchString(line) {
+					t.Errorf("%s:%d: %s (use the injected clock.Clock)", f, i+1, strings.TrimSpace(line))
 				}
 			}
 		}
