@@ -54,6 +54,11 @@ const (
 	ReasonPinShared          = "PIN_SHARED"
 	ReasonInternal           = "INTERNAL"
 
+	ReasonAlreadyLeader        = "ALREADY_LEADER"        // a transfer named the current leader
+	ReasonLastVoter            = "LAST_VOTER"            // removing the server would leave no voter
+	ReasonConfigurationRefused = "CONFIGURATION_REFUSED" // Raft refused a configuration change for now
+	ReasonFeatureLevel         = "FEATURE_LEVEL"         // the command needs a higher cluster feature level
+
 	ReasonUnavailable = "UNAVAILABLE" // the connection failed
 )
 
@@ -122,6 +127,11 @@ var (
 	ErrShuttingDown       = errors.New("metad: shutting down")
 	ErrResolveUnavailable = errors.New("metad: resolve unavailable")
 	ErrOverloaded         = errors.New("metad: overloaded")
+
+	ErrAlreadyLeader        = errors.New("metad: already the leader")
+	ErrLastVoter            = errors.New("metad: the last voter")
+	ErrConfigurationRefused = errors.New("metad: configuration change refused")
+	ErrFeatureLevel         = errors.New("metad: the cluster's feature level is too low")
 )
 
 // reasonSentinels: each reason's own sentinel first, then its groups.
@@ -164,6 +174,11 @@ var reasonSentinels = map[string][]error{
 	ReasonDeadlineExceeded:   {ErrDeadlineExceeded, context.DeadlineExceeded},
 	ReasonCancelled:          {ErrCancelled, context.Canceled},
 	ReasonInternal:           {ErrInternal},
+
+	ReasonAlreadyLeader:        {ErrAlreadyLeader, ErrFailedPrecondition},
+	ReasonLastVoter:            {ErrLastVoter, ErrFailedPrecondition},
+	ReasonConfigurationRefused: {ErrConfigurationRefused, ErrConflict},
+	ReasonFeatureLevel:         {ErrFeatureLevel, ErrFailedPrecondition},
 }
 
 // Resolve outcomes that are answers, not failures. OutcomeError turns

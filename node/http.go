@@ -2,20 +2,21 @@ package node
 
 import (
 	"fmt"
-	"github.com/metad/metad/internal/faults"
 	"net/http"
 	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/metad/metad/faults"
 )
 
 // startHTTP serves the admin endpoints: /metrics (Prometheus), /healthz
 // (the process is alive), /readyz (a leader is known and this node has
 // caught up: the same verdict as gRPC health), and /debug/pprof only when
 // enabled.
-func (n *Node) startHTTP(reg *prometheus.Registry) error {
+func (n *Server) startHTTP(reg *prometheus.Registry) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -36,7 +37,7 @@ func (n *Node) startHTTP(reg *prometheus.Registry) error {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	lis := n.httpLis
+	lis := n.httpLis // bound by preflight
 	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	n.goLoop(func() {
 		if err := n.http.Serve(lis); err != nil && err != http.ErrServerClosed {

@@ -16,7 +16,7 @@ import (
 // and HTTP listeners are bound (and kept for serving), the raft and gossip
 // ports are checked free (their owners bind them later), and only then is
 // the data dir locked and the node id stored.
-func (n *Node) preflight() error {
+func (n *Server) preflight() error {
 	cfg := n.cfg
 	var err error
 	if n.grpcLis, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {

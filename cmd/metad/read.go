@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -13,25 +12,26 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
-	"github.com/metad/metad/objectstore"
 )
 
 func newReadCmd(o *clientOpts) *cobra.Command {
-	var objectDir string
+	var objects clientObjectStore
 	cmd := &cobra.Command{
 		Use:   "read STREAM VIEW OFFSET",
 		Short: "Read the bytes at an offset as a broker does: resolve, read, fall back",
 		Long: `Read the bytes that hold (stream, view, offset) exactly as a broker's read path
 does (the client library's Read): resolve to a pinned target, read its byte range
-from the object store under the target's identity, and if that fails report the
-candidate, exclude it and resolve again in the same view, until --timeout.
+from the object store (--object-store, the servers' URL, or --object-dir) under
+the target's identity, and if that fails report the candidate, exclude it and
+resolve again in the same view, until --timeout.
 
 The bytes go to stdout as they are; -o json prints the outcome, the target, the
 bytes (base64) and every candidate that failed on the way. EOF, OFFSET_TRIMMED
 and VIEW_END are answers (stderr, exit 0); a stream that does not exist exits
 with status 3; a read that found no readable candidate in time exits with 4.`,
 		Example: `  metad read 1 COMMITTED 0 --object-dir ./metad-data/objects
-  metad read 1 TOPIC_COMPACTED 42 -o json`,
+  metad read 1 TOPIC_COMPACTED 42 -o json
+  metad read 1 COMMITTED 0 --object-store s3://bucket/metad --s3-endpoint http://127.0.0.1:8333 --s3-path-style`,
 		Args: exactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseUint("stream id", args[0])
@@ -46,7 +46,12 @@ with status 3; a read that found no readable candidate in time exits with 4.`,
 			if err != nil {
 				return err
 			}
-			store, err := openObjectDir(objectDir)
+			if err := o.validate(); err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+			defer cancel()
+			store, err := objects.open(ctx, cmd.Flags())
 			if err != nil {
 				return err
 			}
@@ -61,7 +66,7 @@ with status 3; a read that found no readable candidate in time exits with 4.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&objectDir, "object-dir", "./metad-data/objects", "local object store (the server's --object-dir)")
+	objects.register(cmd.Flags())
 	return cmd
 }
 
@@ -146,18 +151,4 @@ func printFallbacks(cmd *cobra.Command, tried []client.CandidateFailure) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%v\n", candidateName(f.Candidate), f.Candidate.GetVersion(), f.Kind, f.Err)
 	}
 	tw.Flush()
-}
-
-// openObjectDir opens a local object store that must already exist: a
-// mistyped --object-dir must not quietly create an empty store (an append
-// would then commit bytes the servers cannot see).
-func openObjectDir(dir string) (objectstore.Store, error) {
-	st, err := os.Stat(dir)
-	switch {
-	case err != nil:
-		return nil, usageError{fmt.Errorf("--object-dir %s: %w (give the servers' object directory)", dir, errors.Unwrap(err))}
-	case !st.IsDir():
-		return nil, usageError{fmt.Errorf("--object-dir %s: not a directory", dir)}
-	}
-	return objectstore.NewLocal(dir)
 }
