@@ -166,6 +166,9 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{append([]string{"raft", "remove-peer", "n9"}, unreachable...), 4},
 		{[]string{"raft", "transfer-leader", "extra"}, 2},
 		{append([]string{"raft", "transfer-leader"}, unreachable...), 4},
+		{[]string{"raft", "transfer-leader", "--to", "n1"}, 1}, // ALREADY_LEADER
+		{[]string{"raft", "remove-peer", "n1"}, 1},             // LAST_VOTER
+		{[]string{"raft", "remove-peer", "n9"}, 3},
 
 		{[]string{"bench", "--bogus"}, 2},
 
