@@ -64,6 +64,20 @@ func portFree(flag, addr string, udp bool) error {
 // ErrDataDirInUse is returned when another process holds the data dir.
 var ErrDataDirInUse = errors.New("data dir in use")
 
+// DataDirInUseError names the data dir and who holds it; it matches
+// ErrDataDirInUse.
+type DataDirInUseError struct {
+	Dir   string
+	Owner string // "pid N", or "another process" when the LOCK file is empty
+}
+
+func (e *DataDirInUseError) Error() string {
+	return fmt.Sprintf("data dir %s is in use by %s; stop it first, or give this server its own --data-dir", e.Dir, e.Owner)
+}
+
+// Is makes errors.Is(err, ErrDataDirInUse) true.
+func (e *DataDirInUseError) Is(target error) bool { return target == ErrDataDirInUse }
+
 // lockFile is the data dir's lock; it holds the owner's pid for the
 // message a second server gets.
 const lockFile = "LOCK"
@@ -85,7 +99,7 @@ func LockDataDir(dir string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		defer f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: data dir %s is in use by %s; stop it first, or give this server its own --data-dir", ErrDataDirInUse, dir, lockOwner(f))
+			return nil, &DataDirInUseError{Dir: dir, Owner: lockOwner(f)}
 		}
 		return nil, fmt.Errorf("data-dir: lock %s: %w", path, err)
 	}
