@@ -87,7 +87,7 @@ func TestErrorTableSurvivesTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 
 	for i, tc := range cases {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

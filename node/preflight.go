@@ -50,13 +50,13 @@ func portFree(flag, addr string, udp bool) error {
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", flag, addr, err)
 	}
-	l.Close()
+	_ = l.Close()
 	if udp {
 		pc, err := net.ListenPacket("udp", addr)
 		if err != nil {
 			return fmt.Errorf("%s %s (udp): %w", flag, addr, err)
 		}
-		pc.Close()
+		_ = pc.Close()
 	}
 	return nil
 }

@@ -150,5 +150,5 @@ func printFallbacks(cmd *cobra.Command, tried []client.CandidateFailure) {
 	for _, f := range tried {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%v\n", candidateName(f.Candidate), f.Candidate.GetVersion(), f.Kind, f.Err)
 	}
-	tw.Flush()
+	_ = tw.Flush()
 }

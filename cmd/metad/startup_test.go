@@ -88,7 +88,7 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 				t.Fatalf("the refused start left %s behind: %v", nd.DataDir, entries)
 			}
 			if hold != nil {
-				hold.Close()
+				_ = hold.Close()
 			}
 			c.Start(0)
 			c.WaitFor("the corrected server to lead", time.Minute, func() bool { return c.Leader(0) == 0 })
