@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -38,6 +39,9 @@ type Server struct {
 	objects objectstore.Store
 	rpc     *api.RPCMetrics
 	notify  *notifier
+	// Claimed by preflight before anything is written.
+	grpcLis, httpLis net.Listener
+	lock             *os.File // flock on the data dir
 
 	cancel context.CancelFunc // stops the loops below
 	wg     sync.WaitGroup     // the loops: serve, health, leader work
@@ -59,6 +63,9 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 			_ = n.closeParts()
 		}
 	}()
+	if err = n.preflight(); err != nil {
+		return nil, err
+	}
 	if n.objects, err = openObjects(cfg.Objects); err != nil {
 		return nil, err
 	}
@@ -99,10 +106,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 	if err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", cfg.GRPCAddr)
-	if err != nil {
-		return fmt.Errorf("grpc-addr: %w", err)
-	}
+	lis := n.grpcLis
 	// The RPC metrics interceptors go first, to count each call's final code.
 	n.grpc = grpc.NewServer(append(n.rpc.ServerOptions(), n.api.ServerOptions()...)...)
 	n.api.Register(n.grpc)
@@ -321,6 +325,14 @@ func (n *Server) closeParts() error {
 	n.wg.Wait()
 	if n.peers != nil {
 		errs = append(errs, n.peers.Close())
+	}
+	for _, l := range []net.Listener{n.grpcLis, n.httpLis} {
+		if l != nil {
+			_ = l.Close() // already closed if it was served
+		}
+	}
+	if n.lock != nil {
+		errs = append(errs, n.lock.Close()) // releases the flock
 	}
 	return errors.Join(errs...)
 }
