@@ -23,15 +23,16 @@ type Removals interface {
 	Incarnation(id string) string
 	// NoteRemoved remembers that incarnation inc of id was removed.
 	NoteRemoved(id, inc string)
-	// ForgetRemoved drops that memory (the tombstone was lifted).
-	ForgetRemoved(id string)
+	// ForgetRemoved drops that memory (the tombstone was lifted) and
+	// reports whether there was one.
+	ForgetRemoved(id string) bool
 }
 
 type noRemovals struct{}
 
 func (noRemovals) Incarnation(string) string  { return "" }
 func (noRemovals) NoteRemoved(string, string) {}
-func (noRemovals) ForgetRemoved(string)       {}
+func (noRemovals) ForgetRemoved(string) bool  { return false }
 
 // tombstoneBeforeRemoval makes remove-peer's removal stick before the
 // server leaves the configuration, so the reconcile loop cannot re-add it
@@ -90,9 +91,13 @@ func (s *Server) Untombstone(ctx context.Context, req *metadpb.UntombstoneReques
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	s.removals.ForgetRemoved(req.NodeId)
+	remembered := s.removals.ForgetRemoved(req.NodeId)
 	if level < 2 {
-		return &metadpb.UntombstoneResponse{}, nil // level 1: only the leader's memory, now forgotten
+		// Level 1: no tombstones, only this leader's memory of removals.
+		if !remembered {
+			return nil, notFound("node_id", "no removal of %q remembered (feature level 1 keeps no tombstones)", req.NodeId)
+		}
+		return &metadpb.UntombstoneResponse{}, nil
 	}
 	found := false
 	if err := s.store.Read(ctx, func(m *fsm.Machine) error {

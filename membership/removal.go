@@ -65,11 +65,13 @@ func (a *Agent) NoteRemoved(id, inc string) {
 }
 
 // ForgetRemoved drops the level-1 memory of a removal (an operator lifted
-// the tombstone).
-func (a *Agent) ForgetRemoved(id string) {
+// the tombstone) and reports whether there was one.
+func (a *Agent) ForgetRemoved(id string) bool {
 	a.removals.mu.Lock()
 	defer a.removals.mu.Unlock()
+	_, had := a.removals.recent[id]
 	delete(a.removals.recent, id)
+	return had
 }
 
 // Incarnation is the incarnation node id last reported to this node's

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -35,11 +36,14 @@ type Server struct {
 	api     *api.Server
 	grpc    *grpc.Server
 	http    *http.Server
-	objects *objectstore.Local
+	objects objectstore.Store
 	rpc     *api.RPCMetrics
 	notify  *notifier
 	// incarnation is this data dir's incarnation id (incarnation.go).
 	incarnation string
+	// Claimed by preflight before anything is written.
+	grpcLis, httpLis net.Listener
+	lock             *os.File // flock on the data dir
 
 	cancel context.CancelFunc // stops the loops below
 	wg     sync.WaitGroup     // the loops: serve, health, leader work
@@ -61,7 +65,10 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 			_ = n.closeParts()
 		}
 	}()
-	if n.objects, err = objectstore.NewLocal(cfg.ObjectDir); err != nil {
+	if err = n.preflight(); err != nil {
+		return nil, err
+	}
+	if n.objects, err = openObjects(cfg.Objects); err != nil {
 		return nil, err
 	}
 	if n.incarnation, err = LoadIncarnation(cfg.DataDir); err != nil {
@@ -107,10 +114,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 	if err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", cfg.GRPCAddr)
-	if err != nil {
-		return fmt.Errorf("grpc-addr: %w", err)
-	}
+	lis := n.grpcLis
 	// The RPC metrics interceptors go first, to count each call's final code.
 	n.grpc = grpc.NewServer(append(n.rpc.ServerOptions(), n.api.ServerOptions()...)...)
 	n.api.Register(n.grpc)
@@ -345,6 +349,14 @@ func (n *Server) closeParts() error {
 	if n.peers != nil {
 		errs = append(errs, n.peers.Close())
 	}
+	for _, l := range []net.Listener{n.grpcLis, n.httpLis} {
+		if l != nil {
+			_ = l.Close() // already closed if it was served
+		}
+	}
+	if n.lock != nil {
+		errs = append(errs, n.lock.Close()) // releases the flock
+	}
 	return errors.Join(errs...)
 }
 
@@ -396,3 +408,16 @@ func (a gcAdapter) Read(ctx context.Context, fn func(gc.State)) error {
 func (a gcAdapter) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error) {
 	return a.s.Propose(ctx, cmd)
 }
+
+// openObjects opens the object store, checking an s3:// bucket is
+// reachable and versioned: a node that cannot verify or collect objects
+// refuses to start rather than run half-blind.
+func openObjects(cfg objectstore.Config) (objectstore.Store, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), objectStoreCheckTimeout)
+	defer cancel()
+	return objectstore.Open(ctx, cfg)
+}
+
+// objectStoreCheckTimeout bounds the start-up check of the object store,
+// retries included.
+const objectStoreCheckTimeout = 30 * time.Second

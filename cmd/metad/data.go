@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -18,42 +20,46 @@ import (
 
 func newAppendCmd(o *clientOpts) *cobra.Command {
 	var (
-		epoch     uint64
-		count     uint64
-		data      string
-		file      string
-		objectDir string
-		noIndex   bool
+		epoch   uint64
+		count   uint64
+		data    string
+		file    string
+		objects clientObjectStore
+		noIndex bool
 	)
 	cmd := &cobra.Command{
 		Use:   "append STREAM",
 		Short: "Write bytes to the object store and commit them as the next offsets of a stream",
-		Long: `Write bytes to the local object store, register the object, and commit an
-append of --count offsets at the stream's committed end (with its generation-0
-index record unless --no-index). Without --epoch the command opens the stream
+		Long: `Write bytes to the object store (--object-store, the servers' URL), register
+the object, and commit an append of --count offsets at the stream's committed
+end (with its generation-0 index record unless --no-index). Without --epoch the command opens the stream
 for write first, which bumps the writer epoch and fences earlier writers.`,
 		Example: `  metad append 1 --data 'hello' --object-dir ./metad-data/objects
-  metad append 1 --file batch.bin --count 100 --epoch 3`,
+  metad append 1 --file batch.bin --count 100 --epoch 3
+  metad append 1 --data 'hello' --object-store s3://bucket/metad --s3-endpoint http://127.0.0.1:8333 --s3-path-style`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseUint("stream id", args[0])
 			if err != nil {
 				return err
 			}
+			if data != "" && file != "" {
+				return usageError{errors.New("--data and --file: give one, not both")}
+			}
 			payload := []byte(data)
 			if file != "" {
 				if payload, err = os.ReadFile(file); err != nil {
-					return err
+					return usageError{fmt.Errorf("--file: %w", err)}
 				}
 			}
 			if len(payload) == 0 || count == 0 {
 				return usageError{fmt.Errorf("give a non-empty --data or --file and a positive --count")}
 			}
-			store, err := objectstore.NewLocal(objectDir)
-			if err != nil {
-				return err
-			}
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				store, err := objects.open(ctx, cmd.Flags())
+				if err != nil {
+					return err
+				}
 				resp, err := appendBytes(ctx, c, store, id, epoch, count, payload, !noIndex)
 				if err != nil {
 					return err
@@ -68,25 +74,30 @@ for write first, which bumps the writer epoch and fences earlier writers.`,
 	cmd.Flags().Uint64Var(&count, "count", 1, "number of offsets the bytes hold")
 	cmd.Flags().StringVar(&data, "data", "", "the bytes, as a string")
 	cmd.Flags().StringVar(&file, "file", "", "read the bytes from this file")
-	cmd.Flags().StringVar(&objectDir, "object-dir", "./metad-data/objects", "local object store (the server's --object-dir)")
+	objects.register(cmd.Flags())
 	cmd.Flags().BoolVar(&noIndex, "no-index", false, "commit without the generation-0 index record (repair will rebuild it)")
 	return cmd
 }
 
 // appendBytes is the whole write path of a broker in one place.
 func appendBytes(ctx context.Context, c *client.Client, store objectstore.Store, stream, epoch, count uint64, payload []byte, index bool) (*metadpb.CommitAppendResponse, error) {
+	// Check that the offsets fit before anything changes: opening for
+	// write bumps the epoch, and the object would be written for nothing.
+	start, err := appendStart(ctx, c, stream, count)
+	if err != nil {
+		return nil, err
+	}
 	if epoch == 0 {
 		open, err := client.Call(ctx, c, c.Metad.OpenForWrite, &metadpb.OpenForWriteRequest{StreamId: stream, RequestId: client.NewRequestID()})
 		if err != nil {
 			return nil, err
 		}
 		epoch = open.WriterEpoch
+		// A writer fenced by the open may have appended in between.
+		if start, err = appendStart(ctx, c, stream, count); err != nil {
+			return nil, err
+		}
 	}
-	desc, err := client.Call(ctx, c, c.Metad.DescribeStream, &metadpb.DescribeStreamRequest{StreamId: stream})
-	if err != nil {
-		return nil, err
-	}
-	start := desc.Stream.CommittedEnd
 	key := fmt.Sprintf("streams/%d/%020d-%020d", stream, start, start+count)
 	info, err := store.Put(ctx, key, bytes.NewReader(payload))
 	if err != nil {
@@ -102,9 +113,24 @@ func appendBytes(ctx context.Context, c *client.Client, store objectstore.Store,
 	})
 }
 
+// appendStart returns the stream's committed end, where an append of
+// count offsets would start, refusing a count that would run past the
+// largest offset.
+func appendStart(ctx context.Context, c *client.Client, stream, count uint64) (uint64, error) {
+	desc, err := client.Call(ctx, c, c.Metad.DescribeStream, &metadpb.DescribeStreamRequest{StreamId: stream})
+	if err != nil {
+		return 0, err
+	}
+	end := desc.Stream.CommittedEnd
+	if count > math.MaxUint64-end {
+		return 0, usageError{fmt.Errorf("--count %d: the stream's committed end is %d, and offsets end at %d", count, end, uint64(math.MaxUint64))}
+	}
+	return end, nil
+}
+
 func newIndexCmd(o *clientOpts) *cobra.Command {
-	cmd := &cobra.Command{Use: "index", Short: "Publish and list index generations"}
-	cmd.AddCommand(newIndexPublishCmd(o), newIndexListCmd(o))
+	cmd := &cobra.Command{Use: "index", Short: "Publish, list and retire index generations"}
+	cmd.AddCommand(newIndexPublishCmd(o), newIndexListCmd(o), newIndexRetireCmd(o))
 	return cmd
 }
 

@@ -71,7 +71,8 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "HTTP admin address: /metrics, /healthz, /readyz (empty disables)")
 	fs.IntVar(&c.Membership.BootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many servers are seen (0: single node if alone and no --join, else wait to be added)")
 	fs.StringSliceVar(&c.Membership.Join, "join", nil, "gossip address of a member to join (repeatable)")
-	fs.StringVar(&c.ObjectDir, "object-dir", "", "local object store directory (default <data-dir>/objects); share it between nodes and brokers on one machine")
+	fs.StringVar(&c.ObjectDir, "object-dir", "", "local object store directory, an alias of --object-store file://DIR (default <data-dir>/objects); share it between nodes and brokers on one machine")
+	registerObjectStoreFlags(fs, &c.Objects)
 	fs.BoolVar(&c.EnablePprof, "pprof", false, "serve /debug/pprof on the HTTP admin address")
 	fs.BoolVar(&c.API.VerifyObjects, "verify-objects", false, "resolve checks each target's identity in the object store before returning it")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
@@ -96,9 +97,12 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 }
 
 // resolve turns the flags into a complete, validated node configuration.
+// It writes nothing: a start refused here leaves the data dir untouched
+// (node.Start stores the node id once everything is claimed). Every
+// problem is reported at once, as bad usage.
 func (f *serverFlags) resolve(fs *pflag.FlagSet) (node.Config, error) {
 	c := f.cfg
-	var errs []error
+	errs := f.checkFlags(fs)
 	if len(f.dialMap) > 0 {
 		c.DialMap = map[string]string{}
 		for _, kv := range f.dialMap {
@@ -115,24 +119,22 @@ func (f *serverFlags) resolve(fs *pflag.FlagSet) (node.Config, error) {
 	if c.Membership.BootstrapExpect == 0 && len(c.Membership.Join) == 0 && !fs.Changed("bootstrap-expect") {
 		c.Membership.BootstrapExpect = 1
 	}
-	if _, err := parseLevel(f.logLevel); err != nil {
-		errs = append(errs, err)
-	}
-	if f.logFormat != "text" && f.logFormat != "json" {
-		errs = append(errs, fmt.Errorf("log-format %q: want text or json", f.logFormat))
-	}
 	// systemd's notify socket, for Type=notify units (examples/metad.service).
 	c.NotifySocket = os.Getenv("NOTIFY_SOCKET")
-	id, err := node.LoadNodeID(c.DataDir, c.NodeID)
+	id, err := node.ChooseNodeID(c.DataDir, c.NodeID)
 	if err != nil {
 		errs = append(errs, err)
+		// Validate the rest with a stand-in id, so the real error is not
+		// followed by "NodeID: required" lines from every sub-config.
+		id = "unknown"
 	}
 	c.NodeID = id
 	c.Complete()
-	if err := c.Validate(); err != nil {
-		errs = append(errs, err)
+	errs = append(errs, validateNode(fs, c)...)
+	if len(errs) > 0 {
+		return c, usageError{errors.Join(errs...)}
 	}
-	return c, errors.Join(errs...)
+	return c, nil
 }
 
 func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io.Writer) error {
@@ -141,11 +143,15 @@ func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io
 		return err
 	}
 	log := newLogger(stderr, f.logFormat, f.logLevel)
+	if n := cfg.Membership.BootstrapExpect; n > 1 && n%2 == 0 {
+		log.Warn(fmt.Sprintf("bootstrap-expect %d is even: %d voters tolerate as many failures as %d (quorum %d); prefer 3 or 5", n, n, n-1, n/2+1))
+	}
 	logEffective(log, fs, map[string]string{
 		// Settings resolve derives rather than reads: log what is used.
 		"node-id":          cfg.NodeID,
 		"bootstrap-expect": strconv.Itoa(cfg.Membership.BootstrapExpect),
 		"object-dir":       cfg.ObjectDir,
+		"object-store":     cfg.Objects.URL,
 	})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
