@@ -26,7 +26,9 @@ import (
 // the one bootstrapping a new cluster arms the guard, which
 //
 //   - answers every RequestVote and pre-vote from others with a refusal,
-//     before raft sees it (raft's own term is not touched);
+//     before raft sees it (raft's own term is not touched), unless the
+//     candidate's log holds only a bootstrap configuration (a forming
+//     cluster, see formingLogIndex);
 //   - refuses to send its own (it cannot win an election);
 //   - notes the commit index the first leader's AppendEntries carries, and
 //     disarms for good once its log reaches it: it then holds every entry
@@ -48,6 +50,16 @@ type voteGuard struct {
 	consumer chan raft.RPC
 	once     sync.Once
 }
+
+// formingLogIndex: a candidate whose log ends here holds nothing but a
+// bootstrap configuration (index 1), so the cluster it asks to lead is
+// forming; the guard lets such requests through. Without this, a server
+// of a forming cluster that saw a peer bootstrap first (and so never
+// bootstrapped itself: membership's rule) would refuse the votes the
+// cluster needs to elect its first leader. The price is a narrow double
+// fault: a voter that received nothing since formation, another that lost
+// its disk, and the third down.
+const formingLogIndex = 1
 
 // errVoteGuard is returned instead of sending a vote request while armed.
 var errVoteGuard = errors.New("raftstore: this server lost its raft state and does not vote until it has caught up with a leader")
@@ -105,10 +117,16 @@ func (g *voteGuard) filter(in <-chan raft.RPC) {
 func (g *voteGuard) refuse(rpc raft.RPC) bool {
 	switch req := rpc.Command.(type) {
 	case *raft.RequestVoteRequest:
+		if req.LastLogIndex <= formingLogIndex {
+			return false
+		}
 		g.log.Info("raftstore: vote refused: this server has not caught up since it lost its raft state", "term", req.Term)
 		rpc.Respond(&raft.RequestVoteResponse{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: req.Term, Granted: false}, nil)
 		return true
 	case *raft.RequestPreVoteRequest:
+		if req.LastLogIndex <= formingLogIndex {
+			return false
+		}
 		g.log.Info("raftstore: pre-vote refused: this server has not caught up since it lost its raft state", "term", req.Term)
 		rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: req.Term, Granted: false}, nil)
 		return true
