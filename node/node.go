@@ -91,7 +91,7 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	if err = n.registerMembershipMetrics(reg); err != nil {
 		return nil, err
 	}
-	n.peers.SetDirectory(directory{agent: n.agent, selfID: cfg.NodeID, selfAddr: cfg.GRPCAdvertise})
+	n.peers.SetDirectory(directory{agent: n.agent, selfID: cfg.NodeID, selfAddr: cfg.GRPCAdvertise, selfInc: n.incarnation})
 	if err = n.startServing(reg); err != nil {
 		return nil, err
 	}
@@ -365,6 +365,7 @@ type directory struct {
 	agent    *membership.Agent
 	selfID   string
 	selfAddr string
+	selfInc  string
 }
 
 func (d directory) GRPCAddr(id string) (string, bool) {
@@ -381,8 +382,12 @@ func (d directory) GRPCAddr(id string) (string, bool) {
 func (d directory) Members() []*metadpb.Member {
 	var out []*metadpb.Member
 	for _, m := range d.agent.Members() {
+		inc := d.agent.Incarnation(m.ID)
+		if m.ID == d.selfID {
+			inc = d.selfInc
+		}
 		out = append(out, &metadpb.Member{NodeId: m.ID, GossipAddr: m.GossipAddr, RaftAddr: m.Meta.RaftAddr,
-			GrpcAddr: m.Meta.GRPCAddr, Status: m.Status.String(), Incarnation: d.agent.Incarnation(m.ID)})
+			GrpcAddr: m.Meta.GRPCAddr, Status: m.Status.String(), Incarnation: inc})
 	}
 	return out
 }
