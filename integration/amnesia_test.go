@@ -34,6 +34,22 @@ func TestAmnesiacVoterCannotLoseACommittedWrite(t *testing.T) {
 			formed(t, c, 3)
 			l := c.Leader(0)
 			x, y := (l+1)%3, (l+2)%3
+			incarnation := func(i int) string {
+				st, err := c.Status(l)
+				if err != nil {
+					return ""
+				}
+				for _, n := range st.Nodes {
+					if n.NodeId == c.Nodes[i].ID {
+						return n.Incarnation
+					}
+				}
+				return ""
+			}
+			oldInc := incarnation(x)
+			if oldInc == "" {
+				t.Fatalf("%s reports no incarnation", c.Nodes[x].ID)
+			}
 			w := proc.NewWriter(t, c.Client(l), "amnesia")
 			w.MustAppend(t, 1)
 			before := w.End
@@ -94,6 +110,15 @@ func TestAmnesiacVoterCannotLoseACommittedWrite(t *testing.T) {
 				t.Fatalf("committed end %d, acknowledged %d (before the partition %d): an acknowledged append was lost", end, acked, before)
 			}
 			t.Logf("committed end %d, acknowledged %d", end, acked)
+			if tc.bug {
+				return
+			}
+			// The wiped server is back as a new incarnation, caught up.
+			c.WaitFor("the wiped server back as a new incarnation with the append", 30*time.Second, func() bool {
+				inc := incarnation(x)
+				s, err := c.Describe(x, w.Stream)
+				return inc != "" && inc != oldInc && err == nil && s.CommittedEnd == acked
+			})
 		})
 	}
 }
