@@ -205,3 +205,21 @@ func TestNotReadyUnlessMember(t *testing.T) {
 		})
 	}
 }
+
+// TestGossipBeforeRaftOpens: a server joins gossip before it opens Raft
+// (which restores its latest snapshot, minutes for a large state), so the
+// leader sees a restarting server alive all along, never as a removal
+// candidate.
+func TestGossipBeforeRaftOpens(t *testing.T) {
+	c := proc.New(t, 1)
+	c.StartAll()
+	c.WaitFor("the server ready", 30*time.Second, func() bool {
+		code, _ := readyz(c, 0)
+		return code == http.StatusOK
+	})
+	log := c.Log(0)
+	gossip, raft := strings.Index(log, "membership started"), strings.Index(log, "raftstore: opened")
+	if gossip < 0 || raft < 0 || gossip > raft {
+		t.Fatalf("gossip started at byte %d of the log, raft opened at %d: want gossip first", gossip, raft)
+	}
+}

@@ -67,10 +67,10 @@
 // leaves) all come back, and removing them left a three-voter cluster on
 // two voters, tolerating no failure, until re-added and promoted (the 30s
 // default of 0.1.0 did exactly that). A server alive in gossip is never
-// removed. (node starts gossip after opening raft, so a server restoring
-// its snapshot is absent from gossip meanwhile: minutes, inside both
-// timeouts; announcing itself before the restore is left for later.) An
-// operator removes sooner with remove-peer. The policy is the
+// removed, and node starts the agent before it opens raft, so a server
+// restoring a large snapshot is alive in gossip meanwhile (the Raft
+// adapter answers "still opening" until then). An operator removes
+// sooner with remove-peer. The policy is the
 // table in policy_test.go. A leaving node also tells each peer directly
 // (a TCP user message, member.go): gossip may deliver its leave before the
 // metadata that marks it leaving, and a leave mistaken for a failure would

@@ -15,11 +15,14 @@
 // (ChooseNodeID picks it without writing; StoreNodeID writes it). A start
 // that cannot succeed thus leaves the data dir as it was. Then it opens the
 // parts in dependency order (the peer client before Raft, which needs it
-// for read confirmations; membership after Raft, which it drives through
-// membershipRaft (membership.go), a type-converting adapter of the raft
-// store to the interface membership declares, since neither of the two may
-// import the other; the directory that maps node ids to addresses once
-// membership exists). Like every package but raftstore, node does not
+// for read confirmations; membership before Raft, so that the node
+// announces itself in gossip while opening Raft restores its latest
+// snapshot — minutes for a large state — and the leader sees it alive;
+// membership drives Raft through membershipRaft (membership.go), a
+// type-converting adapter of the raft store to the interface membership
+// declares, which answers "still opening" until the store is set, since
+// neither of the two may import the other; the directory that maps node
+// ids to addresses once membership exists). Like every package but raftstore, node does not
 // import hashicorp/raft.
 // Shutdown reverses it gracefully: report NOT_SERVING (so /readyz and
 // balancers stop sending calls) and STOPPING=1 to systemd, hand over

@@ -41,6 +41,8 @@ type Server struct {
 	notify  *notifier
 	// incarnation is this data dir's incarnation id (incarnation.go).
 	incarnation string
+	// raftRef hands the store to membership once open (membership.go).
+	raftRef *storeRef
 	// Claimed by preflight before anything is written.
 	grpcLis, httpLis net.Listener
 	lock             *os.File // flock on the data dir
@@ -79,19 +81,29 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 		dial = cfg.dial
 	}
 	n.peers = api.NewPeerClient(dial)
+	// Gossip first: opening raft restores the latest snapshot (minutes for
+	// a large state), and a server that announces itself meanwhile is
+	// alive to the leader, never a removal candidate.
+	hadState, err := raftstore.HasStateIn(cfg.Raft.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	n.raftRef = &storeRef{}
+	mr := membershipRaft{n.raftRef}
+	if n.agent, err = membership.New(cfg.Membership, mr, n.hooks(mr, hadState), log.With("component", "membership")); err != nil {
+		return nil, err
+	}
+	n.peers.SetDirectory(directory{agent: n.agent, selfID: cfg.NodeID, selfAddr: cfg.GRPCAdvertise, selfInc: n.incarnation})
 	if n.store, err = raftstore.Open(cfg.Raft, n.peers, log.With("component", "raft")); err != nil {
 		return nil, err
 	}
+	n.raftRef.p.Store(n.store)
 	if err = n.registerMetrics(reg); err != nil {
-		return nil, err
-	}
-	if n.agent, err = membership.New(cfg.Membership, membershipRaft{n.store}, n.hooks(), log.With("component", "membership")); err != nil {
 		return nil, err
 	}
 	if err = n.registerMembershipMetrics(reg); err != nil {
 		return nil, err
 	}
-	n.peers.SetDirectory(directory{agent: n.agent, selfID: cfg.NodeID, selfAddr: cfg.GRPCAdvertise, selfInc: n.incarnation})
 	if err = n.startServing(reg); err != nil {
 		return nil, err
 	}
@@ -200,11 +212,13 @@ func (n *Server) raiseFeatureLevel(ctx context.Context) {
 	}
 }
 
-// hooks are membership's ties to this node's Raft store and peers.
-func (n *Server) hooks() membership.Hooks {
+// hooks are membership's ties to this node's Raft store and peers. They
+// work before the store is open: HasState from the data dir, the rest
+// failing or empty until then.
+func (n *Server) hooks(mr membershipRaft, hadState bool) membership.Hooks {
 	return membership.Hooks{
-		HasState:  n.store.HasState,
-		Bootstrap: membershipRaft{n.store}.bootstrap,
+		HasState:  mr.hasState(hadState),
+		Bootstrap: mr.bootstrap,
 		FetchStats: func(ctx context.Context, m membership.Member) (*membership.ServerStats, error) {
 			st, err := n.peers.NodeStatus(ctx, m.ID, false)
 			if err != nil {
@@ -221,8 +235,12 @@ func (n *Server) hooks() membership.Hooks {
 
 // tombstones is membership's Hooks.Tombstones: the local replicated state's.
 func (n *Server) tombstones() []membership.Tombstone {
+	st := n.raftRef.p.Load()
+	if st == nil {
+		return nil
+	}
 	var out []membership.Tombstone
-	_ = n.store.ReadLocal(func(m *fsm.Machine) error {
+	_ = st.ReadLocal(func(m *fsm.Machine) error {
 		for _, t := range m.Tombstones() {
 			out = append(out, membership.Tombstone{NodeID: t.NodeID, Incarnation: t.Incarnation})
 		}
