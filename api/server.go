@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/auth"
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/repair"
@@ -105,6 +106,9 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Metrics receives the API's metrics; nil leaves them unregistered.
 	Metrics prometheus.Registerer
+	// Auth says how callers are identified (authz.go). Its PeerSecret is
+	// required when TLS is off.
+	Auth auth.Settings
 }
 
 // Server serves the Metad, Cluster and Peer services and gRPC health.
@@ -124,6 +128,7 @@ type Server struct {
 	leases   *leases
 	metrics  *resolveMetrics
 	health   *health.Server
+	auth     auth.Settings
 }
 
 // New returns a Server.
@@ -134,10 +139,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Store == nil || deps.Repair == nil || deps.Peers == nil || deps.Logger == nil {
 		return nil, errors.New("api: Store, Repair, Peers and Logger are required")
 	}
+	if !deps.Auth.TLS && deps.Auth.PeerSecret == "" {
+		return nil, errors.New("api: Auth.PeerSecret is required without TLS")
+	}
 	s := &Server{
 		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
 		log: deps.Logger, health: health.NewServer(), cache: newTargetCache(), leases: newLeases(cfg.LeaseMargin),
-		metrics: newResolveMetrics(deps.Metrics),
+		metrics: newResolveMetrics(deps.Metrics), auth: deps.Auth,
 	}
 	if deps.Metrics != nil {
 		deps.Metrics.MustRegister(newPinCollector(s.store.ReadLocal))
@@ -167,13 +175,15 @@ func New(cfg Config, deps Deps) (*Server, error) {
 const streamWorkers = 256
 
 // ServerOptions are the grpc.Server options the API needs: the worker
-// pool, message bounds, and the deadline and panic interceptor.
+// pool, message bounds, the authorization interceptors (first: a refused
+// call runs nothing), and the deadline and panic interceptor.
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
-		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
+		grpc.ChainUnaryInterceptor(s.authUnary, s.unaryInterceptor),
+		grpc.ChainStreamInterceptor(s.authStream),
 	}
 }
 

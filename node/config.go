@@ -53,6 +53,9 @@ type Config struct {
 	// dialled. Empty in production; the Jepsen harness routes each link
 	// through a proxy with it.
 	DialMap map[string]string
+	// Security is TLS, tokens and the insecure-mode peer secret
+	// (security.go).
+	Security Security
 
 	Raft       raftstore.Config
 	Membership membership.Config
@@ -124,6 +127,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout < 0 || c.ShutdownTimeout > 5*time.Minute {
 		errs = append(errs, fmt.Errorf("shutdown-timeout %s outside [0, 5m]", c.ShutdownTimeout))
+	}
+	if err := c.validateSecurity(); err != nil {
+		errs = append(errs, err)
 	}
 	for _, sub := range []interface{ Validate() error }{c.Raft, c.Membership, c.API, c.Repair, c.GC} {
 		if err := sub.Validate(); err != nil {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/tls"
 	"fmt"
 	"github.com/metad/metad/internal/faults"
 	"net"
@@ -42,6 +43,10 @@ func (n *Node) startHTTP(reg *prometheus.Registry) error {
 		return fmt.Errorf("http-addr: %w", err)
 	}
 	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if tc := n.sec.httpTLS(); tc != nil {
+		// Served over TLS with the node's certificate (security.go).
+		lis = tls.NewListener(lis, tc)
+	}
 	n.goLoop(func() {
 		if err := n.http.Serve(lis); err != nil && err != http.ErrServerClosed {
 			n.serveErr <- fmt.Errorf("http: %w", err)

@@ -38,6 +38,7 @@ type Node struct {
 	objects *objectstore.Local
 	rpc     *api.RPCMetrics
 	notify  *notifier
+	sec     *security
 
 	cancel context.CancelFunc // stops the loops below
 	wg     sync.WaitGroup     // the loops: serve, health, leader work
@@ -67,6 +68,11 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Node, err
 		dial = cfg.dial
 	}
 	n.peers = api.NewPeerClient(dial)
+	if n.sec, err = newSecurity(cfg.Security, log.With("component", "security")); err != nil {
+		return nil, err
+	}
+	n.peers.SetCredentials(n.sec.peerDialOptions()...)
+	cfg.Raft.TLS = n.sec.raftTLS()
 	if n.store, err = raftstore.Open(cfg.Raft, n.peers, log.With("component", "raft")); err != nil {
 		return nil, err
 	}
@@ -95,7 +101,7 @@ func (n *Node) startServing(reg *prometheus.Registry) error {
 		return err
 	}
 	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects,
-		Logger: log.With("component", "api"), Metrics: reg})
+		Logger: log.With("component", "api"), Metrics: reg, Auth: n.sec.settings})
 	if err != nil {
 		return err
 	}
@@ -104,7 +110,7 @@ func (n *Node) startServing(reg *prometheus.Registry) error {
 		return fmt.Errorf("grpc-addr: %w", err)
 	}
 	// The RPC metrics interceptors go first, to count each call's final code.
-	n.grpc = grpc.NewServer(append(n.rpc.ServerOptions(), n.api.ServerOptions()...)...)
+	n.grpc = grpc.NewServer(append(append(n.rpc.ServerOptions(), n.api.ServerOptions()...), n.sec.serverOption())...)
 	n.api.Register(n.grpc)
 	n.rpc.Initialize(n.grpc)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -115,6 +121,7 @@ func (n *Node) startServing(reg *prometheus.Registry) error {
 		}
 	})
 	n.goLoop(func() { n.api.RunHealth(ctx) })
+	n.goLoop(func() { n.sec.watch(ctx) })
 	n.goLoop(func() { n.leaderWork(ctx, rep, col) })
 	n.goLoop(func() { n.announceReady(ctx, cfg.API.HealthInterval) })
 	if cfg.HTTPAddr != "" {
