@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/auth"
 	"github.com/metad/metad/client"
 	"github.com/metad/metad/internal/ports"
 )
@@ -94,6 +95,12 @@ type Cluster struct {
 func New(t testing.TB, n int, extra ...string) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t, bin: Binary(t), Dir: t.TempDir()}
+	// Without TLS, nodes prove to each other they are peers with a shared
+	// secret; with TLS (in extra) it is unused.
+	secret := filepath.Join(c.Dir, "peer-secret")
+	if err := os.WriteFile(secret, []byte(auth.NewPeerSecret()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
 		c.Nodes = append(c.Nodes, &Node{
 			ID: fmt.Sprintf("n%d", i+1), GRPC: FreePort(t), Raft: FreePort(t), Gossip: FreePort(t), HTTP: FreePort(t),
@@ -103,7 +110,8 @@ func New(t testing.TB, n int, extra ...string) *Cluster {
 	for _, nd := range c.Nodes {
 		nd.Args = []string{"server", "--node-id", nd.ID, "--data-dir", nd.DataDir, "--grpc-addr", nd.GRPC,
 			"--raft-addr", nd.Raft, "--gossip-addr", nd.Gossip, "--http-addr", nd.HTTP,
-			"--bootstrap-expect", fmt.Sprint(n), "--object-dir", filepath.Join(c.Dir, "objects")}
+			"--bootstrap-expect", fmt.Sprint(n), "--object-dir", filepath.Join(c.Dir, "objects"),
+			"--peer-secret-file", secret}
 		for _, other := range c.Nodes {
 			if other != nd {
 				nd.Args = append(nd.Args, "--join", other.Gossip)

@@ -8,6 +8,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -97,6 +99,9 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{cfg: cfg, Objects: filepath.Join(cfg.Dir, "objects"), proxies: map[Link]*Proxy{}}
+	if err := writePeerSecret(c.peerSecretFile()); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(c.Objects, 0o755); err != nil {
 		return nil, err
 	}
@@ -156,7 +161,8 @@ func (c *Cluster) Client(i int) *client.Client { return c.clients[i] }
 func (c *Cluster) args(i int, fresh bool) []string {
 	n := c.Nodes[i]
 	a := []string{"server", "--node-id", n.ID, "--data-dir", n.DataDir, "--grpc-addr", n.GRPC, "--raft-addr", n.Raft,
-		"--gossip-addr", n.Gossip, "--http-addr", n.HTTP, "--object-dir", c.Objects, "--log-level", "info"}
+		"--gossip-addr", n.Gossip, "--http-addr", n.HTTP, "--object-dir", c.Objects, "--log-level", "info",
+		"--peer-secret-file", c.peerSecretFile()}
 	if !fresh {
 		a = append(a, "--bootstrap-expect", fmt.Sprint(len(c.Nodes)))
 	}
@@ -393,4 +399,16 @@ func Build(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("go build: %v\n%s", err, b)
 	}
 	return bin, nil
+}
+
+// peerSecretFile is the secret the nodes share to call each other's
+// node-to-node service without TLS.
+func (c *Cluster) peerSecretFile() string { return filepath.Join(c.cfg.Dir, "peer-secret") }
+
+func writePeerSecret(path string) error {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(hex.EncodeToString(b[:])+"\n"), 0o600)
 }
