@@ -129,3 +129,10 @@ func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 	}
 	return h(srv, ss)
 }
+
+// RoleFor returns what method needs: the role, whether a peer may also
+// call it, and false if the method is not in the table (then no one may).
+func RoleFor(method string) (need auth.Role, peerToo, ok bool) {
+	r, ok := roleTable[method]
+	return r.need, r.peerToo, ok
+}
