@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -22,6 +21,7 @@ type clientOpts struct {
 	addr    string
 	output  string
 	timeout time.Duration
+	auth    clientAuth
 }
 
 func (o *clientOpts) register(cmd *cobra.Command) { o.registerWithTimeout(cmd, 10*time.Second) }
@@ -36,6 +36,7 @@ func (o *clientOpts) registerWithTimeout(cmd *cobra.Command, timeout time.Durati
 	cmd.PersistentFlags().StringVar(&o.addr, "addr", addr, "gRPC address of any member, comma-separated for several (env METAD_ADDR)")
 	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", timeout, "deadline for the whole command (metad bench: for each call)")
+	o.auth.register(cmd)
 }
 
 func (o *clientOpts) validate() error {
@@ -52,7 +53,9 @@ func (o *clientOpts) run(cmd *cobra.Command, fn func(ctx context.Context, c *cli
 	}
 	// SpreadCalls: a command talks to the member it names (`metad members`
 	// shows that member's view), not to whoever leads.
-	c, err := client.New(client.Config{Addrs: strings.Split(o.addr, ","), Timeout: o.timeout, Holder: "metad-cli", SpreadCalls: true})
+	cfg := o.auth.config(o.addr)
+	cfg.Timeout, cfg.Holder, cfg.SpreadCalls = o.timeout, "metad-cli", true
+	c, err := client.New(cfg)
 	if err != nil {
 		return err
 	}

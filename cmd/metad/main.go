@@ -9,6 +9,7 @@
 //	metad resolve STREAM VIEW OFFSET resolve one read
 //	metad raft list-peers|remove-peer|transfer-leader
 //	metad snapshot save|inspect|restore  backups of a live cluster
+//	metad tls ca create|cert create  certificates for a development cluster
 //	metad data inspect|recover       a stopped server's data dir; quorum-loss recovery
 //
 // Client commands find the cluster with --addr or METAD_ADDR (default
@@ -39,6 +40,7 @@ read (stream, view, offset) to one pinned physical target.`,
 	root.AddCommand(newServerCmd())
 	addClientCommands(root)
 	root.AddCommand(newSnapshotCmd(), newDataCmd())
+	root.AddCommand(newTLSCmd())
 	if err := root.ExecuteContext(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "metad:", strings.TrimPrefix(err.Error(), "metad: "))
 		os.Exit(exitCode(err))
