@@ -58,6 +58,8 @@ type Client struct {
 	bg      sync.WaitGroup
 	Metad   metadpb.MetadClient
 	Cluster metadpb.ClusterClient
+	// stopWatch ends the TLS files' watcher.
+	stopWatch func()
 }
 
 // New connects lazily to the cluster (no I/O until the first call).
@@ -85,7 +87,7 @@ func New(cfg Config) (*Client, error) {
 		}
 	}
 	r.InitialState(resolver.State{Addresses: addrs})
-	creds, err := cfg.dialCredentials()
+	creds, watch, err := cfg.dialCredentials()
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +98,14 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	c := &Client{cfg: cfg, conn: conn}
+	c := &Client{cfg: cfg, conn: conn, stopWatch: func() {}}
+	if watch != nil {
+		// Follow certificate rotation for the client's life.
+		ctx, cancel := context.WithCancel(context.Background())
+		c.stopWatch = cancel
+		c.bg.Add(1)
+		go func() { defer c.bg.Done(); watch.Watch(ctx) }()
+	}
 	var routed grpc.ClientConnInterface = conn
 	if !cfg.SpreadCalls {
 		c.router = &leaderRouter{any: conn, creds: creds}
@@ -108,6 +117,7 @@ func New(cfg Config) (*Client, error) {
 
 // Close waits for background calls, then closes the connections.
 func (c *Client) Close() error {
+	c.stopWatch()
 	c.bg.Wait()
 	if c.router != nil {
 		c.router.close()

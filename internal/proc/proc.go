@@ -88,6 +88,8 @@ type Cluster struct {
 	bin   string
 	Dir   string
 	Nodes []*Node
+	// ClientTLS, if set, is how Client and Status reach TLS servers.
+	ClientTLS *client.TLS
 }
 
 // New prepares (without starting) n servers with --bootstrap-expect n that
@@ -238,7 +240,7 @@ func (c *Cluster) Client(idx ...int) *client.Client {
 	}
 	// SpreadCalls: tests choose which servers they talk to (a follower, to
 	// exercise forwarding; the old leader, to catch stale reads).
-	cl, err := client.New(client.Config{Addrs: addrs, Timeout: 10 * time.Second, SpreadCalls: true})
+	cl, err := client.New(client.Config{Addrs: addrs, Timeout: 10 * time.Second, SpreadCalls: true, TLS: c.ClientTLS})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -248,7 +250,7 @@ func (c *Cluster) Client(idx ...int) *client.Client {
 
 // Status asks server i for the cluster status.
 func (c *Cluster) Status(i int) (*metadpb.StatusResponse, error) {
-	cl, err := client.New(client.Config{Addrs: []string{c.Nodes[i].GRPC}})
+	cl, err := client.New(client.Config{Addrs: []string{c.Nodes[i].GRPC}, TLS: c.ClientTLS})
 	if err != nil {
 		return nil, err
 	}
