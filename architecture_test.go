@@ -43,6 +43,9 @@ var inward = map[string][]string{
 	"objectstore": {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen"},
 	"client":      {"fsm", "resolver", "repair", "raftstore", "membership", "cmd/metad", "jepsen"},
 	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$"},
+	// Security leaves: raftstore, api, node and client use them.
+	"tlsconfig": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth"},
+	"auth":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "tlsconfig"},
 }
 
 func goList(t *testing.T, args ...string) []string {

@@ -3,7 +3,9 @@ package node
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -239,5 +241,66 @@ func TestPeerProposeAttackRefusedWithTLS(t *testing.T) {
 	for _, role := range []string{"operator", "writer"} {
 		cert := pki.issue(t, "attacker-"+role, tlsconfig.LeafSpec{Name: "attacker", Role: role})
 		runPeerAttack(t, n, pki.dial(t, n.cfg.GRPCAddr, &cert, ""), codes.PermissionDenied)
+	}
+}
+
+// TestRaftAndHTTPPortsUseTLS: with TLS the Raft transport admits only
+// peer certificates, and the HTTP admin address serves probes over TLS
+// to a caller with only the CA.
+func TestRaftAndHTTPPortsUseTLS(t *testing.T) {
+	pki := newTestPKI(t)
+	httpAddr := freeAddr(t)
+	n := startTestNode(t, func(c *Config) { c.Security = pki.security(false); c.HTTPAddr = httpAddr })
+	ca, err := os.ReadFile(filepath.Join(pki.dir, "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	raftDial := func(cert *tls.Certificate) error {
+		cfg := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+		if cert != nil {
+			cfg.Certificates = []tls.Certificate{*cert}
+		}
+		conn, err := tls.Dial("tcp", n.cfg.Raft.BindAddr, cfg)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		// The server's verdict on our certificate arrives with the first
+		// read (TLS 1.3 finishes the client side before the server checks).
+		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, err = conn.Write([]byte{0})
+		if err == nil {
+			_, err = conn.Read(make([]byte, 1))
+		}
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			return nil // accepted: raft waits for the rest of the request
+		}
+		return err
+	}
+	if err := raftDial(nil); err == nil {
+		t.Error("raft accepted a connection without a client certificate")
+	}
+	op := pki.issue(t, "raft-op", tlsconfig.LeafSpec{Name: "op", Role: "operator"})
+	if err := raftDial(&op); err == nil {
+		t.Error("raft accepted an operator certificate")
+	}
+	peer := pki.issue(t, "raft-peer", tlsconfig.LeafSpec{Name: "p", Role: "peer"})
+	if err := raftDial(&peer); err != nil {
+		t.Errorf("raft refused a peer certificate: %v", err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := hc.Get("https://" + httpAddr + "/healthz")
+	if err != nil {
+		t.Fatalf("healthz over TLS: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("healthz: %s", resp.Status)
+	}
+	if resp, err := http.Get("http://" + httpAddr + "/healthz"); err == nil && resp.StatusCode == http.StatusOK {
+		resp.Body.Close()
+		t.Error("the admin address answered in clear text")
 	}
 }
