@@ -38,6 +38,9 @@ type Config struct {
 	Faults string
 	// Extra flags for every server (timings).
 	Extra []string
+	// TLS runs every server with mutual TLS and the harness's clients with
+	// an operator certificate (tls.go).
+	TLS bool
 }
 
 // Validate reports every problem at once.
@@ -132,8 +135,14 @@ func New(cfg Config) (*Cluster, error) {
 			}
 		}
 	}
+	if cfg.TLS {
+		if err := c.setupTLS(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	for _, n := range c.Nodes {
-		cl, err := client.New(client.Config{Addrs: []string{n.GRPC}, Timeout: 5 * time.Second, Holder: "jepsen"})
+		cl, err := client.New(c.ClientConfig([]string{n.GRPC}))
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -176,6 +185,7 @@ func (c *Cluster) args(i int, fresh bool) []string {
 			a = append(a, "--dial-map", addr+"="+c.proxies[Link{i, o.Index, proto}].Addr())
 		}
 	}
+	a = append(a, c.tlsArgs(n)...)
 	return append(a, c.cfg.Extra...)
 }
 
