@@ -102,10 +102,10 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{cfg: cfg, Objects: filepath.Join(cfg.Dir, "objects"), proxies: map[Link]*Proxy{}}
-	if err := writePeerSecret(c.peerSecretFile()); err != nil {
+	if err := os.MkdirAll(c.Objects, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(c.Objects, 0o755); err != nil {
+	if err := writePeerSecret(c.peerSecretFile()); err != nil {
 		return nil, err
 	}
 	for i := range cfg.Nodes {
