@@ -32,11 +32,18 @@ func warnInsecure(log *slog.Logger, cfg node.Config) {
 	}
 }
 
-// reloadOnSIGHUP re-reads the certificates and tokens on every SIGHUP
-// until ctx ends.
-func reloadOnSIGHUP(ctx context.Context, n *node.Node) {
+// catchSIGHUP starts catching SIGHUP before the node starts, so that a
+// reload asked for while it starts (systemctl reload) does not kill it;
+// reloadOnSIGHUP then serves the signals.
+func catchSIGHUP() chan os.Signal {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	return hup
+}
+
+// reloadOnSIGHUP re-reads the certificates and tokens on every SIGHUP
+// until ctx ends.
+func reloadOnSIGHUP(ctx context.Context, hup chan os.Signal, n *node.Node) {
 	go func() {
 		defer signal.Stop(hup)
 		for {

@@ -151,11 +151,12 @@ func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	warnInsecure(log, cfg)
+	hup := catchSIGHUP()
 	n, err := node.Start(cfg, log, reg)
 	if err != nil {
 		return err
 	}
-	reloadOnSIGHUP(ctx, n)
+	reloadOnSIGHUP(ctx, hup, n)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	select {

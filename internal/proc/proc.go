@@ -177,6 +177,9 @@ func (c *Cluster) Kill(i int) { c.signal(i, syscall.SIGKILL, true) }
 // Stop sends SIGTERM (graceful shutdown) and waits for it to exit.
 func (c *Cluster) Stop(i int) { c.signal(i, syscall.SIGTERM, true) }
 
+// Reload sends SIGHUP: server i re-reads its certificates and tokens.
+func (c *Cluster) Reload(i int) { c.signal(i, syscall.SIGHUP, false) }
+
 // Pause stops server i with SIGSTOP; Resume continues it with SIGCONT.
 func (c *Cluster) Pause(i int)  { c.signal(i, syscall.SIGSTOP, false) }
 func (c *Cluster) Resume(i int) { c.signal(i, syscall.SIGCONT, false) }
