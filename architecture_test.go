@@ -40,13 +40,32 @@ var inward = map[string][]string{
 	"gc":          {"resolver", "repair", "raftstore", "membership", "api", "node", "cmd/metad", "client", "jepsen"},
 	"api":         {"node", "cmd/metad", "jepsen"},
 	"node":        {"cmd/metad", "jepsen"},
+	"clock":       {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal"},
 	"objectstore": {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen"},
 	"client":      {"fsm", "resolver", "repair", "raftstore", "membership", "cmd/metad", "jepsen"},
-	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$"},
+	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$", "faults"},
+	"faults":      {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal"},
 	// Security leaves: raftstore, api, node and client use them.
 	"tlsconfig": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth"},
 	"auth":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "tlsconfig"},
 }
+
+// foreignOwners names, per foreign library (an import path and everything
+// under it), the one project package that may import it: everyone else sees
+// the owner's interfaces, types and sentinels. api, membership, node and
+// cmd/metad reach hashicorp/raft only through raftstore.
+var foreignOwners = map[string]string{
+	"github.com/hashicorp/raft":        "raftstore",
+	"github.com/hashicorp/raft-boltdb": "raftstore",
+	"github.com/hashicorp/memberlist":  "membership",
+	"github.com/aws/aws-sdk-go-v2":     "objectstore",
+	"github.com/aws/smithy-go":         "objectstore",
+}
+
+// testHelpers are packages only tests import: like test files, they may
+// reach a foreign library directly (weedtest acts on S3 behind metad's
+// back).
+var testHelpers = map[string]bool{"internal/weedtest": true}
 
 func goList(t *testing.T, args ...string) []string {
 	t.Helper()
@@ -101,6 +120,30 @@ func TestPureCoreReadsNoClock(t *testing.T) {
 	}
 }
 
+// clockedLoops read the time and wait only through package clock, so their
+// tests drive time (internal/fakeclock) instead of sleeping.
+var clockedLoops = []string{"repair", "gc"}
+
+// wallClock finds direct reads of the wall clock and timers.
+var wallClock = regexp.MustCompile(`\btime\.(Now|Since|Until|Sleep|After|AfterFunc|Tick|NewTimer|NewTicker)\(`)
+
+func TestLoopsReadTimeThroughClock(t *testing.T) {
+	for _, pkg := range clockedLoops {
+		files, _ := filepath.Glob(filepath.Join(filepath.FromSlash(pkg), "*.go"))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(string(b), "\n") {
+				if wallClock.MatchString(line) {
+					t.Errorf("%s:%d: %s (use the injected clock.Clock)", f, i+1, strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+}
+
 func TestDependenciesPointInward(t *testing.T) {
 	for pkg, banned := range inward {
 		if !exists(pkg) {
@@ -119,6 +162,34 @@ func TestDependenciesPointInward(t *testing.T) {
 					t.Errorf("%s depends on %s", pkg, dep)
 				}
 			}
+		}
+	}
+}
+
+// TestForeignLibrariesHaveOneOwner checks the production imports (test files
+// may reach a library directly, e.g. membership's in-process clusters run
+// real in-memory rafts) of every project package. Each owner must import its
+// library, so that the check cannot pass by seeing nothing.
+func TestForeignLibrariesHaveOneOwner(t *testing.T) {
+	owned := map[string]bool{}
+	for _, line := range goList(t, "-f", `{{.ImportPath}}={{join .Imports ","}}`, "./...") {
+		pkg, imports, _ := strings.Cut(line, "=")
+		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+		for _, imp := range strings.Split(imports, ",") {
+			for lib, owner := range foreignOwners {
+				if imp != lib && !strings.HasPrefix(imp, lib+"/") {
+					continue
+				}
+				if rel != owner && !testHelpers[rel] {
+					t.Errorf("%s imports %s, which only %s may import", rel, imp, owner)
+				}
+				owned[lib] = true
+			}
+		}
+	}
+	for lib, owner := range foreignOwners {
+		if !owned[lib] {
+			t.Errorf("%s does not import %s: is the owners table out of date?", owner, lib)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/metad/metad/internal/faults"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/auth"
+	"github.com/metad/metad/faults"
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/repair"
@@ -175,15 +175,18 @@ func New(cfg Config, deps Deps) (*Server, error) {
 const streamWorkers = 256
 
 // ServerOptions are the grpc.Server options the API needs: the worker
-// pool, message bounds, the authorization interceptors (first: a refused
-// call runs nothing), and the deadline and panic interceptor.
+// pool, message bounds, the codec that turns undecodable requests into
+// InvalidArgument (codec.go), the authorization interceptors (first: a
+// refused call runs nothing, and learns nothing about its request), and
+// the deadline and panic interceptor.
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
-		grpc.ChainUnaryInterceptor(s.authUnary, s.unaryInterceptor),
-		grpc.ChainStreamInterceptor(s.authStream),
+		grpc.ForceServerCodecV2(newDecodeCodec()),
+		grpc.ChainUnaryInterceptor(s.authUnary, refuseUndecodable, s.unaryInterceptor),
+		grpc.ChainStreamInterceptor(s.authStream, refuseUndecodableStream),
 	}
 }
 
@@ -231,7 +234,7 @@ func (s *Server) RunHealth(ctx context.Context) {
 		st := s.store.Status()
 		want := healthpb.HealthCheckResponse_NOT_SERVING
 		caughtUp := st.AppliedIndex+s.cfg.CaughtUpSlack >= st.CommitIndex
-		if st.LeaderID != "" && caughtUp && (st.State != "Leader" || st.ReadReady) {
+		if st.LeaderID != "" && caughtUp && (!st.Leader || st.ReadReady) {
 			want = healthpb.HealthCheckResponse_SERVING
 		}
 		if want != last {

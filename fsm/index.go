@@ -161,6 +161,9 @@ func (m *Machine) admitRecord(index uint64, s *stream, g *generation, view View,
 	if rej != nil {
 		return record{}, rej
 	}
+	if rej := m.insideObject(index, obj, byteRangeOf(pr.Bytes), field+".bytes"); rej != nil {
+		return record{}, rej
+	}
 	rec := record{
 		rng: rng, survivors: rangesOf(pr.Survivors), object: obj.ref, bytes: byteRangeOf(pr.Bytes),
 		version: index, checksum: pr.Checksum, status: RecordValid,
@@ -168,7 +171,7 @@ func (m *Machine) admitRecord(index uint64, s *stream, g *generation, view View,
 	key := IndexKey{Stream: s.info.ID, View: view, Generation: g.number, Start: rng.Start}
 	if want := RecordChecksum(key, rng, rec.survivors, rec.object, rec.bytes); want != pr.Checksum {
 		return record{}, reject(index, fsmpb.RejectCode_CHECKSUM_MISMATCH, field+".checksum",
-			"checksum %08x does not match the record's canonical fields (%08x)", pr.Checksum, want)
+			"checksum %08x does not match the record's canonical fields (see RecordChecksum)", pr.Checksum)
 	}
 	return rec, nil
 }
@@ -276,7 +279,7 @@ func (m *Machine) repairGen0(index uint64, c *fsmpb.RepairGen0) *fsmpb.Result {
 	key := IndexKey{Stream: s.info.ID, View: Committed, Generation: 0, Start: ev.rng.Start}
 	if sum := RecordChecksum(key, ev.rng, nil, ev.object, ev.bytes); sum != c.Record.Checksum {
 		return reject(index, fsmpb.RejectCode_CHECKSUM_MISMATCH, "record.checksum",
-			"checksum %08x does not match the record's canonical fields (%08x)", c.Record.Checksum, sum)
+			"checksum %08x does not match the record's canonical fields (see RecordChecksum)", c.Record.Checksum)
 	}
 	g0 := s.views[Committed].gens[0]
 	stale := g0.overlapping(ev.rng)

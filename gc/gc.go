@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 )
@@ -77,84 +78,124 @@ type Collector struct {
 	store   Store
 	deleter Deleter
 	log     *slog.Logger
-	now     func() time.Time // monotonic source for pin waits
+	clock   clock.Clock // monotonic source for pin waits, and the pass timer
 	metrics *metrics
 }
 
+// Option adjusts a Collector.
+type Option func(*Collector)
+
+// WithClock makes the loop read time and wait through c (default
+// clock.Real); tests pass a fake.
+func WithClock(c clock.Clock) Option { return func(col *Collector) { col.clock = c } }
+
 // New returns a Collector; call Run on each leadership term.
-func New(cfg Config, store Store, deleter Deleter, log *slog.Logger, reg prometheus.Registerer) (*Collector, error) {
+func New(cfg Config, store Store, deleter Deleter, log *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Collector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Collector{cfg: cfg, store: store, deleter: deleter, log: log, now: time.Now, metrics: newMetrics(reg)}, nil
+	c := &Collector{cfg: cfg, store: store, deleter: deleter, log: log, clock: clock.Real, metrics: newMetrics(reg)}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
 }
 
 // term is what one leadership term has observed: when it first saw each
-// DELETING object that still had pins. It starts empty on every new
-// leader, which only ever makes GC wait longer.
+// DELETING object that still had pins, and how long it must then wait. It
+// starts empty on every new leader, which only ever makes GC wait longer.
 type term struct {
-	firstSeen map[fsm.ObjectRef]time.Time
+	firstSeen map[fsm.ObjectRef]sighting
 	cursor    string
 }
+
+type sighting struct {
+	at   time.Time     // this leader's monotonic clock
+	wait time.Duration // how long after at every pin has ended
+}
+
+func newTerm() *term { return &term{firstSeen: map[fsm.ObjectRef]sighting{}} }
 
 // Run collects until ctx ends. The caller starts it once this node leads
 // (after its barrier) and cancels ctx on step-down.
 func (c *Collector) Run(ctx context.Context) {
-	t := &term{firstSeen: map[fsm.ObjectRef]time.Time{}}
+	t := newTerm()
 	c.log.Info("gc started")
-	timer := time.NewTimer(c.cfg.Interval)
+	timer := c.clock.NewTimer(c.cfg.Interval)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			c.log.Info("gc stopped")
 			return
-		case <-timer.C:
-			start := c.now()
+		case <-timer.C():
+			start := c.clock.Now()
 			if err := c.pass(ctx, t); err != nil && ctx.Err() == nil {
 				c.log.Warn("gc pass failed", "err", err)
 			}
-			c.metrics.passSeconds.Observe(c.now().Sub(start).Seconds())
+			c.metrics.passSeconds.Observe(c.clock.Now().Sub(start).Seconds())
 			timer.Reset(c.cfg.Interval)
 		}
 	}
 }
 
+// window is one pass's read of the registry.
+type window struct {
+	objs []fsm.ObjectInfo
+	// machine is the machine time of the read; now is the later of it and
+	// this leader's wall clock, what the next command would be stamped with.
+	machine, now int64
+}
+
+func (c *Collector) read(ctx context.Context, after string) (window, error) {
+	var w window
+	err := c.store.Read(ctx, func(st State) {
+		w.objs, w.machine = st.Objects(after, c.cfg.ObjectsPerPass), st.Clock()
+	})
+	// Machine time moves only when commands are applied; in a quiet
+	// cluster it stands still, so idleness is measured against whichever
+	// of it and this leader's clock is later.
+	w.now = max(w.machine, c.clock.Now().UnixNano())
+	return w, err
+}
+
 // pass examines the next ObjectsPerPass registry entries: marks idle,
 // unreferenced live objects DELETING, and physically deletes DELETING
-// objects whose pins have all ended, then marks them DELETED.
+// objects whose pins have all ended, then marks them DELETED. Objects it
+// marks are read again and, if no pin can still be in force, deleted in
+// the same pass: an idle cluster collects within MinIdle and one Interval.
 func (c *Collector) pass(ctx context.Context, t *term) error {
-	var objs []fsm.ObjectInfo
-	var clock int64
-	err := c.store.Read(ctx, func(st State) {
-		objs, clock = st.Objects(t.cursor, c.cfg.ObjectsPerPass), st.Clock()
-	})
+	from := t.cursor
+	w, err := c.read(ctx, from)
 	if err != nil {
 		return err
 	}
-	// Machine time moves only when commands are applied; in a quiet
-	// cluster it stands still. This leader's clock is what the next
-	// command would be stamped with, so idleness is measured against
-	// whichever is later.
-	clock = max(clock, c.now().UnixNano())
-	if len(objs) < c.cfg.ObjectsPerPass {
+	if len(w.objs) < c.cfg.ObjectsPerPass {
 		t.cursor = "" // wrap around next pass
 	} else {
-		t.cursor = objs[len(objs)-1].Ref.Key
+		t.cursor = w.objs[len(w.objs)-1].Ref.Key
 	}
-	marked, deletes, deleting := 0, 0, 0
-	for _, o := range objs {
-		switch Decide(o, clock, c.cfg.MinIdle) {
-		case MarkDeleting:
-			if c.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_MarkObjectDeleting{MarkObjectDeleting: &fsmpb.MarkObjectDeleting{Object: o.Ref.PB()}}}, "marked DELETING", o) {
-				marked++
-			}
-		case AwaitPins:
-			deleting++
-			if deletes < c.cfg.DeletesPerPass && c.pinsEnded(t, o) {
-				deletes++
-				c.delete(ctx, o)
-			}
+	marked := 0
+	for _, o := range w.objs {
+		if Decide(o, w.now, c.cfg.MinIdle) == MarkDeleting &&
+			c.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_MarkObjectDeleting{MarkObjectDeleting: &fsmpb.MarkObjectDeleting{Object: o.Ref.PB()}}}, "marked DELETING", o) {
+			marked++
+		}
+	}
+	if marked > 0 {
+		if w, err = c.read(ctx, from); err != nil {
+			return err
+		}
+	}
+	deletes, deleting := 0, 0
+	for _, o := range w.objs {
+		if Decide(o, w.now, c.cfg.MinIdle) != AwaitPins {
+			continue
+		}
+		deleting++
+		if deletes < c.cfg.DeletesPerPass && c.pinsEnded(t, o, w.machine) {
+			deletes++
+			c.delete(ctx, o)
 		}
 	}
 	c.metrics.deleting.Set(float64(deleting))
@@ -165,22 +206,27 @@ func (c *Collector) pass(ctx context.Context, t *term) error {
 	return nil
 }
 
-// pinsEnded reports whether every pin on a DELETING object has ended: none
-// is left in the machine, or this leader has watched the object for longer
-// than any pin can last. The second rule uses only this node's monotonic
-// clock and the pin TTL bound, so a leader with a skewed wall clock cannot
-// shorten it. Pins are refused once DELETING, so no pin can start later.
-func (c *Collector) pinsEnded(t *term, o fsm.ObjectInfo) bool {
-	if o.Pins == 0 {
+// pinsEnded reports whether every pin on a DELETING object has ended. Pins
+// are refused once DELETING, so none can start later, and none outlives
+// PinMaxExpiry. A pin has ended when it is gone from the machine
+// (released, or pruned PinGrace after its expiry), or when the machine
+// would prune it: machine time of the read is past PinMaxExpiry+PinGrace.
+// Machine time stands still in a quiet cluster, so otherwise this leader
+// waits on its own monotonic clock for the time machine time still had to
+// run (never more than MaxPinTTL) plus SkewMargin: no write is needed for
+// pins to end, and a skewed wall clock cannot shorten the wait.
+func (c *Collector) pinsEnded(t *term, o fsm.ObjectInfo, machine int64) bool {
+	left := time.Duration(o.PinMaxExpiry + int64(fsm.PinGrace) - machine)
+	if o.Pins == 0 || left <= 0 {
 		delete(t.firstSeen, o.Ref)
 		return true
 	}
-	first, ok := t.firstSeen[o.Ref]
+	seen, ok := t.firstSeen[o.Ref]
 	if !ok {
-		t.firstSeen[o.Ref] = c.now()
-		return false
+		seen = sighting{at: c.clock.Now(), wait: min(left, fsm.MaxPinTTL) + c.cfg.SkewMargin}
+		t.firstSeen[o.Ref] = seen
 	}
-	return c.now().Sub(first) >= fsm.MaxPinTTL+c.cfg.SkewMargin
+	return c.clock.Now().Sub(seen.at) >= seen.wait
 }
 
 // delete removes the bytes, then records DELETED. If the record fails, the

@@ -54,7 +54,7 @@ func TestNonLoopbackWithoutTLSExits2(t *testing.T) {
 	c.Nodes[0].Args = append(c.Nodes[0].Args, "--grpc-addr", "0.0.0.0:"+port, "--grpc-advertise", "127.0.0.1:"+port)
 	c.Nodes[0].GRPC = "127.0.0.1:" + port
 	c.StartAll()
-	c.WaitLeader(30 * time.Second)
+	c.WaitFor("a leader", 30*time.Second, func() bool { return c.Leader(0) == 0 })
 	if log := c.Log(0); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "--insecure") {
 		t.Errorf("an --insecure server must warn; log:\n%s", log)
 	}

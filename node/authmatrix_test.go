@@ -219,9 +219,9 @@ type stateStamp struct {
 	index uint64
 }
 
-func stateOf(t *testing.T, n *Node) stateStamp {
+func stateOf(t *testing.T, n *Server) stateStamp {
 	t.Helper()
-	h, idx, err := n.Store().StateHash()
+	h, idx, err := n.store.StateHash()
 	if err != nil {
 		t.Fatal(err)
 	}

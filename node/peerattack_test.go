@@ -30,7 +30,7 @@ func freeAddr(t *testing.T) string {
 
 // startTestNode starts a single-node server with cfg's security settings
 // on free loopback ports and waits until it serves.
-func startTestNode(t *testing.T, edit func(*Config)) *Node {
+func startTestNode(t *testing.T, edit func(*Config)) *Server {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir = t.TempDir()
@@ -51,7 +51,7 @@ func startTestNode(t *testing.T, edit func(*Config)) *Node {
 	}
 	t.Cleanup(func() { _ = n.Shutdown() })
 	deadline := time.Now().Add(20 * time.Second)
-	for !n.Serving() {
+	for !n.api.Serving() {
 		if time.Now().After(deadline) {
 			t.Fatal("node did not become SERVING")
 		}
@@ -78,7 +78,7 @@ func TestPeerProposeAttackRefusedInsecureMode(t *testing.T) {
 // runPeerAttack sets up a stream with data and a registered object through
 // the public service, then attacks through Peer/Propose over conn and
 // checks each attack call fails with want and changes nothing.
-func runPeerAttack(t *testing.T, n *Node, conn *grpc.ClientConn, want codes.Code) {
+func runPeerAttack(t *testing.T, n *Server, conn *grpc.ClientConn, want codes.Code) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -91,7 +91,7 @@ func runPeerAttack(t *testing.T, n *Node, conn *grpc.ClientConn, want codes.Code
 	if _, err := admin.RegisterObject(ctx, &metadpb.RegisterObjectRequest{Object: obj, Size: 10}); err != nil {
 		t.Fatal(err)
 	}
-	before := n.Store().Status().AppliedIndex
+	before := n.store.Status().AppliedIndex
 	peer := metadpb.NewPeerClient(conn)
 	attacks := []*fsmpb.Command{
 		{RequestId: "attack-trim", Op: &fsmpb.Command_Trim{Trim: &fsmpb.Trim{StreamId: cs.StreamId, Offset: 0}}},
@@ -121,7 +121,7 @@ func runPeerAttack(t *testing.T, n *Node, conn *grpc.ClientConn, want codes.Code
 			t.Errorf("Peer call: got %v, want %v", err, want)
 		}
 	}
-	if after := n.Store().Status().AppliedIndex; after != before {
+	if after := n.store.Status().AppliedIndex; after != before {
 		t.Errorf("applied index moved from %d to %d: an attack call reached the log", before, after)
 	}
 	d, err := admin.DescribeObject(ctx, &metadpb.DescribeObjectRequest{Key: obj.Key})
@@ -134,10 +134,10 @@ func runPeerAttack(t *testing.T, n *Node, conn *grpc.ClientConn, want codes.Code
 }
 
 // testAdmin dials a node with TLS as an operator (set by its test).
-var testAdmin = map[*Node]func(t *testing.T) *grpc.ClientConn{}
+var testAdmin = map[*Server]func(t *testing.T) *grpc.ClientConn{}
 
 // adminConn dials n as an operator: plainly in insecure mode.
-func adminConn(t *testing.T, n *Node) *grpc.ClientConn {
+func adminConn(t *testing.T, n *Server) *grpc.ClientConn {
 	t.Helper()
 	if dial, ok := testAdmin[n]; ok {
 		return dial(t)

@@ -215,7 +215,7 @@ func (s *security) reload(why string) {
 // Reload re-reads the TLS certificate, key and CA bundle and the tokens
 // file now (cmd/metad calls it on SIGHUP). New connections use what it
 // read; established ones continue.
-func (n *Node) Reload() { n.sec.reload("SIGHUP") }
+func (n *Server) Reload() { n.sec.reload("SIGHUP") }
 
 // requirePeerRole accepts only a server whose certificate says peer: a
 // node talks to nodes, not to anything else the CA signed.

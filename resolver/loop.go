@@ -17,6 +17,11 @@ type call struct {
 	backoff  time.Duration
 	tried    []Refusal
 	seen     map[Refusal]bool
+	// repaired is set once the call has asked for a repair: one repair per
+	// call, so a record repair refuses (say, evidence whose object was
+	// reported unusable) costs one round trip to the leader, not one per
+	// attempt. The caller retries the whole resolve later.
+	repaired bool
 }
 
 func (c *call) note(rs ...Refusal) {
@@ -102,11 +107,7 @@ func (r *Resolver) attempt(ctx context.Context, c *call) (Result, step, error) {
 	case NoCandidate:
 		return Result{}, stepDone, c.unavailable(errNoCandidate)
 	case NeedsRepair:
-		if err := r.deps.Repairer.Repair(ctx, c.req.Stream, c.req.Offset); err != nil {
-			c.note(Refusal{Reason: ReasonRepairFailed, Detail: err.Error()})
-			return Result{}, stepRetry, nil
-		}
-		return Result{}, stepReplan, nil
+		return r.repair(ctx, c)
 	case Candidates:
 		if plan.RepairHint {
 			r.deps.Repairer.Hint(c.req.Stream, c.req.Offset)
@@ -114,6 +115,22 @@ func (r *Resolver) attempt(ctx context.Context, c *call) (Result, step, error) {
 		return r.tryCandidates(ctx, c, plan)
 	}
 	panic(fmt.Sprintf("resolver: plan outcome %v", plan.Outcome))
+}
+
+// repair is step 8: ask once per call for the missing generation-0 record,
+// then plan again. A refused repair, or a second need for one within the
+// same call, ends the call with a retryable error carrying why: retrying a
+// refusal at once would only ask the leader the same question again.
+func (r *Resolver) repair(ctx context.Context, c *call) (Result, step, error) {
+	if c.repaired {
+		return Result{}, stepDone, c.unavailable(errRepairBound)
+	}
+	c.repaired = true
+	if err := r.deps.Repairer.Repair(ctx, c.req.Stream, c.req.Offset); err != nil {
+		c.note(Refusal{Reason: ReasonRepairFailed, Detail: err.Error()})
+		return Result{}, stepDone, c.unavailable(errRepairRefused)
+	}
+	return Result{}, stepReplan, nil
 }
 
 // cached returns a cached candidate for the call's first attempt at a

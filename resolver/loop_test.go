@@ -235,11 +235,29 @@ func TestResolveRepairFailureIsRetryable(t *testing.T) {
 	r.repairer.err = errors.New("evidence missing for [0,10)")
 	_, err := r.resolve(t, fsm.Committed, 3)
 	var ue *UnavailableError
-	if !errors.As(err, &ue) || !hasRefusal(ue.Tried, ReasonRepairFailed, 0) || !errors.Is(err, errAttempts) {
+	if !errors.As(err, &ue) || !hasRefusal(ue.Tried, ReasonRepairFailed, 0) || !errors.Is(err, errRepairRefused) {
 		t.Fatalf("got %v", err)
 	}
-	if r.repairer.calls != DefaultConfig().MaxAttempts {
-		t.Fatalf("repair asked %d times in %d attempts", r.repairer.calls, DefaultConfig().MaxAttempts)
+	if r.repairer.calls != 1 {
+		t.Fatalf("repair asked %d times in one call, want once", r.repairer.calls)
+	}
+}
+
+// TestResolveRepairsAtMostOncePerCall: a repair that reports success but
+// leaves the offset uncovered (here: it commits nothing) is not asked again
+// within the same call; the call ends retryably.
+func TestResolveRepairsAtMostOncePerCall(t *testing.T) {
+	w := newWorld(t)
+	w.appendN(10, "a", false)
+	r := newRig(w)
+	r.repairer.noop = true
+	_, err := r.resolve(t, fsm.Committed, 3)
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !errors.Is(err, errRepairBound) || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("got %v", err)
+	}
+	if r.repairer.calls != 1 {
+		t.Fatalf("repair asked %d times in one call, want once", r.repairer.calls)
 	}
 }
 

@@ -116,6 +116,10 @@ func (e *UnavailableError) Unwrap() error { return e.Cause }
 var (
 	errNoCandidate = errors.New("every candidate was refused")
 	errAttempts    = errors.New("attempt bound reached")
+	// errRepairRefused: the call's one repair failed.
+	errRepairRefused = errors.New("repair failed")
+	// errRepairBound: a repair took effect, yet the offset needs one again.
+	errRepairBound = errors.New("repair bound reached: one repair per call")
 )
 
 // Target is what a successful resolve returns: one physical place to read,

@@ -235,13 +235,14 @@ func (p *fakePinner) Release(ctx context.Context, pin Pin) error {
 type fakeRepairer struct {
 	w     *world
 	err   error
+	noop  bool // report success without committing anything
 	calls int
 	hints int
 }
 
 func (f *fakeRepairer) Repair(ctx context.Context, stream, offset uint64) error {
 	f.calls++
-	if f.err != nil {
+	if f.err != nil || f.noop {
 		return f.err
 	}
 	ev, ok := f.w.m.EvidenceAt(stream, offset)

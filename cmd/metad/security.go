@@ -43,7 +43,7 @@ func catchSIGHUP() chan os.Signal {
 
 // reloadOnSIGHUP re-reads the certificates and tokens on every SIGHUP
 // until ctx ends.
-func reloadOnSIGHUP(ctx context.Context, hup chan os.Signal, n *node.Node) {
+func reloadOnSIGHUP(ctx context.Context, hup chan os.Signal, n *node.Server) {
 	go func() {
 		defer signal.Stop(hup)
 		for {

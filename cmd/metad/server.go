@@ -71,7 +71,8 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "HTTP admin address: /metrics, /healthz, /readyz (empty disables)")
 	fs.IntVar(&c.Membership.BootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many servers are seen (0: single node if alone and no --join, else wait to be added)")
 	fs.StringSliceVar(&c.Membership.Join, "join", nil, "gossip address of a member to join (repeatable)")
-	fs.StringVar(&c.ObjectDir, "object-dir", "", "local object store directory (default <data-dir>/objects); share it between nodes and brokers on one machine")
+	fs.StringVar(&c.ObjectDir, "object-dir", "", "local object store directory, an alias of --object-store file://DIR (default <data-dir>/objects); share it between nodes and brokers on one machine")
+	registerObjectStoreFlags(fs, &c.Objects)
 	fs.BoolVar(&c.EnablePprof, "pprof", false, "serve /debug/pprof on the HTTP admin address")
 	fs.BoolVar(&c.API.VerifyObjects, "verify-objects", false, "resolve checks each target's identity in the object store before returning it")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
@@ -147,6 +148,7 @@ func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io
 		"node-id":          cfg.NodeID,
 		"bootstrap-expect": strconv.Itoa(cfg.Membership.BootstrapExpect),
 		"object-dir":       cfg.ObjectDir,
+		"object-store":     cfg.Objects.URL,
 	})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -159,11 +161,12 @@ func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io
 	reloadOnSIGHUP(ctx, hup, n)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	var fatal error // a serving failure: the process exits non-zero
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down gracefully; a second signal stops at once", "reason", "signal")
-	case err := <-n.Err():
-		log.Error("shutting down", "reason", err)
+	case fatal = <-n.Err():
+		log.Error("shutting down", "reason", fatal)
 	}
 	// From here SIGINT and SIGTERM have their default effect again: an
 	// operator who does not want to wait for the drain signals twice.
@@ -172,7 +175,7 @@ func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io
 		log.Warn("shutdown", "err", err)
 	}
 	log.Info("stopped")
-	return nil
+	return fatal
 }
 
 // logEffective logs every setting once at start: the flag's value, or the
