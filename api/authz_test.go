@@ -108,3 +108,15 @@ func checkDenied(t *testing.T, err error, code codes.Code, method string) {
 	}
 	t.Errorf("%s: no ErrorInfo in %v", method, err)
 }
+
+// TestAuthorizePeerOpenLegacy: an insecure cluster given no shared secret
+// serves the Peer service to anyone, as before the secret existed; TLS
+// ignores the setting.
+func TestAuthorizePeerOpenLegacy(t *testing.T) {
+	s := auth.Settings{PeerOpen: true}
+	if err := authorize(context.Background(), s, "/metad.v1.Peer/Propose"); err != nil {
+		t.Errorf("PeerOpen: %v", err)
+	}
+	s.TLS = true
+	checkDenied(t, authorize(context.Background(), s, "/metad.v1.Peer/Propose"), codes.Unauthenticated, "/metad.v1.Peer/Propose")
+}

@@ -49,9 +49,11 @@
 // with a secret sent as metadata: shared by every node of a multi-node
 // cluster (--peer-secret-file, like Consul's gossip key), made up at start
 // by a lone node so that nobody else has it. A multi-node cluster without
-// TLS must be given one; the server refuses to start otherwise. We chose a
-// secret over, say, trusting loopback callers, because the attack came
-// from loopback, and over distributing a secret through gossip, which
-// anyone reaching the gossip port could read. With TLS the secret is
+// TLS and without a secret keeps the service open, as releases before the
+// secret did, so that it can be upgraded one node at a time; each node
+// then logs a warning at start (auth.Settings.PeerOpen). We chose a secret
+// over, say, trusting loopback callers, because the attack came from
+// loopback, and over distributing a secret through gossip, which anyone
+// reaching the gossip port could read. With TLS the secret is
 // unused: peers are certificates with role peer.
 package api

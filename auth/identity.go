@@ -31,8 +31,12 @@ type Settings struct {
 	TLS bool
 	// Tokens, if not nil, identifies bearer tokens.
 	Tokens *Tokens
-	// PeerSecret identifies peers when TLS is off. Required then.
+	// PeerSecret identifies peers when TLS is off.
 	PeerSecret string
+	// PeerOpen, without TLS and without a PeerSecret, lets any caller use
+	// the node-to-node service, as releases before the secret did: the
+	// insecure multi-node cluster that was not given a shared secret.
+	PeerOpen bool
 }
 
 // Open reports whether no authentication is configured: anonymous callers

@@ -45,6 +45,8 @@
 // must present role peer). The files are polled and re-read on Reload
 // (SIGHUP); new connections use new material, established ones continue.
 // Validate refuses to serve a non-loopback address without TLS unless
-// Insecure, naming --tls-cert-file and --insecure, and a multi-node cluster
-// without TLS unless the nodes share --peer-secret-file.
+// Insecure, naming --tls-cert-file and --insecure. Without TLS, the
+// node-to-node service takes the shared --peer-secret-file; a node alone
+// makes a secret up; nodes of a cluster given none leave the service open
+// (as before the secret existed) and warn.
 package node

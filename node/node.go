@@ -68,7 +68,7 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 		dial = cfg.dial
 	}
 	n.peers = api.NewPeerClient(dial)
-	if n.sec, err = newSecurity(cfg.Security, log.With("component", "security")); err != nil {
+	if n.sec, err = newSecurity(cfg.Security, cfg.Membership.BootstrapExpect > 1 || len(cfg.Membership.Join) > 0, log.With("component", "security")); err != nil {
 		return nil, err
 	}
 	n.peers.SetCredentials(n.sec.peerDialOptions()...)

@@ -34,8 +34,9 @@ type Security struct {
 	// With it, clients may identify by token instead of certificate.
 	AuthTokensFile string
 	// PeerSecretFile holds the secret nodes of a multi-node cluster without
-	// TLS share to call each other's node-to-node service. A single node
-	// without TLS makes one up at start.
+	// TLS share to call each other's node-to-node service. Without it a
+	// node alone makes one up (the service is closed to all but itself),
+	// and nodes of a cluster leave the service open, with a warning.
 	PeerSecretFile string
 	// Insecure allows non-loopback addresses without TLS.
 	Insecure bool
@@ -44,9 +45,9 @@ type Security struct {
 	ReloadInterval time.Duration
 }
 
-// validate reports what the security settings refuse: a network address
-// without TLS (unless Insecure) and a multi-node cluster without TLS or a
-// shared peer secret.
+// validateSecurity reports what the security settings refuse: a network
+// address without TLS (unless Insecure), and TLS files that are not all
+// named.
 func (c Config) validateSecurity() error {
 	var errs []error
 	s := c.Security
@@ -60,11 +61,6 @@ func (c Config) validateSecurity() error {
 				"(metad tls ca create; metad tls cert create --role server), or --insecure to serve in clear text anyway",
 				ErrInsecure, strings.Join(exposed, ", ")))
 		}
-	}
-	multiNode := c.Membership.BootstrapExpect > 1 || len(c.Membership.Join) > 0
-	if !s.TLS.Enabled() && multiNode && s.PeerSecretFile == "" {
-		errs = append(errs, fmt.Errorf("%w: a cluster of several nodes without TLS needs --peer-secret-file "+
-			"(the same secret on every node, so that only nodes call the node-to-node service), or TLS (--tls-cert-file)", ErrInsecure))
 	}
 	if s.ReloadInterval != 0 && (s.ReloadInterval < 10*time.Millisecond || s.ReloadInterval > time.Hour) {
 		errs = append(errs, fmt.Errorf("tls-reload-interval %s outside [10ms, 1h]", s.ReloadInterval))
@@ -111,7 +107,9 @@ type security struct {
 	log      *slog.Logger
 }
 
-func newSecurity(cfg Security, log *slog.Logger) (*security, error) {
+// newSecurity loads the material. multiNode: the node is configured to be
+// one of several (--join, or --bootstrap-expect above 1).
+func newSecurity(cfg Security, multiNode bool, log *slog.Logger) (*security, error) {
 	s := &security{cfg: cfg, log: log}
 	if cfg.ReloadInterval == 0 {
 		s.cfg.ReloadInterval = 10 * time.Second
@@ -138,21 +136,39 @@ func newSecurity(cfg Security, log *slog.Logger) (*security, error) {
 		s.settings.Tokens = t
 	}
 	if !s.settings.TLS {
-		secret, err := loadPeerSecret(cfg.PeerSecretFile)
-		if err != nil {
+		if err := s.choosePeerSecret(multiNode); err != nil {
 			return nil, err
 		}
-		s.settings.PeerSecret = secret
 	}
 	return s, nil
 }
 
-// loadPeerSecret reads the shared secret, or makes one up for a single
-// node that shares it with no one.
-func loadPeerSecret(path string) (string, error) {
-	if path == "" {
-		return auth.NewPeerSecret(), nil
+// choosePeerSecret decides how peers are told apart without TLS: by the
+// shared secret if there is one; a node alone makes one up, so the
+// node-to-node service is closed to every caller but itself; nodes of a
+// cluster without one leave the service open, as releases before the
+// secret did (so that such a cluster can be upgraded one node at a time),
+// and say so loudly.
+func (s *security) choosePeerSecret(multiNode bool) error {
+	switch {
+	case s.cfg.PeerSecretFile != "":
+		secret, err := loadPeerSecret(s.cfg.PeerSecretFile)
+		if err != nil {
+			return err
+		}
+		s.settings.PeerSecret = secret
+	case multiNode:
+		s.settings.PeerOpen = true
+		s.log.Warn("no TLS and no --peer-secret-file: the node-to-node service (metad.v1.Peer) is open to any caller " +
+			"of the gRPC port, which can then rewrite the replicated state; give every node the same --peer-secret-file, or use TLS")
+	default:
+		s.settings.PeerSecret = auth.NewPeerSecret()
 	}
+	return nil
+}
+
+// loadPeerSecret reads the shared secret.
+func loadPeerSecret(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("peer-secret-file: %w", err)
@@ -182,8 +198,11 @@ func (s *security) serverOption() grpc.ServerOption {
 // peer secret.
 func (s *security) peerDialOptions() []grpc.DialOption {
 	if s.tls == nil {
-		return []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithPerRPCCredentials(auth.PeerSecretCredentials(s.settings.PeerSecret))}
+		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		if s.settings.PeerSecret != "" {
+			opts = append(opts, grpc.WithPerRPCCredentials(auth.PeerSecretCredentials(s.settings.PeerSecret)))
+		}
+		return opts
 	}
 	return []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(s.tls.ClientConfig(false, requirePeerRole)))}
 }

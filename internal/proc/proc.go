@@ -132,6 +132,25 @@ func New(t testing.TB, n int, extra ...string) *Cluster {
 	return c
 }
 
+// WithoutPeerSecret removes --peer-secret-file from every server's flags:
+// for clusters that include a release from before the secret, whose nodes
+// neither accept the flag nor send the secret. Such a cluster runs as
+// insecure clusters without a secret do: node-to-node service open,
+// warned at start.
+func (c *Cluster) WithoutPeerSecret() {
+	for _, nd := range c.Nodes {
+		var args []string
+		for i := 0; i < len(nd.Args); i++ {
+			if nd.Args[i] == "--peer-secret-file" {
+				i++
+				continue
+			}
+			args = append(args, nd.Args[i])
+		}
+		nd.Args = args
+	}
+}
+
 // Start starts server i (again, after a kill or stop).
 func (c *Cluster) Start(i int) {
 	c.t.Helper()
