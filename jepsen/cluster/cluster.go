@@ -307,12 +307,16 @@ func (c *Cluster) HealNetwork() {
 
 // SetClockOffset shifts the wall clock node i stamps commands with.
 func (c *Cluster) SetClockOffset(ctx context.Context, i int, d time.Duration) error {
-	url := fmt.Sprintf("http://%s/debug/faults/clock-offset?d=%s", c.Nodes[i].HTTP, d)
+	url := fmt.Sprintf("%s://%s/debug/faults/clock-offset?d=%s", c.adminScheme(), c.Nodes[i].HTTP, d)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc, err := c.adminClient()
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,11 @@
 package cluster
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -63,4 +67,34 @@ func (c *Cluster) ClientConfig(addrs []string) client.Config {
 		cfg.TLS = &client.TLS{CAFile: filepath.Join(d, "ca.pem"), CertFile: filepath.Join(d, "jepsen.pem"), KeyFile: filepath.Join(d, "jepsen-key.pem")}
 	}
 	return cfg
+}
+
+// adminScheme is the HTTP admin address's scheme: https with TLS.
+func (c *Cluster) adminScheme() string {
+	if c.cfg.TLS {
+		return "https"
+	}
+	return "http"
+}
+
+// adminClient reaches the HTTP admin addresses, trusting the harness's CA
+// and presenting its certificate when TLS is on.
+func (c *Cluster) adminClient() (*http.Client, error) {
+	if !c.cfg.TLS {
+		return http.DefaultClient, nil
+	}
+	d := c.tlsDir()
+	caPEM, err := os.ReadFile(filepath.Join(d, "ca.pem"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("cluster: no certificate in %s", filepath.Join(d, "ca.pem"))
+	}
+	cert, err := tls.LoadX509KeyPair(filepath.Join(d, "jepsen.pem"), filepath.Join(d, "jepsen-key.pem"))
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}}}, nil
 }
