@@ -392,3 +392,52 @@ func mustPair(t *testing.T, kp *tlsconfig.KeyPair) tls.Certificate {
 	}
 	return c
 }
+
+// TestPeerAttackWithGrpcurl replays issue 10's attack exactly as reported,
+// with grpcurl against a real server in the default insecure loopback
+// mode, and with a client certificate against a TLS server: both refused,
+// the registered object still live. .ci/run installs grpcurl; without it
+// the same calls are made by the Go tests (node package).
+func TestPeerAttackWithGrpcurl(t *testing.T) {
+	grpcurl, err := exec.LookPath("grpcurl")
+	if err != nil {
+		t.Skip("grpcurl not installed (.ci/run installs it); node.TestPeerProposeAttack* make the same calls in Go")
+	}
+	// A raw Trim command (fsmpb.Command{trim{stream_id:1}}), base64 as
+	// protojson encodes bytes.
+	const trimCmd = `{"command":"egIIAQ=="}`
+
+	plain := proc.New(t, 1)
+	plain.StartAll()
+	plain.WaitFor("a leader", 30*time.Second, func() bool { return plain.Leader(0) == 0 })
+	out, err := exec.Command(grpcurl, "-plaintext", "-d", trimCmd, plain.Nodes[0].GRPC, "metad.v1.Peer/Propose").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "Unauthenticated") {
+		t.Errorf("insecure mode: grpcurl Peer/Propose: %v\n%s", err, out)
+	}
+
+	dir := t.TempDir()
+	ca := newPKI(t, dir, "CA")
+	c := proc.New(t, 1)
+	files := map[string][]byte{"ca.pem": ca.ca.CertPEM}
+	srv := ca.issue(serverSpec("n1"))
+	files["n1.pem"], files["n1-key.pem"] = srv.CertPEM, srv.KeyPEM
+	op := ca.issue(tlsconfig.LeafSpec{Name: "op", Role: "operator"})
+	files["op.pem"], files["op-key.pem"] = op.CertPEM, op.KeyPEM
+	for name, b := range files {
+		writeAtomic(t, filepath.Join(dir, name), b)
+	}
+	c.Nodes[0].Args = append(c.Nodes[0].Args, "--tls-cert-file", filepath.Join(dir, "n1.pem"),
+		"--tls-key-file", filepath.Join(dir, "n1-key.pem"), "--tls-ca-file", filepath.Join(dir, "ca.pem"))
+	c.ClientTLS = &client.TLS{CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "op.pem"), KeyFile: filepath.Join(dir, "op-key.pem")}
+	c.StartAll()
+	c.WaitFor("a leader", 30*time.Second, func() bool { return c.Leader(0) == 0 })
+	tlsArgs := []string{"-cacert", filepath.Join(dir, "ca.pem"), "-cert", filepath.Join(dir, "op.pem"), "-key", filepath.Join(dir, "op-key.pem")}
+	out, err = exec.Command(grpcurl, append(tlsArgs, "-d", trimCmd, c.Nodes[0].GRPC, "metad.v1.Peer/Propose")...).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "PermissionDenied") {
+		t.Errorf("TLS, operator certificate: grpcurl Peer/Propose: %v\n%s", err, out)
+	}
+	out, err = exec.Command(grpcurl, "-cacert", filepath.Join(dir, "ca.pem"), c.Nodes[0].GRPC, "list").CombinedOutput()
+	if err == nil {
+		t.Errorf("TLS, no client certificate: grpcurl list succeeded:\n%s", out)
+	}
+}
