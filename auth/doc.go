@@ -20,7 +20,9 @@
 //   - In insecure mode only (no TLS): the peer secret (metadata
 //     "metad-peer-secret"), which makes the caller a peer. Nodes of a
 //     multi-node insecure cluster share it (--peer-secret-file); a single
-//     node makes one up at start, so no caller but itself is a peer.
+//     node makes one up at start, so no caller but itself is a peer. Nodes
+//     of a cluster given none run with Settings.PeerOpen: the node-to-node
+//     service open to all, as before the secret existed (warned).
 //
 // With neither TLS nor tokens configured (the loopback quick start) an
 // anonymous caller is an operator, as metad has always been there, but
