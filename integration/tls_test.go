@@ -206,6 +206,7 @@ func TestTLSClusterRefusesStrangersAndRotates(t *testing.T) {
 	bundle := append(append([]byte{}, ca1.ca.CertPEM...), ca2.ca.CertPEM...)
 	writeAtomic(t, clientCA, bundle)
 	writeAtomic(t, caFile, bundle)
+	waitReloads(c, 1)
 	load.waitMore(t, 20)
 	for _, nd := range c.Nodes {
 		kp := ca2.issue(serverSpec(nd.ID))
@@ -215,6 +216,7 @@ func TestTLSClusterRefusesStrangersAndRotates(t *testing.T) {
 	op2 := ca2.issue(tlsconfig.LeafSpec{Name: "op", Role: "operator"})
 	writeAtomic(t, filepath.Join(dir, "op-key.pem"), op2.KeyPEM)
 	writeAtomic(t, filepath.Join(dir, "op.pem"), op2.CertPEM)
+	waitReloads(c, 2)
 	load.waitMore(t, 20)
 	writeAtomic(t, caFile, ca2.ca.CertPEM)
 	writeAtomic(t, clientCA, ca2.ca.CertPEM)
@@ -231,12 +233,8 @@ func TestTLSClusterRefusesStrangersAndRotates(t *testing.T) {
 	if _, err := metadpb.NewClusterClient(rawConn(t, addr, ca2.ca.CertPEM, op2)).Status(ctx, &metadpb.StatusRequest{}); err != nil {
 		t.Fatalf("a certificate of the new CA is refused after rotation: %v", err)
 	}
+	waitReloads(c, 3)
 	load.waitMore(t, 20)
-	for i := range c.Nodes {
-		if n := strings.Count(c.Log(i), "tls: reloaded certificate"); n < 3 {
-			t.Errorf("node %d logged %d reloads, want 3 (bundle, certificate, new CA only)", i, n)
-		}
-	}
 	// A node restarted now joins the others over Raft and gRPC with only
 	// new material: they accept it without having been restarted.
 	c.Stop(2)
@@ -245,6 +243,19 @@ func TestTLSClusterRefusesStrangersAndRotates(t *testing.T) {
 	formed(t, c, 3)
 	acked := load.stop(t)
 	checkAcked(t, c, acked)
+}
+
+// waitReloads waits until every server has logged n reloads of its TLS
+// material: the bundle, the certificate, the new CA alone.
+func waitReloads(c *proc.Cluster, n int) {
+	c.WaitFor(fmt.Sprintf("%d TLS reloads on every server", n), 10*time.Second, func() bool {
+		for i := range c.Nodes {
+			if strings.Count(c.Log(i), "tls: reloaded certificate") < n {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // writeLoad creates streams until stopped, remembering the acknowledged.

@@ -132,6 +132,17 @@ func New(t testing.TB, n int, extra ...string) *Cluster {
 	return c
 }
 
+// PeerSecret is the secret the servers share to call each other's
+// node-to-node service without TLS, for tests that call it as a node.
+func (c *Cluster) PeerSecret() string {
+	c.t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.Dir, "peer-secret"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
 // WithoutPeerSecret removes --peer-secret-file from every server's flags:
 // for clusters that include a release from before the secret, whose nodes
 // neither accept the flag nor send the secret. Such a cluster runs as
