@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/auth"
 	"github.com/metad/metad/client"
 	"github.com/metad/metad/internal/proc"
 	"github.com/metad/metad/tlsconfig"
@@ -450,5 +451,59 @@ func TestPeerAttackWithGrpcurl(t *testing.T) {
 	out, err = exec.Command(grpcurl, "-cacert", filepath.Join(dir, "ca.pem"), c.Nodes[0].GRPC, "list").CombinedOutput()
 	if err == nil {
 		t.Errorf("TLS, no client certificate: grpcurl list succeeded:\n%s", out)
+	}
+}
+
+// TestTokensFromTheCLI: a TLS server with a tokens file takes bearer
+// tokens from `--token` and METAD_TOKEN (with only the CA on the client
+// side), refuses a call without identity or with too weak a role, and
+// follows a change of the tokens file without a restart.
+func TestTokensFromTheCLI(t *testing.T) {
+	dir := t.TempDir()
+	ca := newPKI(t, dir, "CA")
+	srv := ca.issue(serverSpec("n1"))
+	caFile, tokens := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "tokens.yaml")
+	writeAtomic(t, caFile, ca.ca.CertPEM)
+	writeAtomic(t, filepath.Join(dir, "n1.pem"), srv.CertPEM)
+	writeAtomic(t, filepath.Join(dir, "n1-key.pem"), srv.KeyPEM)
+	tokenFile := func(writer string) []byte {
+		return []byte("tokens:\n" +
+			"  - {name: broker, role: writer, sha256: " + auth.HashToken(writer) + "}\n" +
+			"  - {name: dashboard, role: reader, sha256: " + auth.HashToken("reader-token-0123456789") + "}\n")
+	}
+	writeAtomic(t, tokens, tokenFile("writer-token-0123456789"))
+	c := proc.New(t, 1, "--tls-reload-interval", "100ms")
+	c.Nodes[0].Args = append(c.Nodes[0].Args, "--tls-cert-file", filepath.Join(dir, "n1.pem"),
+		"--tls-key-file", filepath.Join(dir, "n1-key.pem"), "--tls-ca-file", caFile, "--auth-tokens-file", tokens)
+	c.StartAll()
+	cli := func(env []string, args ...string) (string, error) {
+		cmd := exec.Command(proc.Binary(t), append(args, "--addr", c.Nodes[0].GRPC, "--tls-ca-file", caFile, "--timeout", "5s")...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	c.WaitFor("the server to answer a token", 30*time.Second, func() bool {
+		_, err := cli(nil, "status", "--token", "reader-token-0123456789")
+		return err == nil
+	})
+	if out, err := cli(nil, "stream", "create", "s1", "--token", "writer-token-0123456789"); err != nil {
+		t.Fatalf("writer token: %v\n%s", err, out)
+	}
+	if out, err := cli([]string{"METAD_TOKEN=writer-token-0123456789"}, "stream", "create", "s2"); err != nil {
+		t.Fatalf("METAD_TOKEN: %v\n%s", err, out)
+	}
+	if out, err := cli(nil, "stream", "create", "s3", "--token", "reader-token-0123456789"); err == nil || !strings.Contains(out, "PERMISSION_DENIED") {
+		t.Errorf("reader token creating a stream: %v\n%s", err, out)
+	}
+	if out, err := cli(nil, "status"); err == nil || !strings.Contains(out, "UNAUTHENTICATED") {
+		t.Errorf("no token: %v\n%s", err, out)
+	}
+	writeAtomic(t, tokens, tokenFile("rotated-writer-token-0123"))
+	c.WaitFor("the rotated token to work", 10*time.Second, func() bool {
+		_, err := cli(nil, "stream", "create", "s4", "--token", "rotated-writer-token-0123")
+		return err == nil
+	})
+	if out, err := cli(nil, "stream", "create", "s5", "--token", "writer-token-0123456789"); err == nil || !strings.Contains(out, "UNAUTHENTICATED") {
+		t.Errorf("a removed token still works: %v\n%s", err, out)
 	}
 }
