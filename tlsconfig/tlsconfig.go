@@ -139,6 +139,11 @@ func (r *Reloader) Reload() (bool, error) {
 	stamp := r.statStamp()
 	m, err := load(r.cfg)
 	if err != nil {
+		// Remember the broken files' stamp: Watch retries when they
+		// change again, not at every poll.
+		r.mu.Lock()
+		r.stamp = stamp
+		r.mu.Unlock()
 		return false, err
 	}
 	r.mu.Lock()

@@ -177,3 +177,29 @@ func TestClientConfigChecksLeafAndHost(t *testing.T) {
 		t.Error("checkLeaf's refusal was ignored")
 	}
 }
+
+// TestWatchRetriesWhenBrokenFilesChange: a broken file is not re-read at
+// every poll, but its repair is picked up.
+func TestWatchRetriesWhenBrokenFilesChange(t *testing.T) {
+	ca := mustCA(t, "ca")
+	dir := t.TempDir()
+	f := writeFiles(t, dir, ca, mustLeaf(t, ca, "first"))
+	r, err := New(Config{CertFile: f.cert, KeyFile: f.key, CAFile: f.ca, PollInterval: 10 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go r.Watch(ctx)
+	if err := os.WriteFile(f.key, []byte("half a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, ca, mustLeaf(t, ca, "repaired-certificate"))
+	deadline := time.Now().Add(10 * time.Second)
+	for r.Leaf().Subject.CommonName != "repaired-certificate" {
+		if time.Now().After(deadline) {
+			t.Fatal("the repaired files were not reloaded")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
