@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/metad/metad/clock"
+	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -19,6 +20,14 @@ import (
 type Store interface {
 	Read(ctx context.Context, fn func(State)) error
 	Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error)
+}
+
+// Verifier checks an object's bytes in the object store, before a
+// quarantined record is rebuilt. Intact reports whether the version exists
+// and its bytes hash to its identity; an error means the store could not
+// say (unavailable), which is not a verdict.
+type Verifier interface {
+	Intact(ctx context.Context, obj fsm.ObjectRef) (bool, error)
 }
 
 var (
@@ -81,6 +90,7 @@ type Service struct {
 	store   Store
 	log     *slog.Logger
 	clock   clock.Clock
+	verify  Verifier // nil: quarantined records are never rebuilt
 	metrics *metrics
 
 	// mu guards queue: non-nil exactly while Run is running.
@@ -99,6 +109,10 @@ type Option func(*Service)
 // WithClock makes the loop read time and wait through c (default
 // clock.Real); tests pass a fake.
 func WithClock(c clock.Clock) Option { return func(s *Service) { s.clock = c } }
+
+// WithVerifier lets repair rebuild a quarantined generation-0 record once
+// v finds its bytes intact (without one, a quarantine is never lifted).
+func WithVerifier(v Verifier) Option { return func(s *Service) { s.verify = v } }
 
 // New returns a Service; call Run on each leadership term.
 func New(cfg Config, store Store, log *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Service, error) {
@@ -228,6 +242,10 @@ func (s *Service) act(ctx context.Context, a Action) error {
 		s.metrics.results.WithLabelValues(a.Verdict.String()).Inc()
 		s.log.Warn("repair: cannot rebuild from evidence", "stream", a.Stream, "offset", a.Offset, "detail", a.Detail)
 		return fmt.Errorf("%w: %s", ErrObjectUnusable, a.Detail)
+	case Reverify:
+		if err := s.reverify(ctx, a); err != nil {
+			return err
+		}
 	}
 	res, err := s.store.Propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_RepairGen0{RepairGen0: a.Command}})
 	if err != nil {
@@ -242,8 +260,33 @@ func (s *Service) act(ctx context.Context, a Action) error {
 		return fmt.Errorf("repair: refused: %s: %s", rej.Code, rej.Message)
 	}
 	s.metrics.results.WithLabelValues("REBUILT").Inc()
+	if a.Verdict == Reverify {
+		s.log.Info("repair: quarantine lifted: the bytes verify again; generation-0 record rebuilt",
+			"stream", a.Stream, "range", a.Evidence.Range.String(), "object", a.Evidence.Object.String(), "version", res.Version)
+		return nil
+	}
 	s.log.Debug("repair: rebuilt generation-0 record", "stream", a.Stream, "range", a.Evidence.Range.String(),
 		"version", res.Version, "reason", a.Detail)
+	return nil
+}
+
+// reverify checks a quarantined record's bytes before it is rebuilt: nil
+// lets the rebuild go ahead.
+func (s *Service) reverify(ctx context.Context, a Action) error {
+	if s.verify == nil {
+		s.metrics.results.WithLabelValues("QUARANTINED").Inc()
+		return fmt.Errorf("%w: %s (no object store to verify against)", ErrObjectUnusable, a.Detail)
+	}
+	intact, err := s.verify.Intact(ctx, a.Evidence.Object)
+	switch {
+	case err != nil:
+		s.metrics.results.WithLabelValues("VERIFY_FAILED").Inc()
+		return fmt.Errorf("repair: cannot verify %s now: %w", a.Evidence.Object, err)
+	case !intact:
+		s.metrics.results.WithLabelValues("QUARANTINED").Inc()
+		return fmt.Errorf("%w: generation-0 record %v stays quarantined: the bytes of %s do not verify",
+			ErrObjectUnusable, a.Evidence.Range, a.Evidence.Object)
+	}
 	return nil
 }
 

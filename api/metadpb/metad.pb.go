@@ -2169,10 +2169,20 @@ func (x *ReportCandidateFailureRequest) GetRequestId() string {
 	return ""
 }
 
+// The server checks a report against the object store before it changes
+// anything: only a confirmed permanent failure quarantines the record.
 type ReportCandidateFailureResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Quarantined   bool                   `protobuf:"varint,1,opt,name=quarantined,proto3" json:"quarantined,omitempty"`
-	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Quarantined bool                   `protobuf:"varint,1,opt,name=quarantined,proto3" json:"quarantined,omitempty"`
+	// version is the metadata version the report was recorded at (0 if it
+	// changed nothing).
+	Version uint64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// confirmed: the store showed the bytes missing, of another version or
+	// corrupt. An unconfirmed report (the bytes verify, the store could not
+	// answer, a transient kind, or a record no longer at that version)
+	// changes nothing; verdict says which.
+	Confirmed     bool   `protobuf:"varint,3,opt,name=confirmed,proto3" json:"confirmed,omitempty"`
+	Verdict       string `protobuf:"bytes,4,opt,name=verdict,proto3" json:"verdict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2219,6 +2229,20 @@ func (x *ReportCandidateFailureResponse) GetVersion() uint64 {
 		return x.Version
 	}
 	return 0
+}
+
+func (x *ReportCandidateFailureResponse) GetConfirmed() bool {
+	if x != nil {
+		return x.Confirmed
+	}
+	return false
+}
+
+func (x *ReportCandidateFailureResponse) GetVerdict() string {
+	if x != nil {
+		return x.Verdict
+	}
+	return ""
 }
 
 type Stream struct {
@@ -5081,10 +5105,12 @@ const file_metad_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\x0e2\x15.metad.v1.FailureKindR\x04kind\x12\x16\n" +
 	"\x06detail\x18\x03 \x01(\tR\x06detail\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\tR\trequestId\"\\\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"\x94\x01\n" +
 	"\x1eReportCandidateFailureResponse\x12 \n" +
 	"\vquarantined\x18\x01 \x01(\bR\vquarantined\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x04R\aversion\"\xfb\x01\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x1c\n" +
+	"\tconfirmed\x18\x03 \x01(\bR\tconfirmed\x12\x18\n" +
+	"\averdict\x18\x04 \x01(\tR\averdict\"\xfb\x01\n" +
 	"\x06Stream\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
