@@ -15,6 +15,7 @@ type State interface {
 	Evidence(stream, from uint64, limit int) []fsm.EvidenceInfo
 	Records(stream uint64, view fsm.View, gen, from uint64, limit int) []fsm.RecordInfo
 	Object(key string) (fsm.ObjectInfo, bool)
+	Quarantined(after *fsm.IndexKey, limit, budget int) ([]fsm.RecordInfo, *fsm.IndexKey)
 }
 
 // Verdict is what planning concluded about one committed offset.

@@ -351,3 +351,42 @@ func runLeader(t *testing.T, svc *Service, fn func(ctx context.Context)) {
 		t.Fatalf("after step-down: %v", err)
 	}
 }
+
+// TestQuarantinePassLiftsVerifiedRecords: the periodic pass lifts the
+// quarantine of a record of any generation (here a TOPIC_COMPACTED one,
+// which has no evidence to rebuild from) once its bytes verify, and not
+// before.
+func TestQuarantinePassLiftsVerifiedRecords(t *testing.T) {
+	s := seed(t)
+	obj := fsm.ObjectRef{Key: "o", Identity: "sha256:o"}
+	key := fsm.IndexKey{Stream: 1, View: fsm.TopicCompacted, Generation: 1, Start: 0}
+	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_PublishGeneration{PublishGeneration: &fsmpb.PublishGeneration{
+		StreamId: 1, View: fsm.TopicCompacted, Generation: 1, WriterEpoch: 1, Coverage: fsm.Range{Start: 0, End: 30}.PB(), Complete: true,
+		Records: []*fsmpb.IndexRecord{fsm.NewIndexRecord(key, fsm.Range{Start: 0, End: 30}, []fsm.Range{{Start: 2, End: 3}}, obj, fsm.ByteRange{Length: 1})},
+	}}})
+	rec, _ := s.Machine().RecordFrom(1, fsm.TopicCompacted, 1, 0)
+	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
+		Key: rec.Key.PB(), Version: rec.Version, Kind: fsm.FailureObjectMissing,
+	}}})
+	v := &fakeVerifier{intact: map[fsm.ObjectRef]bool{}}
+	clk := fakeclock.New(time.Unix(0, 0))
+	svc, err := New(DefaultConfig(), s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, WithClock(clk), WithVerifier(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); svc.Run(ctx) }()
+	clk.BlockUntil(1) // the first passes ran
+	if got, _ := s.Machine().RecordFrom(1, fsm.TopicCompacted, 1, 0); got.Status != fsm.RecordQuarantined || v.calls == 0 {
+		t.Fatalf("before the bytes verify: %v, %d checks", got.Status, v.calls)
+	}
+	v.intact[obj] = true
+	clk.Advance(DefaultConfig().ScanInterval)
+	clk.BlockUntil(1)
+	cancel()
+	<-done
+	if got, _ := s.Machine().RecordFrom(1, fsm.TopicCompacted, 1, 0); got.Status != fsm.RecordValid || got.Version == rec.Version {
+		t.Fatalf("after the bytes verify: %v at %d", got.Status, got.Version)
+	}
+}
