@@ -136,8 +136,18 @@ func TestTrueCorruptReportQuarantinesUntilRepaired(t *testing.T) {
 	if !resp.Confirmed || !resp.Quarantined {
 		t.Fatalf("report of altered bytes: %+v, want confirmed and quarantined", resp)
 	}
-	if recs := gen0(t, b); recs[0].Status != metadpb.RecordStatus_QUARANTINED {
+	recs := gen0(t, b)
+	if recs[0].Status != metadpb.RecordStatus_QUARANTINED {
 		t.Fatalf("after a true report: %v", recs[0])
+	}
+	listed, err := client.Call(b.ctx(), b.c, b.c.Metad.ListQuarantined, &metadpb.ListQuarantinedRequest{})
+	if err != nil || len(listed.Records) != 1 || listed.Records[0].Version != recs[0].Version {
+		t.Fatalf("ListQuarantined: %v %v", listed, err)
+	}
+	// An operator's lift verifies first: the bytes are still wrong.
+	_, err = client.Call(b.ctx(), b.c, b.c.Metad.LiftQuarantine, &metadpb.LiftQuarantineRequest{Key: recs[0].Key, Version: recs[0].Version})
+	if client.Reason(err) != "QUARANTINE_NOT_VERIFIED" {
+		t.Fatalf("lift of unverified bytes: %v", err)
 	}
 	if err := os.WriteFile(path, good, 0o644); err != nil {
 		t.Fatal(err)
