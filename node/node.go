@@ -93,7 +93,8 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 // startServing builds the loops and the API and starts serving gRPC and HTTP.
 func (n *Server) startServing(reg *prometheus.Registry) error {
 	cfg, log := n.cfg, n.log
-	rep, err := repair.New(cfg.Repair, storeAdapter{n.store}, log.With("component", "repair"), reg)
+	rep, err := repair.New(cfg.Repair, storeAdapter{n.store}, log.With("component", "repair"), reg,
+		repair.WithVerifier(objectVerifier{n.objects}))
 	if err != nil {
 		return err
 	}
@@ -398,3 +399,19 @@ func openObjects(cfg objectstore.Config) (objectstore.Store, error) {
 // objectStoreCheckTimeout bounds the start-up check of the object store,
 // retries included.
 const objectStoreCheckTimeout = 30 * time.Second
+
+// objectVerifier checks bytes in the object store for repair, before it
+// lifts a quarantine: intact, unusable, or (an error) the store could not
+// say.
+type objectVerifier struct{ store objectstore.Store }
+
+func (v objectVerifier) Intact(ctx context.Context, obj fsm.ObjectRef) (bool, error) {
+	err := objectstore.Check(ctx, v.store, obj.Key, obj.Identity)
+	switch {
+	case err == nil:
+		return true, nil
+	case objectstore.Unusable(err):
+		return false, nil
+	}
+	return false, err
+}

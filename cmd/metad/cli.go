@@ -124,7 +124,7 @@ func addClientCommands(root *cobra.Command) {
 	for _, cmd := range []*cobra.Command{
 		newStatusCmd(o), newMembersCmd(o), newStreamCmd(o), newAppendCmd(o),
 		newIndexCmd(o), newResolveCmd(o), newReadCmd(o), newObjectCmd(o), newEvidenceCmd(o),
-		newRaftCmd(o), newBenchCmd(o),
+		newQuarantineCmd(o), newRaftCmd(o), newBenchCmd(o),
 	} {
 		o.register(cmd)
 		root.AddCommand(cmd)

@@ -160,6 +160,14 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"evidence", "list", "999"}, 3},
 		{append([]string{"evidence", "list", id}, unreachable...), 4},
 
+		{[]string{"quarantine", "bogus"}, 2},
+		{[]string{"quarantine", "list", "extra"}, 2},
+		{append([]string{"quarantine", "list"}, unreachable...), 4},
+		{[]string{"quarantine", "lift", id, "SIDEWAYS", "0", "0", "1"}, 2},
+		{[]string{"quarantine", "lift", id, "COMMITTED", "0", "0"}, 2},
+		{[]string{"quarantine", "lift", "999", "COMMITTED", "0", "0", "1"}, 3},
+		{[]string{"quarantine", "lift", id, "COMMITTED", "0", "0", "1"}, 1}, // valid, not quarantined
+
 		{[]string{"raft", "bogus"}, 2},
 		{append([]string{"raft", "list-peers"}, unreachable...), 4},
 		{[]string{"raft", "remove-peer"}, 2},
