@@ -3,7 +3,6 @@ package node
 import (
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"time"
@@ -39,10 +38,7 @@ func (n *Server) startHTTP(reg *prometheus.Registry) error {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	lis, err := net.Listen("tcp", n.cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("http-addr: %w", err)
-	}
+	lis := n.httpLis // bound by preflight
 	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	if tc := n.sec.httpTLS(); tc != nil {
 		// Served over TLS with the node's certificate (security.go).
