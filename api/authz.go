@@ -34,6 +34,7 @@ var roleTable = map[string]rule{
 	"/metad.v1.Metad/ListIndex":              {need: auth.Reader},
 	"/metad.v1.Metad/ListEvidence":           {need: auth.Reader},
 	"/metad.v1.Metad/DescribeObject":         {need: auth.Reader},
+	"/metad.v1.Metad/ListQuarantined":        {need: auth.Reader},
 	"/metad.v1.Cluster/Status":               {need: auth.Reader},
 	"/metad.v1.Cluster/Members":              {need: auth.Reader},
 	// Broker mutations.
@@ -47,6 +48,8 @@ var roleTable = map[string]rule{
 	"/metad.v1.Metad/DeleteStream":      {need: auth.Writer},
 	"/metad.v1.Metad/RegisterObject":    {need: auth.Writer},
 	"/metad.v1.Metad/Pin":               {need: auth.Writer},
+	// The operator's way to re-admit a quarantined record now.
+	"/metad.v1.Metad/LiftQuarantine": {need: auth.Operator},
 	// Cluster operations. A follower forwards the first two to the leader
 	// under its own (peer) identity.
 	"/metad.v1.Cluster/TransferLeadership": {need: auth.Operator, peerToo: true},
