@@ -39,6 +39,7 @@ type Server struct {
 	objects objectstore.Store
 	rpc     *api.RPCMetrics
 	notify  *notifier
+	sec     *security
 	// Claimed by preflight before anything is written.
 	grpcLis, httpLis net.Listener
 	lock             *os.File // flock on the data dir
@@ -74,6 +75,11 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 		dial = cfg.dial
 	}
 	n.peers = api.NewPeerClient(dial)
+	if n.sec, err = newSecurity(cfg.Security, cfg.Membership.BootstrapExpect > 1 || len(cfg.Membership.Join) > 0, log.With("component", "security")); err != nil {
+		return nil, err
+	}
+	n.peers.SetCredentials(n.sec.peerDialOptions()...)
+	cfg.Raft.TLS = n.sec.raftTLS()
 	if n.store, err = raftstore.Open(cfg.Raft, n.peers, log.With("component", "raft")); err != nil {
 		return nil, err
 	}
@@ -103,13 +109,13 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		return err
 	}
 	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects,
-		Logger: log.With("component", "api"), Metrics: reg})
+		Logger: log.With("component", "api"), Metrics: reg, Auth: n.sec.settings})
 	if err != nil {
 		return err
 	}
 	lis := n.grpcLis
 	// The RPC metrics interceptors go first, to count each call's final code.
-	n.grpc = grpc.NewServer(append(n.rpc.ServerOptions(), n.api.ServerOptions()...)...)
+	n.grpc = grpc.NewServer(append(append(n.rpc.ServerOptions(), n.api.ServerOptions()...), n.sec.serverOption())...)
 	n.api.Register(n.grpc)
 	n.rpc.Initialize(n.grpc)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -120,6 +126,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		}
 	})
 	n.goLoop(func() { n.api.RunHealth(ctx) })
+	n.goLoop(func() { n.sec.watch(ctx) })
 	n.goLoop(func() { n.leaderWork(ctx, rep, col) })
 	n.goLoop(func() {
 		select {

@@ -26,6 +26,7 @@ func TestRollingUpgradeUnderWrites(t *testing.T) {
 	}
 	old := proc.ReleaseBinary(t, previousRelease)
 	c := proc.New(t, 3)
+	c.WithoutPeerSecret() // the previous release has no such flag
 	for _, nd := range c.Nodes {
 		nd.Bin = old
 	}

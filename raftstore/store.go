@@ -221,7 +221,10 @@ func newTCPTransport(cfg Config, logger hclog.Logger) (raft.Transport, error) {
 	if advertise == nil {
 		advertise = ln.Addr()
 	}
-	stream := &streamLayer{Listener: ln, advertise: advertise, dial: cfg.DialAddress}
+	var stream raft.StreamLayer = &streamLayer{Listener: ln, advertise: advertise, dial: cfg.DialAddress}
+	if cfg.TLS != nil {
+		stream = newTLSStreamLayer(stream, *cfg.TLS)
+	}
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		Logger:  logger,
