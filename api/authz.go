@@ -86,8 +86,8 @@ func authorize(ctx context.Context, s auth.Settings, method string) error {
 	if !ok {
 		return denied(codes.PermissionDenied, ReasonPermissionDenied, method, "unlisted", "no role may call %s", method)
 	}
-	if r.need == auth.Peer && s.PeerOpen && !s.TLS {
-		return nil // an insecure cluster without a shared secret (warned at start)
+	if r.need == auth.Peer && !s.TLS && s.LegacyPeers != nil && s.LegacyPeers() && !auth.PresentsCredential(ctx) {
+		return nil // a server of the previous release may be calling (feature level 1)
 	}
 	id, err := s.Identify(ctx)
 	if err != nil {

@@ -109,14 +109,31 @@ func checkDenied(t *testing.T, err error, code codes.Code, method string) {
 	t.Errorf("%s: no ErrorInfo in %v", method, err)
 }
 
-// TestAuthorizePeerOpenLegacy: an insecure cluster given no shared secret
-// serves the Peer service to anyone, as before the secret existed; TLS
-// ignores the setting.
-func TestAuthorizePeerOpenLegacy(t *testing.T) {
-	s := auth.Settings{PeerOpen: true}
-	if err := authorize(context.Background(), s, "/metad.v1.Peer/Propose"); err != nil {
-		t.Errorf("PeerOpen: %v", err)
+// TestAuthorizeLegacyPeers: without TLS, while the cluster's feature level
+// is 1 (a server of the previous release, which knows no peer secret, may
+// be a member), a node-to-node call that presents no credential is let
+// through; a wrong secret never is, and at level 2 the secret is required.
+// TLS ignores the allowance.
+func TestAuthorizeLegacyPeers(t *testing.T) {
+	legacy := true
+	s := auth.Settings{PeerSecret: "s3cret", LegacyPeers: func() bool { return legacy }}
+	const method = "/metad.v1.Peer/Propose"
+	if err := authorize(context.Background(), s, method); err != nil {
+		t.Errorf("level 1, no credential: %v", err)
 	}
+	wrong := metadata.NewIncomingContext(context.Background(), metadata.Pairs(auth.PeerSecretKey, "guess"))
+	if err := authorize(wrong, s, method); err == nil {
+		t.Error("level 1, a wrong secret: let through")
+	}
+	legacy = false
+	if err := authorize(context.Background(), s, method); err == nil {
+		t.Error("level 2, no credential: let through")
+	}
+	right := metadata.NewIncomingContext(context.Background(), metadata.Pairs(auth.PeerSecretKey, "s3cret"))
+	if err := authorize(right, s, method); err != nil {
+		t.Errorf("level 2, the secret: %v", err)
+	}
+	legacy = true
 	s.TLS = true
-	checkDenied(t, authorize(context.Background(), s, "/metad.v1.Peer/Propose"), codes.Unauthenticated, "/metad.v1.Peer/Propose")
+	checkDenied(t, authorize(context.Background(), s, method), codes.Unauthenticated, method)
 }

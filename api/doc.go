@@ -48,10 +48,11 @@
 // MarkObjectDeleted on a live object). Nodes there prove they are peers
 // with a secret sent as metadata: shared by every node of a multi-node
 // cluster (--peer-secret-file, like Consul's gossip key), made up at start
-// by a lone node so that nobody else has it. A multi-node cluster without
-// TLS and without a secret keeps the service open, as releases before the
-// secret did, so that it can be upgraded one node at a time; each node
-// then logs a warning at start (auth.Settings.PeerOpen). We chose a secret
+// by a lone node so that nobody else has it; a node of a cluster without
+// TLS refuses to start without one. While the cluster's feature level is 1
+// a call presenting no credential at all is let through
+// (auth.Settings.LegacyPeers): a server of release 0.1.0, which knows no
+// secret, may be a member during a rolling upgrade. We chose a secret
 // over, say, trusting loopback callers, because the attack came from
 // loopback, and over distributing a secret through gossip, which anyone
 // reaching the gossip port could read. With TLS the secret is

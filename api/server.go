@@ -139,8 +139,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Store == nil || deps.Repair == nil || deps.Peers == nil || deps.Logger == nil {
 		return nil, errors.New("api: Store, Repair, Peers and Logger are required")
 	}
-	if !deps.Auth.TLS && deps.Auth.PeerSecret == "" && !deps.Auth.PeerOpen {
-		return nil, errors.New("api: without TLS, Auth needs a PeerSecret or PeerOpen")
+	if !deps.Auth.TLS && deps.Auth.PeerSecret == "" {
+		return nil, errors.New("api: without TLS, Auth needs a PeerSecret")
 	}
 	s := &Server{
 		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,

@@ -20,9 +20,10 @@
 //   - In insecure mode only (no TLS): the peer secret (metadata
 //     "metad-peer-secret"), which makes the caller a peer. Nodes of a
 //     multi-node insecure cluster share it (--peer-secret-file); a single
-//     node makes one up at start, so no caller but itself is a peer. Nodes
-//     of a cluster given none run with Settings.PeerOpen: the node-to-node
-//     service open to all, as before the secret existed (warned).
+//     node makes one up at start, so no caller but itself is a peer. While
+//     the cluster's feature level is 1, Settings.LegacyPeers lets a call
+//     with no credential at all through (a server of the release before
+//     the secret may be a member); a wrong secret never passes.
 //
 // With neither TLS nor tokens configured (the loopback quick start) an
 // anonymous caller is an operator, as metad has always been there, but

@@ -33,10 +33,13 @@ type Settings struct {
 	Tokens *Tokens
 	// PeerSecret identifies peers when TLS is off.
 	PeerSecret string
-	// PeerOpen, without TLS and without a PeerSecret, lets any caller use
-	// the node-to-node service, as releases before the secret did: the
-	// insecure multi-node cluster that was not given a shared secret.
-	PeerOpen bool
+	// LegacyPeers, without TLS, lets a node-to-node call that presents no
+	// credential at all through while it reports true: the cluster's
+	// feature level is still 1, so a server of a release before peer
+	// secrets may be a member and forward its calls here (a rolling
+	// upgrade). A wrong secret is never let through, and once every server
+	// runs this release (level 2) the secret is required.
+	LegacyPeers func() bool
 }
 
 // Open reports whether no authentication is configured: anonymous callers
@@ -130,3 +133,16 @@ func (p PeerSecretCredentials) GetRequestMetadata(context.Context, ...string) (m
 }
 
 func (PeerSecretCredentials) RequireTransportSecurity() bool { return false }
+
+// PresentsCredential reports whether the caller in ctx presented any
+// credential: a verified certificate, a bearer token or a peer secret.
+func PresentsCredential(ctx context.Context) bool {
+	if p, ok := peer.FromContext(ctx); ok {
+		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 {
+			return true
+		}
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	_, hasToken := bearer(md)
+	return hasToken || len(md.Get(PeerSecretKey)) > 0
+}

@@ -507,3 +507,22 @@ func TestTokensFromTheCLI(t *testing.T) {
 		t.Errorf("a removed token still works: %v\n%s", err, out)
 	}
 }
+
+// TestClusterNodeWithoutTLSNeedsPeerSecret: a node of a cluster without TLS
+// and without --peer-secret-file would leave the node-to-node service open
+// to anyone reaching its gRPC port: it refuses to start, exit 2, naming the
+// flag, and writes nothing.
+func TestClusterNodeWithoutTLSNeedsPeerSecret(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "d")
+	cmd := exec.Command(proc.Binary(t), "server", "--data-dir", dir, "--bootstrap-expect", "3",
+		"--grpc-addr", proc.FreePort(t), "--raft-addr", proc.FreePort(t), "--gossip-addr", proc.FreePort(t), "--http-addr", proc.FreePort(t))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "--peer-secret-file") {
+		t.Fatalf("exit %v, stderr:\n%s\nwant exit 2 naming --peer-secret-file", err, stderr.String())
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("the refused start created %s", dir)
+	}
+}

@@ -53,6 +53,7 @@
 // Validate refuses to serve a non-loopback address without TLS unless
 // Insecure, naming --tls-cert-file and --insecure. Without TLS, the
 // node-to-node service takes the shared --peer-secret-file; a node alone
-// makes a secret up; nodes of a cluster given none leave the service open
-// (as before the secret existed) and warn.
+// makes a secret up; a node of a cluster refuses to start without one.
+// While the cluster's feature level is 1 a call with no credential passes
+// (a server of the previous release may forward it; authSettings).
 package node

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/metad/metad/api"
+	"github.com/metad/metad/auth"
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
@@ -75,7 +76,7 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 		dial = cfg.dial
 	}
 	n.peers = api.NewPeerClient(dial)
-	if n.sec, err = newSecurity(cfg.Security, cfg.Membership.BootstrapExpect > 1 || len(cfg.Membership.Join) > 0, log.With("component", "security")); err != nil {
+	if n.sec, err = newSecurity(cfg.Security, cfg.multiNode(), log.With("component", "security")); err != nil {
 		return nil, err
 	}
 	n.peers.SetCredentials(n.sec.peerDialOptions()...)
@@ -109,7 +110,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		return err
 	}
 	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects,
-		Logger: log.With("component", "api"), Metrics: reg, Auth: n.sec.settings})
+		Logger: log.With("component", "api"), Metrics: reg, Auth: n.authSettings()})
 	if err != nil {
 		return err
 	}
@@ -421,4 +422,16 @@ func (v objectVerifier) Intact(ctx context.Context, obj fsm.ObjectRef) (bool, er
 		return false, nil
 	}
 	return false, err
+}
+
+// authSettings are the security settings the API enforces, with the
+// rolling-upgrade allowance: while the cluster's feature level is 1 a
+// server of the previous release, which knows no peer secret, may be a
+// member and forward node-to-node calls without one.
+func (n *Server) authSettings() auth.Settings {
+	s := n.sec.settings
+	if !s.TLS {
+		s.LegacyPeers = func() bool { return n.store.FeatureLevel() < 2 }
+	}
+	return s
 }

@@ -34,15 +34,20 @@ type Security struct {
 	// With it, clients may identify by token instead of certificate.
 	AuthTokensFile string
 	// PeerSecretFile holds the secret nodes of a multi-node cluster without
-	// TLS share to call each other's node-to-node service. Without it a
-	// node alone makes one up (the service is closed to all but itself),
-	// and nodes of a cluster leave the service open, with a warning.
+	// TLS share to call each other's node-to-node service; required for
+	// such a node. A node alone without it makes one up (the service is
+	// closed to all but itself).
 	PeerSecretFile string
 	// Insecure allows non-loopback addresses without TLS.
 	Insecure bool
 	// ReloadInterval is how often the TLS files and the tokens file are
 	// checked for changes. Default 10s; range [10ms, 1h].
 	ReloadInterval time.Duration
+}
+
+// multiNode reports whether the node is configured to be one of several.
+func (c Config) multiNode() bool {
+	return c.Membership.BootstrapExpect > 1 || len(c.Membership.Join) > 0
 }
 
 // validateSecurity reports what the security settings refuse: a network
@@ -55,11 +60,16 @@ func (c Config) validateSecurity() error {
 		if err := s.TLS.Validate(); err != nil {
 			errs = append(errs, err)
 		}
-	} else if !s.Insecure {
-		if exposed := c.nonLoopbackAddrs(); len(exposed) > 0 {
+	} else {
+		if exposed := c.nonLoopbackAddrs(); len(exposed) > 0 && !s.Insecure {
 			errs = append(errs, fmt.Errorf("%w: %s: not loopback: give --tls-cert-file, --tls-key-file and --tls-ca-file "+
 				"(metad tls ca create; metad tls cert create --role server), or --insecure to serve in clear text anyway",
 				ErrInsecure, strings.Join(exposed, ", ")))
+		}
+		if c.multiNode() && s.PeerSecretFile == "" {
+			errs = append(errs, fmt.Errorf("%w: a node of a cluster (--bootstrap-expect above 1, or --join) without TLS needs "+
+				"--peer-secret-file, the same file on every node (for example: head -c 32 /dev/urandom | base64 > peer.secret): "+
+				"without it anyone who reaches the gRPC port could call the node-to-node service", ErrInsecure))
 		}
 	}
 	if s.ReloadInterval != 0 && (s.ReloadInterval < 10*time.Millisecond || s.ReloadInterval > time.Hour) {
@@ -144,11 +154,10 @@ func newSecurity(cfg Security, multiNode bool, log *slog.Logger) (*security, err
 }
 
 // choosePeerSecret decides how peers are told apart without TLS: by the
-// shared secret if there is one; a node alone makes one up, so the
-// node-to-node service is closed to every caller but itself; nodes of a
-// cluster without one leave the service open, as releases before the
-// secret did (so that such a cluster can be upgraded one node at a time),
-// and say so loudly.
+// shared secret of --peer-secret-file; a node alone makes one up, so the
+// node-to-node service is closed to every caller but itself. Nodes of a
+// cluster must be given one: without it anyone who reaches the gRPC port
+// could rewrite the replicated state through metad.v1.Peer.
 func (s *security) choosePeerSecret(multiNode bool) error {
 	switch {
 	case s.cfg.PeerSecretFile != "":
@@ -158,9 +167,7 @@ func (s *security) choosePeerSecret(multiNode bool) error {
 		}
 		s.settings.PeerSecret = secret
 	case multiNode:
-		s.settings.PeerOpen = true
-		s.log.Warn("no TLS and no --peer-secret-file: the node-to-node service (metad.v1.Peer) is open to any caller " +
-			"of the gRPC port, which can then rewrite the replicated state; give every node the same --peer-secret-file, or use TLS")
+		return fmt.Errorf("%w: a node of a cluster without TLS needs --peer-secret-file", ErrInsecure)
 	default:
 		s.settings.PeerSecret = auth.NewPeerSecret()
 	}

@@ -434,6 +434,10 @@ func (s *Store) CommitIndex() uint64 { return s.raft.CommitIndex() }
 // been applied, so state at this index is readable now.
 func (s *Store) AppliedIndex() uint64 { return s.fsm.appliedIndex() }
 
+// FeatureLevel is the cluster feature level of the applied state
+// (fsm.Machine.Level), read without a lock.
+func (s *Store) FeatureLevel() uint32 { return s.fsm.level.Load() }
+
 // Halted delivers, once, the error of a committed entry this binary cannot
 // apply (fsm.ErrUnsupported): the store has stopped applying, and the node
 // must stop serving and exit with it, for an operator to upgrade.

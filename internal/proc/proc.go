@@ -143,13 +143,18 @@ func (c *Cluster) PeerSecret() string {
 	return strings.TrimSpace(string(b))
 }
 
-// WithoutPeerSecret removes --peer-secret-file from every server's flags:
-// for clusters that include a release from before the secret, whose nodes
-// neither accept the flag nor send the secret. Such a cluster runs as
-// insecure clusters without a secret do: node-to-node service open,
-// warned at start.
-func (c *Cluster) WithoutPeerSecret() {
-	for _, nd := range c.Nodes {
+// WithoutPeerSecret removes --peer-secret-file from the flags of the given
+// servers (default: all), for servers of a release from before the secret,
+// which neither accept the flag nor send the secret. A server of this
+// release refuses to start in a cluster without it.
+func (c *Cluster) WithoutPeerSecret(idx ...int) {
+	if len(idx) == 0 {
+		for i := range c.Nodes {
+			idx = append(idx, i)
+		}
+	}
+	for _, i := range idx {
+		nd := c.Nodes[i]
 		var args []string
 		for i := 0; i < len(nd.Args); i++ {
 			if nd.Args[i] == "--peer-secret-file" {
