@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/metad/metad/api"
-	"github.com/metad/metad/auth"
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/auth"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/gc"
