@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/auth"
 	"github.com/metad/metad/faults"
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
@@ -111,6 +112,9 @@ type Deps struct {
 	// in LocalStatus.
 	Removals    Removals
 	Incarnation string
+	// Auth says how callers are identified (authz.go). Its PeerSecret is
+	// required when TLS is off.
+	Auth auth.Settings
 }
 
 // Server serves the Metad, Cluster and Peer services and gRPC health.
@@ -135,6 +139,7 @@ type Server struct {
 	// removals and incarnation: see Deps (tombstones.go).
 	removals    Removals
 	incarnation string
+	auth        auth.Settings
 }
 
 // New returns a Server.
@@ -145,10 +150,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Store == nil || deps.Repair == nil || deps.Peers == nil || deps.Logger == nil {
 		return nil, errors.New("api: Store, Repair, Peers and Logger are required")
 	}
+	if !deps.Auth.TLS && deps.Auth.PeerSecret == "" {
+		return nil, errors.New("api: without TLS, Auth needs a PeerSecret")
+	}
 	s := &Server{
 		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
 		log: deps.Logger, health: health.NewServer(), cache: newTargetCache(), leases: newLeases(cfg.LeaseMargin),
 		metrics: newResolveMetrics(deps.Metrics), removals: deps.Removals, incarnation: deps.Incarnation,
+		auth: deps.Auth,
 	}
 	if s.removals == nil {
 		s.removals = noRemovals{}
@@ -182,15 +191,17 @@ const streamWorkers = 256
 
 // ServerOptions are the grpc.Server options the API needs: the worker
 // pool, message bounds, the codec that turns undecodable requests into
-// InvalidArgument (codec.go), and the deadline and panic interceptor.
+// InvalidArgument (codec.go), the authorization interceptors (first: a
+// refused call runs nothing, and learns nothing about its request), and
+// the deadline and panic interceptor.
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
 		grpc.ForceServerCodecV2(newDecodeCodec()),
-		grpc.ChainUnaryInterceptor(refuseUndecodable, s.unaryInterceptor),
-		grpc.ChainStreamInterceptor(refuseUndecodableStream),
+		grpc.ChainUnaryInterceptor(s.authUnary, refuseUndecodable, s.unaryInterceptor),
+		grpc.ChainStreamInterceptor(s.authStream, refuseUndecodableStream),
 	}
 }
 

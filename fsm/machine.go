@@ -234,6 +234,8 @@ func (m *Machine) handle(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 		return m.repairGen0(index, op.RepairGen0)
 	case *fsmpb.Command_SetFeatureLevel:
 		return m.setFeatureLevel(index, op.SetFeatureLevel)
+	case *fsmpb.Command_LiftQuarantine:
+		return m.liftQuarantine(index, op.LiftQuarantine)
 	case *fsmpb.Command_AddTombstone:
 		return m.addTombstone(index, cmd.StampUnixNano, op.AddTombstone)
 	case *fsmpb.Command_LiftTombstone:

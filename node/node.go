@@ -16,6 +16,7 @@ import (
 
 	"github.com/metad/metad/api"
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/auth"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/gc"
@@ -43,6 +44,7 @@ type Server struct {
 	incarnation string
 	// raftRef hands the store to membership once open (membership.go).
 	raftRef *storeRef
+	sec     *security
 	// Claimed by preflight before anything is written.
 	grpcLis, httpLis net.Listener
 	lock             *os.File // flock on the data dir
@@ -81,6 +83,11 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 		dial = cfg.dial
 	}
 	n.peers = api.NewPeerClient(dial)
+	if n.sec, err = newSecurity(cfg.Security, cfg.multiNode(), log.With("component", "security")); err != nil {
+		return nil, err
+	}
+	n.peers.SetCredentials(n.sec.peerDialOptions()...)
+	cfg.Raft.TLS = n.sec.raftTLS()
 	// Gossip first: opening raft restores the latest snapshot (minutes for
 	// a large state), and a server that announces itself meanwhile is
 	// alive to the leader, never a removal candidate.
@@ -113,7 +120,8 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 // startServing builds the loops and the API and starts serving gRPC and HTTP.
 func (n *Server) startServing(reg *prometheus.Registry) error {
 	cfg, log := n.cfg, n.log
-	rep, err := repair.New(cfg.Repair, storeAdapter{n.store}, log.With("component", "repair"), reg)
+	rep, err := repair.New(cfg.Repair, storeAdapter{n.store}, log.With("component", "repair"), reg,
+		repair.WithVerifier(objectVerifier{n.objects}))
 	if err != nil {
 		return err
 	}
@@ -122,13 +130,14 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		return err
 	}
 	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects,
-		Logger: log.With("component", "api"), Metrics: reg, Removals: n.agent, Incarnation: n.incarnation})
+		Logger: log.With("component", "api"), Metrics: reg, Auth: n.authSettings(),
+		Removals: n.agent, Incarnation: n.incarnation})
 	if err != nil {
 		return err
 	}
 	lis := n.grpcLis
 	// The RPC metrics interceptors go first, to count each call's final code.
-	n.grpc = grpc.NewServer(append(n.rpc.ServerOptions(), n.api.ServerOptions()...)...)
+	n.grpc = grpc.NewServer(append(append(n.rpc.ServerOptions(), n.api.ServerOptions()...), n.sec.serverOption())...)
 	n.api.Register(n.grpc)
 	n.rpc.Initialize(n.grpc)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -139,6 +148,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		}
 	})
 	n.goLoop(func() { n.api.RunHealth(ctx) })
+	n.goLoop(func() { n.sec.watch(ctx) })
 	n.goLoop(func() { n.leaderWork(ctx, rep, col) })
 	n.goLoop(func() {
 		select {
@@ -444,3 +454,31 @@ func openObjects(cfg objectstore.Config) (objectstore.Store, error) {
 // objectStoreCheckTimeout bounds the start-up check of the object store,
 // retries included.
 const objectStoreCheckTimeout = 30 * time.Second
+
+// objectVerifier checks bytes in the object store for repair, before it
+// lifts a quarantine: intact, unusable, or (an error) the store could not
+// say.
+type objectVerifier struct{ store objectstore.Store }
+
+func (v objectVerifier) Intact(ctx context.Context, obj fsm.ObjectRef) (bool, error) {
+	err := objectstore.Check(ctx, v.store, obj.Key, obj.Identity)
+	switch {
+	case err == nil:
+		return true, nil
+	case objectstore.Unusable(err):
+		return false, nil
+	}
+	return false, err
+}
+
+// authSettings are the security settings the API enforces, with the
+// rolling-upgrade allowance: while the cluster's feature level is 1 a
+// server of the previous release, which knows no peer secret, may be a
+// member and forward node-to-node calls without one.
+func (n *Server) authSettings() auth.Settings {
+	s := n.sec.settings
+	if !s.TLS {
+		s.LegacyPeers = func() bool { return n.store.FeatureLevel() < 2 }
+	}
+	return s
+}

@@ -2169,10 +2169,20 @@ func (x *ReportCandidateFailureRequest) GetRequestId() string {
 	return ""
 }
 
+// The server checks a report against the object store before it changes
+// anything: only a confirmed permanent failure quarantines the record.
 type ReportCandidateFailureResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Quarantined   bool                   `protobuf:"varint,1,opt,name=quarantined,proto3" json:"quarantined,omitempty"`
-	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Quarantined bool                   `protobuf:"varint,1,opt,name=quarantined,proto3" json:"quarantined,omitempty"`
+	// version is the metadata version the report was recorded at (0 if it
+	// changed nothing).
+	Version uint64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// confirmed: the store showed the bytes missing, of another version or
+	// corrupt. An unconfirmed report (the bytes verify, the store could not
+	// answer, a transient kind, or a record no longer at that version)
+	// changes nothing; verdict says which.
+	Confirmed     bool   `protobuf:"varint,3,opt,name=confirmed,proto3" json:"confirmed,omitempty"`
+	Verdict       string `protobuf:"bytes,4,opt,name=verdict,proto3" json:"verdict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2219,6 +2229,20 @@ func (x *ReportCandidateFailureResponse) GetVersion() uint64 {
 		return x.Version
 	}
 	return 0
+}
+
+func (x *ReportCandidateFailureResponse) GetConfirmed() bool {
+	if x != nil {
+		return x.Confirmed
+	}
+	return false
+}
+
+func (x *ReportCandidateFailureResponse) GetVerdict() string {
+	if x != nil {
+		return x.Verdict
+	}
+	return ""
 }
 
 type Stream struct {
@@ -2707,6 +2731,217 @@ func (x *StoredIndexRecord) GetStatus() RecordStatus {
 	return RecordStatus_RECORD_STATUS_UNSPECIFIED
 }
 
+type ListQuarantinedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// after: continue after this key (the last one of the previous page).
+	After         *IndexKey `protobuf:"bytes,1,opt,name=after,proto3" json:"after,omitempty"`
+	Limit         uint32    `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQuarantinedRequest) Reset() {
+	*x = ListQuarantinedRequest{}
+	mi := &file_metad_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQuarantinedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQuarantinedRequest) ProtoMessage() {}
+
+func (x *ListQuarantinedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQuarantinedRequest.ProtoReflect.Descriptor instead.
+func (*ListQuarantinedRequest) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ListQuarantinedRequest) GetAfter() *IndexKey {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *ListQuarantinedRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListQuarantinedResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Records []*StoredIndexRecord   `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	// next is set when more may follow: pass it as after.
+	Next          *IndexKey `protobuf:"bytes,2,opt,name=next,proto3" json:"next,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQuarantinedResponse) Reset() {
+	*x = ListQuarantinedResponse{}
+	mi := &file_metad_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQuarantinedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQuarantinedResponse) ProtoMessage() {}
+
+func (x *ListQuarantinedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQuarantinedResponse.ProtoReflect.Descriptor instead.
+func (*ListQuarantinedResponse) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListQuarantinedResponse) GetRecords() []*StoredIndexRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ListQuarantinedResponse) GetNext() *IndexKey {
+	if x != nil {
+		return x.Next
+	}
+	return nil
+}
+
+type LiftQuarantineRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   *IndexKey              `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// version: the record's version as listed; the lift is conditional on it.
+	Version       uint64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiftQuarantineRequest) Reset() {
+	*x = LiftQuarantineRequest{}
+	mi := &file_metad_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiftQuarantineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiftQuarantineRequest) ProtoMessage() {}
+
+func (x *LiftQuarantineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiftQuarantineRequest.ProtoReflect.Descriptor instead.
+func (*LiftQuarantineRequest) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *LiftQuarantineRequest) GetKey() *IndexKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *LiftQuarantineRequest) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *LiftQuarantineRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type LiftQuarantineResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       uint64                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiftQuarantineResponse) Reset() {
+	*x = LiftQuarantineResponse{}
+	mi := &file_metad_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiftQuarantineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiftQuarantineResponse) ProtoMessage() {}
+
+func (x *LiftQuarantineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiftQuarantineResponse.ProtoReflect.Descriptor instead.
+func (*LiftQuarantineResponse) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *LiftQuarantineResponse) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
 type ListIndexRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	StreamId   uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
@@ -2722,7 +2957,7 @@ type ListIndexRequest struct {
 
 func (x *ListIndexRequest) Reset() {
 	*x = ListIndexRequest{}
-	mi := &file_metad_proto_msgTypes[37]
+	mi := &file_metad_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2734,7 +2969,7 @@ func (x *ListIndexRequest) String() string {
 func (*ListIndexRequest) ProtoMessage() {}
 
 func (x *ListIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[37]
+	mi := &file_metad_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2747,7 +2982,7 @@ func (x *ListIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIndexRequest.ProtoReflect.Descriptor instead.
 func (*ListIndexRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{37}
+	return file_metad_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListIndexRequest) GetStreamId() uint64 {
@@ -2802,7 +3037,7 @@ type ListIndexResponse struct {
 
 func (x *ListIndexResponse) Reset() {
 	*x = ListIndexResponse{}
-	mi := &file_metad_proto_msgTypes[38]
+	mi := &file_metad_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +3049,7 @@ func (x *ListIndexResponse) String() string {
 func (*ListIndexResponse) ProtoMessage() {}
 
 func (x *ListIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[38]
+	mi := &file_metad_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +3062,7 @@ func (x *ListIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIndexResponse.ProtoReflect.Descriptor instead.
 func (*ListIndexResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{38}
+	return file_metad_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListIndexResponse) GetRecords() []*StoredIndexRecord {
@@ -2857,7 +3092,7 @@ type Evidence struct {
 
 func (x *Evidence) Reset() {
 	*x = Evidence{}
-	mi := &file_metad_proto_msgTypes[39]
+	mi := &file_metad_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2869,7 +3104,7 @@ func (x *Evidence) String() string {
 func (*Evidence) ProtoMessage() {}
 
 func (x *Evidence) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[39]
+	mi := &file_metad_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2882,7 +3117,7 @@ func (x *Evidence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evidence.ProtoReflect.Descriptor instead.
 func (*Evidence) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{39}
+	return file_metad_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Evidence) GetRange() *Range {
@@ -2932,7 +3167,7 @@ type ListEvidenceRequest struct {
 
 func (x *ListEvidenceRequest) Reset() {
 	*x = ListEvidenceRequest{}
-	mi := &file_metad_proto_msgTypes[40]
+	mi := &file_metad_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2944,7 +3179,7 @@ func (x *ListEvidenceRequest) String() string {
 func (*ListEvidenceRequest) ProtoMessage() {}
 
 func (x *ListEvidenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[40]
+	mi := &file_metad_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +3192,7 @@ func (x *ListEvidenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEvidenceRequest.ProtoReflect.Descriptor instead.
 func (*ListEvidenceRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{40}
+	return file_metad_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListEvidenceRequest) GetStreamId() uint64 {
@@ -2998,7 +3233,7 @@ type ListEvidenceResponse struct {
 
 func (x *ListEvidenceResponse) Reset() {
 	*x = ListEvidenceResponse{}
-	mi := &file_metad_proto_msgTypes[41]
+	mi := &file_metad_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3010,7 +3245,7 @@ func (x *ListEvidenceResponse) String() string {
 func (*ListEvidenceResponse) ProtoMessage() {}
 
 func (x *ListEvidenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[41]
+	mi := &file_metad_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3023,7 +3258,7 @@ func (x *ListEvidenceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEvidenceResponse.ProtoReflect.Descriptor instead.
 func (*ListEvidenceResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{41}
+	return file_metad_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListEvidenceResponse) GetEvidence() []*Evidence {
@@ -3054,7 +3289,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_metad_proto_msgTypes[42]
+	mi := &file_metad_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3066,7 +3301,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[42]
+	mi := &file_metad_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3079,7 +3314,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{42}
+	return file_metad_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Object) GetRef() *ObjectRef {
@@ -3134,7 +3369,7 @@ type DescribeObjectRequest struct {
 
 func (x *DescribeObjectRequest) Reset() {
 	*x = DescribeObjectRequest{}
-	mi := &file_metad_proto_msgTypes[43]
+	mi := &file_metad_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3146,7 +3381,7 @@ func (x *DescribeObjectRequest) String() string {
 func (*DescribeObjectRequest) ProtoMessage() {}
 
 func (x *DescribeObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[43]
+	mi := &file_metad_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3159,7 +3394,7 @@ func (x *DescribeObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeObjectRequest.ProtoReflect.Descriptor instead.
 func (*DescribeObjectRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{43}
+	return file_metad_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DescribeObjectRequest) GetKey() string {
@@ -3186,7 +3421,7 @@ type DescribeObjectResponse struct {
 
 func (x *DescribeObjectResponse) Reset() {
 	*x = DescribeObjectResponse{}
-	mi := &file_metad_proto_msgTypes[44]
+	mi := &file_metad_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3198,7 +3433,7 @@ func (x *DescribeObjectResponse) String() string {
 func (*DescribeObjectResponse) ProtoMessage() {}
 
 func (x *DescribeObjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[44]
+	mi := &file_metad_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3211,7 +3446,7 @@ func (x *DescribeObjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeObjectResponse.ProtoReflect.Descriptor instead.
 func (*DescribeObjectResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{44}
+	return file_metad_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DescribeObjectResponse) GetObject() *Object {
@@ -3243,7 +3478,7 @@ type ResolveRequest struct {
 
 func (x *ResolveRequest) Reset() {
 	*x = ResolveRequest{}
-	mi := &file_metad_proto_msgTypes[45]
+	mi := &file_metad_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3255,7 +3490,7 @@ func (x *ResolveRequest) String() string {
 func (*ResolveRequest) ProtoMessage() {}
 
 func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[45]
+	mi := &file_metad_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3268,7 +3503,7 @@ func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveRequest.ProtoReflect.Descriptor instead.
 func (*ResolveRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{45}
+	return file_metad_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ResolveRequest) GetStreamId() uint64 {
@@ -3336,7 +3571,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_metad_proto_msgTypes[46]
+	mi := &file_metad_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3348,7 +3583,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[46]
+	mi := &file_metad_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3361,7 +3596,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{46}
+	return file_metad_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Target) GetKey() *IndexKey {
@@ -3452,7 +3687,7 @@ type Refusal struct {
 
 func (x *Refusal) Reset() {
 	*x = Refusal{}
-	mi := &file_metad_proto_msgTypes[47]
+	mi := &file_metad_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3464,7 +3699,7 @@ func (x *Refusal) String() string {
 func (*Refusal) ProtoMessage() {}
 
 func (x *Refusal) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[47]
+	mi := &file_metad_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3477,7 +3712,7 @@ func (x *Refusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
 func (*Refusal) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{47}
+	return file_metad_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Refusal) GetCandidate() *CandidateRef {
@@ -3522,7 +3757,7 @@ type ResolveResponse struct {
 
 func (x *ResolveResponse) Reset() {
 	*x = ResolveResponse{}
-	mi := &file_metad_proto_msgTypes[48]
+	mi := &file_metad_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3534,7 +3769,7 @@ func (x *ResolveResponse) String() string {
 func (*ResolveResponse) ProtoMessage() {}
 
 func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[48]
+	mi := &file_metad_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3547,7 +3782,7 @@ func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveResponse.ProtoReflect.Descriptor instead.
 func (*ResolveResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{48}
+	return file_metad_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ResolveResponse) GetOutcome() Outcome {
@@ -3619,7 +3854,7 @@ type ResolveDiagnostic struct {
 
 func (x *ResolveDiagnostic) Reset() {
 	*x = ResolveDiagnostic{}
-	mi := &file_metad_proto_msgTypes[49]
+	mi := &file_metad_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3631,7 +3866,7 @@ func (x *ResolveDiagnostic) String() string {
 func (*ResolveDiagnostic) ProtoMessage() {}
 
 func (x *ResolveDiagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[49]
+	mi := &file_metad_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3644,7 +3879,7 @@ func (x *ResolveDiagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveDiagnostic.ProtoReflect.Descriptor instead.
 func (*ResolveDiagnostic) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{49}
+	return file_metad_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ResolveDiagnostic) GetDeadline() *timestamppb.Timestamp {
@@ -3709,7 +3944,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_metad_proto_msgTypes[50]
+	mi := &file_metad_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3721,7 +3956,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[50]
+	mi := &file_metad_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3734,7 +3969,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{50}
+	return file_metad_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *NodeStatus) GetNodeId() string {
@@ -3866,7 +4101,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_metad_proto_msgTypes[51]
+	mi := &file_metad_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3878,7 +4113,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[51]
+	mi := &file_metad_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3891,7 +4126,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{51}
+	return file_metad_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *StatusRequest) GetWithHash() bool {
@@ -3921,7 +4156,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_metad_proto_msgTypes[52]
+	mi := &file_metad_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3933,7 +4168,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[52]
+	mi := &file_metad_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3946,7 +4181,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{52}
+	return file_metad_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *StatusResponse) GetNodes() []*NodeStatus {
@@ -4013,7 +4248,7 @@ type Tombstone struct {
 
 func (x *Tombstone) Reset() {
 	*x = Tombstone{}
-	mi := &file_metad_proto_msgTypes[53]
+	mi := &file_metad_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4025,7 +4260,7 @@ func (x *Tombstone) String() string {
 func (*Tombstone) ProtoMessage() {}
 
 func (x *Tombstone) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[53]
+	mi := &file_metad_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4038,7 +4273,7 @@ func (x *Tombstone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tombstone.ProtoReflect.Descriptor instead.
 func (*Tombstone) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{53}
+	return file_metad_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Tombstone) GetNodeId() string {
@@ -4085,7 +4320,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_metad_proto_msgTypes[54]
+	mi := &file_metad_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4097,7 +4332,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[54]
+	mi := &file_metad_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4110,7 +4345,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{54}
+	return file_metad_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Member) GetNodeId() string {
@@ -4163,7 +4398,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_metad_proto_msgTypes[55]
+	mi := &file_metad_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4175,7 +4410,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[55]
+	mi := &file_metad_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4188,7 +4423,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{55}
+	return file_metad_proto_rawDescGZIP(), []int{59}
 }
 
 type MembersResponse struct {
@@ -4202,7 +4437,7 @@ type MembersResponse struct {
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_metad_proto_msgTypes[56]
+	mi := &file_metad_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4214,7 +4449,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[56]
+	mi := &file_metad_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4227,7 +4462,7 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{56}
+	return file_metad_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *MembersResponse) GetMembers() []*Member {
@@ -4254,7 +4489,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_metad_proto_msgTypes[57]
+	mi := &file_metad_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4266,7 +4501,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[57]
+	mi := &file_metad_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4279,7 +4514,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{57}
+	return file_metad_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *TransferLeadershipRequest) GetToNodeId() string {
@@ -4298,7 +4533,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_metad_proto_msgTypes[58]
+	mi := &file_metad_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4310,7 +4545,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[58]
+	mi := &file_metad_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4323,7 +4558,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{58}
+	return file_metad_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -4342,7 +4577,7 @@ type RemovePeerRequest struct {
 
 func (x *RemovePeerRequest) Reset() {
 	*x = RemovePeerRequest{}
-	mi := &file_metad_proto_msgTypes[59]
+	mi := &file_metad_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4354,7 +4589,7 @@ func (x *RemovePeerRequest) String() string {
 func (*RemovePeerRequest) ProtoMessage() {}
 
 func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[59]
+	mi := &file_metad_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4367,7 +4602,7 @@ func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerRequest.ProtoReflect.Descriptor instead.
 func (*RemovePeerRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{59}
+	return file_metad_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RemovePeerRequest) GetNodeId() string {
@@ -4391,7 +4626,7 @@ type RemovePeerResponse struct {
 
 func (x *RemovePeerResponse) Reset() {
 	*x = RemovePeerResponse{}
-	mi := &file_metad_proto_msgTypes[60]
+	mi := &file_metad_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4403,7 +4638,7 @@ func (x *RemovePeerResponse) String() string {
 func (*RemovePeerResponse) ProtoMessage() {}
 
 func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[60]
+	mi := &file_metad_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4416,7 +4651,7 @@ func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerResponse.ProtoReflect.Descriptor instead.
 func (*RemovePeerResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{60}
+	return file_metad_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RemovePeerResponse) GetVersion() uint64 {
@@ -4449,7 +4684,7 @@ type UntombstoneRequest struct {
 
 func (x *UntombstoneRequest) Reset() {
 	*x = UntombstoneRequest{}
-	mi := &file_metad_proto_msgTypes[61]
+	mi := &file_metad_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4461,7 +4696,7 @@ func (x *UntombstoneRequest) String() string {
 func (*UntombstoneRequest) ProtoMessage() {}
 
 func (x *UntombstoneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[61]
+	mi := &file_metad_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4474,7 +4709,7 @@ func (x *UntombstoneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntombstoneRequest.ProtoReflect.Descriptor instead.
 func (*UntombstoneRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{61}
+	return file_metad_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *UntombstoneRequest) GetNodeId() string {
@@ -4493,7 +4728,7 @@ type UntombstoneResponse struct {
 
 func (x *UntombstoneResponse) Reset() {
 	*x = UntombstoneResponse{}
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4505,7 +4740,7 @@ func (x *UntombstoneResponse) String() string {
 func (*UntombstoneResponse) ProtoMessage() {}
 
 func (x *UntombstoneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4518,7 +4753,7 @@ func (x *UntombstoneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntombstoneResponse.ProtoReflect.Descriptor instead.
 func (*UntombstoneResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{62}
+	return file_metad_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *UntombstoneResponse) GetVersion() uint64 {
@@ -4536,7 +4771,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4548,7 +4783,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4561,7 +4796,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{63}
+	return file_metad_proto_rawDescGZIP(), []int{67}
 }
 
 // RaftServer is one server of a Raft configuration.
@@ -4577,7 +4812,7 @@ type RaftServer struct {
 
 func (x *RaftServer) Reset() {
 	*x = RaftServer{}
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4589,7 +4824,7 @@ func (x *RaftServer) String() string {
 func (*RaftServer) ProtoMessage() {}
 
 func (x *RaftServer) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4602,7 +4837,7 @@ func (x *RaftServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftServer.ProtoReflect.Descriptor instead.
 func (*RaftServer) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{64}
+	return file_metad_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RaftServer) GetNodeId() string {
@@ -4642,7 +4877,7 @@ type SnapshotMeta struct {
 
 func (x *SnapshotMeta) Reset() {
 	*x = SnapshotMeta{}
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4654,7 +4889,7 @@ func (x *SnapshotMeta) String() string {
 func (*SnapshotMeta) ProtoMessage() {}
 
 func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4667,7 +4902,7 @@ func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotMeta.ProtoReflect.Descriptor instead.
 func (*SnapshotMeta) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{65}
+	return file_metad_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SnapshotMeta) GetNodeId() string {
@@ -4716,7 +4951,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4728,7 +4963,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4741,7 +4976,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{66}
+	return file_metad_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *SnapshotChunk) GetMeta() *SnapshotMeta {
@@ -4768,7 +5003,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_metad_proto_msgTypes[67]
+	mi := &file_metad_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4780,7 +5015,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[67]
+	mi := &file_metad_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4793,7 +5028,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{67}
+	return file_metad_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *RepairRequest) GetStreamId() uint64 {
@@ -4818,7 +5053,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_metad_proto_msgTypes[68]
+	mi := &file_metad_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4830,7 +5065,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[68]
+	mi := &file_metad_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4843,7 +5078,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{68}
+	return file_metad_proto_rawDescGZIP(), []int{72}
 }
 
 type ProposeRequest struct {
@@ -4855,7 +5090,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_metad_proto_msgTypes[69]
+	mi := &file_metad_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4867,7 +5102,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[69]
+	mi := &file_metad_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4880,7 +5115,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{69}
+	return file_metad_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ProposeRequest) GetCommand() []byte {
@@ -4899,7 +5134,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_metad_proto_msgTypes[70]
+	mi := &file_metad_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4911,7 +5146,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[70]
+	mi := &file_metad_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4924,7 +5159,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{70}
+	return file_metad_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ProposeResponse) GetResult() []byte {
@@ -4942,7 +5177,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_metad_proto_msgTypes[71]
+	mi := &file_metad_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4954,7 +5189,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[71]
+	mi := &file_metad_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4967,7 +5202,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{71}
+	return file_metad_proto_rawDescGZIP(), []int{75}
 }
 
 type ReadIndexResponse struct {
@@ -4979,7 +5214,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_metad_proto_msgTypes[72]
+	mi := &file_metad_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4991,7 +5226,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[72]
+	mi := &file_metad_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5004,7 +5239,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{72}
+	return file_metad_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -5024,7 +5259,7 @@ type ConfirmLeadershipRequest struct {
 
 func (x *ConfirmLeadershipRequest) Reset() {
 	*x = ConfirmLeadershipRequest{}
-	mi := &file_metad_proto_msgTypes[73]
+	mi := &file_metad_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5036,7 +5271,7 @@ func (x *ConfirmLeadershipRequest) String() string {
 func (*ConfirmLeadershipRequest) ProtoMessage() {}
 
 func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[73]
+	mi := &file_metad_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5049,7 +5284,7 @@ func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{73}
+	return file_metad_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ConfirmLeadershipRequest) GetTerm() uint64 {
@@ -5076,7 +5311,7 @@ type ConfirmLeadershipResponse struct {
 
 func (x *ConfirmLeadershipResponse) Reset() {
 	*x = ConfirmLeadershipResponse{}
-	mi := &file_metad_proto_msgTypes[74]
+	mi := &file_metad_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5088,7 +5323,7 @@ func (x *ConfirmLeadershipResponse) String() string {
 func (*ConfirmLeadershipResponse) ProtoMessage() {}
 
 func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[74]
+	mi := &file_metad_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5101,7 +5336,7 @@ func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{74}
+	return file_metad_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ConfirmLeadershipResponse) GetOk() bool {
@@ -5127,7 +5362,7 @@ type LocalStatusRequest struct {
 
 func (x *LocalStatusRequest) Reset() {
 	*x = LocalStatusRequest{}
-	mi := &file_metad_proto_msgTypes[75]
+	mi := &file_metad_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5139,7 +5374,7 @@ func (x *LocalStatusRequest) String() string {
 func (*LocalStatusRequest) ProtoMessage() {}
 
 func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[75]
+	mi := &file_metad_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5152,7 +5387,7 @@ func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalStatusRequest.ProtoReflect.Descriptor instead.
 func (*LocalStatusRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{75}
+	return file_metad_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *LocalStatusRequest) GetWithHash() bool {
@@ -5298,10 +5533,12 @@ const file_metad_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\x0e2\x15.metad.v1.FailureKindR\x04kind\x12\x16\n" +
 	"\x06detail\x18\x03 \x01(\tR\x06detail\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\tR\trequestId\"\\\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"\x94\x01\n" +
 	"\x1eReportCandidateFailureResponse\x12 \n" +
 	"\vquarantined\x18\x01 \x01(\bR\vquarantined\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x04R\aversion\"\xfb\x01\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x1c\n" +
+	"\tconfirmed\x18\x03 \x01(\bR\tconfirmed\x12\x18\n" +
+	"\averdict\x18\x04 \x01(\tR\averdict\"\xfb\x01\n" +
 	"\x06Stream\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
@@ -5338,7 +5575,20 @@ const file_metad_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\v2\x12.metad.v1.IndexKeyR\x03key\x12-\n" +
 	"\x06record\x18\x02 \x01(\v2\x15.metad.v1.IndexRecordR\x06record\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12.\n" +
-	"\x06status\x18\x04 \x01(\x0e2\x16.metad.v1.RecordStatusR\x06status\"\xd6\x01\n" +
+	"\x06status\x18\x04 \x01(\x0e2\x16.metad.v1.RecordStatusR\x06status\"X\n" +
+	"\x16ListQuarantinedRequest\x12(\n" +
+	"\x05after\x18\x01 \x01(\v2\x12.metad.v1.IndexKeyR\x05after\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"x\n" +
+	"\x17ListQuarantinedResponse\x125\n" +
+	"\arecords\x18\x01 \x03(\v2\x1b.metad.v1.StoredIndexRecordR\arecords\x12&\n" +
+	"\x04next\x18\x02 \x01(\v2\x12.metad.v1.IndexKeyR\x04next\"v\n" +
+	"\x15LiftQuarantineRequest\x12$\n" +
+	"\x03key\x18\x01 \x01(\v2\x12.metad.v1.IndexKeyR\x03key\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"2\n" +
+	"\x16LiftQuarantineResponse\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\x04R\aversion\"\xd6\x01\n" +
 	"\x10ListIndexRequest\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\"\n" +
 	"\x04view\x18\x02 \x01(\x0e2\x0e.metad.v1.ViewR\x04view\x12\x1e\n" +
@@ -5565,8 +5815,7 @@ const file_metad_proto_rawDesc = "" +
 	"\x03EOF\x10\x02\x12\x12\n" +
 	"\x0eOFFSET_TRIMMED\x10\x03\x12\f\n" +
 	"\bVIEW_END\x10\x04\x12\r\n" +
-	"\tNOT_FOUND\x10\x052\xf4\n" +
-	"\n" +
+	"\tNOT_FOUND\x10\x052\xa1\f\n" +
 	"\x05Metad\x12M\n" +
 	"\fCreateStream\x12\x1d.metad.v1.CreateStreamRequest\x1a\x1e.metad.v1.CreateStreamResponse\x12M\n" +
 	"\fOpenForWrite\x12\x1d.metad.v1.OpenForWriteRequest\x1a\x1e.metad.v1.OpenForWriteResponse\x12M\n" +
@@ -5585,7 +5834,9 @@ const file_metad_proto_rawDesc = "" +
 	"\vListStreams\x12\x1c.metad.v1.ListStreamsRequest\x1a\x1d.metad.v1.ListStreamsResponse\x12D\n" +
 	"\tListIndex\x12\x1a.metad.v1.ListIndexRequest\x1a\x1b.metad.v1.ListIndexResponse\x12M\n" +
 	"\fListEvidence\x12\x1d.metad.v1.ListEvidenceRequest\x1a\x1e.metad.v1.ListEvidenceResponse\x12S\n" +
-	"\x0eDescribeObject\x12\x1f.metad.v1.DescribeObjectRequest\x1a .metad.v1.DescribeObjectResponse\x12>\n" +
+	"\x0eDescribeObject\x12\x1f.metad.v1.DescribeObjectRequest\x1a .metad.v1.DescribeObjectResponse\x12V\n" +
+	"\x0fListQuarantined\x12 .metad.v1.ListQuarantinedRequest\x1a!.metad.v1.ListQuarantinedResponse\x12S\n" +
+	"\x0eLiftQuarantine\x12\x1f.metad.v1.LiftQuarantineRequest\x1a .metad.v1.LiftQuarantineResponse\x12>\n" +
 	"\aResolve\x12\x18.metad.v1.ResolveRequest\x1a\x19.metad.v1.ResolveResponse2\xbe\x03\n" +
 	"\aCluster\x12;\n" +
 	"\x06Status\x12\x17.metad.v1.StatusRequest\x1a\x18.metad.v1.StatusResponse\x12>\n" +
@@ -5615,7 +5866,7 @@ func file_metad_proto_rawDescGZIP() []byte {
 }
 
 var file_metad_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
+var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
 var file_metad_proto_goTypes = []any{
 	(View)(0),                              // 0: metad.v1.View
 	(Consistency)(0),                       // 1: metad.v1.Consistency
@@ -5662,179 +5913,191 @@ var file_metad_proto_goTypes = []any{
 	(*ListStreamsRequest)(nil),             // 42: metad.v1.ListStreamsRequest
 	(*ListStreamsResponse)(nil),            // 43: metad.v1.ListStreamsResponse
 	(*StoredIndexRecord)(nil),              // 44: metad.v1.StoredIndexRecord
-	(*ListIndexRequest)(nil),               // 45: metad.v1.ListIndexRequest
-	(*ListIndexResponse)(nil),              // 46: metad.v1.ListIndexResponse
-	(*Evidence)(nil),                       // 47: metad.v1.Evidence
-	(*ListEvidenceRequest)(nil),            // 48: metad.v1.ListEvidenceRequest
-	(*ListEvidenceResponse)(nil),           // 49: metad.v1.ListEvidenceResponse
-	(*Object)(nil),                         // 50: metad.v1.Object
-	(*DescribeObjectRequest)(nil),          // 51: metad.v1.DescribeObjectRequest
-	(*DescribeObjectResponse)(nil),         // 52: metad.v1.DescribeObjectResponse
-	(*ResolveRequest)(nil),                 // 53: metad.v1.ResolveRequest
-	(*Target)(nil),                         // 54: metad.v1.Target
-	(*Refusal)(nil),                        // 55: metad.v1.Refusal
-	(*ResolveResponse)(nil),                // 56: metad.v1.ResolveResponse
-	(*ResolveDiagnostic)(nil),              // 57: metad.v1.ResolveDiagnostic
-	(*NodeStatus)(nil),                     // 58: metad.v1.NodeStatus
-	(*StatusRequest)(nil),                  // 59: metad.v1.StatusRequest
-	(*StatusResponse)(nil),                 // 60: metad.v1.StatusResponse
-	(*Tombstone)(nil),                      // 61: metad.v1.Tombstone
-	(*Member)(nil),                         // 62: metad.v1.Member
-	(*MembersRequest)(nil),                 // 63: metad.v1.MembersRequest
-	(*MembersResponse)(nil),                // 64: metad.v1.MembersResponse
-	(*TransferLeadershipRequest)(nil),      // 65: metad.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),     // 66: metad.v1.TransferLeadershipResponse
-	(*RemovePeerRequest)(nil),              // 67: metad.v1.RemovePeerRequest
-	(*RemovePeerResponse)(nil),             // 68: metad.v1.RemovePeerResponse
-	(*UntombstoneRequest)(nil),             // 69: metad.v1.UntombstoneRequest
-	(*UntombstoneResponse)(nil),            // 70: metad.v1.UntombstoneResponse
-	(*SnapshotRequest)(nil),                // 71: metad.v1.SnapshotRequest
-	(*RaftServer)(nil),                     // 72: metad.v1.RaftServer
-	(*SnapshotMeta)(nil),                   // 73: metad.v1.SnapshotMeta
-	(*SnapshotChunk)(nil),                  // 74: metad.v1.SnapshotChunk
-	(*RepairRequest)(nil),                  // 75: metad.v1.RepairRequest
-	(*RepairResponse)(nil),                 // 76: metad.v1.RepairResponse
-	(*ProposeRequest)(nil),                 // 77: metad.v1.ProposeRequest
-	(*ProposeResponse)(nil),                // 78: metad.v1.ProposeResponse
-	(*ReadIndexRequest)(nil),               // 79: metad.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),              // 80: metad.v1.ReadIndexResponse
-	(*ConfirmLeadershipRequest)(nil),       // 81: metad.v1.ConfirmLeadershipRequest
-	(*ConfirmLeadershipResponse)(nil),      // 82: metad.v1.ConfirmLeadershipResponse
-	(*LocalStatusRequest)(nil),             // 83: metad.v1.LocalStatusRequest
-	(*durationpb.Duration)(nil),            // 84: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 85: google.protobuf.Timestamp
+	(*ListQuarantinedRequest)(nil),         // 45: metad.v1.ListQuarantinedRequest
+	(*ListQuarantinedResponse)(nil),        // 46: metad.v1.ListQuarantinedResponse
+	(*LiftQuarantineRequest)(nil),          // 47: metad.v1.LiftQuarantineRequest
+	(*LiftQuarantineResponse)(nil),         // 48: metad.v1.LiftQuarantineResponse
+	(*ListIndexRequest)(nil),               // 49: metad.v1.ListIndexRequest
+	(*ListIndexResponse)(nil),              // 50: metad.v1.ListIndexResponse
+	(*Evidence)(nil),                       // 51: metad.v1.Evidence
+	(*ListEvidenceRequest)(nil),            // 52: metad.v1.ListEvidenceRequest
+	(*ListEvidenceResponse)(nil),           // 53: metad.v1.ListEvidenceResponse
+	(*Object)(nil),                         // 54: metad.v1.Object
+	(*DescribeObjectRequest)(nil),          // 55: metad.v1.DescribeObjectRequest
+	(*DescribeObjectResponse)(nil),         // 56: metad.v1.DescribeObjectResponse
+	(*ResolveRequest)(nil),                 // 57: metad.v1.ResolveRequest
+	(*Target)(nil),                         // 58: metad.v1.Target
+	(*Refusal)(nil),                        // 59: metad.v1.Refusal
+	(*ResolveResponse)(nil),                // 60: metad.v1.ResolveResponse
+	(*ResolveDiagnostic)(nil),              // 61: metad.v1.ResolveDiagnostic
+	(*NodeStatus)(nil),                     // 62: metad.v1.NodeStatus
+	(*StatusRequest)(nil),                  // 63: metad.v1.StatusRequest
+	(*StatusResponse)(nil),                 // 64: metad.v1.StatusResponse
+	(*Tombstone)(nil),                      // 65: metad.v1.Tombstone
+	(*Member)(nil),                         // 66: metad.v1.Member
+	(*MembersRequest)(nil),                 // 67: metad.v1.MembersRequest
+	(*MembersResponse)(nil),                // 68: metad.v1.MembersResponse
+	(*TransferLeadershipRequest)(nil),      // 69: metad.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),     // 70: metad.v1.TransferLeadershipResponse
+	(*RemovePeerRequest)(nil),              // 71: metad.v1.RemovePeerRequest
+	(*RemovePeerResponse)(nil),             // 72: metad.v1.RemovePeerResponse
+	(*UntombstoneRequest)(nil),             // 73: metad.v1.UntombstoneRequest
+	(*UntombstoneResponse)(nil),            // 74: metad.v1.UntombstoneResponse
+	(*SnapshotRequest)(nil),                // 75: metad.v1.SnapshotRequest
+	(*RaftServer)(nil),                     // 76: metad.v1.RaftServer
+	(*SnapshotMeta)(nil),                   // 77: metad.v1.SnapshotMeta
+	(*SnapshotChunk)(nil),                  // 78: metad.v1.SnapshotChunk
+	(*RepairRequest)(nil),                  // 79: metad.v1.RepairRequest
+	(*RepairResponse)(nil),                 // 80: metad.v1.RepairResponse
+	(*ProposeRequest)(nil),                 // 81: metad.v1.ProposeRequest
+	(*ProposeResponse)(nil),                // 82: metad.v1.ProposeResponse
+	(*ReadIndexRequest)(nil),               // 83: metad.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),              // 84: metad.v1.ReadIndexResponse
+	(*ConfirmLeadershipRequest)(nil),       // 85: metad.v1.ConfirmLeadershipRequest
+	(*ConfirmLeadershipResponse)(nil),      // 86: metad.v1.ConfirmLeadershipResponse
+	(*LocalStatusRequest)(nil),             // 87: metad.v1.LocalStatusRequest
+	(*durationpb.Duration)(nil),            // 88: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 89: google.protobuf.Timestamp
 }
 var file_metad_proto_depIdxs = []int32{
-	0,  // 0: metad.v1.IndexKey.view:type_name -> metad.v1.View
-	8,  // 1: metad.v1.IndexRecord.range:type_name -> metad.v1.Range
-	8,  // 2: metad.v1.IndexRecord.survivors:type_name -> metad.v1.Range
-	10, // 3: metad.v1.IndexRecord.object:type_name -> metad.v1.ObjectRef
-	9,  // 4: metad.v1.IndexRecord.bytes:type_name -> metad.v1.ByteRange
-	10, // 5: metad.v1.CommitAppendRequest.object:type_name -> metad.v1.ObjectRef
-	9,  // 6: metad.v1.CommitAppendRequest.bytes:type_name -> metad.v1.ByteRange
-	0,  // 7: metad.v1.PublishGenerationRequest.view:type_name -> metad.v1.View
-	8,  // 8: metad.v1.PublishGenerationRequest.coverage:type_name -> metad.v1.Range
-	12, // 9: metad.v1.PublishGenerationRequest.records:type_name -> metad.v1.IndexRecord
-	0,  // 10: metad.v1.RetireGenerationRequest.view:type_name -> metad.v1.View
-	10, // 11: metad.v1.RegisterObjectRequest.object:type_name -> metad.v1.ObjectRef
-	10, // 12: metad.v1.PinRequest.object:type_name -> metad.v1.ObjectRef
-	84, // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
-	85, // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
-	11, // 15: metad.v1.CandidateRef.key:type_name -> metad.v1.IndexKey
-	35, // 16: metad.v1.ReportCandidateFailureRequest.candidate:type_name -> metad.v1.CandidateRef
-	2,  // 17: metad.v1.ReportCandidateFailureRequest.kind:type_name -> metad.v1.FailureKind
-	3,  // 18: metad.v1.Stream.status:type_name -> metad.v1.StreamStatus
-	0,  // 19: metad.v1.Generation.view:type_name -> metad.v1.View
-	4,  // 20: metad.v1.Generation.status:type_name -> metad.v1.GenerationStatus
-	8,  // 21: metad.v1.Generation.coverage:type_name -> metad.v1.Range
-	1,  // 22: metad.v1.DescribeStreamRequest.consistency:type_name -> metad.v1.Consistency
-	38, // 23: metad.v1.DescribeStreamResponse.stream:type_name -> metad.v1.Stream
-	39, // 24: metad.v1.DescribeStreamResponse.generations:type_name -> metad.v1.Generation
-	1,  // 25: metad.v1.ListStreamsRequest.consistency:type_name -> metad.v1.Consistency
-	38, // 26: metad.v1.ListStreamsResponse.streams:type_name -> metad.v1.Stream
-	11, // 27: metad.v1.StoredIndexRecord.key:type_name -> metad.v1.IndexKey
-	12, // 28: metad.v1.StoredIndexRecord.record:type_name -> metad.v1.IndexRecord
-	5,  // 29: metad.v1.StoredIndexRecord.status:type_name -> metad.v1.RecordStatus
-	0,  // 30: metad.v1.ListIndexRequest.view:type_name -> metad.v1.View
-	1,  // 31: metad.v1.ListIndexRequest.consistency:type_name -> metad.v1.Consistency
-	44, // 32: metad.v1.ListIndexResponse.records:type_name -> metad.v1.StoredIndexRecord
-	8,  // 33: metad.v1.Evidence.range:type_name -> metad.v1.Range
-	10, // 34: metad.v1.Evidence.object:type_name -> metad.v1.ObjectRef
-	9,  // 35: metad.v1.Evidence.bytes:type_name -> metad.v1.ByteRange
-	1,  // 36: metad.v1.ListEvidenceRequest.consistency:type_name -> metad.v1.Consistency
-	47, // 37: metad.v1.ListEvidenceResponse.evidence:type_name -> metad.v1.Evidence
-	10, // 38: metad.v1.Object.ref:type_name -> metad.v1.ObjectRef
-	6,  // 39: metad.v1.Object.status:type_name -> metad.v1.ObjectStatus
-	1,  // 40: metad.v1.DescribeObjectRequest.consistency:type_name -> metad.v1.Consistency
-	50, // 41: metad.v1.DescribeObjectResponse.object:type_name -> metad.v1.Object
-	0,  // 42: metad.v1.ResolveRequest.view:type_name -> metad.v1.View
-	35, // 43: metad.v1.ResolveRequest.exclude:type_name -> metad.v1.CandidateRef
-	11, // 44: metad.v1.Target.key:type_name -> metad.v1.IndexKey
-	8,  // 45: metad.v1.Target.record_range:type_name -> metad.v1.Range
-	8,  // 46: metad.v1.Target.resolved:type_name -> metad.v1.Range
-	10, // 47: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
-	9,  // 48: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
-	85, // 49: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
-	84, // 50: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
-	35, // 51: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
-	7,  // 52: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
-	54, // 53: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
-	55, // 54: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
-	85, // 55: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
-	55, // 56: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
-	85, // 57: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
-	84, // 58: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
-	58, // 59: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
-	61, // 60: metad.v1.StatusResponse.tombstones:type_name -> metad.v1.Tombstone
-	85, // 61: metad.v1.Tombstone.removed_at:type_name -> google.protobuf.Timestamp
-	62, // 62: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
-	61, // 63: metad.v1.MembersResponse.tombstones:type_name -> metad.v1.Tombstone
-	85, // 64: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
-	72, // 65: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
-	73, // 66: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
-	13, // 67: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
-	15, // 68: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
-	17, // 69: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
-	19, // 70: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
-	21, // 71: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
-	23, // 72: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
-	25, // 73: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
-	27, // 74: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
-	29, // 75: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
-	31, // 76: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
-	33, // 77: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
-	36, // 78: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
-	40, // 79: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
-	42, // 80: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
-	45, // 81: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
-	48, // 82: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
-	51, // 83: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
-	53, // 84: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
-	59, // 85: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
-	63, // 86: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
-	65, // 87: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
-	67, // 88: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
-	69, // 89: metad.v1.Cluster.Untombstone:input_type -> metad.v1.UntombstoneRequest
-	71, // 90: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
-	77, // 91: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
-	79, // 92: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
-	81, // 93: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
-	83, // 94: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
-	75, // 95: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
-	14, // 96: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
-	16, // 97: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
-	18, // 98: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
-	20, // 99: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
-	22, // 100: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
-	24, // 101: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
-	26, // 102: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
-	28, // 103: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
-	30, // 104: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
-	32, // 105: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
-	34, // 106: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
-	37, // 107: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
-	41, // 108: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
-	43, // 109: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
-	46, // 110: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
-	49, // 111: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
-	52, // 112: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
-	56, // 113: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
-	60, // 114: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
-	64, // 115: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
-	66, // 116: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
-	68, // 117: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
-	70, // 118: metad.v1.Cluster.Untombstone:output_type -> metad.v1.UntombstoneResponse
-	74, // 119: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
-	78, // 120: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
-	80, // 121: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
-	82, // 122: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
-	58, // 123: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
-	76, // 124: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
-	96, // [96:125] is the sub-list for method output_type
-	67, // [67:96] is the sub-list for method input_type
-	67, // [67:67] is the sub-list for extension type_name
-	67, // [67:67] is the sub-list for extension extendee
-	0,  // [0:67] is the sub-list for field type_name
+	0,   // 0: metad.v1.IndexKey.view:type_name -> metad.v1.View
+	8,   // 1: metad.v1.IndexRecord.range:type_name -> metad.v1.Range
+	8,   // 2: metad.v1.IndexRecord.survivors:type_name -> metad.v1.Range
+	10,  // 3: metad.v1.IndexRecord.object:type_name -> metad.v1.ObjectRef
+	9,   // 4: metad.v1.IndexRecord.bytes:type_name -> metad.v1.ByteRange
+	10,  // 5: metad.v1.CommitAppendRequest.object:type_name -> metad.v1.ObjectRef
+	9,   // 6: metad.v1.CommitAppendRequest.bytes:type_name -> metad.v1.ByteRange
+	0,   // 7: metad.v1.PublishGenerationRequest.view:type_name -> metad.v1.View
+	8,   // 8: metad.v1.PublishGenerationRequest.coverage:type_name -> metad.v1.Range
+	12,  // 9: metad.v1.PublishGenerationRequest.records:type_name -> metad.v1.IndexRecord
+	0,   // 10: metad.v1.RetireGenerationRequest.view:type_name -> metad.v1.View
+	10,  // 11: metad.v1.RegisterObjectRequest.object:type_name -> metad.v1.ObjectRef
+	10,  // 12: metad.v1.PinRequest.object:type_name -> metad.v1.ObjectRef
+	88,  // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
+	89,  // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
+	11,  // 15: metad.v1.CandidateRef.key:type_name -> metad.v1.IndexKey
+	35,  // 16: metad.v1.ReportCandidateFailureRequest.candidate:type_name -> metad.v1.CandidateRef
+	2,   // 17: metad.v1.ReportCandidateFailureRequest.kind:type_name -> metad.v1.FailureKind
+	3,   // 18: metad.v1.Stream.status:type_name -> metad.v1.StreamStatus
+	0,   // 19: metad.v1.Generation.view:type_name -> metad.v1.View
+	4,   // 20: metad.v1.Generation.status:type_name -> metad.v1.GenerationStatus
+	8,   // 21: metad.v1.Generation.coverage:type_name -> metad.v1.Range
+	1,   // 22: metad.v1.DescribeStreamRequest.consistency:type_name -> metad.v1.Consistency
+	38,  // 23: metad.v1.DescribeStreamResponse.stream:type_name -> metad.v1.Stream
+	39,  // 24: metad.v1.DescribeStreamResponse.generations:type_name -> metad.v1.Generation
+	1,   // 25: metad.v1.ListStreamsRequest.consistency:type_name -> metad.v1.Consistency
+	38,  // 26: metad.v1.ListStreamsResponse.streams:type_name -> metad.v1.Stream
+	11,  // 27: metad.v1.StoredIndexRecord.key:type_name -> metad.v1.IndexKey
+	12,  // 28: metad.v1.StoredIndexRecord.record:type_name -> metad.v1.IndexRecord
+	5,   // 29: metad.v1.StoredIndexRecord.status:type_name -> metad.v1.RecordStatus
+	11,  // 30: metad.v1.ListQuarantinedRequest.after:type_name -> metad.v1.IndexKey
+	44,  // 31: metad.v1.ListQuarantinedResponse.records:type_name -> metad.v1.StoredIndexRecord
+	11,  // 32: metad.v1.ListQuarantinedResponse.next:type_name -> metad.v1.IndexKey
+	11,  // 33: metad.v1.LiftQuarantineRequest.key:type_name -> metad.v1.IndexKey
+	0,   // 34: metad.v1.ListIndexRequest.view:type_name -> metad.v1.View
+	1,   // 35: metad.v1.ListIndexRequest.consistency:type_name -> metad.v1.Consistency
+	44,  // 36: metad.v1.ListIndexResponse.records:type_name -> metad.v1.StoredIndexRecord
+	8,   // 37: metad.v1.Evidence.range:type_name -> metad.v1.Range
+	10,  // 38: metad.v1.Evidence.object:type_name -> metad.v1.ObjectRef
+	9,   // 39: metad.v1.Evidence.bytes:type_name -> metad.v1.ByteRange
+	1,   // 40: metad.v1.ListEvidenceRequest.consistency:type_name -> metad.v1.Consistency
+	51,  // 41: metad.v1.ListEvidenceResponse.evidence:type_name -> metad.v1.Evidence
+	10,  // 42: metad.v1.Object.ref:type_name -> metad.v1.ObjectRef
+	6,   // 43: metad.v1.Object.status:type_name -> metad.v1.ObjectStatus
+	1,   // 44: metad.v1.DescribeObjectRequest.consistency:type_name -> metad.v1.Consistency
+	54,  // 45: metad.v1.DescribeObjectResponse.object:type_name -> metad.v1.Object
+	0,   // 46: metad.v1.ResolveRequest.view:type_name -> metad.v1.View
+	35,  // 47: metad.v1.ResolveRequest.exclude:type_name -> metad.v1.CandidateRef
+	11,  // 48: metad.v1.Target.key:type_name -> metad.v1.IndexKey
+	8,   // 49: metad.v1.Target.record_range:type_name -> metad.v1.Range
+	8,   // 50: metad.v1.Target.resolved:type_name -> metad.v1.Range
+	10,  // 51: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
+	9,   // 52: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
+	89,  // 53: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
+	88,  // 54: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
+	35,  // 55: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
+	7,   // 56: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
+	58,  // 57: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
+	59,  // 58: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
+	89,  // 59: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
+	59,  // 60: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
+	89,  // 61: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
+	88,  // 62: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
+	62,  // 63: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
+	65,  // 64: metad.v1.StatusResponse.tombstones:type_name -> metad.v1.Tombstone
+	89,  // 65: metad.v1.Tombstone.removed_at:type_name -> google.protobuf.Timestamp
+	66,  // 66: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
+	65,  // 67: metad.v1.MembersResponse.tombstones:type_name -> metad.v1.Tombstone
+	89,  // 68: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
+	76,  // 69: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
+	77,  // 70: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
+	13,  // 71: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
+	15,  // 72: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
+	17,  // 73: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
+	19,  // 74: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
+	21,  // 75: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
+	23,  // 76: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
+	25,  // 77: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
+	27,  // 78: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
+	29,  // 79: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
+	31,  // 80: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
+	33,  // 81: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
+	36,  // 82: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
+	40,  // 83: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
+	42,  // 84: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
+	49,  // 85: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
+	52,  // 86: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
+	55,  // 87: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
+	45,  // 88: metad.v1.Metad.ListQuarantined:input_type -> metad.v1.ListQuarantinedRequest
+	47,  // 89: metad.v1.Metad.LiftQuarantine:input_type -> metad.v1.LiftQuarantineRequest
+	57,  // 90: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
+	63,  // 91: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
+	67,  // 92: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
+	69,  // 93: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
+	71,  // 94: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
+	73,  // 95: metad.v1.Cluster.Untombstone:input_type -> metad.v1.UntombstoneRequest
+	75,  // 96: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
+	81,  // 97: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
+	83,  // 98: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
+	85,  // 99: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
+	87,  // 100: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
+	79,  // 101: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
+	14,  // 102: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
+	16,  // 103: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
+	18,  // 104: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
+	20,  // 105: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
+	22,  // 106: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
+	24,  // 107: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
+	26,  // 108: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
+	28,  // 109: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
+	30,  // 110: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
+	32,  // 111: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
+	34,  // 112: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
+	37,  // 113: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
+	41,  // 114: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
+	43,  // 115: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
+	50,  // 116: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
+	53,  // 117: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
+	56,  // 118: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
+	46,  // 119: metad.v1.Metad.ListQuarantined:output_type -> metad.v1.ListQuarantinedResponse
+	48,  // 120: metad.v1.Metad.LiftQuarantine:output_type -> metad.v1.LiftQuarantineResponse
+	60,  // 121: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
+	64,  // 122: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
+	68,  // 123: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
+	70,  // 124: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
+	72,  // 125: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
+	74,  // 126: metad.v1.Cluster.Untombstone:output_type -> metad.v1.UntombstoneResponse
+	78,  // 127: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
+	82,  // 128: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
+	84,  // 129: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
+	86,  // 130: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
+	62,  // 131: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
+	80,  // 132: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
+	102, // [102:133] is the sub-list for method output_type
+	71,  // [71:102] is the sub-list for method input_type
+	71,  // [71:71] is the sub-list for extension type_name
+	71,  // [71:71] is the sub-list for extension extendee
+	0,   // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_metad_proto_init() }
@@ -5848,7 +6111,7 @@ func file_metad_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metad_proto_rawDesc), len(file_metad_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   76,
+			NumMessages:   80,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -160,6 +160,14 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"evidence", "list", "999"}, 3},
 		{append([]string{"evidence", "list", id}, unreachable...), 4},
 
+		{[]string{"quarantine", "bogus"}, 2},
+		{[]string{"quarantine", "list", "extra"}, 2},
+		{append([]string{"quarantine", "list"}, unreachable...), 4},
+		{[]string{"quarantine", "lift", id, "SIDEWAYS", "0", "0", "1"}, 2},
+		{[]string{"quarantine", "lift", id, "COMMITTED", "0", "0"}, 2},
+		{[]string{"quarantine", "lift", "999", "COMMITTED", "0", "0", "1"}, 3},
+		{[]string{"quarantine", "lift", id, "COMMITTED", "0", "0", "1"}, 1}, // valid, not quarantined
+
 		{[]string{"raft", "bogus"}, 2},
 		{append([]string{"raft", "list-peers"}, unreachable...), 4},
 		{[]string{"raft", "remove-peer"}, 2},
@@ -187,6 +195,15 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"data", "log", "-o", "yaml"}, 2},
 		{[]string{"data", "snapshot"}, 2},
 		{[]string{"data", "recover", "--peers-file", "f", "--server", "n1=127.0.0.1:1"}, 2},
+
+		{[]string{"tls", "bogus"}, 2},
+		{[]string{"tls", "ca", "bogus"}, 2},
+		{[]string{"tls", "cert", "bogus"}, 2},
+		{[]string{"tls", "ca", "create", "--out-dir", tmp}, 0},
+		{[]string{"tls", "ca", "create", "--out-dir", tmp}, 2}, // never overwrites
+		{[]string{"tls", "cert", "create", "--out-dir", tmp, "--role", "client", "--name", "c"}, 0},
+		{[]string{"tls", "cert", "create", "--out-dir", tmp, "--role", "bogus", "--name", "c2"}, 2},
+		{[]string{"tls", "cert", "create", "--out-dir", nodir, "--role", "server", "--name", "n"}, 2}, // no CA there
 	}
 }
 

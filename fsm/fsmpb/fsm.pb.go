@@ -796,6 +796,7 @@ type Command struct {
 	//	*Command_ReportCandidateFailure
 	//	*Command_RepairGen0
 	//	*Command_SetFeatureLevel
+	//	*Command_LiftQuarantine
 	//	*Command_AddTombstone
 	//	*Command_LiftTombstone
 	Op            isCommand_Op `protobuf_oneof:"op"`
@@ -998,6 +999,15 @@ func (x *Command) GetSetFeatureLevel() *SetFeatureLevel {
 	return nil
 }
 
+func (x *Command) GetLiftQuarantine() *LiftQuarantine {
+	if x != nil {
+		if x, ok := x.Op.(*Command_LiftQuarantine); ok {
+			return x.LiftQuarantine
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetAddTombstone() *AddTombstone {
 	if x != nil {
 		if x, ok := x.Op.(*Command_AddTombstone); ok {
@@ -1085,12 +1095,16 @@ type Command_SetFeatureLevel struct {
 	SetFeatureLevel *SetFeatureLevel `protobuf:"bytes,25,opt,name=set_feature_level,json=setFeatureLevel,proto3,oneof"`
 }
 
+type Command_LiftQuarantine struct {
+	LiftQuarantine *LiftQuarantine `protobuf:"bytes,26,opt,name=lift_quarantine,json=liftQuarantine,proto3,oneof"`
+}
+
 type Command_AddTombstone struct {
-	AddTombstone *AddTombstone `protobuf:"bytes,26,opt,name=add_tombstone,json=addTombstone,proto3,oneof"`
+	AddTombstone *AddTombstone `protobuf:"bytes,27,opt,name=add_tombstone,json=addTombstone,proto3,oneof"`
 }
 
 type Command_LiftTombstone struct {
-	LiftTombstone *LiftTombstone `protobuf:"bytes,27,opt,name=lift_tombstone,json=liftTombstone,proto3,oneof"`
+	LiftTombstone *LiftTombstone `protobuf:"bytes,28,opt,name=lift_tombstone,json=liftTombstone,proto3,oneof"`
 }
 
 func (*Command_CreateStream) isCommand_Op() {}
@@ -1125,9 +1139,68 @@ func (*Command_RepairGen0) isCommand_Op() {}
 
 func (*Command_SetFeatureLevel) isCommand_Op() {}
 
+func (*Command_LiftQuarantine) isCommand_Op() {}
+
 func (*Command_AddTombstone) isCommand_Op() {}
 
 func (*Command_LiftTombstone) isCommand_Op() {}
+
+// LiftQuarantine makes a quarantined index record valid again: its bytes
+// were verified against the object store after the report that
+// quarantined it (by the repair job, or an operator's lift, which verifies
+// first). Conditional: it takes effect only if the record is still
+// quarantined at version. Feature level 2.
+type LiftQuarantine struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *IndexKey              `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiftQuarantine) Reset() {
+	*x = LiftQuarantine{}
+	mi := &file_fsm_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiftQuarantine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiftQuarantine) ProtoMessage() {}
+
+func (x *LiftQuarantine) ProtoReflect() protoreflect.Message {
+	mi := &file_fsm_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiftQuarantine.ProtoReflect.Descriptor instead.
+func (*LiftQuarantine) Descriptor() ([]byte, []int) {
+	return file_fsm_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *LiftQuarantine) GetKey() *IndexKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *LiftQuarantine) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
 
 // AddTombstone records that an operator removed a server (remove-peer):
 // the reconcile loop never re-adds incarnation `incarnation` of node
@@ -1144,7 +1217,7 @@ type AddTombstone struct {
 
 func (x *AddTombstone) Reset() {
 	*x = AddTombstone{}
-	mi := &file_fsm_proto_msgTypes[6]
+	mi := &file_fsm_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1156,7 +1229,7 @@ func (x *AddTombstone) String() string {
 func (*AddTombstone) ProtoMessage() {}
 
 func (x *AddTombstone) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[6]
+	mi := &file_fsm_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1169,7 +1242,7 @@ func (x *AddTombstone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddTombstone.ProtoReflect.Descriptor instead.
 func (*AddTombstone) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{6}
+	return file_fsm_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AddTombstone) GetNodeId() string {
@@ -1197,7 +1270,7 @@ type LiftTombstone struct {
 
 func (x *LiftTombstone) Reset() {
 	*x = LiftTombstone{}
-	mi := &file_fsm_proto_msgTypes[7]
+	mi := &file_fsm_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1209,7 +1282,7 @@ func (x *LiftTombstone) String() string {
 func (*LiftTombstone) ProtoMessage() {}
 
 func (x *LiftTombstone) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[7]
+	mi := &file_fsm_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1295,7 @@ func (x *LiftTombstone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftTombstone.ProtoReflect.Descriptor instead.
 func (*LiftTombstone) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{7}
+	return file_fsm_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *LiftTombstone) GetNodeId() string {
@@ -1246,7 +1319,7 @@ type SetFeatureLevel struct {
 
 func (x *SetFeatureLevel) Reset() {
 	*x = SetFeatureLevel{}
-	mi := &file_fsm_proto_msgTypes[8]
+	mi := &file_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1258,7 +1331,7 @@ func (x *SetFeatureLevel) String() string {
 func (*SetFeatureLevel) ProtoMessage() {}
 
 func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[8]
+	mi := &file_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1271,7 +1344,7 @@ func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFeatureLevel.ProtoReflect.Descriptor instead.
 func (*SetFeatureLevel) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{8}
+	return file_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SetFeatureLevel) GetLevel() uint32 {
@@ -1291,7 +1364,7 @@ type CreateStream struct {
 
 func (x *CreateStream) Reset() {
 	*x = CreateStream{}
-	mi := &file_fsm_proto_msgTypes[9]
+	mi := &file_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1376,7 @@ func (x *CreateStream) String() string {
 func (*CreateStream) ProtoMessage() {}
 
 func (x *CreateStream) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[9]
+	mi := &file_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1389,7 @@ func (x *CreateStream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateStream.ProtoReflect.Descriptor instead.
 func (*CreateStream) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{9}
+	return file_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateStream) GetName() string {
@@ -1336,7 +1409,7 @@ type OpenForWrite struct {
 
 func (x *OpenForWrite) Reset() {
 	*x = OpenForWrite{}
-	mi := &file_fsm_proto_msgTypes[10]
+	mi := &file_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1421,7 @@ func (x *OpenForWrite) String() string {
 func (*OpenForWrite) ProtoMessage() {}
 
 func (x *OpenForWrite) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[10]
+	mi := &file_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1434,7 @@ func (x *OpenForWrite) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenForWrite.ProtoReflect.Descriptor instead.
 func (*OpenForWrite) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{10}
+	return file_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *OpenForWrite) GetStreamId() uint64 {
@@ -1389,7 +1462,7 @@ type CommitAppend struct {
 
 func (x *CommitAppend) Reset() {
 	*x = CommitAppend{}
-	mi := &file_fsm_proto_msgTypes[11]
+	mi := &file_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1401,7 +1474,7 @@ func (x *CommitAppend) String() string {
 func (*CommitAppend) ProtoMessage() {}
 
 func (x *CommitAppend) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[11]
+	mi := &file_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1414,7 +1487,7 @@ func (x *CommitAppend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitAppend.ProtoReflect.Descriptor instead.
 func (*CommitAppend) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{11}
+	return file_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CommitAppend) GetStreamId() uint64 {
@@ -1487,7 +1560,7 @@ type PublishGeneration struct {
 
 func (x *PublishGeneration) Reset() {
 	*x = PublishGeneration{}
-	mi := &file_fsm_proto_msgTypes[12]
+	mi := &file_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1572,7 @@ func (x *PublishGeneration) String() string {
 func (*PublishGeneration) ProtoMessage() {}
 
 func (x *PublishGeneration) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[12]
+	mi := &file_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1585,7 @@ func (x *PublishGeneration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishGeneration.ProtoReflect.Descriptor instead.
 func (*PublishGeneration) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{12}
+	return file_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PublishGeneration) GetStreamId() uint64 {
@@ -1575,7 +1648,7 @@ type RetireGeneration struct {
 
 func (x *RetireGeneration) Reset() {
 	*x = RetireGeneration{}
-	mi := &file_fsm_proto_msgTypes[13]
+	mi := &file_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1660,7 @@ func (x *RetireGeneration) String() string {
 func (*RetireGeneration) ProtoMessage() {}
 
 func (x *RetireGeneration) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[13]
+	mi := &file_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1673,7 @@ func (x *RetireGeneration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetireGeneration.ProtoReflect.Descriptor instead.
 func (*RetireGeneration) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{13}
+	return file_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RetireGeneration) GetStreamId() uint64 {
@@ -1634,7 +1707,7 @@ type Trim struct {
 
 func (x *Trim) Reset() {
 	*x = Trim{}
-	mi := &file_fsm_proto_msgTypes[14]
+	mi := &file_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1646,7 +1719,7 @@ func (x *Trim) String() string {
 func (*Trim) ProtoMessage() {}
 
 func (x *Trim) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[14]
+	mi := &file_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1659,7 +1732,7 @@ func (x *Trim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Trim.ProtoReflect.Descriptor instead.
 func (*Trim) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{14}
+	return file_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Trim) GetStreamId() uint64 {
@@ -1685,7 +1758,7 @@ type Seal struct {
 
 func (x *Seal) Reset() {
 	*x = Seal{}
-	mi := &file_fsm_proto_msgTypes[15]
+	mi := &file_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1770,7 @@ func (x *Seal) String() string {
 func (*Seal) ProtoMessage() {}
 
 func (x *Seal) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[15]
+	mi := &file_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1783,7 @@ func (x *Seal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Seal.ProtoReflect.Descriptor instead.
 func (*Seal) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{15}
+	return file_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Seal) GetStreamId() uint64 {
@@ -1729,7 +1802,7 @@ type DeleteStream struct {
 
 func (x *DeleteStream) Reset() {
 	*x = DeleteStream{}
-	mi := &file_fsm_proto_msgTypes[16]
+	mi := &file_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1741,7 +1814,7 @@ func (x *DeleteStream) String() string {
 func (*DeleteStream) ProtoMessage() {}
 
 func (x *DeleteStream) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[16]
+	mi := &file_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1754,7 +1827,7 @@ func (x *DeleteStream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStream.ProtoReflect.Descriptor instead.
 func (*DeleteStream) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{16}
+	return file_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteStream) GetStreamId() uint64 {
@@ -1774,7 +1847,7 @@ type RegisterObject struct {
 
 func (x *RegisterObject) Reset() {
 	*x = RegisterObject{}
-	mi := &file_fsm_proto_msgTypes[17]
+	mi := &file_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1786,7 +1859,7 @@ func (x *RegisterObject) String() string {
 func (*RegisterObject) ProtoMessage() {}
 
 func (x *RegisterObject) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[17]
+	mi := &file_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1799,7 +1872,7 @@ func (x *RegisterObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterObject.ProtoReflect.Descriptor instead.
 func (*RegisterObject) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{17}
+	return file_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RegisterObject) GetObject() *ObjectRef {
@@ -1827,7 +1900,7 @@ type PinObject struct {
 
 func (x *PinObject) Reset() {
 	*x = PinObject{}
-	mi := &file_fsm_proto_msgTypes[18]
+	mi := &file_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1839,7 +1912,7 @@ func (x *PinObject) String() string {
 func (*PinObject) ProtoMessage() {}
 
 func (x *PinObject) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[18]
+	mi := &file_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1852,7 +1925,7 @@ func (x *PinObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinObject.ProtoReflect.Descriptor instead.
 func (*PinObject) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{18}
+	return file_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PinObject) GetObject() *ObjectRef {
@@ -1885,7 +1958,7 @@ type ReleasePin struct {
 
 func (x *ReleasePin) Reset() {
 	*x = ReleasePin{}
-	mi := &file_fsm_proto_msgTypes[19]
+	mi := &file_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1897,7 +1970,7 @@ func (x *ReleasePin) String() string {
 func (*ReleasePin) ProtoMessage() {}
 
 func (x *ReleasePin) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[19]
+	mi := &file_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1910,7 +1983,7 @@ func (x *ReleasePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleasePin.ProtoReflect.Descriptor instead.
 func (*ReleasePin) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{19}
+	return file_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReleasePin) GetPinId() uint64 {
@@ -1929,7 +2002,7 @@ type MarkObjectDeleting struct {
 
 func (x *MarkObjectDeleting) Reset() {
 	*x = MarkObjectDeleting{}
-	mi := &file_fsm_proto_msgTypes[20]
+	mi := &file_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1941,7 +2014,7 @@ func (x *MarkObjectDeleting) String() string {
 func (*MarkObjectDeleting) ProtoMessage() {}
 
 func (x *MarkObjectDeleting) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[20]
+	mi := &file_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1954,7 +2027,7 @@ func (x *MarkObjectDeleting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkObjectDeleting.ProtoReflect.Descriptor instead.
 func (*MarkObjectDeleting) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{20}
+	return file_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *MarkObjectDeleting) GetObject() *ObjectRef {
@@ -1973,7 +2046,7 @@ type MarkObjectDeleted struct {
 
 func (x *MarkObjectDeleted) Reset() {
 	*x = MarkObjectDeleted{}
-	mi := &file_fsm_proto_msgTypes[21]
+	mi := &file_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1985,7 +2058,7 @@ func (x *MarkObjectDeleted) String() string {
 func (*MarkObjectDeleted) ProtoMessage() {}
 
 func (x *MarkObjectDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[21]
+	mi := &file_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1998,7 +2071,7 @@ func (x *MarkObjectDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkObjectDeleted.ProtoReflect.Descriptor instead.
 func (*MarkObjectDeleted) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{21}
+	return file_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MarkObjectDeleted) GetObject() *ObjectRef {
@@ -2022,7 +2095,7 @@ type ReportCandidateFailure struct {
 
 func (x *ReportCandidateFailure) Reset() {
 	*x = ReportCandidateFailure{}
-	mi := &file_fsm_proto_msgTypes[22]
+	mi := &file_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2034,7 +2107,7 @@ func (x *ReportCandidateFailure) String() string {
 func (*ReportCandidateFailure) ProtoMessage() {}
 
 func (x *ReportCandidateFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[22]
+	mi := &file_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2047,7 +2120,7 @@ func (x *ReportCandidateFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCandidateFailure.ProtoReflect.Descriptor instead.
 func (*ReportCandidateFailure) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{22}
+	return file_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReportCandidateFailure) GetKey() *IndexKey {
@@ -2089,7 +2162,7 @@ type RecordVersion struct {
 
 func (x *RecordVersion) Reset() {
 	*x = RecordVersion{}
-	mi := &file_fsm_proto_msgTypes[23]
+	mi := &file_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2101,7 +2174,7 @@ func (x *RecordVersion) String() string {
 func (*RecordVersion) ProtoMessage() {}
 
 func (x *RecordVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[23]
+	mi := &file_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2114,7 +2187,7 @@ func (x *RecordVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordVersion.ProtoReflect.Descriptor instead.
 func (*RecordVersion) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{23}
+	return file_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RecordVersion) GetStart() uint64 {
@@ -2150,7 +2223,7 @@ type RepairGen0 struct {
 
 func (x *RepairGen0) Reset() {
 	*x = RepairGen0{}
-	mi := &file_fsm_proto_msgTypes[24]
+	mi := &file_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2162,7 +2235,7 @@ func (x *RepairGen0) String() string {
 func (*RepairGen0) ProtoMessage() {}
 
 func (x *RepairGen0) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[24]
+	mi := &file_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2175,7 +2248,7 @@ func (x *RepairGen0) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairGen0.ProtoReflect.Descriptor instead.
 func (*RepairGen0) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{24}
+	return file_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RepairGen0) GetStreamId() uint64 {
@@ -2225,7 +2298,7 @@ type Rejection struct {
 
 func (x *Rejection) Reset() {
 	*x = Rejection{}
-	mi := &file_fsm_proto_msgTypes[25]
+	mi := &file_fsm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2237,7 +2310,7 @@ func (x *Rejection) String() string {
 func (*Rejection) ProtoMessage() {}
 
 func (x *Rejection) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[25]
+	mi := &file_fsm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2250,7 +2323,7 @@ func (x *Rejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejection.ProtoReflect.Descriptor instead.
 func (*Rejection) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{25}
+	return file_fsm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Rejection) GetCode() RejectCode {
@@ -2296,7 +2369,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_fsm_proto_msgTypes[26]
+	mi := &file_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2308,7 +2381,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[26]
+	mi := &file_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2321,7 +2394,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{26}
+	return file_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Result) GetVersion() uint64 {
@@ -2415,7 +2488,7 @@ type MachineMeta struct {
 
 func (x *MachineMeta) Reset() {
 	*x = MachineMeta{}
-	mi := &file_fsm_proto_msgTypes[27]
+	mi := &file_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2427,7 +2500,7 @@ func (x *MachineMeta) String() string {
 func (*MachineMeta) ProtoMessage() {}
 
 func (x *MachineMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[27]
+	mi := &file_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2440,7 +2513,7 @@ func (x *MachineMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineMeta.ProtoReflect.Descriptor instead.
 func (*MachineMeta) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{27}
+	return file_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MachineMeta) GetClockUnixNano() int64 {
@@ -2490,7 +2563,7 @@ type StreamState struct {
 
 func (x *StreamState) Reset() {
 	*x = StreamState{}
-	mi := &file_fsm_proto_msgTypes[28]
+	mi := &file_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2502,7 +2575,7 @@ func (x *StreamState) String() string {
 func (*StreamState) ProtoMessage() {}
 
 func (x *StreamState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[28]
+	mi := &file_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2515,7 +2588,7 @@ func (x *StreamState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamState.ProtoReflect.Descriptor instead.
 func (*StreamState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{28}
+	return file_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *StreamState) GetId() uint64 {
@@ -2609,7 +2682,7 @@ type EvidenceState struct {
 
 func (x *EvidenceState) Reset() {
 	*x = EvidenceState{}
-	mi := &file_fsm_proto_msgTypes[29]
+	mi := &file_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2621,7 +2694,7 @@ func (x *EvidenceState) String() string {
 func (*EvidenceState) ProtoMessage() {}
 
 func (x *EvidenceState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[29]
+	mi := &file_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2634,7 +2707,7 @@ func (x *EvidenceState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvidenceState.ProtoReflect.Descriptor instead.
 func (*EvidenceState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{29}
+	return file_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *EvidenceState) GetStreamId() uint64 {
@@ -2693,7 +2766,7 @@ type GenerationState struct {
 
 func (x *GenerationState) Reset() {
 	*x = GenerationState{}
-	mi := &file_fsm_proto_msgTypes[30]
+	mi := &file_fsm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2705,7 +2778,7 @@ func (x *GenerationState) String() string {
 func (*GenerationState) ProtoMessage() {}
 
 func (x *GenerationState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[30]
+	mi := &file_fsm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2718,7 +2791,7 @@ func (x *GenerationState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationState.ProtoReflect.Descriptor instead.
 func (*GenerationState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{30}
+	return file_fsm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GenerationState) GetStreamId() uint64 {
@@ -2775,7 +2848,7 @@ type IndexRecordState struct {
 
 func (x *IndexRecordState) Reset() {
 	*x = IndexRecordState{}
-	mi := &file_fsm_proto_msgTypes[31]
+	mi := &file_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2787,7 +2860,7 @@ func (x *IndexRecordState) String() string {
 func (*IndexRecordState) ProtoMessage() {}
 
 func (x *IndexRecordState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[31]
+	mi := &file_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2800,7 +2873,7 @@ func (x *IndexRecordState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexRecordState.ProtoReflect.Descriptor instead.
 func (*IndexRecordState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{31}
+	return file_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *IndexRecordState) GetKey() *IndexKey {
@@ -2846,7 +2919,7 @@ type ObjectState struct {
 
 func (x *ObjectState) Reset() {
 	*x = ObjectState{}
-	mi := &file_fsm_proto_msgTypes[32]
+	mi := &file_fsm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2858,7 +2931,7 @@ func (x *ObjectState) String() string {
 func (*ObjectState) ProtoMessage() {}
 
 func (x *ObjectState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[32]
+	mi := &file_fsm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2871,7 +2944,7 @@ func (x *ObjectState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectState.ProtoReflect.Descriptor instead.
 func (*ObjectState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{32}
+	return file_fsm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ObjectState) GetObject() *ObjectRef {
@@ -2937,7 +3010,7 @@ type PinState struct {
 
 func (x *PinState) Reset() {
 	*x = PinState{}
-	mi := &file_fsm_proto_msgTypes[33]
+	mi := &file_fsm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2949,7 +3022,7 @@ func (x *PinState) String() string {
 func (*PinState) ProtoMessage() {}
 
 func (x *PinState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[33]
+	mi := &file_fsm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2962,7 +3035,7 @@ func (x *PinState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinState.ProtoReflect.Descriptor instead.
 func (*PinState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{33}
+	return file_fsm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PinState) GetId() uint64 {
@@ -3019,7 +3092,7 @@ type DedupState struct {
 
 func (x *DedupState) Reset() {
 	*x = DedupState{}
-	mi := &file_fsm_proto_msgTypes[34]
+	mi := &file_fsm_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3031,7 +3104,7 @@ func (x *DedupState) String() string {
 func (*DedupState) ProtoMessage() {}
 
 func (x *DedupState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[34]
+	mi := &file_fsm_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3044,7 +3117,7 @@ func (x *DedupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DedupState.ProtoReflect.Descriptor instead.
 func (*DedupState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{34}
+	return file_fsm_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DedupState) GetRequestId() string {
@@ -3095,7 +3168,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_fsm_proto_msgTypes[35]
+	mi := &file_fsm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3107,7 +3180,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[35]
+	mi := &file_fsm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3120,7 +3193,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{35}
+	return file_fsm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -3284,7 +3357,7 @@ type TombstoneState struct {
 
 func (x *TombstoneState) Reset() {
 	*x = TombstoneState{}
-	mi := &file_fsm_proto_msgTypes[36]
+	mi := &file_fsm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3296,7 +3369,7 @@ func (x *TombstoneState) String() string {
 func (*TombstoneState) ProtoMessage() {}
 
 func (x *TombstoneState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[36]
+	mi := &file_fsm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3309,7 +3382,7 @@ func (x *TombstoneState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TombstoneState.ProtoReflect.Descriptor instead.
 func (*TombstoneState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{36}
+	return file_fsm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TombstoneState) GetNodeId() string {
@@ -3366,7 +3439,7 @@ const file_fsm_proto_rawDesc = "" +
 	"\tsurvivors\x18\x02 \x03(\v2\x13.metad.fsm.v1.RangeR\tsurvivors\x12/\n" +
 	"\x06object\x18\x03 \x01(\v2\x17.metad.fsm.v1.ObjectRefR\x06object\x12-\n" +
 	"\x05bytes\x18\x04 \x01(\v2\x17.metad.fsm.v1.ByteRangeR\x05bytes\x12\x1a\n" +
-	"\bchecksum\x18\x05 \x01(\rR\bchecksum\"\xb6\n" +
+	"\bchecksum\x18\x05 \x01(\rR\bchecksum\"\xff\n" +
 	"\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
@@ -3391,10 +3464,14 @@ const file_fsm_proto_rawDesc = "" +
 	"\x18report_candidate_failure\x18\x17 \x01(\v2$.metad.fsm.v1.ReportCandidateFailureH\x00R\x16reportCandidateFailure\x12;\n" +
 	"\vrepair_gen0\x18\x18 \x01(\v2\x18.metad.fsm.v1.RepairGen0H\x00R\n" +
 	"repairGen0\x12K\n" +
-	"\x11set_feature_level\x18\x19 \x01(\v2\x1d.metad.fsm.v1.SetFeatureLevelH\x00R\x0fsetFeatureLevel\x12A\n" +
-	"\radd_tombstone\x18\x1a \x01(\v2\x1a.metad.fsm.v1.AddTombstoneH\x00R\faddTombstone\x12D\n" +
-	"\x0elift_tombstone\x18\x1b \x01(\v2\x1b.metad.fsm.v1.LiftTombstoneH\x00R\rliftTombstoneB\x04\n" +
-	"\x02op\"I\n" +
+	"\x11set_feature_level\x18\x19 \x01(\v2\x1d.metad.fsm.v1.SetFeatureLevelH\x00R\x0fsetFeatureLevel\x12G\n" +
+	"\x0flift_quarantine\x18\x1a \x01(\v2\x1c.metad.fsm.v1.LiftQuarantineH\x00R\x0eliftQuarantine\x12A\n" +
+	"\radd_tombstone\x18\x1b \x01(\v2\x1a.metad.fsm.v1.AddTombstoneH\x00R\faddTombstone\x12D\n" +
+	"\x0elift_tombstone\x18\x1c \x01(\v2\x1b.metad.fsm.v1.LiftTombstoneH\x00R\rliftTombstoneB\x04\n" +
+	"\x02op\"T\n" +
+	"\x0eLiftQuarantine\x12(\n" +
+	"\x03key\x18\x01 \x01(\v2\x16.metad.fsm.v1.IndexKeyR\x03key\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\"I\n" +
 	"\fAddTombstone\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\tR\vincarnation\"(\n" +
@@ -3637,7 +3714,7 @@ func file_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_fsm_proto_goTypes = []any{
 	(View)(0),                      // 0: metad.fsm.v1.View
 	(StreamStatus)(0),              // 1: metad.fsm.v1.StreamStatus
@@ -3652,37 +3729,38 @@ var file_fsm_proto_goTypes = []any{
 	(*IndexKey)(nil),               // 10: metad.fsm.v1.IndexKey
 	(*IndexRecord)(nil),            // 11: metad.fsm.v1.IndexRecord
 	(*Command)(nil),                // 12: metad.fsm.v1.Command
-	(*AddTombstone)(nil),           // 13: metad.fsm.v1.AddTombstone
-	(*LiftTombstone)(nil),          // 14: metad.fsm.v1.LiftTombstone
-	(*SetFeatureLevel)(nil),        // 15: metad.fsm.v1.SetFeatureLevel
-	(*CreateStream)(nil),           // 16: metad.fsm.v1.CreateStream
-	(*OpenForWrite)(nil),           // 17: metad.fsm.v1.OpenForWrite
-	(*CommitAppend)(nil),           // 18: metad.fsm.v1.CommitAppend
-	(*PublishGeneration)(nil),      // 19: metad.fsm.v1.PublishGeneration
-	(*RetireGeneration)(nil),       // 20: metad.fsm.v1.RetireGeneration
-	(*Trim)(nil),                   // 21: metad.fsm.v1.Trim
-	(*Seal)(nil),                   // 22: metad.fsm.v1.Seal
-	(*DeleteStream)(nil),           // 23: metad.fsm.v1.DeleteStream
-	(*RegisterObject)(nil),         // 24: metad.fsm.v1.RegisterObject
-	(*PinObject)(nil),              // 25: metad.fsm.v1.PinObject
-	(*ReleasePin)(nil),             // 26: metad.fsm.v1.ReleasePin
-	(*MarkObjectDeleting)(nil),     // 27: metad.fsm.v1.MarkObjectDeleting
-	(*MarkObjectDeleted)(nil),      // 28: metad.fsm.v1.MarkObjectDeleted
-	(*ReportCandidateFailure)(nil), // 29: metad.fsm.v1.ReportCandidateFailure
-	(*RecordVersion)(nil),          // 30: metad.fsm.v1.RecordVersion
-	(*RepairGen0)(nil),             // 31: metad.fsm.v1.RepairGen0
-	(*Rejection)(nil),              // 32: metad.fsm.v1.Rejection
-	(*Result)(nil),                 // 33: metad.fsm.v1.Result
-	(*MachineMeta)(nil),            // 34: metad.fsm.v1.MachineMeta
-	(*StreamState)(nil),            // 35: metad.fsm.v1.StreamState
-	(*EvidenceState)(nil),          // 36: metad.fsm.v1.EvidenceState
-	(*GenerationState)(nil),        // 37: metad.fsm.v1.GenerationState
-	(*IndexRecordState)(nil),       // 38: metad.fsm.v1.IndexRecordState
-	(*ObjectState)(nil),            // 39: metad.fsm.v1.ObjectState
-	(*PinState)(nil),               // 40: metad.fsm.v1.PinState
-	(*DedupState)(nil),             // 41: metad.fsm.v1.DedupState
-	(*SnapshotRecord)(nil),         // 42: metad.fsm.v1.SnapshotRecord
-	(*TombstoneState)(nil),         // 43: metad.fsm.v1.TombstoneState
+	(*LiftQuarantine)(nil),         // 13: metad.fsm.v1.LiftQuarantine
+	(*AddTombstone)(nil),           // 14: metad.fsm.v1.AddTombstone
+	(*LiftTombstone)(nil),          // 15: metad.fsm.v1.LiftTombstone
+	(*SetFeatureLevel)(nil),        // 16: metad.fsm.v1.SetFeatureLevel
+	(*CreateStream)(nil),           // 17: metad.fsm.v1.CreateStream
+	(*OpenForWrite)(nil),           // 18: metad.fsm.v1.OpenForWrite
+	(*CommitAppend)(nil),           // 19: metad.fsm.v1.CommitAppend
+	(*PublishGeneration)(nil),      // 20: metad.fsm.v1.PublishGeneration
+	(*RetireGeneration)(nil),       // 21: metad.fsm.v1.RetireGeneration
+	(*Trim)(nil),                   // 22: metad.fsm.v1.Trim
+	(*Seal)(nil),                   // 23: metad.fsm.v1.Seal
+	(*DeleteStream)(nil),           // 24: metad.fsm.v1.DeleteStream
+	(*RegisterObject)(nil),         // 25: metad.fsm.v1.RegisterObject
+	(*PinObject)(nil),              // 26: metad.fsm.v1.PinObject
+	(*ReleasePin)(nil),             // 27: metad.fsm.v1.ReleasePin
+	(*MarkObjectDeleting)(nil),     // 28: metad.fsm.v1.MarkObjectDeleting
+	(*MarkObjectDeleted)(nil),      // 29: metad.fsm.v1.MarkObjectDeleted
+	(*ReportCandidateFailure)(nil), // 30: metad.fsm.v1.ReportCandidateFailure
+	(*RecordVersion)(nil),          // 31: metad.fsm.v1.RecordVersion
+	(*RepairGen0)(nil),             // 32: metad.fsm.v1.RepairGen0
+	(*Rejection)(nil),              // 33: metad.fsm.v1.Rejection
+	(*Result)(nil),                 // 34: metad.fsm.v1.Result
+	(*MachineMeta)(nil),            // 35: metad.fsm.v1.MachineMeta
+	(*StreamState)(nil),            // 36: metad.fsm.v1.StreamState
+	(*EvidenceState)(nil),          // 37: metad.fsm.v1.EvidenceState
+	(*GenerationState)(nil),        // 38: metad.fsm.v1.GenerationState
+	(*IndexRecordState)(nil),       // 39: metad.fsm.v1.IndexRecordState
+	(*ObjectState)(nil),            // 40: metad.fsm.v1.ObjectState
+	(*PinState)(nil),               // 41: metad.fsm.v1.PinState
+	(*DedupState)(nil),             // 42: metad.fsm.v1.DedupState
+	(*SnapshotRecord)(nil),         // 43: metad.fsm.v1.SnapshotRecord
+	(*TombstoneState)(nil),         // 44: metad.fsm.v1.TombstoneState
 }
 var file_fsm_proto_depIdxs = []int32{
 	0,  // 0: metad.fsm.v1.IndexKey.view:type_name -> metad.fsm.v1.View
@@ -3690,68 +3768,70 @@ var file_fsm_proto_depIdxs = []int32{
 	7,  // 2: metad.fsm.v1.IndexRecord.survivors:type_name -> metad.fsm.v1.Range
 	9,  // 3: metad.fsm.v1.IndexRecord.object:type_name -> metad.fsm.v1.ObjectRef
 	8,  // 4: metad.fsm.v1.IndexRecord.bytes:type_name -> metad.fsm.v1.ByteRange
-	16, // 5: metad.fsm.v1.Command.create_stream:type_name -> metad.fsm.v1.CreateStream
-	17, // 6: metad.fsm.v1.Command.open_for_write:type_name -> metad.fsm.v1.OpenForWrite
-	18, // 7: metad.fsm.v1.Command.commit_append:type_name -> metad.fsm.v1.CommitAppend
-	19, // 8: metad.fsm.v1.Command.publish_generation:type_name -> metad.fsm.v1.PublishGeneration
-	20, // 9: metad.fsm.v1.Command.retire_generation:type_name -> metad.fsm.v1.RetireGeneration
-	21, // 10: metad.fsm.v1.Command.trim:type_name -> metad.fsm.v1.Trim
-	22, // 11: metad.fsm.v1.Command.seal:type_name -> metad.fsm.v1.Seal
-	23, // 12: metad.fsm.v1.Command.delete_stream:type_name -> metad.fsm.v1.DeleteStream
-	24, // 13: metad.fsm.v1.Command.register_object:type_name -> metad.fsm.v1.RegisterObject
-	25, // 14: metad.fsm.v1.Command.pin_object:type_name -> metad.fsm.v1.PinObject
-	26, // 15: metad.fsm.v1.Command.release_pin:type_name -> metad.fsm.v1.ReleasePin
-	27, // 16: metad.fsm.v1.Command.mark_object_deleting:type_name -> metad.fsm.v1.MarkObjectDeleting
-	28, // 17: metad.fsm.v1.Command.mark_object_deleted:type_name -> metad.fsm.v1.MarkObjectDeleted
-	29, // 18: metad.fsm.v1.Command.report_candidate_failure:type_name -> metad.fsm.v1.ReportCandidateFailure
-	31, // 19: metad.fsm.v1.Command.repair_gen0:type_name -> metad.fsm.v1.RepairGen0
-	15, // 20: metad.fsm.v1.Command.set_feature_level:type_name -> metad.fsm.v1.SetFeatureLevel
-	13, // 21: metad.fsm.v1.Command.add_tombstone:type_name -> metad.fsm.v1.AddTombstone
-	14, // 22: metad.fsm.v1.Command.lift_tombstone:type_name -> metad.fsm.v1.LiftTombstone
-	9,  // 23: metad.fsm.v1.CommitAppend.object:type_name -> metad.fsm.v1.ObjectRef
-	8,  // 24: metad.fsm.v1.CommitAppend.bytes:type_name -> metad.fsm.v1.ByteRange
-	0,  // 25: metad.fsm.v1.PublishGeneration.view:type_name -> metad.fsm.v1.View
-	7,  // 26: metad.fsm.v1.PublishGeneration.coverage:type_name -> metad.fsm.v1.Range
-	11, // 27: metad.fsm.v1.PublishGeneration.records:type_name -> metad.fsm.v1.IndexRecord
-	0,  // 28: metad.fsm.v1.RetireGeneration.view:type_name -> metad.fsm.v1.View
-	9,  // 29: metad.fsm.v1.RegisterObject.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 30: metad.fsm.v1.PinObject.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 31: metad.fsm.v1.MarkObjectDeleting.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 32: metad.fsm.v1.MarkObjectDeleted.object:type_name -> metad.fsm.v1.ObjectRef
-	10, // 33: metad.fsm.v1.ReportCandidateFailure.key:type_name -> metad.fsm.v1.IndexKey
-	5,  // 34: metad.fsm.v1.ReportCandidateFailure.kind:type_name -> metad.fsm.v1.FailureKind
-	30, // 35: metad.fsm.v1.RepairGen0.replace:type_name -> metad.fsm.v1.RecordVersion
-	11, // 36: metad.fsm.v1.RepairGen0.record:type_name -> metad.fsm.v1.IndexRecord
-	6,  // 37: metad.fsm.v1.Rejection.code:type_name -> metad.fsm.v1.RejectCode
-	32, // 38: metad.fsm.v1.Result.rejection:type_name -> metad.fsm.v1.Rejection
-	1,  // 39: metad.fsm.v1.StreamState.status:type_name -> metad.fsm.v1.StreamStatus
-	7,  // 40: metad.fsm.v1.EvidenceState.range:type_name -> metad.fsm.v1.Range
-	9,  // 41: metad.fsm.v1.EvidenceState.object:type_name -> metad.fsm.v1.ObjectRef
-	8,  // 42: metad.fsm.v1.EvidenceState.bytes:type_name -> metad.fsm.v1.ByteRange
-	0,  // 43: metad.fsm.v1.GenerationState.view:type_name -> metad.fsm.v1.View
-	2,  // 44: metad.fsm.v1.GenerationState.status:type_name -> metad.fsm.v1.GenerationStatus
-	7,  // 45: metad.fsm.v1.GenerationState.coverage:type_name -> metad.fsm.v1.Range
-	10, // 46: metad.fsm.v1.IndexRecordState.key:type_name -> metad.fsm.v1.IndexKey
-	11, // 47: metad.fsm.v1.IndexRecordState.record:type_name -> metad.fsm.v1.IndexRecord
-	3,  // 48: metad.fsm.v1.IndexRecordState.status:type_name -> metad.fsm.v1.RecordStatus
-	9,  // 49: metad.fsm.v1.ObjectState.object:type_name -> metad.fsm.v1.ObjectRef
-	4,  // 50: metad.fsm.v1.ObjectState.status:type_name -> metad.fsm.v1.ObjectStatus
-	9,  // 51: metad.fsm.v1.PinState.object:type_name -> metad.fsm.v1.ObjectRef
-	33, // 52: metad.fsm.v1.DedupState.result:type_name -> metad.fsm.v1.Result
-	34, // 53: metad.fsm.v1.SnapshotRecord.meta:type_name -> metad.fsm.v1.MachineMeta
-	35, // 54: metad.fsm.v1.SnapshotRecord.stream:type_name -> metad.fsm.v1.StreamState
-	36, // 55: metad.fsm.v1.SnapshotRecord.evidence:type_name -> metad.fsm.v1.EvidenceState
-	37, // 56: metad.fsm.v1.SnapshotRecord.generation:type_name -> metad.fsm.v1.GenerationState
-	38, // 57: metad.fsm.v1.SnapshotRecord.index_record:type_name -> metad.fsm.v1.IndexRecordState
-	39, // 58: metad.fsm.v1.SnapshotRecord.object:type_name -> metad.fsm.v1.ObjectState
-	40, // 59: metad.fsm.v1.SnapshotRecord.pin:type_name -> metad.fsm.v1.PinState
-	41, // 60: metad.fsm.v1.SnapshotRecord.dedup:type_name -> metad.fsm.v1.DedupState
-	43, // 61: metad.fsm.v1.SnapshotRecord.tombstone:type_name -> metad.fsm.v1.TombstoneState
-	62, // [62:62] is the sub-list for method output_type
-	62, // [62:62] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	17, // 5: metad.fsm.v1.Command.create_stream:type_name -> metad.fsm.v1.CreateStream
+	18, // 6: metad.fsm.v1.Command.open_for_write:type_name -> metad.fsm.v1.OpenForWrite
+	19, // 7: metad.fsm.v1.Command.commit_append:type_name -> metad.fsm.v1.CommitAppend
+	20, // 8: metad.fsm.v1.Command.publish_generation:type_name -> metad.fsm.v1.PublishGeneration
+	21, // 9: metad.fsm.v1.Command.retire_generation:type_name -> metad.fsm.v1.RetireGeneration
+	22, // 10: metad.fsm.v1.Command.trim:type_name -> metad.fsm.v1.Trim
+	23, // 11: metad.fsm.v1.Command.seal:type_name -> metad.fsm.v1.Seal
+	24, // 12: metad.fsm.v1.Command.delete_stream:type_name -> metad.fsm.v1.DeleteStream
+	25, // 13: metad.fsm.v1.Command.register_object:type_name -> metad.fsm.v1.RegisterObject
+	26, // 14: metad.fsm.v1.Command.pin_object:type_name -> metad.fsm.v1.PinObject
+	27, // 15: metad.fsm.v1.Command.release_pin:type_name -> metad.fsm.v1.ReleasePin
+	28, // 16: metad.fsm.v1.Command.mark_object_deleting:type_name -> metad.fsm.v1.MarkObjectDeleting
+	29, // 17: metad.fsm.v1.Command.mark_object_deleted:type_name -> metad.fsm.v1.MarkObjectDeleted
+	30, // 18: metad.fsm.v1.Command.report_candidate_failure:type_name -> metad.fsm.v1.ReportCandidateFailure
+	32, // 19: metad.fsm.v1.Command.repair_gen0:type_name -> metad.fsm.v1.RepairGen0
+	16, // 20: metad.fsm.v1.Command.set_feature_level:type_name -> metad.fsm.v1.SetFeatureLevel
+	13, // 21: metad.fsm.v1.Command.lift_quarantine:type_name -> metad.fsm.v1.LiftQuarantine
+	14, // 22: metad.fsm.v1.Command.add_tombstone:type_name -> metad.fsm.v1.AddTombstone
+	15, // 23: metad.fsm.v1.Command.lift_tombstone:type_name -> metad.fsm.v1.LiftTombstone
+	10, // 24: metad.fsm.v1.LiftQuarantine.key:type_name -> metad.fsm.v1.IndexKey
+	9,  // 25: metad.fsm.v1.CommitAppend.object:type_name -> metad.fsm.v1.ObjectRef
+	8,  // 26: metad.fsm.v1.CommitAppend.bytes:type_name -> metad.fsm.v1.ByteRange
+	0,  // 27: metad.fsm.v1.PublishGeneration.view:type_name -> metad.fsm.v1.View
+	7,  // 28: metad.fsm.v1.PublishGeneration.coverage:type_name -> metad.fsm.v1.Range
+	11, // 29: metad.fsm.v1.PublishGeneration.records:type_name -> metad.fsm.v1.IndexRecord
+	0,  // 30: metad.fsm.v1.RetireGeneration.view:type_name -> metad.fsm.v1.View
+	9,  // 31: metad.fsm.v1.RegisterObject.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 32: metad.fsm.v1.PinObject.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 33: metad.fsm.v1.MarkObjectDeleting.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 34: metad.fsm.v1.MarkObjectDeleted.object:type_name -> metad.fsm.v1.ObjectRef
+	10, // 35: metad.fsm.v1.ReportCandidateFailure.key:type_name -> metad.fsm.v1.IndexKey
+	5,  // 36: metad.fsm.v1.ReportCandidateFailure.kind:type_name -> metad.fsm.v1.FailureKind
+	31, // 37: metad.fsm.v1.RepairGen0.replace:type_name -> metad.fsm.v1.RecordVersion
+	11, // 38: metad.fsm.v1.RepairGen0.record:type_name -> metad.fsm.v1.IndexRecord
+	6,  // 39: metad.fsm.v1.Rejection.code:type_name -> metad.fsm.v1.RejectCode
+	33, // 40: metad.fsm.v1.Result.rejection:type_name -> metad.fsm.v1.Rejection
+	1,  // 41: metad.fsm.v1.StreamState.status:type_name -> metad.fsm.v1.StreamStatus
+	7,  // 42: metad.fsm.v1.EvidenceState.range:type_name -> metad.fsm.v1.Range
+	9,  // 43: metad.fsm.v1.EvidenceState.object:type_name -> metad.fsm.v1.ObjectRef
+	8,  // 44: metad.fsm.v1.EvidenceState.bytes:type_name -> metad.fsm.v1.ByteRange
+	0,  // 45: metad.fsm.v1.GenerationState.view:type_name -> metad.fsm.v1.View
+	2,  // 46: metad.fsm.v1.GenerationState.status:type_name -> metad.fsm.v1.GenerationStatus
+	7,  // 47: metad.fsm.v1.GenerationState.coverage:type_name -> metad.fsm.v1.Range
+	10, // 48: metad.fsm.v1.IndexRecordState.key:type_name -> metad.fsm.v1.IndexKey
+	11, // 49: metad.fsm.v1.IndexRecordState.record:type_name -> metad.fsm.v1.IndexRecord
+	3,  // 50: metad.fsm.v1.IndexRecordState.status:type_name -> metad.fsm.v1.RecordStatus
+	9,  // 51: metad.fsm.v1.ObjectState.object:type_name -> metad.fsm.v1.ObjectRef
+	4,  // 52: metad.fsm.v1.ObjectState.status:type_name -> metad.fsm.v1.ObjectStatus
+	9,  // 53: metad.fsm.v1.PinState.object:type_name -> metad.fsm.v1.ObjectRef
+	34, // 54: metad.fsm.v1.DedupState.result:type_name -> metad.fsm.v1.Result
+	35, // 55: metad.fsm.v1.SnapshotRecord.meta:type_name -> metad.fsm.v1.MachineMeta
+	36, // 56: metad.fsm.v1.SnapshotRecord.stream:type_name -> metad.fsm.v1.StreamState
+	37, // 57: metad.fsm.v1.SnapshotRecord.evidence:type_name -> metad.fsm.v1.EvidenceState
+	38, // 58: metad.fsm.v1.SnapshotRecord.generation:type_name -> metad.fsm.v1.GenerationState
+	39, // 59: metad.fsm.v1.SnapshotRecord.index_record:type_name -> metad.fsm.v1.IndexRecordState
+	40, // 60: metad.fsm.v1.SnapshotRecord.object:type_name -> metad.fsm.v1.ObjectState
+	41, // 61: metad.fsm.v1.SnapshotRecord.pin:type_name -> metad.fsm.v1.PinState
+	42, // 62: metad.fsm.v1.SnapshotRecord.dedup:type_name -> metad.fsm.v1.DedupState
+	44, // 63: metad.fsm.v1.SnapshotRecord.tombstone:type_name -> metad.fsm.v1.TombstoneState
+	64, // [64:64] is the sub-list for method output_type
+	64, // [64:64] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_fsm_proto_init() }
@@ -3776,10 +3856,11 @@ func file_fsm_proto_init() {
 		(*Command_ReportCandidateFailure)(nil),
 		(*Command_RepairGen0)(nil),
 		(*Command_SetFeatureLevel)(nil),
+		(*Command_LiftQuarantine)(nil),
 		(*Command_AddTombstone)(nil),
 		(*Command_LiftTombstone)(nil),
 	}
-	file_fsm_proto_msgTypes[35].OneofWrappers = []any{
+	file_fsm_proto_msgTypes[36].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Stream)(nil),
 		(*SnapshotRecord_Evidence)(nil),
@@ -3796,7 +3877,7 @@ func file_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fsm_proto_rawDesc), len(file_fsm_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   37,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
