@@ -18,7 +18,8 @@ func (c *Cluster) AddNode(extra ...string) int {
 	}
 	nd.Args = []string{"server", "--node-id", nd.ID, "--data-dir", nd.DataDir, "--grpc-addr", nd.GRPC,
 		"--raft-addr", nd.Raft, "--gossip-addr", nd.Gossip, "--http-addr", nd.HTTP,
-		"--bootstrap-expect", "0", "--object-dir", filepath.Join(c.Dir, "objects")}
+		"--bootstrap-expect", "0", "--object-dir", filepath.Join(c.Dir, "objects"),
+		"--peer-secret-file", filepath.Join(c.Dir, "peer-secret")}
 	for _, other := range c.Nodes {
 		nd.Args = append(nd.Args, "--join", other.Gossip)
 	}
