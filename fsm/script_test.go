@@ -203,11 +203,6 @@ func (a *scriptArgs) view(key string) View {
 	return View(n)
 }
 
-func (a *scriptArgs) rng(key string) Range {
-	v := a.str(key, "")
-	return a.parseRange(v)
-}
-
 func (a *scriptArgs) parseRange(v string) Range {
 	s, e, ok := strings.Cut(v, "-")
 	if !ok {

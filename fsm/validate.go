@@ -35,6 +35,7 @@ func under(prefix string, err *fieldError) *fieldError {
 	return err
 }
 
+//nolint:gocyclo // one case per operation: the readable form of a table
 func validate(cmd *fsmpb.Command) *fieldError {
 	if len(cmd.RequestId) > MaxRequestIDLen {
 		return bad("request_id", "longer than %d bytes", MaxRequestIDLen)

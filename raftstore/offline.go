@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/metad/metad/fsm"
 )
@@ -66,7 +67,7 @@ func openOffline(dir string, create bool, logger *slog.Logger) (*offlineStores, 
 	}
 	bolt, err := raftboltdb.New(raftboltdb.Options{Path: path,
 		BoltOptions: &bbolt.Options{NoFreelistSync: true, Timeout: time.Second}})
-	if errors.Is(err, bbolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s is locked", ErrDirInUse, path)
 	}
 	if err != nil {
