@@ -22,6 +22,13 @@
 // the server imposes DefaultTimeout when there is none and caps it at
 // MaxTimeout.
 //
+// Readiness (readiness.go; gRPC health and /readyz): a member of the Raft
+// configuration, a leader known, and — on a follower — applied within
+// CaughtUpSlack of the leader's commit index, which it asks the leader
+// for (its own commit index is 0 on a restarted follower until the leader
+// next commits). RemovePeer leaves a tombstone, or at feature level 1 the
+// leader's memory, before removing (tombstones.go); Untombstone lifts it.
+//
 // PeerClient is the other direction: it implements raftstore.Peers
 // (leadership confirmations and read indexes over gRPC) and carries
 // forwarded proposals and repairs, dialling node ids through a Directory

@@ -533,3 +533,19 @@ func fromRaftServers(in []raft.Server) []Server {
 	}
 	return out
 }
+
+// HasStateIn reports whether dir holds raft state, without starting raft
+// (and without creating anything): node asks it before opening the store,
+// to start gossip first, since opening restores the latest snapshot and
+// may take minutes.
+func HasStateIn(dir string) (bool, error) {
+	o, err := openOffline(dir, false, nil)
+	if errors.Is(err, ErrNoState) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer o.close()
+	return raft.HasExistingState(o.bolt, o.bolt, o.snaps)
+}
