@@ -75,6 +75,9 @@ type fsmAdapter struct {
 	sigMu  sync.Mutex
 	signal chan struct{}
 
+	// observer, when set, follows every applied command (observer.go).
+	observer ApplyObserver
+
 	// diverge is the planted bug diverge-<node id> (internal/faults): this
 	// replica applies CreateStream differently from the others.
 	diverge bool
@@ -107,7 +110,7 @@ func (a *fsmAdapter) ApplyBatch(logs []*raft.Log) []any {
 			if a.diverge {
 				data = divergedCommand(data)
 			}
-			out[i] = a.m.ApplyEntry(l.Index, data)
+			out[i] = a.applyEntry(l.Index, data)
 		}
 		a.through.Store(l.Index)
 	}
@@ -151,6 +154,9 @@ func (a *fsmAdapter) Restore(rc io.ReadCloser) error {
 	prev := a.through.Load()
 	a.m = m
 	a.through.Store(through)
+	if a.observer != nil {
+		a.observer.Restored(through)
+	}
 	a.mu.Unlock()
 	if through < prev {
 		a.logger.Error("raftstore: restored a snapshot older than the applied state; reads may go back in time",
