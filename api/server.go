@@ -23,6 +23,7 @@ import (
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/repair"
 	"github.com/metad/metad/resolver"
+	"github.com/metad/metad/watch"
 )
 
 // Config bounds the API.
@@ -56,6 +57,9 @@ type Config struct {
 	LeaseMargin time.Duration
 	// Resolver configures the resolve loop.
 	Resolver resolver.Config
+	// Watch bounds the change feed: history per stream, watchers, and each
+	// watcher's queue. node builds the hub from it.
+	Watch watch.Config
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -64,6 +68,7 @@ func DefaultConfig() Config {
 		DefaultTimeout: 10 * time.Second, MaxTimeout: 60 * time.Second, MaxMessageBytes: 8 << 20,
 		MaxListLimit: 1000, HealthInterval: 500 * time.Millisecond, CaughtUpSlack: 1000,
 		SharePins: true, LeaseMargin: 5 * time.Second, Resolver: resolver.DefaultConfig(),
+		Watch: watch.DefaultConfig(),
 	}
 }
 
@@ -83,6 +88,9 @@ func (c Config) Validate() error {
 	check(c.CaughtUpSlack <= 1<<30, "CaughtUpSlack %d above 2^30", c.CaughtUpSlack)
 	check(c.LeaseMargin >= 0 && c.LeaseMargin <= time.Minute, "LeaseMargin %s outside [0, 1m]", c.LeaseMargin)
 	if err := c.Resolver.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Watch.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -105,6 +113,9 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Metrics receives the API's metrics; nil leaves them unregistered.
 	Metrics prometheus.Registerer
+	// Watch is the apply path's change feed, which raftstore feeds; nil
+	// disables Watch and DescribeStream's long poll.
+	Watch *watch.Hub
 }
 
 // Server serves the Metad, Cluster and Peer services and gRPC health.
@@ -124,6 +135,9 @@ type Server struct {
 	leases   *leases
 	metrics  *resolveMetrics
 	health   *health.Server
+
+	hub          *watch.Hub
+	watchMetrics *watchMetrics
 }
 
 // New returns a Server.
@@ -138,6 +152,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
 		log: deps.Logger, health: health.NewServer(), cache: newTargetCache(), leases: newLeases(cfg.LeaseMargin),
 		metrics: newResolveMetrics(deps.Metrics),
+		hub:     deps.Watch, watchMetrics: newWatchMetrics(deps.Metrics, deps.Watch),
 	}
 	if deps.Metrics != nil {
 		deps.Metrics.MustRegister(newPinCollector(s.store.ReadLocal))

@@ -23,6 +23,7 @@ import (
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/repair"
+	"github.com/metad/metad/watch"
 )
 
 // Node is one running metad server.
@@ -30,6 +31,7 @@ type Node struct {
 	cfg     Config
 	log     *slog.Logger
 	store   *raftstore.Store
+	hub     *watch.Hub
 	agent   *membership.Agent
 	peers   *api.PeerClient
 	api     *api.Server
@@ -67,7 +69,12 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Node, err
 		dial = cfg.dial
 	}
 	n.peers = api.NewPeerClient(dial)
-	if n.store, err = raftstore.Open(cfg.Raft, n.peers, log.With("component", "raft")); err != nil {
+	// The change feed observes the apply path from before raft starts, so
+	// it sees the startup restore and the log replayed after it.
+	if n.hub, err = watch.New(cfg.API.Watch); err != nil {
+		return nil, err
+	}
+	if n.store, err = raftstore.OpenObserved(cfg.Raft, n.peers, log.With("component", "raft"), n.hub); err != nil {
 		return nil, err
 	}
 	if err = n.registerMetrics(reg); err != nil {
@@ -95,7 +102,7 @@ func (n *Node) startServing(reg *prometheus.Registry) error {
 		return err
 	}
 	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects,
-		Logger: log.With("component", "api"), Metrics: reg})
+		Logger: log.With("component", "api"), Metrics: reg, Watch: n.hub})
 	if err != nil {
 		return err
 	}

@@ -462,6 +462,75 @@ func (Outcome) EnumDescriptor() ([]byte, []int) {
 	return file_metad_proto_rawDescGZIP(), []int{7}
 }
 
+type WatchEventKind int32
+
+const (
+	WatchEventKind_WATCH_EVENT_KIND_UNSPECIFIED WatchEventKind = 0
+	// WATCH_STARTED follows the backlog: version is the state version the watch
+	// is now at (resume from it), stream its state there. Not a change.
+	WatchEventKind_WATCH_STARTED              WatchEventKind = 1
+	WatchEventKind_WATCH_OPENED               WatchEventKind = 2
+	WatchEventKind_WATCH_APPENDED             WatchEventKind = 3
+	WatchEventKind_WATCH_TRIMMED              WatchEventKind = 4
+	WatchEventKind_WATCH_SEALED               WatchEventKind = 5
+	WatchEventKind_WATCH_GENERATION_PUBLISHED WatchEventKind = 6
+	WatchEventKind_WATCH_GENERATION_RETIRED   WatchEventKind = 7
+	WatchEventKind_WATCH_DELETED              WatchEventKind = 8
+)
+
+// Enum value maps for WatchEventKind.
+var (
+	WatchEventKind_name = map[int32]string{
+		0: "WATCH_EVENT_KIND_UNSPECIFIED",
+		1: "WATCH_STARTED",
+		2: "WATCH_OPENED",
+		3: "WATCH_APPENDED",
+		4: "WATCH_TRIMMED",
+		5: "WATCH_SEALED",
+		6: "WATCH_GENERATION_PUBLISHED",
+		7: "WATCH_GENERATION_RETIRED",
+		8: "WATCH_DELETED",
+	}
+	WatchEventKind_value = map[string]int32{
+		"WATCH_EVENT_KIND_UNSPECIFIED": 0,
+		"WATCH_STARTED":                1,
+		"WATCH_OPENED":                 2,
+		"WATCH_APPENDED":               3,
+		"WATCH_TRIMMED":                4,
+		"WATCH_SEALED":                 5,
+		"WATCH_GENERATION_PUBLISHED":   6,
+		"WATCH_GENERATION_RETIRED":     7,
+		"WATCH_DELETED":                8,
+	}
+)
+
+func (x WatchEventKind) Enum() *WatchEventKind {
+	p := new(WatchEventKind)
+	*p = x
+	return p
+}
+
+func (x WatchEventKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WatchEventKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_metad_proto_enumTypes[8].Descriptor()
+}
+
+func (WatchEventKind) Type() protoreflect.EnumType {
+	return &file_metad_proto_enumTypes[8]
+}
+
+func (x WatchEventKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WatchEventKind.Descriptor instead.
+func (WatchEventKind) EnumDescriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{8}
+}
+
 // Range is the half-open offset range [start, end).
 type Range struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2408,9 +2477,14 @@ func (x *Generation) GetRecords() uint64 {
 type DescribeStreamRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Exactly one of stream_id and name.
-	StreamId      uint64      `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
-	Name          string      `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Consistency   Consistency `protobuf:"varint,3,opt,name=consistency,proto3,enum=metad.v1.Consistency" json:"consistency,omitempty"`
+	StreamId    uint64      `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Name        string      `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Consistency Consistency `protobuf:"varint,3,opt,name=consistency,proto3,enum=metad.v1.Consistency" json:"consistency,omitempty"`
+	// A long poll: while the stream's version is <= min_version, wait (up to
+	// wait, and the call's deadline) for it to change, then answer. Unset
+	// wait answers at once. Needs LINEARIZABLE.
+	MinVersion    uint64               `protobuf:"varint,4,opt,name=min_version,json=minVersion,proto3" json:"min_version,omitempty"`
+	Wait          *durationpb.Duration `protobuf:"bytes,5,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2464,6 +2538,20 @@ func (x *DescribeStreamRequest) GetConsistency() Consistency {
 		return x.Consistency
 	}
 	return Consistency_LINEARIZABLE
+}
+
+func (x *DescribeStreamRequest) GetMinVersion() uint64 {
+	if x != nil {
+		return x.MinVersion
+	}
+	return 0
+}
+
+func (x *DescribeStreamRequest) GetWait() *durationpb.Duration {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
 }
 
 type DescribeStreamResponse struct {
@@ -4923,6 +5011,195 @@ func (x *LocalStatusRequest) GetWithHash() bool {
 	return false
 }
 
+type WatchRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	StreamId uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	// Deliver every change with version > from_version; 0 = from now.
+	FromVersion   uint64 `protobuf:"varint,2,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchRequest) Reset() {
+	*x = WatchRequest{}
+	mi := &file_metad_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRequest) ProtoMessage() {}
+
+func (x *WatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
+func (*WatchRequest) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *WatchRequest) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *WatchRequest) GetFromVersion() uint64 {
+	if x != nil {
+		return x.FromVersion
+	}
+	return 0
+}
+
+type WatchEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  WatchEventKind         `protobuf:"varint,1,opt,name=kind,proto3,enum=metad.v1.WatchEventKind" json:"kind,omitempty"`
+	// version is the Raft index of the change (of the start, for WATCH_STARTED).
+	Version  uint64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	StreamId uint64 `protobuf:"varint,3,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	// The stream's state after the change (unset for WATCH_DELETED).
+	CommittedEnd uint64       `protobuf:"varint,4,opt,name=committed_end,json=committedEnd,proto3" json:"committed_end,omitempty"`
+	Trim         uint64       `protobuf:"varint,5,opt,name=trim,proto3" json:"trim,omitempty"`
+	WriterEpoch  uint64       `protobuf:"varint,6,opt,name=writer_epoch,json=writerEpoch,proto3" json:"writer_epoch,omitempty"`
+	Status       StreamStatus `protobuf:"varint,7,opt,name=status,proto3,enum=metad.v1.StreamStatus" json:"status,omitempty"`
+	// WATCH_APPENDED: the offsets, object and bytes of the append.
+	Range  *Range     `protobuf:"bytes,8,opt,name=range,proto3" json:"range,omitempty"`
+	Object *ObjectRef `protobuf:"bytes,9,opt,name=object,proto3" json:"object,omitempty"`
+	Bytes  *ByteRange `protobuf:"bytes,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// WATCH_GENERATION_PUBLISHED, WATCH_GENERATION_RETIRED.
+	View          View   `protobuf:"varint,11,opt,name=view,proto3,enum=metad.v1.View" json:"view,omitempty"`
+	Generation    uint64 `protobuf:"varint,12,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchEvent) Reset() {
+	*x = WatchEvent{}
+	mi := &file_metad_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchEvent) ProtoMessage() {}
+
+func (x *WatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
+func (*WatchEvent) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *WatchEvent) GetKind() WatchEventKind {
+	if x != nil {
+		return x.Kind
+	}
+	return WatchEventKind_WATCH_EVENT_KIND_UNSPECIFIED
+}
+
+func (x *WatchEvent) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *WatchEvent) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *WatchEvent) GetCommittedEnd() uint64 {
+	if x != nil {
+		return x.CommittedEnd
+	}
+	return 0
+}
+
+func (x *WatchEvent) GetTrim() uint64 {
+	if x != nil {
+		return x.Trim
+	}
+	return 0
+}
+
+func (x *WatchEvent) GetWriterEpoch() uint64 {
+	if x != nil {
+		return x.WriterEpoch
+	}
+	return 0
+}
+
+func (x *WatchEvent) GetStatus() StreamStatus {
+	if x != nil {
+		return x.Status
+	}
+	return StreamStatus_STREAM_STATUS_UNSPECIFIED
+}
+
+func (x *WatchEvent) GetRange() *Range {
+	if x != nil {
+		return x.Range
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetObject() *ObjectRef {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetBytes() *ByteRange {
+	if x != nil {
+		return x.Bytes
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetView() View {
+	if x != nil {
+		return x.View
+	}
+	return View_VIEW_UNSPECIFIED
+}
+
+func (x *WatchEvent) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
 var File_metad_proto protoreflect.FileDescriptor
 
 const file_metad_proto_rawDesc = "" +
@@ -5079,11 +5356,14 @@ const file_metad_proto_rawDesc = "" +
 	"\x06status\x18\x03 \x01(\x0e2\x1a.metad.v1.GenerationStatusR\x06status\x12\x18\n" +
 	"\aversion\x18\x04 \x01(\x04R\aversion\x12+\n" +
 	"\bcoverage\x18\x05 \x01(\v2\x0f.metad.v1.RangeR\bcoverage\x12\x18\n" +
-	"\arecords\x18\x06 \x01(\x04R\arecords\"\x81\x01\n" +
+	"\arecords\x18\x06 \x01(\x04R\arecords\"\xd1\x01\n" +
 	"\x15DescribeStreamRequest\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x127\n" +
-	"\vconsistency\x18\x03 \x01(\x0e2\x15.metad.v1.ConsistencyR\vconsistency\"\x9f\x01\n" +
+	"\vconsistency\x18\x03 \x01(\x0e2\x15.metad.v1.ConsistencyR\vconsistency\x12\x1f\n" +
+	"\vmin_version\x18\x04 \x01(\x04R\n" +
+	"minVersion\x12-\n" +
+	"\x04wait\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"\x9f\x01\n" +
 	"\x16DescribeStreamResponse\x12(\n" +
 	"\x06stream\x18\x01 \x01(\v2\x10.metad.v1.StreamR\x06stream\x126\n" +
 	"\vgenerations\x18\x02 \x03(\v2\x14.metad.v1.GenerationR\vgenerations\x12#\n" +
@@ -5261,7 +5541,27 @@ const file_metad_proto_rawDesc = "" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\"1\n" +
 	"\x12LocalStatusRequest\x12\x1b\n" +
-	"\twith_hash\x18\x01 \x01(\bR\bwithHash*@\n" +
+	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"N\n" +
+	"\fWatchRequest\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12!\n" +
+	"\ffrom_version\x18\x02 \x01(\x04R\vfromVersion\"\xc0\x03\n" +
+	"\n" +
+	"WatchEvent\x12,\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x18.metad.v1.WatchEventKindR\x04kind\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x1b\n" +
+	"\tstream_id\x18\x03 \x01(\x04R\bstreamId\x12#\n" +
+	"\rcommitted_end\x18\x04 \x01(\x04R\fcommittedEnd\x12\x12\n" +
+	"\x04trim\x18\x05 \x01(\x04R\x04trim\x12!\n" +
+	"\fwriter_epoch\x18\x06 \x01(\x04R\vwriterEpoch\x12.\n" +
+	"\x06status\x18\a \x01(\x0e2\x16.metad.v1.StreamStatusR\x06status\x12%\n" +
+	"\x05range\x18\b \x01(\v2\x0f.metad.v1.RangeR\x05range\x12+\n" +
+	"\x06object\x18\t \x01(\v2\x13.metad.v1.ObjectRefR\x06object\x12)\n" +
+	"\x05bytes\x18\n" +
+	" \x01(\v2\x13.metad.v1.ByteRangeR\x05bytes\x12\"\n" +
+	"\x04view\x18\v \x01(\x0e2\x0e.metad.v1.ViewR\x04view\x12\x1e\n" +
+	"\n" +
+	"generation\x18\f \x01(\x04R\n" +
+	"generation*@\n" +
 	"\x04View\x12\x14\n" +
 	"\x10VIEW_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tCOMMITTED\x10\x01\x12\x13\n" +
@@ -5302,8 +5602,17 @@ const file_metad_proto_rawDesc = "" +
 	"\x03EOF\x10\x02\x12\x12\n" +
 	"\x0eOFFSET_TRIMMED\x10\x03\x12\f\n" +
 	"\bVIEW_END\x10\x04\x12\r\n" +
-	"\tNOT_FOUND\x10\x052\xf4\n" +
-	"\n" +
+	"\tNOT_FOUND\x10\x05*\xe1\x01\n" +
+	"\x0eWatchEventKind\x12 \n" +
+	"\x1cWATCH_EVENT_KIND_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rWATCH_STARTED\x10\x01\x12\x10\n" +
+	"\fWATCH_OPENED\x10\x02\x12\x12\n" +
+	"\x0eWATCH_APPENDED\x10\x03\x12\x11\n" +
+	"\rWATCH_TRIMMED\x10\x04\x12\x10\n" +
+	"\fWATCH_SEALED\x10\x05\x12\x1e\n" +
+	"\x1aWATCH_GENERATION_PUBLISHED\x10\x06\x12\x1c\n" +
+	"\x18WATCH_GENERATION_RETIRED\x10\a\x12\x11\n" +
+	"\rWATCH_DELETED\x10\b2\xad\v\n" +
 	"\x05Metad\x12M\n" +
 	"\fCreateStream\x12\x1d.metad.v1.CreateStreamRequest\x1a\x1e.metad.v1.CreateStreamResponse\x12M\n" +
 	"\fOpenForWrite\x12\x1d.metad.v1.OpenForWriteRequest\x1a\x1e.metad.v1.OpenForWriteResponse\x12M\n" +
@@ -5323,7 +5632,8 @@ const file_metad_proto_rawDesc = "" +
 	"\tListIndex\x12\x1a.metad.v1.ListIndexRequest\x1a\x1b.metad.v1.ListIndexResponse\x12M\n" +
 	"\fListEvidence\x12\x1d.metad.v1.ListEvidenceRequest\x1a\x1e.metad.v1.ListEvidenceResponse\x12S\n" +
 	"\x0eDescribeObject\x12\x1f.metad.v1.DescribeObjectRequest\x1a .metad.v1.DescribeObjectResponse\x12>\n" +
-	"\aResolve\x12\x18.metad.v1.ResolveRequest\x1a\x19.metad.v1.ResolveResponse2\xf2\x02\n" +
+	"\aResolve\x12\x18.metad.v1.ResolveRequest\x1a\x19.metad.v1.ResolveResponse\x127\n" +
+	"\x05Watch\x12\x16.metad.v1.WatchRequest\x1a\x14.metad.v1.WatchEvent0\x012\xf2\x02\n" +
 	"\aCluster\x12;\n" +
 	"\x06Status\x12\x17.metad.v1.StatusRequest\x1a\x18.metad.v1.StatusResponse\x12>\n" +
 	"\aMembers\x12\x18.metad.v1.MembersRequest\x1a\x19.metad.v1.MembersResponse\x12_\n" +
@@ -5350,8 +5660,8 @@ func file_metad_proto_rawDescGZIP() []byte {
 	return file_metad_proto_rawDescData
 }
 
-var file_metad_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
+var file_metad_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
 var file_metad_proto_goTypes = []any{
 	(View)(0),                              // 0: metad.v1.View
 	(Consistency)(0),                       // 1: metad.v1.Consistency
@@ -5361,208 +5671,220 @@ var file_metad_proto_goTypes = []any{
 	(RecordStatus)(0),                      // 5: metad.v1.RecordStatus
 	(ObjectStatus)(0),                      // 6: metad.v1.ObjectStatus
 	(Outcome)(0),                           // 7: metad.v1.Outcome
-	(*Range)(nil),                          // 8: metad.v1.Range
-	(*ByteRange)(nil),                      // 9: metad.v1.ByteRange
-	(*ObjectRef)(nil),                      // 10: metad.v1.ObjectRef
-	(*IndexKey)(nil),                       // 11: metad.v1.IndexKey
-	(*IndexRecord)(nil),                    // 12: metad.v1.IndexRecord
-	(*CreateStreamRequest)(nil),            // 13: metad.v1.CreateStreamRequest
-	(*CreateStreamResponse)(nil),           // 14: metad.v1.CreateStreamResponse
-	(*OpenForWriteRequest)(nil),            // 15: metad.v1.OpenForWriteRequest
-	(*OpenForWriteResponse)(nil),           // 16: metad.v1.OpenForWriteResponse
-	(*CommitAppendRequest)(nil),            // 17: metad.v1.CommitAppendRequest
-	(*CommitAppendResponse)(nil),           // 18: metad.v1.CommitAppendResponse
-	(*PublishGenerationRequest)(nil),       // 19: metad.v1.PublishGenerationRequest
-	(*PublishGenerationResponse)(nil),      // 20: metad.v1.PublishGenerationResponse
-	(*RetireGenerationRequest)(nil),        // 21: metad.v1.RetireGenerationRequest
-	(*RetireGenerationResponse)(nil),       // 22: metad.v1.RetireGenerationResponse
-	(*TrimRequest)(nil),                    // 23: metad.v1.TrimRequest
-	(*TrimResponse)(nil),                   // 24: metad.v1.TrimResponse
-	(*SealRequest)(nil),                    // 25: metad.v1.SealRequest
-	(*SealResponse)(nil),                   // 26: metad.v1.SealResponse
-	(*DeleteStreamRequest)(nil),            // 27: metad.v1.DeleteStreamRequest
-	(*DeleteStreamResponse)(nil),           // 28: metad.v1.DeleteStreamResponse
-	(*RegisterObjectRequest)(nil),          // 29: metad.v1.RegisterObjectRequest
-	(*RegisterObjectResponse)(nil),         // 30: metad.v1.RegisterObjectResponse
-	(*PinRequest)(nil),                     // 31: metad.v1.PinRequest
-	(*PinResponse)(nil),                    // 32: metad.v1.PinResponse
-	(*ReleasePinRequest)(nil),              // 33: metad.v1.ReleasePinRequest
-	(*ReleasePinResponse)(nil),             // 34: metad.v1.ReleasePinResponse
-	(*CandidateRef)(nil),                   // 35: metad.v1.CandidateRef
-	(*ReportCandidateFailureRequest)(nil),  // 36: metad.v1.ReportCandidateFailureRequest
-	(*ReportCandidateFailureResponse)(nil), // 37: metad.v1.ReportCandidateFailureResponse
-	(*Stream)(nil),                         // 38: metad.v1.Stream
-	(*Generation)(nil),                     // 39: metad.v1.Generation
-	(*DescribeStreamRequest)(nil),          // 40: metad.v1.DescribeStreamRequest
-	(*DescribeStreamResponse)(nil),         // 41: metad.v1.DescribeStreamResponse
-	(*ListStreamsRequest)(nil),             // 42: metad.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),            // 43: metad.v1.ListStreamsResponse
-	(*StoredIndexRecord)(nil),              // 44: metad.v1.StoredIndexRecord
-	(*ListIndexRequest)(nil),               // 45: metad.v1.ListIndexRequest
-	(*ListIndexResponse)(nil),              // 46: metad.v1.ListIndexResponse
-	(*Evidence)(nil),                       // 47: metad.v1.Evidence
-	(*ListEvidenceRequest)(nil),            // 48: metad.v1.ListEvidenceRequest
-	(*ListEvidenceResponse)(nil),           // 49: metad.v1.ListEvidenceResponse
-	(*Object)(nil),                         // 50: metad.v1.Object
-	(*DescribeObjectRequest)(nil),          // 51: metad.v1.DescribeObjectRequest
-	(*DescribeObjectResponse)(nil),         // 52: metad.v1.DescribeObjectResponse
-	(*ResolveRequest)(nil),                 // 53: metad.v1.ResolveRequest
-	(*Target)(nil),                         // 54: metad.v1.Target
-	(*Refusal)(nil),                        // 55: metad.v1.Refusal
-	(*ResolveResponse)(nil),                // 56: metad.v1.ResolveResponse
-	(*ResolveDiagnostic)(nil),              // 57: metad.v1.ResolveDiagnostic
-	(*NodeStatus)(nil),                     // 58: metad.v1.NodeStatus
-	(*StatusRequest)(nil),                  // 59: metad.v1.StatusRequest
-	(*StatusResponse)(nil),                 // 60: metad.v1.StatusResponse
-	(*Member)(nil),                         // 61: metad.v1.Member
-	(*MembersRequest)(nil),                 // 62: metad.v1.MembersRequest
-	(*MembersResponse)(nil),                // 63: metad.v1.MembersResponse
-	(*TransferLeadershipRequest)(nil),      // 64: metad.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),     // 65: metad.v1.TransferLeadershipResponse
-	(*RemovePeerRequest)(nil),              // 66: metad.v1.RemovePeerRequest
-	(*RemovePeerResponse)(nil),             // 67: metad.v1.RemovePeerResponse
-	(*SnapshotRequest)(nil),                // 68: metad.v1.SnapshotRequest
-	(*RaftServer)(nil),                     // 69: metad.v1.RaftServer
-	(*SnapshotMeta)(nil),                   // 70: metad.v1.SnapshotMeta
-	(*SnapshotChunk)(nil),                  // 71: metad.v1.SnapshotChunk
-	(*RepairRequest)(nil),                  // 72: metad.v1.RepairRequest
-	(*RepairResponse)(nil),                 // 73: metad.v1.RepairResponse
-	(*ProposeRequest)(nil),                 // 74: metad.v1.ProposeRequest
-	(*ProposeResponse)(nil),                // 75: metad.v1.ProposeResponse
-	(*ReadIndexRequest)(nil),               // 76: metad.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),              // 77: metad.v1.ReadIndexResponse
-	(*ConfirmLeadershipRequest)(nil),       // 78: metad.v1.ConfirmLeadershipRequest
-	(*ConfirmLeadershipResponse)(nil),      // 79: metad.v1.ConfirmLeadershipResponse
-	(*LocalStatusRequest)(nil),             // 80: metad.v1.LocalStatusRequest
-	(*durationpb.Duration)(nil),            // 81: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 82: google.protobuf.Timestamp
+	(WatchEventKind)(0),                    // 8: metad.v1.WatchEventKind
+	(*Range)(nil),                          // 9: metad.v1.Range
+	(*ByteRange)(nil),                      // 10: metad.v1.ByteRange
+	(*ObjectRef)(nil),                      // 11: metad.v1.ObjectRef
+	(*IndexKey)(nil),                       // 12: metad.v1.IndexKey
+	(*IndexRecord)(nil),                    // 13: metad.v1.IndexRecord
+	(*CreateStreamRequest)(nil),            // 14: metad.v1.CreateStreamRequest
+	(*CreateStreamResponse)(nil),           // 15: metad.v1.CreateStreamResponse
+	(*OpenForWriteRequest)(nil),            // 16: metad.v1.OpenForWriteRequest
+	(*OpenForWriteResponse)(nil),           // 17: metad.v1.OpenForWriteResponse
+	(*CommitAppendRequest)(nil),            // 18: metad.v1.CommitAppendRequest
+	(*CommitAppendResponse)(nil),           // 19: metad.v1.CommitAppendResponse
+	(*PublishGenerationRequest)(nil),       // 20: metad.v1.PublishGenerationRequest
+	(*PublishGenerationResponse)(nil),      // 21: metad.v1.PublishGenerationResponse
+	(*RetireGenerationRequest)(nil),        // 22: metad.v1.RetireGenerationRequest
+	(*RetireGenerationResponse)(nil),       // 23: metad.v1.RetireGenerationResponse
+	(*TrimRequest)(nil),                    // 24: metad.v1.TrimRequest
+	(*TrimResponse)(nil),                   // 25: metad.v1.TrimResponse
+	(*SealRequest)(nil),                    // 26: metad.v1.SealRequest
+	(*SealResponse)(nil),                   // 27: metad.v1.SealResponse
+	(*DeleteStreamRequest)(nil),            // 28: metad.v1.DeleteStreamRequest
+	(*DeleteStreamResponse)(nil),           // 29: metad.v1.DeleteStreamResponse
+	(*RegisterObjectRequest)(nil),          // 30: metad.v1.RegisterObjectRequest
+	(*RegisterObjectResponse)(nil),         // 31: metad.v1.RegisterObjectResponse
+	(*PinRequest)(nil),                     // 32: metad.v1.PinRequest
+	(*PinResponse)(nil),                    // 33: metad.v1.PinResponse
+	(*ReleasePinRequest)(nil),              // 34: metad.v1.ReleasePinRequest
+	(*ReleasePinResponse)(nil),             // 35: metad.v1.ReleasePinResponse
+	(*CandidateRef)(nil),                   // 36: metad.v1.CandidateRef
+	(*ReportCandidateFailureRequest)(nil),  // 37: metad.v1.ReportCandidateFailureRequest
+	(*ReportCandidateFailureResponse)(nil), // 38: metad.v1.ReportCandidateFailureResponse
+	(*Stream)(nil),                         // 39: metad.v1.Stream
+	(*Generation)(nil),                     // 40: metad.v1.Generation
+	(*DescribeStreamRequest)(nil),          // 41: metad.v1.DescribeStreamRequest
+	(*DescribeStreamResponse)(nil),         // 42: metad.v1.DescribeStreamResponse
+	(*ListStreamsRequest)(nil),             // 43: metad.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),            // 44: metad.v1.ListStreamsResponse
+	(*StoredIndexRecord)(nil),              // 45: metad.v1.StoredIndexRecord
+	(*ListIndexRequest)(nil),               // 46: metad.v1.ListIndexRequest
+	(*ListIndexResponse)(nil),              // 47: metad.v1.ListIndexResponse
+	(*Evidence)(nil),                       // 48: metad.v1.Evidence
+	(*ListEvidenceRequest)(nil),            // 49: metad.v1.ListEvidenceRequest
+	(*ListEvidenceResponse)(nil),           // 50: metad.v1.ListEvidenceResponse
+	(*Object)(nil),                         // 51: metad.v1.Object
+	(*DescribeObjectRequest)(nil),          // 52: metad.v1.DescribeObjectRequest
+	(*DescribeObjectResponse)(nil),         // 53: metad.v1.DescribeObjectResponse
+	(*ResolveRequest)(nil),                 // 54: metad.v1.ResolveRequest
+	(*Target)(nil),                         // 55: metad.v1.Target
+	(*Refusal)(nil),                        // 56: metad.v1.Refusal
+	(*ResolveResponse)(nil),                // 57: metad.v1.ResolveResponse
+	(*ResolveDiagnostic)(nil),              // 58: metad.v1.ResolveDiagnostic
+	(*NodeStatus)(nil),                     // 59: metad.v1.NodeStatus
+	(*StatusRequest)(nil),                  // 60: metad.v1.StatusRequest
+	(*StatusResponse)(nil),                 // 61: metad.v1.StatusResponse
+	(*Member)(nil),                         // 62: metad.v1.Member
+	(*MembersRequest)(nil),                 // 63: metad.v1.MembersRequest
+	(*MembersResponse)(nil),                // 64: metad.v1.MembersResponse
+	(*TransferLeadershipRequest)(nil),      // 65: metad.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),     // 66: metad.v1.TransferLeadershipResponse
+	(*RemovePeerRequest)(nil),              // 67: metad.v1.RemovePeerRequest
+	(*RemovePeerResponse)(nil),             // 68: metad.v1.RemovePeerResponse
+	(*SnapshotRequest)(nil),                // 69: metad.v1.SnapshotRequest
+	(*RaftServer)(nil),                     // 70: metad.v1.RaftServer
+	(*SnapshotMeta)(nil),                   // 71: metad.v1.SnapshotMeta
+	(*SnapshotChunk)(nil),                  // 72: metad.v1.SnapshotChunk
+	(*RepairRequest)(nil),                  // 73: metad.v1.RepairRequest
+	(*RepairResponse)(nil),                 // 74: metad.v1.RepairResponse
+	(*ProposeRequest)(nil),                 // 75: metad.v1.ProposeRequest
+	(*ProposeResponse)(nil),                // 76: metad.v1.ProposeResponse
+	(*ReadIndexRequest)(nil),               // 77: metad.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),              // 78: metad.v1.ReadIndexResponse
+	(*ConfirmLeadershipRequest)(nil),       // 79: metad.v1.ConfirmLeadershipRequest
+	(*ConfirmLeadershipResponse)(nil),      // 80: metad.v1.ConfirmLeadershipResponse
+	(*LocalStatusRequest)(nil),             // 81: metad.v1.LocalStatusRequest
+	(*WatchRequest)(nil),                   // 82: metad.v1.WatchRequest
+	(*WatchEvent)(nil),                     // 83: metad.v1.WatchEvent
+	(*durationpb.Duration)(nil),            // 84: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 85: google.protobuf.Timestamp
 }
 var file_metad_proto_depIdxs = []int32{
-	0,  // 0: metad.v1.IndexKey.view:type_name -> metad.v1.View
-	8,  // 1: metad.v1.IndexRecord.range:type_name -> metad.v1.Range
-	8,  // 2: metad.v1.IndexRecord.survivors:type_name -> metad.v1.Range
-	10, // 3: metad.v1.IndexRecord.object:type_name -> metad.v1.ObjectRef
-	9,  // 4: metad.v1.IndexRecord.bytes:type_name -> metad.v1.ByteRange
-	10, // 5: metad.v1.CommitAppendRequest.object:type_name -> metad.v1.ObjectRef
-	9,  // 6: metad.v1.CommitAppendRequest.bytes:type_name -> metad.v1.ByteRange
-	0,  // 7: metad.v1.PublishGenerationRequest.view:type_name -> metad.v1.View
-	8,  // 8: metad.v1.PublishGenerationRequest.coverage:type_name -> metad.v1.Range
-	12, // 9: metad.v1.PublishGenerationRequest.records:type_name -> metad.v1.IndexRecord
-	0,  // 10: metad.v1.RetireGenerationRequest.view:type_name -> metad.v1.View
-	10, // 11: metad.v1.RegisterObjectRequest.object:type_name -> metad.v1.ObjectRef
-	10, // 12: metad.v1.PinRequest.object:type_name -> metad.v1.ObjectRef
-	81, // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
-	82, // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
-	11, // 15: metad.v1.CandidateRef.key:type_name -> metad.v1.IndexKey
-	35, // 16: metad.v1.ReportCandidateFailureRequest.candidate:type_name -> metad.v1.CandidateRef
-	2,  // 17: metad.v1.ReportCandidateFailureRequest.kind:type_name -> metad.v1.FailureKind
-	3,  // 18: metad.v1.Stream.status:type_name -> metad.v1.StreamStatus
-	0,  // 19: metad.v1.Generation.view:type_name -> metad.v1.View
-	4,  // 20: metad.v1.Generation.status:type_name -> metad.v1.GenerationStatus
-	8,  // 21: metad.v1.Generation.coverage:type_name -> metad.v1.Range
-	1,  // 22: metad.v1.DescribeStreamRequest.consistency:type_name -> metad.v1.Consistency
-	38, // 23: metad.v1.DescribeStreamResponse.stream:type_name -> metad.v1.Stream
-	39, // 24: metad.v1.DescribeStreamResponse.generations:type_name -> metad.v1.Generation
-	1,  // 25: metad.v1.ListStreamsRequest.consistency:type_name -> metad.v1.Consistency
-	38, // 26: metad.v1.ListStreamsResponse.streams:type_name -> metad.v1.Stream
-	11, // 27: metad.v1.StoredIndexRecord.key:type_name -> metad.v1.IndexKey
-	12, // 28: metad.v1.StoredIndexRecord.record:type_name -> metad.v1.IndexRecord
-	5,  // 29: metad.v1.StoredIndexRecord.status:type_name -> metad.v1.RecordStatus
-	0,  // 30: metad.v1.ListIndexRequest.view:type_name -> metad.v1.View
-	1,  // 31: metad.v1.ListIndexRequest.consistency:type_name -> metad.v1.Consistency
-	44, // 32: metad.v1.ListIndexResponse.records:type_name -> metad.v1.StoredIndexRecord
-	8,  // 33: metad.v1.Evidence.range:type_name -> metad.v1.Range
-	10, // 34: metad.v1.Evidence.object:type_name -> metad.v1.ObjectRef
-	9,  // 35: metad.v1.Evidence.bytes:type_name -> metad.v1.ByteRange
-	1,  // 36: metad.v1.ListEvidenceRequest.consistency:type_name -> metad.v1.Consistency
-	47, // 37: metad.v1.ListEvidenceResponse.evidence:type_name -> metad.v1.Evidence
-	10, // 38: metad.v1.Object.ref:type_name -> metad.v1.ObjectRef
-	6,  // 39: metad.v1.Object.status:type_name -> metad.v1.ObjectStatus
-	1,  // 40: metad.v1.DescribeObjectRequest.consistency:type_name -> metad.v1.Consistency
-	50, // 41: metad.v1.DescribeObjectResponse.object:type_name -> metad.v1.Object
-	0,  // 42: metad.v1.ResolveRequest.view:type_name -> metad.v1.View
-	35, // 43: metad.v1.ResolveRequest.exclude:type_name -> metad.v1.CandidateRef
-	11, // 44: metad.v1.Target.key:type_name -> metad.v1.IndexKey
-	8,  // 45: metad.v1.Target.record_range:type_name -> metad.v1.Range
-	8,  // 46: metad.v1.Target.resolved:type_name -> metad.v1.Range
-	10, // 47: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
-	9,  // 48: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
-	82, // 49: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
-	81, // 50: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
-	35, // 51: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
-	7,  // 52: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
-	54, // 53: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
-	55, // 54: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
-	82, // 55: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
-	55, // 56: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
-	82, // 57: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
-	81, // 58: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
-	58, // 59: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
-	61, // 60: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
-	82, // 61: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
-	69, // 62: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
-	70, // 63: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
-	13, // 64: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
-	15, // 65: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
-	17, // 66: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
-	19, // 67: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
-	21, // 68: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
-	23, // 69: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
-	25, // 70: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
-	27, // 71: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
-	29, // 72: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
-	31, // 73: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
-	33, // 74: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
-	36, // 75: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
-	40, // 76: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
-	42, // 77: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
-	45, // 78: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
-	48, // 79: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
-	51, // 80: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
-	53, // 81: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
-	59, // 82: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
-	62, // 83: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
-	64, // 84: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
-	66, // 85: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
-	68, // 86: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
-	74, // 87: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
-	76, // 88: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
-	78, // 89: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
-	80, // 90: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
-	72, // 91: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
-	14, // 92: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
-	16, // 93: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
-	18, // 94: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
-	20, // 95: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
-	22, // 96: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
-	24, // 97: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
-	26, // 98: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
-	28, // 99: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
-	30, // 100: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
-	32, // 101: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
-	34, // 102: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
-	37, // 103: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
-	41, // 104: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
-	43, // 105: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
-	46, // 106: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
-	49, // 107: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
-	52, // 108: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
-	56, // 109: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
-	60, // 110: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
-	63, // 111: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
-	65, // 112: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
-	67, // 113: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
-	71, // 114: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
-	75, // 115: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
-	77, // 116: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
-	79, // 117: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
-	58, // 118: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
-	73, // 119: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
-	92, // [92:120] is the sub-list for method output_type
-	64, // [64:92] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	0,   // 0: metad.v1.IndexKey.view:type_name -> metad.v1.View
+	9,   // 1: metad.v1.IndexRecord.range:type_name -> metad.v1.Range
+	9,   // 2: metad.v1.IndexRecord.survivors:type_name -> metad.v1.Range
+	11,  // 3: metad.v1.IndexRecord.object:type_name -> metad.v1.ObjectRef
+	10,  // 4: metad.v1.IndexRecord.bytes:type_name -> metad.v1.ByteRange
+	11,  // 5: metad.v1.CommitAppendRequest.object:type_name -> metad.v1.ObjectRef
+	10,  // 6: metad.v1.CommitAppendRequest.bytes:type_name -> metad.v1.ByteRange
+	0,   // 7: metad.v1.PublishGenerationRequest.view:type_name -> metad.v1.View
+	9,   // 8: metad.v1.PublishGenerationRequest.coverage:type_name -> metad.v1.Range
+	13,  // 9: metad.v1.PublishGenerationRequest.records:type_name -> metad.v1.IndexRecord
+	0,   // 10: metad.v1.RetireGenerationRequest.view:type_name -> metad.v1.View
+	11,  // 11: metad.v1.RegisterObjectRequest.object:type_name -> metad.v1.ObjectRef
+	11,  // 12: metad.v1.PinRequest.object:type_name -> metad.v1.ObjectRef
+	84,  // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
+	85,  // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
+	12,  // 15: metad.v1.CandidateRef.key:type_name -> metad.v1.IndexKey
+	36,  // 16: metad.v1.ReportCandidateFailureRequest.candidate:type_name -> metad.v1.CandidateRef
+	2,   // 17: metad.v1.ReportCandidateFailureRequest.kind:type_name -> metad.v1.FailureKind
+	3,   // 18: metad.v1.Stream.status:type_name -> metad.v1.StreamStatus
+	0,   // 19: metad.v1.Generation.view:type_name -> metad.v1.View
+	4,   // 20: metad.v1.Generation.status:type_name -> metad.v1.GenerationStatus
+	9,   // 21: metad.v1.Generation.coverage:type_name -> metad.v1.Range
+	1,   // 22: metad.v1.DescribeStreamRequest.consistency:type_name -> metad.v1.Consistency
+	84,  // 23: metad.v1.DescribeStreamRequest.wait:type_name -> google.protobuf.Duration
+	39,  // 24: metad.v1.DescribeStreamResponse.stream:type_name -> metad.v1.Stream
+	40,  // 25: metad.v1.DescribeStreamResponse.generations:type_name -> metad.v1.Generation
+	1,   // 26: metad.v1.ListStreamsRequest.consistency:type_name -> metad.v1.Consistency
+	39,  // 27: metad.v1.ListStreamsResponse.streams:type_name -> metad.v1.Stream
+	12,  // 28: metad.v1.StoredIndexRecord.key:type_name -> metad.v1.IndexKey
+	13,  // 29: metad.v1.StoredIndexRecord.record:type_name -> metad.v1.IndexRecord
+	5,   // 30: metad.v1.StoredIndexRecord.status:type_name -> metad.v1.RecordStatus
+	0,   // 31: metad.v1.ListIndexRequest.view:type_name -> metad.v1.View
+	1,   // 32: metad.v1.ListIndexRequest.consistency:type_name -> metad.v1.Consistency
+	45,  // 33: metad.v1.ListIndexResponse.records:type_name -> metad.v1.StoredIndexRecord
+	9,   // 34: metad.v1.Evidence.range:type_name -> metad.v1.Range
+	11,  // 35: metad.v1.Evidence.object:type_name -> metad.v1.ObjectRef
+	10,  // 36: metad.v1.Evidence.bytes:type_name -> metad.v1.ByteRange
+	1,   // 37: metad.v1.ListEvidenceRequest.consistency:type_name -> metad.v1.Consistency
+	48,  // 38: metad.v1.ListEvidenceResponse.evidence:type_name -> metad.v1.Evidence
+	11,  // 39: metad.v1.Object.ref:type_name -> metad.v1.ObjectRef
+	6,   // 40: metad.v1.Object.status:type_name -> metad.v1.ObjectStatus
+	1,   // 41: metad.v1.DescribeObjectRequest.consistency:type_name -> metad.v1.Consistency
+	51,  // 42: metad.v1.DescribeObjectResponse.object:type_name -> metad.v1.Object
+	0,   // 43: metad.v1.ResolveRequest.view:type_name -> metad.v1.View
+	36,  // 44: metad.v1.ResolveRequest.exclude:type_name -> metad.v1.CandidateRef
+	12,  // 45: metad.v1.Target.key:type_name -> metad.v1.IndexKey
+	9,   // 46: metad.v1.Target.record_range:type_name -> metad.v1.Range
+	9,   // 47: metad.v1.Target.resolved:type_name -> metad.v1.Range
+	11,  // 48: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
+	10,  // 49: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
+	85,  // 50: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
+	84,  // 51: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
+	36,  // 52: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
+	7,   // 53: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
+	55,  // 54: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
+	56,  // 55: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
+	85,  // 56: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
+	56,  // 57: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
+	85,  // 58: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
+	84,  // 59: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
+	59,  // 60: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
+	62,  // 61: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
+	85,  // 62: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
+	70,  // 63: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
+	71,  // 64: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
+	8,   // 65: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
+	3,   // 66: metad.v1.WatchEvent.status:type_name -> metad.v1.StreamStatus
+	9,   // 67: metad.v1.WatchEvent.range:type_name -> metad.v1.Range
+	11,  // 68: metad.v1.WatchEvent.object:type_name -> metad.v1.ObjectRef
+	10,  // 69: metad.v1.WatchEvent.bytes:type_name -> metad.v1.ByteRange
+	0,   // 70: metad.v1.WatchEvent.view:type_name -> metad.v1.View
+	14,  // 71: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
+	16,  // 72: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
+	18,  // 73: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
+	20,  // 74: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
+	22,  // 75: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
+	24,  // 76: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
+	26,  // 77: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
+	28,  // 78: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
+	30,  // 79: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
+	32,  // 80: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
+	34,  // 81: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
+	37,  // 82: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
+	41,  // 83: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
+	43,  // 84: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
+	46,  // 85: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
+	49,  // 86: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
+	52,  // 87: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
+	54,  // 88: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
+	82,  // 89: metad.v1.Metad.Watch:input_type -> metad.v1.WatchRequest
+	60,  // 90: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
+	63,  // 91: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
+	65,  // 92: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
+	67,  // 93: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
+	69,  // 94: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
+	75,  // 95: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
+	77,  // 96: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
+	79,  // 97: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
+	81,  // 98: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
+	73,  // 99: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
+	15,  // 100: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
+	17,  // 101: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
+	19,  // 102: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
+	21,  // 103: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
+	23,  // 104: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
+	25,  // 105: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
+	27,  // 106: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
+	29,  // 107: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
+	31,  // 108: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
+	33,  // 109: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
+	35,  // 110: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
+	38,  // 111: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
+	42,  // 112: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
+	44,  // 113: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
+	47,  // 114: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
+	50,  // 115: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
+	53,  // 116: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
+	57,  // 117: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
+	83,  // 118: metad.v1.Metad.Watch:output_type -> metad.v1.WatchEvent
+	61,  // 119: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
+	64,  // 120: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
+	66,  // 121: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
+	68,  // 122: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
+	72,  // 123: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
+	76,  // 124: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
+	78,  // 125: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
+	80,  // 126: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
+	59,  // 127: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
+	74,  // 128: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
+	100, // [100:129] is the sub-list for method output_type
+	71,  // [71:100] is the sub-list for method input_type
+	71,  // [71:71] is the sub-list for extension type_name
+	71,  // [71:71] is the sub-list for extension extendee
+	0,   // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_metad_proto_init() }
@@ -5575,8 +5897,8 @@ func file_metad_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metad_proto_rawDesc), len(file_metad_proto_rawDesc)),
-			NumEnums:      8,
-			NumMessages:   73,
+			NumEnums:      9,
+			NumMessages:   75,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
