@@ -55,9 +55,13 @@ func (s *Server) Watch(req *metadpb.WatchRequest, out metadpb.Metad_WatchServer)
 			return err
 		}
 	}
-	if err := send(startedPB(start)); err != nil {
+	// WATCH_STARTED is always sent, even at a version already seen: it is
+	// where the watch now stands, not a change.
+	if err := out.Send(startedPB(start)); err != nil {
 		return err
 	}
+	last = max(last, start.at)
+	s.watchMetrics.sent.Inc()
 	for {
 		select {
 		case ev := <-w.Events():

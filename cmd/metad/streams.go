@@ -52,7 +52,7 @@ func newStreamCmd(o *clientOpts) *cobra.Command {
 			})
 		},
 	})
-	cmd.AddCommand(newStreamListCmd(o), newTrimCmd(o), newSealCmd(o))
+	cmd.AddCommand(newStreamListCmd(o), newTrimCmd(o), newSealCmd(o), newStreamWatchCmd(o))
 	return cmd
 }
 
