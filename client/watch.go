@@ -46,9 +46,10 @@ func (e *CompactedError) Unwrap() error { return e.Err }
 //		...
 //	}
 //
-// The first event is WATCH_STARTED, the stream's state where the watch
-// begins (its Version is a resume point, not a change); every later event
-// is a change with a larger Version. A broken connection, a failed or
+// Changes come in Version order, none twice. One WATCH_STARTED event comes
+// once, after the changes between from and the watch's linearizable start
+// point: the stream's state there (its Version is the start point, not a
+// change); with from = 0 it is the first event. A broken connection, a failed or
 // restarted member, a leader change or a slow-consumer cut-off is
 // survived: the watch resumes at another member (the round robin over
 // Config.Addrs) after the last version it yielded, so no change is
@@ -135,10 +136,12 @@ func (w *watchLoop) once(ctx context.Context, metad metadpb.MetadClient) (progre
 			continue // never yield a change twice
 		}
 		w.last = max(w.last, ev.Version)
-		if ev.Kind == metadpb.WatchEventKind_WATCH_STARTED && w.started {
-			continue // a resume, not news
+		if ev.Kind == metadpb.WatchEventKind_WATCH_STARTED {
+			if w.started {
+				continue // a resume, not news
+			}
+			w.started = true
 		}
-		w.started = true
 		progressed = true
 		if !w.yield(ev, nil) {
 			w.stopped = true
