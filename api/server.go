@@ -7,6 +7,7 @@ import (
 	"github.com/metad/metad/internal/faults"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -138,6 +139,9 @@ type Server struct {
 
 	hub          *watch.Hub
 	watchMetrics *watchMetrics
+	// watchesEnd is closed by Drain: every watch and long poll ends.
+	watchesEnd  chan struct{}
+	endWatchOne sync.Once
 }
 
 // New returns a Server.
@@ -152,7 +156,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
 		log: deps.Logger, health: health.NewServer(), cache: newTargetCache(), leases: newLeases(cfg.LeaseMargin),
 		metrics: newResolveMetrics(deps.Metrics),
-		hub:     deps.Watch, watchMetrics: newWatchMetrics(deps.Metrics, deps.Watch),
+		hub:     deps.Watch, watchMetrics: newWatchMetrics(deps.Metrics, deps.Watch), watchesEnd: make(chan struct{}),
 	}
 	if deps.Metrics != nil {
 		deps.Metrics.MustRegister(newPinCollector(s.store.ReadLocal))

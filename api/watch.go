@@ -73,6 +73,8 @@ func (s *Server) Watch(req *metadpb.WatchRequest, out metadpb.Metad_WatchServer)
 			}
 		case <-w.Done():
 			return watchCutOff(w.Err(), req.StreamId, last)
+		case <-s.watchesEnd:
+			return watchCutOff(errShuttingDown, req.StreamId, last)
 		case <-ctx.Done():
 			return toStatus(ctx.Err())
 		}
@@ -155,11 +157,21 @@ func watchCompacted(info fsm.StreamInfo, cause error) error {
 		cause.Error()+": re-read the stream and watch from its current version", "from_version", nil, streamStateMeta(info))
 }
 
-// watchCutOff ends a watch the hub cut off; resumable from last_version.
+// errShuttingDown ends the watches of a draining server.
+var errShuttingDown = errors.New("api: server shutting down")
+
+// endWatches ends every watch and long poll (Drain).
+func (s *Server) endWatches() { s.endWatchOne.Do(func() { close(s.watchesEnd) }) }
+
+// watchCutOff ends a watch the hub (or Drain) cut off; resumable from
+// last_version, at another member.
 func watchCutOff(cause error, stream, last uint64) error {
 	reason := ReasonWatchSlowConsumer
-	if errors.Is(cause, watch.ErrReset) {
+	switch {
+	case errors.Is(cause, watch.ErrReset):
 		reason = ReasonWatchReset
+	case errors.Is(cause, errShuttingDown):
+		reason = ReasonShuttingDown
 	}
 	meta := map[string]string{"stream_id": strconv.FormatUint(stream, 10), "last_version": strconv.FormatUint(last, 10)}
 	return buildWithMeta(errorSpec{codes.Unavailable, true, 100 * time.Millisecond}, reason,
@@ -249,6 +261,8 @@ func (s *Server) awaitVersion(ctx context.Context, req *metadpb.DescribeStreamRe
 				return nil // the stream's version moved
 			}
 		case <-w.Done():
+			return nil
+		case <-s.watchesEnd:
 			return nil
 		case <-timer.C:
 			return nil
