@@ -13,7 +13,9 @@ import (
 // Config bounds the hub.
 type Config struct {
 	// History is how many recent events the hub keeps per stream, for
-	// watchers that resume. Default 1024; range [1, 1<<20].
+	// watchers that resume: at most about 150 bytes each (plus the object
+	// key), so 40 KiB for a stream with a full ring at the default. Default
+	// 256; range [1, 1<<20].
 	History int
 	// MaxWatchers bounds the watchers of all streams together. Default
 	// 10000; range [1, 1<<20].
@@ -25,7 +27,7 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults documented on Config.
-func DefaultConfig() Config { return Config{History: 1024, MaxWatchers: 10000, Buffer: 256} }
+func DefaultConfig() Config { return Config{History: 256, MaxWatchers: 10000, Buffer: 256} }
 
 // Validate reports every out-of-range setting.
 func (c Config) Validate() error {
