@@ -43,7 +43,18 @@ var inward = map[string][]string{
 	"objectstore": {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen"},
 	"watch":       {"resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen"},
 	"client":      {"fsm", "resolver", "repair", "raftstore", "membership", "cmd/metad", "jepsen"},
-	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$"},
+	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$", "faults"},
+	"faults":      {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal"},
+}
+
+// foreignOwners names, per foreign library (an import path and everything
+// under it), the one project package that may import it: everyone else sees
+// the owner's interfaces, types and sentinels. api, membership, node and
+// cmd/metad reach hashicorp/raft only through raftstore.
+var foreignOwners = map[string]string{
+	"github.com/hashicorp/raft":        "raftstore",
+	"github.com/hashicorp/raft-boltdb": "raftstore",
+	"github.com/hashicorp/memberlist":  "membership",
 }
 
 func goList(t *testing.T, args ...string) []string {
@@ -117,6 +128,34 @@ func TestDependenciesPointInward(t *testing.T) {
 					t.Errorf("%s depends on %s", pkg, dep)
 				}
 			}
+		}
+	}
+}
+
+// TestForeignLibrariesHaveOneOwner checks the production imports (test files
+// may reach a library directly, e.g. membership's in-process clusters run
+// real in-memory rafts) of every project package. Each owner must import its
+// library, so that the check cannot pass by seeing nothing.
+func TestForeignLibrariesHaveOneOwner(t *testing.T) {
+	owned := map[string]bool{}
+	for _, line := range goList(t, "-f", `{{.ImportPath}}={{join .Imports ","}}`, "./...") {
+		pkg, imports, _ := strings.Cut(line, "=")
+		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+		for _, imp := range strings.Split(imports, ",") {
+			for lib, owner := range foreignOwners {
+				if imp != lib && !strings.HasPrefix(imp, lib+"/") {
+					continue
+				}
+				if rel != owner {
+					t.Errorf("%s imports %s, which only %s may import", rel, imp, owner)
+				}
+				owned[lib] = true
+			}
+		}
+	}
+	for lib, owner := range foreignOwners {
+		if !owned[lib] {
+			t.Errorf("%s does not import %s: is the owners table out of date?", owner, lib)
 		}
 	}
 }

@@ -7,12 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/metad/metad/api/metadpb"
-	"github.com/metad/metad/membership"
+	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/raftstore"
 )
 
@@ -44,6 +43,7 @@ func (s *Server) Status(ctx context.Context, req *metadpb.StatusRequest) (*metad
 	}
 	resp.Quorum = resp.Voters/2 + 1
 	resp.FailureTolerance = resp.Voters - resp.Quorum
+	resp.ClusterFeatureLevel, _ = s.clusterLevel(ctx)
 	return resp, nil
 }
 
@@ -67,6 +67,7 @@ func (s *Server) localStatus(withHash bool) *metadpb.NodeStatus {
 	ns := &metadpb.NodeStatus{
 		NodeId: st.NodeID, RaftAddr: st.Address, State: st.State, Voter: st.Voter, Term: st.Term,
 		LastIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LeaderId: st.LeaderID,
+		FeatureLevel: fsm.MaxLevel,
 	}
 	if s.peers != nil {
 		ns.GrpcAddr = s.peers.addrOf(st.NodeID)
@@ -74,8 +75,8 @@ func (s *Server) localStatus(withHash bool) *metadpb.NodeStatus {
 	if !st.LastContact.IsZero() {
 		ns.LastContact = timestamppb.New(st.LastContact)
 	}
-	if stats, err := membership.StatsFromRaft(s.store.Raft()); err == nil {
-		ns.LastLogTerm, ns.SinceLastContact = stats.LastTerm, durationpb.New(stats.LastContact)
+	if p, err := s.store.Progress(); err == nil {
+		ns.LastLogTerm, ns.SinceLastContact = p.LastTerm, durationpb.New(p.LastContact)
 	}
 	if withHash {
 		sum, applied, err := s.store.StateHash()
@@ -143,18 +144,11 @@ func (s *Server) RemovePeer(ctx context.Context, req *metadpb.RemovePeerRequest)
 	if !slices.ContainsFunc(servers, func(srv raftstore.Server) bool { return srv.ID == req.NodeId }) {
 		return nil, notFound("node_id", "no server %q in the configuration", req.NodeId)
 	}
-	f := s.store.Raft().RemoveServer(raftServerID(req.NodeId), 0, time.Until(deadlineOr(ctx, 10*time.Second)))
-	if err := f.Error(); err != nil {
+	// Leadership may have moved since the check above: the store then
+	// says NOT_LEADER with the hint, like any other call.
+	index, err := s.store.RemoveServer(ctx, req.NodeId)
+	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &metadpb.RemovePeerResponse{Version: f.Index()}, nil
+	return &metadpb.RemovePeerResponse{Version: index}, nil
 }
-
-func deadlineOr(ctx context.Context, d time.Duration) time.Time {
-	if dl, ok := ctx.Deadline(); ok {
-		return dl
-	}
-	return time.Now().Add(d)
-}
-
-func raftServerID(id string) raft.ServerID { return raft.ServerID(id) }

@@ -6,7 +6,8 @@
 // checked with fsm.Validate (so a malformed request is refused naming the
 // field, before Raft), and are proposed on the leader: locally, or
 // forwarded once through the leader's Peer.Propose, which never forwards
-// again. Reads are linearizable by default (raftstore.Read on whichever
+// again. A forwarded command is encoded once, by the follower; the leader
+// stamps those bytes without re-encoding them (raftstore.ProposeEncoded). Reads are linearizable by default (raftstore.Read on whichever
 // node answers); STALE is an explicit opt-in per request. Resolve runs the
 // resolver's loop here, with collaborators built over this node: a
 // linearizable Reader, a Pinner and Reporter that propose through Raft, a

@@ -74,7 +74,16 @@ const (
 	ReasonInvalidArgument    = "INVALID_ARGUMENT"
 	ReasonNotFound           = "NOT_FOUND"
 	ReasonPinShared          = "PIN_SHARED"
-	ReasonInternal           = "INTERNAL"
+	// ReasonAlreadyLeader: a leadership transfer named the current leader.
+	ReasonAlreadyLeader = "ALREADY_LEADER"
+	// ReasonLastVoter: removing the server would leave raft without a voter.
+	ReasonLastVoter = "LAST_VOTER"
+	// ReasonConfigurationRefused: raft refused a configuration change (e.g.
+	// another one is not committed yet).
+	ReasonConfigurationRefused = "CONFIGURATION_REFUSED"
+	// ReasonFeatureLevel: the command needs a higher cluster feature level.
+	ReasonFeatureLevel = "FEATURE_LEVEL"
+	ReasonInternal     = "INTERNAL"
 	// Watch (watch.go).
 	ReasonWatchCompacted    = "WATCH_COMPACTED"
 	ReasonWatchSlowConsumer = "WATCH_SLOW_CONSUMER"
@@ -87,18 +96,22 @@ var failureTable = []struct {
 	err    error
 	reason string
 	spec   errorSpec
+	field  string // the request field at fault, if the failure names one
 }{
-	{raftstore.ErrNotLeader, ReasonNotLeader, errorSpec{codes.Unavailable, true, 50 * time.Millisecond}},
-	{raftstore.ErrNoLeader, ReasonNoLeader, errorSpec{codes.Unavailable, true, 200 * time.Millisecond}},
-	{raftstore.ErrNotReady, ReasonNotReady, errorSpec{codes.Unavailable, true, 100 * time.Millisecond}},
-	{raftstore.ErrLeadershipLost, ReasonLeadershipLost, errorSpec{codes.Unavailable, false, 200 * time.Millisecond}},
-	{raftstore.ErrTimeout, ReasonCommitTimeout, errorSpec{codes.Unavailable, false, 200 * time.Millisecond}},
-	{raftstore.ErrClosed, ReasonShuttingDown, errorSpec{codes.Unavailable, false, 500 * time.Millisecond}},
-	{raftstore.ErrOverloaded, ReasonOverloaded, errorSpec{codes.ResourceExhausted, true, 100 * time.Millisecond}},
-	{raftstore.ErrUnknownServer, ReasonNotFound, errorSpec{codes.NotFound, true, 0}},
-	{resolver.ErrUnavailable, ReasonResolveUnavailable, errorSpec{codes.Unavailable, true, 50 * time.Millisecond}},
-	{context.DeadlineExceeded, ReasonDeadlineExceeded, errorSpec{codes.DeadlineExceeded, false, 0}},
-	{context.Canceled, ReasonCancelled, errorSpec{codes.Canceled, false, 0}},
+	{raftstore.ErrNotLeader, ReasonNotLeader, errorSpec{codes.Unavailable, true, 50 * time.Millisecond}, ""},
+	{raftstore.ErrNoLeader, ReasonNoLeader, errorSpec{codes.Unavailable, true, 200 * time.Millisecond}, ""},
+	{raftstore.ErrNotReady, ReasonNotReady, errorSpec{codes.Unavailable, true, 100 * time.Millisecond}, ""},
+	{raftstore.ErrLeadershipLost, ReasonLeadershipLost, errorSpec{codes.Unavailable, false, 200 * time.Millisecond}, ""},
+	{raftstore.ErrTimeout, ReasonCommitTimeout, errorSpec{codes.Unavailable, false, 200 * time.Millisecond}, ""},
+	{raftstore.ErrClosed, ReasonShuttingDown, errorSpec{codes.Unavailable, false, 500 * time.Millisecond}, ""},
+	{raftstore.ErrOverloaded, ReasonOverloaded, errorSpec{codes.ResourceExhausted, true, 100 * time.Millisecond}, ""},
+	{raftstore.ErrUnknownServer, ReasonNotFound, errorSpec{codes.NotFound, true, 0}, ""},
+	{raftstore.ErrAlreadyLeader, ReasonAlreadyLeader, errorSpec{codes.FailedPrecondition, true, 0}, "to_node_id"},
+	{raftstore.ErrLastVoter, ReasonLastVoter, errorSpec{codes.FailedPrecondition, true, 0}, "node_id"},
+	{raftstore.ErrConfigurationRefused, ReasonConfigurationRefused, errorSpec{codes.Aborted, true, 200 * time.Millisecond}, ""},
+	{resolver.ErrUnavailable, ReasonResolveUnavailable, errorSpec{codes.Unavailable, true, 50 * time.Millisecond}, ""},
+	{context.DeadlineExceeded, ReasonDeadlineExceeded, errorSpec{codes.DeadlineExceeded, false, 0}, ""},
+	{context.Canceled, ReasonCancelled, errorSpec{codes.Canceled, false, 0}, ""},
 }
 
 // rejectionError turns a refusal into its status. The FSM names fields as
@@ -153,7 +166,7 @@ func toStatus(err error) error {
 				// raftstore knows whether the command reached the log.
 				spec.definite = !raftstore.Indeterminate(err)
 			}
-			return build(spec, row.reason, err.Error(), "", err)
+			return build(spec, row.reason, err.Error(), row.field, err)
 		}
 	}
 	return build(errorSpec{codes.Internal, false, 0}, ReasonInternal, err.Error(), "", err)

@@ -11,7 +11,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/metad/metad/api/metadpb"
-	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/repair"
@@ -124,17 +123,13 @@ func readIndexError(err error) error {
 	return fmt.Errorf("%w: %w", raftstore.ErrNoLeader, err)
 }
 
-// forward proposes cmd on the leader and returns its result.
-func (p *PeerClient) forward(ctx context.Context, leaderID string, cmd *fsmpb.Command) (*fsmpb.Result, error) {
+// forward proposes an encoded command on the leader and returns its result.
+func (p *PeerClient) forward(ctx context.Context, leaderID string, command []byte) (*fsmpb.Result, error) {
 	pc, _, err := p.conn(leaderID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", raftstore.ErrNoLeader, err)
 	}
-	data, err := proto.Marshal(cmd)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := pc.Propose(ctx, &metadpb.ProposeRequest{Command: data})
+	resp, err := pc.Propose(ctx, &metadpb.ProposeRequest{Command: command})
 	if err != nil {
 		return nil, err
 	}
@@ -146,9 +141,12 @@ func (p *PeerClient) forward(ctx context.Context, leaderID string, cmd *fsmpb.Co
 }
 
 // propose proposes cmd here if this node leads, else on the leader. A
-// leader that moved during the call is followed a few times.
+// leader that moved during the call is followed a few times. The command
+// is encoded once, at the first forward, and the leader stamps those bytes
+// as they are (raftstore.ProposeEncoded).
 func (s *Server) propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error) {
 	var err error
+	var encoded []byte
 	for range 3 {
 		var res *fsmpb.Result
 		res, err = s.store.Propose(ctx, cmd)
@@ -156,7 +154,12 @@ func (s *Server) propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result
 		if !errors.As(err, &nle) || nle.LeaderID == "" || nle.LeaderID == s.store.ID() {
 			return res, err
 		}
-		res, err = s.peers.forward(ctx, nle.LeaderID, cmd)
+		if encoded == nil {
+			if encoded, err = proto.Marshal(cmd); err != nil {
+				return nil, err
+			}
+		}
+		res, err = s.peers.forward(ctx, nle.LeaderID, encoded)
 		if reasonOf(err) != ReasonNotLeader {
 			return res, err
 		}
@@ -167,11 +170,10 @@ func (s *Server) propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result
 // Propose implements the Peer service: a proposal forwarded by a follower.
 // It is never forwarded again, so a stale leader hint cannot loop.
 func (s *Server) Propose(ctx context.Context, req *metadpb.ProposeRequest) (*metadpb.ProposeResponse, error) {
-	cmd, err := fsm.DecodeCommand(req.Command)
-	if err != nil {
+	res, err := s.store.ProposeEncoded(ctx, req.Command)
+	if errors.Is(err, raftstore.ErrBadCommand) {
 		return nil, invalidArgument("command", "%v", err)
 	}
-	res, err := s.store.Propose(ctx, cmd)
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/faults"
 	"github.com/metad/metad/fsm"
-	"github.com/metad/metad/internal/faults"
 )
 
 // read runs fn against this node's state: after a linearizable read index

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/metad/metad/internal/faults"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/faults"
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/repair"
@@ -243,7 +243,7 @@ func (s *Server) RunHealth(ctx context.Context) {
 		st := s.store.Status()
 		want := healthpb.HealthCheckResponse_NOT_SERVING
 		caughtUp := st.AppliedIndex+s.cfg.CaughtUpSlack >= st.CommitIndex
-		if st.LeaderID != "" && caughtUp && (st.State != "Leader" || st.ReadReady) {
+		if st.LeaderID != "" && caughtUp && (!st.Leader || st.ReadReady) {
 			want = healthpb.HealthCheckResponse_SERVING
 		}
 		if want != last {

@@ -16,8 +16,19 @@
 // switch to one small handler per operation. A handler validates first and
 // mutates only once nothing can refuse, so a command is all or nothing.
 // A refusal is a Result with a Rejection (code, field, message): it is part
-// of the replicated outcome and is identical on every replica. Only an
-// entry that cannot be decoded panics (see ApplyEntry for why).
+// of the replicated outcome and is identical on every replica. An entry
+// this binary cannot apply — undecodable, an unknown operation, a feature
+// level above MaxLevel — is not a refusal: ApplyEntry returns
+// ErrUnsupported and the replica stops until it is upgraded (see
+// ApplyEntry for why).
+//
+// # Feature levels
+//
+// The state holds the cluster's feature level (level.go): which command
+// kinds may be proposed and which rules Apply enforces. It only grows, and
+// rules that change with it are switched on the state's level, so replicas
+// of mixed releases and replays of old logs all decide alike (rolling
+// upgrades, G15).
 //
 // Nothing here reads a clock, touches the network or disk, logs, or starts a
 // goroutine. Time comes from the command's stamp (the leader's clock when it

@@ -161,6 +161,9 @@ func (m *Machine) admitRecord(index uint64, s *stream, g *generation, view View,
 	if rej != nil {
 		return record{}, rej
 	}
+	if rej := m.insideObject(index, obj, byteRangeOf(pr.Bytes), field+".bytes"); rej != nil {
+		return record{}, rej
+	}
 	rec := record{
 		rng: rng, survivors: rangesOf(pr.Survivors), object: obj.ref, bytes: byteRangeOf(pr.Bytes),
 		version: index, checksum: pr.Checksum, status: RecordValid,

@@ -29,6 +29,9 @@ type Machine struct {
 
 	nextStreamID uint64
 	nextPinID    uint64
+	// level is the cluster's feature level (level.go); 0 means BaseLevel.
+	// Invariant: never decreases, never above MaxLevel.
+	level uint32
 
 	streams map[uint64]*stream
 	// Invariant: byName[s.info.Name] == s.info.ID for every stream s, and
@@ -95,17 +98,22 @@ func DecodeCommand(data []byte) (*fsmpb.Command, error) {
 
 // ApplyEntry decodes and applies one committed log entry.
 //
-// It panics if the entry cannot be decoded or names no operation this binary
-// knows. That is deliberate: the entry is committed, so every replica must
-// apply it; a replica that skipped it would silently diverge from the others,
-// and one that guessed would be worse. Crashing stops the node with the
-// reason in its log until an operator runs a binary that understands it.
-func (m *Machine) ApplyEntry(index uint64, data []byte) *fsmpb.Result {
+// It returns an error wrapping ErrUnsupported, and changes nothing, if the
+// entry cannot be decoded, names no operation this binary knows, or needs a
+// feature level above MaxLevel. The caller must then stop applying: the
+// entry is committed, so every replica must apply it; a replica that
+// skipped it would silently diverge from the others, and one that guessed
+// would be worse. The node stops with the reason in its log until an
+// operator runs a binary that understands it.
+func (m *Machine) ApplyEntry(index uint64, data []byte) (*fsmpb.Result, error) {
 	cmd, err := DecodeCommand(data)
 	if err != nil {
-		panic(fmt.Sprintf("fsm: committed entry %d is undecodable: %v", index, err))
+		return nil, fmt.Errorf("%w: entry %d: %w", ErrUnsupported, index, err)
 	}
-	return m.Apply(index, cmd)
+	if err := supported(index, cmd); err != nil {
+		return nil, err
+	}
+	return m.Apply(index, cmd), nil
 }
 
 // Apply applies one committed command at Raft index `index` and returns its
@@ -173,7 +181,7 @@ func (m *Machine) dispatch(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 	}
 	res := m.handle(index, cmd)
 	if rej := res.Rejection; rej != nil && rej.Field != "" {
-		rej.Field = opName(cmd) + "." + rej.Field
+		rej.Field = OpName(cmd) + "." + rej.Field
 	}
 	return res
 }
@@ -181,8 +189,8 @@ func (m *Machine) dispatch(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 // opOneof describes Command's op oneof.
 var opOneof = (&fsmpb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("op")
 
-// opName is the field name of the command's operation, e.g. "commit_append".
-func opName(cmd *fsmpb.Command) string {
+// OpName is the field name of the command's operation, e.g. "commit_append".
+func OpName(cmd *fsmpb.Command) string {
 	return string(cmd.ProtoReflect().WhichOneof(opOneof).Name())
 }
 
@@ -220,6 +228,8 @@ func (m *Machine) handle(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 		return m.reportCandidateFailure(index, op.ReportCandidateFailure)
 	case *fsmpb.Command_RepairGen0:
 		return m.repairGen0(index, op.RepairGen0)
+	case *fsmpb.Command_SetFeatureLevel:
+		return m.setFeatureLevel(index, op.SetFeatureLevel)
 	default:
 		// Unreachable after Validate, which refuses a nil op; an op type added
 		// to the proto without a case here is a programming error.

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -95,8 +96,8 @@ func TestApplyEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := m.ApplyEntry(1, data); res.Rejection != nil || res.StreamId != 1 {
-		t.Fatalf("ApplyEntry: %v", res)
+	if res, err := m.ApplyEntry(1, data); err != nil || res.Rejection != nil || res.StreamId != 1 {
+		t.Fatalf("ApplyEntry: %v %v", res, err)
 	}
 	// An unknown operation (a field number from a newer metad) decodes
 	// with no op.
@@ -110,15 +111,17 @@ func TestApplyEntry(t *testing.T) {
 		"unknown op":   future,
 		"wrong wire":   protowire.AppendVarint(protowire.AppendTag(nil, 10, protowire.VarintType), 1),
 		"invalid utf8": mustMarshalPartial(t, "\xff"),
+		"level too high": mustMarshal(t, &fsmpb.Command{Op: &fsmpb.Command_SetFeatureLevel{
+			SetFeatureLevel: &fsmpb.SetFeatureLevel{Level: MaxLevel + 1}}}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := DecodeCommand(entry); err == nil {
-				t.Fatal("DecodeCommand accepted it")
-			}
 			before, _, _ := m.StateHash()
-			mustPanic(t, "fsm: committed entry 2 is undecodable", func() { m.ApplyEntry(2, entry) })
+			res, err := m.ApplyEntry(2, entry)
+			if !errors.Is(err, ErrUnsupported) || res != nil || !strings.Contains(err.Error(), "entry 2") {
+				t.Fatalf("ApplyEntry: %v %v, want ErrUnsupported naming entry 2", res, err)
+			}
 			if after, _, _ := m.StateHash(); after != before || m.AppliedIndex() != 1 {
-				t.Fatal("an undecodable entry changed the machine")
+				t.Fatal("an unsupported entry changed the machine")
 			}
 		})
 	}

@@ -105,6 +105,18 @@ func (m *Machine) liveObject(index uint64, ref ObjectRef, field string) (object,
 	return o, nil
 }
 
+// insideObject refuses, from feature level 2 on, a byte range that does
+// not lie inside the object's registered size: a target naming it would
+// send readers to bytes that do not exist. At level 1 such ranges were
+// accepted, and replaying a level-1 log must decide as it did then.
+func (m *Machine) insideObject(index uint64, o object, b ByteRange, field string) *fsmpb.Result {
+	if m.Level() < 2 || (b.Offset <= o.size && b.Length <= o.size-b.Offset) {
+		return nil
+	}
+	return reject(index, fsmpb.RejectCode_INVALID_ARGUMENT, field,
+		"bytes [%d, %d+%d) lie outside object %q, registered with %d bytes", b.Offset, b.Offset, b.Length, o.ref.Key, o.size)
+}
+
 func (m *Machine) addReference(key string) {
 	o, ok := m.getObject(key)
 	if !ok {

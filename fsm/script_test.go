@@ -308,6 +308,9 @@ func (r *scriptRunner) exec(path string, line int, command string) string {
 		a.done()
 		r.idx++
 		out = fmtResult(r.m.Apply(r.idx, cmd))
+		if name == "level" {
+			out += fmt.Sprintf(" level=%d", r.m.Level())
+		}
 	}
 	a.done()
 	return out
@@ -345,6 +348,8 @@ func (r *scriptRunner) command(name string, a *scriptArgs) *fsmpb.Command {
 		return cmdDelete(s)
 	case "register":
 		return cmdRegister(a.obj(), a.u64("size", 0))
+	case "level":
+		return &fsmpb.Command{Op: &fsmpb.Command_SetFeatureLevel{SetFeatureLevel: &fsmpb.SetFeatureLevel{Level: uint32(a.u64("to", 0))}}}
 	case "pin":
 		return cmdPin(a.obj(), a.str("holder", "h"), int64(a.dur("ttl", 0)))
 	case "release":

@@ -172,7 +172,7 @@ func (m *Machine) eachRecord(emit func(*fsmpb.SnapshotRecord) error) error {
 		return err == nil
 	}
 	put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Meta{Meta: &fsmpb.MachineMeta{
-		ClockUnixNano: m.clock, NextStreamId: m.nextStreamID, NextPinId: m.nextPinID,
+		ClockUnixNano: m.clock, NextStreamId: m.nextStreamID, NextPinId: m.nextPinID, FeatureLevel: m.level,
 	}}})
 	if err != nil {
 		return err
@@ -518,7 +518,12 @@ func readRecord(r *bufio.Reader, buf []byte) (*fsmpb.SnapshotRecord, []byte, err
 func (m *Machine) restoreRecord(rec *fsmpb.SnapshotRecord) error {
 	switch r := rec.Record.(type) {
 	case *fsmpb.SnapshotRecord_Meta:
+		if r.Meta.FeatureLevel > MaxLevel {
+			return fmt.Errorf("%w: snapshot is at feature level %d; this binary applies up to %d",
+				ErrUnsupported, r.Meta.FeatureLevel, MaxLevel)
+		}
 		m.clock, m.nextStreamID, m.nextPinID = r.Meta.ClockUnixNano, r.Meta.NextStreamId, r.Meta.NextPinId
+		m.level = r.Meta.FeatureLevel
 	case *fsmpb.SnapshotRecord_Stream:
 		return m.restoreStream(r.Stream)
 	case *fsmpb.SnapshotRecord_Evidence:

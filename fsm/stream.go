@@ -127,6 +127,9 @@ func (m *Machine) commitAppend(index uint64, c *fsmpb.CommitAppend) *fsmpb.Resul
 	if rej != nil {
 		return rej
 	}
+	if rej := m.insideObject(index, obj, byteRangeOf(c.Bytes), "bytes"); rej != nil {
+		return rej
+	}
 	rng := Range{c.ExpectedStart, c.End}
 	ev := evidence{rng: rng, object: obj.ref, bytes: byteRangeOf(c.Bytes), epoch: c.WriterEpoch, version: index}
 	s.evidence.ReplaceOrInsert(ev)

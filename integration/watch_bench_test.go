@@ -36,7 +36,7 @@ func BenchmarkWatchFanout(b *testing.B) {
 	}
 	c := proc.New(b, 3, "--watch-max-watchers", "20000", "--max-timeout", "10m")
 	c.StartAll()
-	leader := c.WaitLeader(60 * time.Second)
+	leader := awaitLeader(c, 60*time.Second)
 	cl := newBenchClient(b, c)
 	ids, obj := createBenchStreams(b, cl, streams)
 	load := &appendLoad{cl: cl, ids: ids, obj: obj, ends: make([]uint64, len(ids))}

@@ -86,7 +86,7 @@ func TestWatchFollowsEveryAppendThroughFailures(t *testing.T) {
 	c := proc.New(t, 3)
 	c.StartAll()
 	formed(t, c, 3)
-	leader := c.WaitLeader(30 * time.Second)
+	leader := awaitLeader(c, 30*time.Second)
 	follower := (leader + 1) % 3
 	w := proc.NewWriter(t, c.Client(), "watched")
 
@@ -242,7 +242,7 @@ func listEvidence(t *testing.T, cl *client.Client, stream uint64) []*metadpb.Evi
 func TestWatchResumeAndCompaction(t *testing.T) {
 	c := proc.New(t, 1, "--watch-history", "4")
 	c.StartAll()
-	c.WaitLeader(30 * time.Second)
+	awaitLeader(c, 30*time.Second)
 	cl := c.Client()
 	w := proc.NewWriter(t, cl, "short-history")
 	var versions []uint64
@@ -333,4 +333,14 @@ func watchersOn(c *proc.Cluster, i int) int {
 		}
 	}
 	return -1
+}
+
+// awaitLeader waits until server 0 reports a leader and returns its index.
+func awaitLeader(c *proc.Cluster, timeout time.Duration) int {
+	leader := -1
+	c.WaitFor("a leader", timeout, func() bool {
+		leader = c.Leader(0)
+		return leader >= 0
+	})
+	return leader
 }

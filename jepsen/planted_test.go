@@ -23,7 +23,7 @@ var (
 )
 
 // TestPlantedBugs runs short real clusters: one clean, then one per
-// planted bug of internal/faults, each with the fault and workload that
+// planted bug of package faults, each with the fault and workload that
 // expose it. The clean run must pass (valid, no anomaly); every planted
 // run must be reported with an anomaly of the guarantee the bug breaks.
 func TestPlantedBugs(t *testing.T) {

@@ -13,42 +13,22 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
-	"github.com/hashicorp/raft"
 )
 
 // ErrClosed is returned by Leave after Close.
 var ErrClosed = errors.New("membership: agent closed")
 
-// Raft is the part of *raft.Raft the agent drives (a subset of
-// raft-autopilot's autopilot.Raft). *raft.Raft satisfies it; so may a
-// wrapper that delegates to one.
-type Raft interface {
-	// State tells whether this node leads: reconcile runs only then.
-	State() raft.RaftState
-	// GetConfiguration gives the latest configuration and its index; the
-	// index is passed as prevIndex to every change, so a change planned on
-	// a stale configuration fails instead of applying.
-	GetConfiguration() raft.ConfigurationFuture
-	AddNonvoter(id raft.ServerID, address raft.ServerAddress, prevIndex uint64, timeout time.Duration) raft.IndexFuture
-	AddVoter(id raft.ServerID, address raft.ServerAddress, prevIndex uint64, timeout time.Duration) raft.IndexFuture
-	RemoveServer(id raft.ServerID, prevIndex uint64, timeout time.Duration) raft.IndexFuture
-	// LastIndex and Stats give the leader's last index and term, against
-	// which non-voters' health is judged.
-	LastIndex() uint64
-	Stats() map[string]string
-}
-
 // Hooks are the functions cmd/metad injects; all are required.
 type Hooks struct {
-	// HasState reports whether this node already has raft state on disk
-	// (raft.HasExistingState). Such a node never bootstraps.
+	// HasState reports whether this node already has raft state on disk.
+	// Such a node never bootstraps.
 	HasState func() bool
-	// Bootstrap bootstraps raft with the given configuration
-	// (raft.BootstrapCluster(...).Error()). An error wrapping
-	// raft.ErrCantBootstrap means state appeared meanwhile: no retry.
-	Bootstrap func(servers []raft.Server) error
+	// Bootstrap bootstraps raft with the given configuration (all
+	// voters). An error wrapping ErrAlreadyBootstrapped means state
+	// appeared meanwhile: no retry.
+	Bootstrap func(servers []Server) error
 	// FetchStats fetches another server's raft stats (normally an RPC to
-	// m.Meta.GRPCAddr answered with StatsFromRaft). The leader calls it
+	// m.Meta.GRPCAddr answered with that server's own Raft.Stats). The leader calls it
 	// for each alive non-voter every reconcile round, with a deadline.
 	FetchStats func(ctx context.Context, m Member) (*ServerStats, error)
 }
@@ -92,8 +72,8 @@ type loopState struct {
 	bootstrapped bool
 	// leading: reconcile state below belongs to the current leadership.
 	leading     bool
-	absentSince map[raft.ServerID]time.Time
-	health      map[raft.ServerID]health
+	absentSince map[string]time.Time
+	health      map[string]health
 	// logged holds keys of hold decisions already logged and still in
 	// force; failed maps planned actions to the last error logged for them.
 	logged map[string]bool

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/hashicorp/raft"
 )
 
 // bootstrapVerdict is what a forming node should do now.
@@ -27,7 +25,7 @@ const (
 // (logged at ERROR rather than INFO).
 type bootstrapDecision struct {
 	Verdict  bootstrapVerdict
-	Servers  []raft.Server
+	Servers  []Server
 	Reason   string
 	Conflict bool
 }
@@ -87,9 +85,9 @@ func decideBootstrap(self string, expect int, members []Member) bootstrapDecisio
 	if dup := duplicateRaftAddr(alive); dup != "" {
 		return bootstrapDecision{Verdict: bootstrapWait, Conflict: true, Reason: "not bootstrapping: " + dup}
 	}
-	servers := make([]raft.Server, len(alive))
+	servers := make([]Server, len(alive))
 	for i, m := range alive {
-		servers[i] = raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.Meta.RaftAddr)}
+		servers[i] = Server{ID: m.ID, Address: m.Meta.RaftAddr, Voter: true}
 	}
 	return bootstrapDecision{Verdict: bootstrapNow, Servers: servers, Reason: fmt.Sprintf(
 		"bootstrapping raft with the %d expected servers: %s", expect, memberIDs(alive))}

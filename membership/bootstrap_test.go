@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/hashicorp/raft"
 )
 
 // mem builds a member for tables: id, status, expect, bootstrapped; raft
@@ -70,8 +68,8 @@ func TestDecideBootstrap(t *testing.T) {
 			}
 			var ids []string
 			for _, s := range d.Servers {
-				ids = append(ids, string(s.ID))
-				if s.Suffrage != raft.Voter || string(s.Address) != "raft-"+string(s.ID)+":1" {
+				ids = append(ids, s.ID)
+				if !s.Voter || s.Address != "raft-"+s.ID+":1" {
 					t.Errorf("server %+v: want a voter at its advertised raft address", s)
 				}
 			}

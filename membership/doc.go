@@ -39,11 +39,13 @@
 //
 // # Reconcile
 //
-// While this node is the raft leader (the loop polls raft.State() every
-// ReconcileInterval and on every gossip change, so cmd/metad calls nothing
-// on leadership changes), each round plans the raft configuration changes
-// the gossip view calls for and applies the first one, conditional on the
-// configuration index it was planned from. The planner (plan.go) is a pure
+// While this node is the raft leader (the loop polls Raft.IsLeader every
+// ReconcileInterval and on every gossip change, so node calls nothing on
+// leadership changes), each round plans the raft configuration changes
+// the gossip view calls for and applies the first one, then plans again
+// from a fresh configuration. (The changes are not conditional on the
+// configuration's index: raft v1.7.3 reports none to its callers; raft
+// takes one uncommitted configuration change at a time.) The planner (plan.go) is a pure
 // function in the spirit of raft-autopilot's: it updates a server's
 // address in place when it comes back elsewhere (servers are keyed by id),
 // removes servers dead or left for DeadServerTimeout — non-voters freely,
@@ -69,18 +71,23 @@
 // the loop (bootstrap + reconcile + metadata updates; its state is
 // loopState, touched by nothing else) and the joiner. memberlist's event
 // callbacks only update the gossip table under its mutex and nudge the
-// loop. Raft is reached only through the Raft interface and the Hooks, so
-// the package imports neither raftstore nor gRPC.
+// loop. Raft is reached only through the Raft interface (raft.go) and the
+// Hooks, in this package's own types (Server, ServerStats) and sentinel
+// (ErrAlreadyBootstrapped), so the package imports neither hashicorp/raft
+// nor raftstore nor gRPC: raftstore is the one owner of raft, and the
+// architecture test keeps it so. Only the in-process cluster tests import
+// hashicorp/raft, to run agents over real in-memory rafts.
 //
-// # Wiring (cmd/metad)
+// # Wiring (node)
 //
-// Create raft first, then New(cfg, r, hooks, logger) with r the *raft.Raft
-// (or anything with the Raft methods) and hooks:
+// Open the raft store first, then New(cfg, r, hooks, logger) with r an
+// adapter of *raftstore.Store to Raft (node/membership.go) and hooks:
 //
-//   - HasState: raft.HasExistingState(logStore, stableStore, snapStore);
-//   - Bootstrap: r.BootstrapCluster(raft.Configuration{Servers: s}).Error();
+//   - HasState: raftstore.Store.HasState;
+//   - Bootstrap: raftstore.Store.Bootstrap, its ErrAlreadyBootstrapped
+//     wrapped as this package's;
 //   - FetchStats: an RPC to m.Meta.GRPCAddr whose handler answers with
-//     StatsFromRaft on its own raft.
+//     that node's own progress (raftstore.Store.Progress).
 //
 // Nothing is called on leadership changes. On SIGTERM: transfer raft
 // leadership, then Leave(timeout), then Close, then shut raft down.

@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/raft"
 )
 
 // fakeRaft is a Raft whose leadership and configuration the test controls
@@ -20,12 +17,12 @@ import (
 // (a real leader with two of three voters dead steps down and could not
 // remove anything anyway).
 type fakeRaft struct {
-	mu     sync.Mutex
-	leader bool
-	conf   raft.Configuration
-	index  uint64
-	calls  []string
-	fail   error // returned by every change while set
+	mu      sync.Mutex
+	leader  bool
+	servers []Server
+	index   uint64
+	calls   []string
+	fail    error // returned by every change while set
 }
 
 func (f *fakeRaft) failWith(err error) {
@@ -35,19 +32,15 @@ func (f *fakeRaft) failWith(err error) {
 }
 
 var _ Raft = (*fakeRaft)(nil)
-var _ Raft = (*raft.Raft)(nil)
 
-func newFakeRaft(leader bool, servers ...raft.Server) *fakeRaft {
-	return &fakeRaft{leader: leader, conf: raft.Configuration{Servers: servers}, index: 1}
+func newFakeRaft(leader bool, servers ...Server) *fakeRaft {
+	return &fakeRaft{leader: leader, servers: servers, index: 1}
 }
 
-func (f *fakeRaft) State() raft.RaftState {
+func (f *fakeRaft) IsLeader() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.leader {
-		return raft.Leader
-	}
-	return raft.Follower
+	return f.leader
 }
 
 func (f *fakeRaft) setLeader(b bool) {
@@ -56,71 +49,60 @@ func (f *fakeRaft) setLeader(b bool) {
 	f.leader = b
 }
 
-func (f *fakeRaft) GetConfiguration() raft.ConfigurationFuture {
+func (f *fakeRaft) Configuration() ([]Server, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return fakeFuture{index: f.index, conf: f.conf.Clone()}
+	return append([]Server(nil), f.servers...), nil
 }
 
-func (f *fakeRaft) change(call string, prevIndex uint64, mutate func(*raft.Configuration)) raft.IndexFuture {
+func (f *fakeRaft) change(call string, mutate func([]Server) []Server) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {
-		return fakeFuture{err: f.fail}
+		return 0, f.fail
 	}
-	if prevIndex != 0 && prevIndex != f.index {
-		return fakeFuture{err: fmt.Errorf("configuration changed since %d (latest is %d)", prevIndex, f.index)}
-	}
-	mutate(&f.conf)
+	f.servers = mutate(f.servers)
 	f.index++
 	f.calls = append(f.calls, call)
-	return fakeFuture{index: f.index}
+	return f.index, nil
 }
 
-func (f *fakeRaft) upsert(id raft.ServerID, addr raft.ServerAddress, suffrage raft.ServerSuffrage) func(*raft.Configuration) {
-	return func(c *raft.Configuration) {
-		for i, s := range c.Servers {
+func upsert(id, addr string, voter bool) func([]Server) []Server {
+	return func(servers []Server) []Server {
+		for i, s := range servers {
 			if s.ID == id {
-				c.Servers[i].Address = addr
-				if suffrage == raft.Voter {
-					c.Servers[i].Suffrage = raft.Voter
-				}
-				return
+				servers[i].Address = addr
+				servers[i].Voter = s.Voter || voter
+				return servers
 			}
 		}
-		c.Servers = append(c.Servers, raft.Server{Suffrage: suffrage, ID: id, Address: addr})
+		return append(servers, Server{ID: id, Address: addr, Voter: voter})
 	}
 }
 
-func (f *fakeRaft) AddNonvoter(id raft.ServerID, addr raft.ServerAddress, prev uint64, _ time.Duration) raft.IndexFuture {
-	return f.change("add-nonvoter:"+string(id), prev, f.upsert(id, addr, raft.Nonvoter))
+func (f *fakeRaft) AddNonvoter(_ context.Context, id, addr string) (uint64, error) {
+	return f.change("add-nonvoter:"+id, upsert(id, addr, false))
 }
 
-func (f *fakeRaft) AddVoter(id raft.ServerID, addr raft.ServerAddress, prev uint64, _ time.Duration) raft.IndexFuture {
-	return f.change("add-voter:"+string(id), prev, f.upsert(id, addr, raft.Voter))
+func (f *fakeRaft) AddVoter(_ context.Context, id, addr string) (uint64, error) {
+	return f.change("add-voter:"+id, upsert(id, addr, true))
 }
 
-func (f *fakeRaft) RemoveServer(id raft.ServerID, prev uint64, _ time.Duration) raft.IndexFuture {
-	return f.change("remove:"+string(id), prev, func(c *raft.Configuration) {
-		for i, s := range c.Servers {
+func (f *fakeRaft) RemoveServer(_ context.Context, id string) (uint64, error) {
+	return f.change("remove:"+id, func(servers []Server) []Server {
+		for i, s := range servers {
 			if s.ID == id {
-				c.Servers = append(c.Servers[:i], c.Servers[i+1:]...)
-				return
+				return append(servers[:i], servers[i+1:]...)
 			}
 		}
+		return servers
 	})
 }
 
-func (f *fakeRaft) LastIndex() uint64 {
+func (f *fakeRaft) Stats() (ServerStats, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.index
-}
-
-func (f *fakeRaft) Stats() map[string]string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return map[string]string{"last_contact": "0", "last_log_term": "1", "last_log_index": strconv.FormatUint(f.index, 10)}
+	return ServerStats{LastContact: 0, LastTerm: 1, LastIndex: f.index}, nil
 }
 
 func (f *fakeRaft) callLog() []string {
@@ -128,16 +110,6 @@ func (f *fakeRaft) callLog() []string {
 	defer f.mu.Unlock()
 	return append([]string(nil), f.calls...)
 }
-
-type fakeFuture struct {
-	err   error
-	index uint64
-	conf  raft.Configuration
-}
-
-func (f fakeFuture) Error() error                      { return f.err }
-func (f fakeFuture) Index() uint64                     { return f.index }
-func (f fakeFuture) Configuration() raft.Configuration { return f.conf }
 
 // gossipNodes starts agents with ids over fake rafts (expect 0: no
 // bootstrap), all joining the first, and returns them by id.
@@ -171,7 +143,7 @@ func gossipNodes(t *testing.T, log *slog.Logger, rafts map[string]*fakeRaft, twe
 func fakeHooks() Hooks {
 	return Hooks{
 		HasState:  func() bool { return true },
-		Bootstrap: func([]raft.Server) error { return errors.New("test nodes never bootstrap") },
+		Bootstrap: func([]Server) error { return errors.New("test nodes never bootstrap") },
 		FetchStats: func(ctx context.Context, m Member) (*ServerStats, error) {
 			return &ServerStats{LastContact: 0, LastTerm: 1}, nil
 		},
@@ -185,9 +157,9 @@ func fakeHooks() Hooks {
 func TestReconcileRemovesDeadWithinQuorum(t *testing.T) {
 	sink, log := newLogSink(t)
 	ids := []string{"a", "b", "c", "d", "e"}
-	var servers []raft.Server
+	var servers []Server
 	for _, id := range ids {
-		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(id + ".raft:7421")})
+		servers = append(servers, Server{ID: id, Address: id + ".raft:7421", Voter: true})
 	}
 	leader := newFakeRaft(true, servers...)
 	// SuspicionMult 2 expects no confirmations, so a lone survivor declares
@@ -259,7 +231,7 @@ func wantStatuses(a *Agent, ids []string, want Status) error {
 // and promotes it.
 func TestReconcileAddsAndPromotesOnlyAsLeader(t *testing.T) {
 	sink, log := newLogSink(t)
-	r := newFakeRaft(false, raft.Server{Suffrage: raft.Voter, ID: "a", Address: "a.raft:7421"})
+	r := newFakeRaft(false, Server{ID: "a", Address: "a.raft:7421", Voter: true})
 	agents := gossipNodes(t, log, map[string]*fakeRaft{"a": r}, nil, "a", "b")
 	waitFor(t, 10*time.Second, "a sees b", func() error { return wantStatuses(agents["a"], []string{"a", "b"}, StatusAlive) })
 	time.Sleep(5 * testConfig("a", "127.0.0.1:1").ReconcileInterval)
@@ -291,7 +263,7 @@ func TestBootstrapHookOutcomes(t *testing.T) {
 	}
 	for _, o := range []outcome{
 		{"transient failure retried", []error{errors.New("disk full"), errors.New("disk full")}, false, 3, "raft bootstrapped"},
-		{"state exists", []error{fmt.Errorf("wrapped: %w", raft.ErrCantBootstrap)}, false, 1, "raft refused to bootstrap"},
+		{"state exists", []error{fmt.Errorf("wrapped: %w", ErrAlreadyBootstrapped)}, false, 1, "raft refused to bootstrap"},
 		{"state appeared", nil, true, 0, "raft state found on disk"},
 	} {
 		t.Run(o.name, func(t *testing.T) {
@@ -305,7 +277,7 @@ func TestBootstrapHookOutcomes(t *testing.T) {
 				stateChecks++
 				return o.stateAfter && stateChecks > 1
 			}
-			hooks.Bootstrap = func([]raft.Server) error {
+			hooks.Bootstrap = func([]Server) error {
 				mu.Lock()
 				defer mu.Unlock()
 				calls++
@@ -345,7 +317,7 @@ func TestBootstrapHookOutcomes(t *testing.T) {
 // through once raft accepts it.
 func TestFailedChangeLoggedOnceAndRetried(t *testing.T) {
 	sink, log := newLogSink(t)
-	r := newFakeRaft(true, raft.Server{Suffrage: raft.Voter, ID: "a", Address: "a.raft:7421"})
+	r := newFakeRaft(true, Server{ID: "a", Address: "a.raft:7421", Voter: true})
 	r.failWith(errors.New("leadership lost while committing log"))
 	gossipNodes(t, log, map[string]*fakeRaft{"a": r}, nil, "a", "b")
 	waitFor(t, 10*time.Second, "failure logged", func() error {

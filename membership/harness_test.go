@@ -21,8 +21,9 @@ import (
 
 // This file is the in-process cluster the integration tests run: real
 // memberlist on 127.0.0.1, real hashicorp/raft over InmemTransport with
-// in-memory stores that survive a node's restart, and FetchStats reading
-// the other node's *raft.Raft directly.
+// in-memory stores that survive a node's restart (each agent drives its
+// raft through raftHandle, raftadapter_test.go), and FetchStats reading
+// the other node's raft directly.
 
 // logSink collects every node's log lines; a failing test prints them.
 type logSink struct {
@@ -192,8 +193,8 @@ func (c *cluster) start(id string, expect int, join []string, tweak func(*Config
 			ok, err := raft.HasExistingState(st.logs, st.stable, st.snaps)
 			return err == nil && ok
 		},
-		Bootstrap: func(servers []raft.Server) error {
-			err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+		Bootstrap: func(servers []Server) error {
+			err := raftHandle{r}.bootstrap(servers)
 			if err == nil {
 				c.mu.Lock()
 				c.bootstraps = append(c.bootstraps, id+":"+fmt.Sprint(servers))
@@ -203,7 +204,7 @@ func (c *cluster) start(id string, expect int, join []string, tweak func(*Config
 		},
 		FetchStats: c.fetchStats,
 	}
-	n.agent, err = New(cfg, r, hooks, c.log)
+	n.agent, err = New(cfg, raftHandle{r}, hooks, c.log)
 	if err != nil {
 		c.t.Fatalf("agent %s: %v", id, err)
 	}
@@ -277,7 +278,7 @@ func (c *cluster) fetchStats(ctx context.Context, m Member) (*ServerStats, error
 	if n == nil {
 		return nil, errors.New("node not running")
 	}
-	st, err := StatsFromRaft(n.r)
+	st, err := raftHandle{n.r}.Stats()
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/hashicorp/raft"
 )
 
 // metaUpdateTimeout bounds how long the loop waits for memberlist to
@@ -35,7 +33,7 @@ func (a *Agent) step(ctx context.Context) {
 	if !a.loop.bootstrapDone {
 		a.maybeBootstrap()
 	}
-	if a.raft.State() == raft.Leader {
+	if a.raft.IsLeader() {
 		a.reconcile(ctx)
 	} else if a.loop.leading {
 		a.log.Info("no longer raft leader; membership reconcile stopped")
@@ -51,8 +49,7 @@ func (a *Agent) refreshBootstrapped() {
 	if a.loop.bootstrapped {
 		return
 	}
-	f := a.raft.GetConfiguration()
-	if f.Error() != nil || len(f.Configuration().Servers) == 0 {
+	if servers, err := a.raft.Configuration(); err != nil || len(servers) == 0 {
 		return
 	}
 	if !a.loop.bootstrapDone {
@@ -98,7 +95,7 @@ func (a *Agent) maybeBootstrap() {
 	case bootstrapNow:
 		err := a.hooks.Bootstrap(d.Servers)
 		switch {
-		case errors.Is(err, raft.ErrCantBootstrap):
+		case errors.Is(err, ErrAlreadyBootstrapped):
 			a.log.Info("raft refused to bootstrap: state already exists; not bootstrapping")
 		case err != nil:
 			a.log.Error("raft bootstrap failed; will retry", "err", err)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"time"
-
-	"github.com/hashicorp/raft"
 )
 
 // actionKind names one decision of the planner.
@@ -59,8 +57,8 @@ const (
 type decision struct {
 	Kind   actionKind
 	Hold   holdClass
-	ID     raft.ServerID
-	Addr   raft.ServerAddress
+	ID     string
+	Addr   string
 	Voter  bool // actUpdateAddress: the server is a voter and stays one
 	Reason string
 }
@@ -81,17 +79,17 @@ type health struct {
 // planInput is everything the planner looks at: values only, no clock.
 type planInput struct {
 	Now    time.Time
-	Leader raft.ServerID // this node; never removed
+	Leader string // this node; never removed
 	// Servers is the latest raft configuration.
-	Servers []raft.Server
+	Servers []Server
 	// Members is the gossip view (valid metadata only).
 	Members []Member
 	// AbsentSince says since when each configured server has been missing
 	// from the gossip view altogether (e.g. forgotten by memberlist before
 	// this node became leader); it then counts as dead since that time.
-	AbsentSince map[raft.ServerID]time.Time
+	AbsentSince map[string]time.Time
 	// Health is the tracked health of non-voters.
-	Health map[raft.ServerID]health
+	Health map[string]health
 
 	DeadServerTimeout       time.Duration
 	ServerStabilizationTime time.Duration
@@ -119,13 +117,13 @@ type planInput struct {
 // applies the first and plans again with a fresh configuration, so every
 // rule is re-checked after each change. Holds are decisions not to act.
 func plan(in planInput) (acts, holds []decision) {
-	members := make(map[raft.ServerID]Member, len(in.Members))
+	members := make(map[string]Member, len(in.Members))
 	for _, m := range in.Members {
-		members[raft.ServerID(m.ID)] = m
+		members[m.ID] = m
 	}
-	servers := append([]raft.Server(nil), in.Servers...)
+	servers := append([]Server(nil), in.Servers...)
 	sort.Slice(servers, func(i, j int) bool { return servers[i].ID < servers[j].ID })
-	owner := make(map[raft.ServerAddress]raft.ServerID, len(servers))
+	owner := make(map[string]string, len(servers))
 	for _, s := range servers {
 		owner[s.Address] = s.ID
 	}
@@ -139,9 +137,9 @@ func plan(in planInput) (acts, holds []decision) {
 
 type planner struct {
 	in      planInput
-	members map[raft.ServerID]Member
-	servers []raft.Server // sorted by id
-	owner   map[raft.ServerAddress]raft.ServerID
+	members map[string]Member
+	servers []Server // sorted by id
+	owner   map[string]string
 	acts    []decision
 	holds   []decision
 }
@@ -152,24 +150,24 @@ func (p *planner) hold(d decision) { d.Kind = actHold; p.holds = append(p.holds,
 func (p *planner) updateAddresses() {
 	for _, s := range p.servers {
 		m, ok := p.members[s.ID]
-		if !ok || m.Status != StatusAlive || raft.ServerAddress(m.Meta.RaftAddr) == s.Address {
+		if !ok || m.Status != StatusAlive || m.Meta.RaftAddr == s.Address {
 			continue
 		}
-		addr := raft.ServerAddress(m.Meta.RaftAddr)
+		addr := m.Meta.RaftAddr
 		if o, taken := p.owner[addr]; taken {
 			p.hold(decision{Hold: holdAddrConflict, ID: s.ID, Addr: addr, Reason: fmt.Sprintf(
 				"raft address of %s changed from %s to %s, but %s holds that address in the raft configuration; waiting for its removal",
 				s.ID, s.Address, addr, o)})
 			continue
 		}
-		p.act(decision{Kind: actUpdateAddress, ID: s.ID, Addr: addr, Voter: s.Suffrage == raft.Voter,
+		p.act(decision{Kind: actUpdateAddress, ID: s.ID, Addr: addr, Voter: s.Voter,
 			Reason: fmt.Sprintf("server %s now advertises raft address %s (was %s); same id, same server", s.ID, addr, s.Address)})
 	}
 }
 
 // downSince reports whether configured server s is down in gossip (dead,
 // left or absent) and since when.
-func (p *planner) downSince(s raft.Server) (time.Time, string, bool) {
+func (p *planner) downSince(s Server) (time.Time, string, bool) {
 	m, ok := p.members[s.ID]
 	if !ok {
 		since, known := p.in.AbsentSince[s.ID]
@@ -187,7 +185,7 @@ func (p *planner) downSince(s raft.Server) (time.Time, string, bool) {
 func (p *planner) removeDead() {
 	voters, deadVoters := 0, 0
 	for _, s := range p.servers {
-		if s.Suffrage == raft.Voter {
+		if s.Voter {
 			voters++
 			if _, _, down := p.downSince(s); down {
 				deadVoters++
@@ -198,7 +196,7 @@ func (p *planner) removeDead() {
 	// Non-voters first: removing them never changes the quorum.
 	for _, wantVoter := range []bool{false, true} {
 		for _, s := range p.servers {
-			if (s.Suffrage == raft.Voter) != wantVoter || s.ID == p.in.Leader {
+			if (s.Voter) != wantVoter || s.ID == p.in.Leader {
 				continue
 			}
 			since, how, down := p.downSince(s)
@@ -234,11 +232,11 @@ func (p *planner) removeDead() {
 }
 
 func (p *planner) addNew() {
-	inConfig := make(map[raft.ServerID]bool, len(p.servers))
+	inConfig := make(map[string]bool, len(p.servers))
 	for _, s := range p.servers {
 		inConfig[s.ID] = true
 	}
-	ids := make([]raft.ServerID, 0, len(p.members))
+	ids := make([]string, 0, len(p.members))
 	for id := range p.members {
 		ids = append(ids, id)
 	}
@@ -248,7 +246,7 @@ func (p *planner) addNew() {
 		if inConfig[id] || m.Status != StatusAlive {
 			continue
 		}
-		addr := raft.ServerAddress(m.Meta.RaftAddr)
+		addr := m.Meta.RaftAddr
 		if o, taken := p.owner[addr]; taken {
 			p.hold(decision{Hold: holdAddrConflict, ID: id, Addr: addr, Reason: fmt.Sprintf(
 				"not adding %s: its raft address %s is held by %s in the raft configuration; waiting for %s's removal",
@@ -263,7 +261,7 @@ func (p *planner) addNew() {
 func (p *planner) promote() {
 	for _, s := range p.servers {
 		m, ok := p.members[s.ID]
-		if s.Suffrage != raft.Nonvoter || !ok || m.Status != StatusAlive {
+		if s.Voter || !ok || m.Status != StatusAlive {
 			continue
 		}
 		h, tracked := p.in.Health[s.ID]

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/raft"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed for randomised membership tests (0 = time-based)")
@@ -17,13 +15,13 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const testTimeout = 30 * time.Second
 
-func voter(id string) raft.Server {
-	return raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress("raft-" + id + ":1")}
+func voter(id string) Server {
+	return Server{ID: id, Address: "raft-" + id + ":1", Voter: true}
 }
 
-func nonvoter(id string) raft.Server {
+func nonvoter(id string) Server {
 	s := voter(id)
-	s.Suffrage = raft.Nonvoter
+	s.Voter = false
 	return s
 }
 
@@ -36,16 +34,16 @@ func down(id string, st Status, d time.Duration) Member {
 
 func alive(id string) Member { return down(id, StatusAlive, time.Hour) }
 
-func baseInput(servers []raft.Server, members ...Member) planInput {
+func baseInput(servers []Server, members ...Member) planInput {
 	return planInput{Now: t0.Add(time.Hour), Leader: "a", Servers: servers, Members: members,
-		AbsentSince: map[raft.ServerID]time.Time{}, Health: map[raft.ServerID]health{},
+		AbsentSince: map[string]time.Time{}, Health: map[string]health{},
 		DeadServerTimeout: testTimeout, ServerStabilizationTime: 10 * time.Second}
 }
 
 func describe(ds []decision) string {
 	var out []string
 	for _, d := range ds {
-		s := d.Kind.String() + ":" + string(d.ID)
+		s := d.Kind.String() + ":" + d.ID
 		if d.Hold != holdNone {
 			s += "(" + string(d.Hold) + ")"
 		}
@@ -63,88 +61,88 @@ func TestPlan(t *testing.T) {
 		in          planInput
 		acts, holds string
 	}{
-		{"steady state", baseInput([]raft.Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"), alive("c")), "", ""},
+		{"steady state", baseInput([]Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"), alive("c")), "", ""},
 		{"3 voters, 2 dead long: quorum guard",
-			baseInput([]raft.Server{V("a"), V("b"), V("c")}, alive("a"), down("b", D, long), down("c", D, long)),
+			baseInput([]Server{V("a"), V("b"), V("c")}, alive("a"), down("b", D, long), down("c", D, long)),
 			"", "hold:b(quorum-guard) hold:c(quorum-guard)"},
 		{"5 voters, 2 dead long: remove both, lowest id first",
-			baseInput([]raft.Server{V("a"), V("b"), V("c"), V("d"), V("e")}, alive("a"), alive("b"), alive("c"), down("d", D, long), down("e", L, long)),
+			baseInput([]Server{V("a"), V("b"), V("c"), V("d"), V("e")}, alive("a"), alive("b"), alive("c"), down("d", D, long), down("e", L, long)),
 			"remove:d remove:e", ""},
 		{"5 voters, 3 down, 1 not yet long: guard counts all down voters",
-			baseInput([]raft.Server{V("a"), V("b"), V("c"), V("d"), V("e")}, alive("a"), alive("b"), down("c", D, short), down("d", D, long), down("e", L, long)),
+			baseInput([]Server{V("a"), V("b"), V("c"), V("d"), V("e")}, alive("a"), alive("b"), down("c", D, short), down("d", D, long), down("e", L, long)),
 			"", "hold:c(dead-waiting) hold:d(quorum-guard) hold:e(quorum-guard)"},
 		{"dead for less than the timeout",
-			baseInput([]raft.Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"), down("c", D, short)),
+			baseInput([]Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"), down("c", D, short)),
 			"", "hold:c(dead-waiting)"},
 		{"left is treated like dead",
-			baseInput([]raft.Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"), down("c", L, long)),
+			baseInput([]Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"), down("c", L, long)),
 			"remove:c", ""},
 		{"min quorum",
 			func() planInput {
-				in := baseInput([]raft.Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"), down("c", D, long))
+				in := baseInput([]Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"), down("c", D, long))
 				in.MinQuorum = 3
 				return in
 			}(), "", "hold:c(min-quorum)"},
 		{"dead non-voter removed even below min quorum",
 			func() planInput {
-				in := baseInput([]raft.Server{V("a"), V("b"), V("c"), N("d")}, alive("a"), alive("b"), alive("c"), down("d", D, long))
+				in := baseInput([]Server{V("a"), V("b"), V("c"), N("d")}, alive("a"), alive("b"), alive("c"), down("d", D, long))
 				in.MinQuorum = 3
 				return in
 			}(), "remove:d", ""},
 		{"non-voters removed before voters",
-			baseInput([]raft.Server{V("a"), V("b"), V("c"), V("d"), V("e"), N("f")}, alive("a"), alive("b"), alive("c"), alive("d"), down("b2", D, long), down("e", D, long), down("f", D, long)),
+			baseInput([]Server{V("a"), V("b"), V("c"), V("d"), V("e"), N("f")}, alive("a"), alive("b"), alive("c"), alive("d"), down("b2", D, long), down("e", D, long), down("f", D, long)),
 			"remove:f remove:e", ""},
 		{"absent long enough",
 			func() planInput {
-				in := baseInput([]raft.Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"))
+				in := baseInput([]Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"))
 				in.AbsentSince["c"] = in.Now.Add(-long)
 				return in
 			}(), "remove:c", ""},
 		{"absent, first noticed now",
-			baseInput([]raft.Server{V("a"), V("b"), V("c")}, alive("a"), alive("b")),
+			baseInput([]Server{V("a"), V("b"), V("c")}, alive("a"), alive("b")),
 			"", "hold:c(dead-waiting)"},
 		{"leader never removed",
-			baseInput([]raft.Server{V("a"), V("b"), V("c")}, down("a", D, long), alive("b"), alive("c")),
+			baseInput([]Server{V("a"), V("b"), V("c")}, down("a", D, long), alive("b"), alive("c")),
 			"", ""},
 		{"new alive member added as non-voter; dead newcomer ignored",
-			baseInput([]raft.Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"), alive("c"), alive("e"), alive("d"), down("f", D, long)),
+			baseInput([]Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"), alive("c"), alive("e"), alive("d"), down("f", D, long)),
 			"add-nonvoter:d add-nonvoter:e", ""},
 		{"address change, voter",
 			func() planInput {
-				in := baseInput([]raft.Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"), alive("c"))
+				in := baseInput([]Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"), alive("c"))
 				in.Members[2].Meta.RaftAddr = "raft-c-new:1"
 				return in
 			}(), "update-address:c", ""},
 		{"address taken by another id",
 			func() planInput {
-				in := baseInput([]raft.Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"), alive("c"), alive("d"))
+				in := baseInput([]Server{V("a"), V("b"), V("c")}, alive("a"), alive("b"), alive("c"), alive("d"))
 				in.Members[2].Meta.RaftAddr = "raft-b:1"
 				in.Members[3].Meta.RaftAddr = "raft-a:1"
 				return in
 			}(), "", "hold:c(address-conflict) hold:d(address-conflict)"},
 		{"non-voter without health data",
-			baseInput([]raft.Server{V("a"), N("b")}, alive("a"), alive("b")), "", "hold:b(not-stable)"},
+			baseInput([]Server{V("a"), N("b")}, alive("a"), alive("b")), "", "hold:b(not-stable)"},
 		{"non-voter healthy, not long enough",
 			func() planInput {
-				in := baseInput([]raft.Server{V("a"), N("b")}, alive("a"), alive("b"))
+				in := baseInput([]Server{V("a"), N("b")}, alive("a"), alive("b"))
 				in.Health["b"] = health{Healthy: true, Since: in.Now.Add(-9 * time.Second)}
 				return in
 			}(), "", "hold:b(not-stable)"},
 		{"non-voter unhealthy for long",
 			func() planInput {
-				in := baseInput([]raft.Server{V("a"), N("b")}, alive("a"), alive("b"))
+				in := baseInput([]Server{V("a"), N("b")}, alive("a"), alive("b"))
 				in.Health["b"] = health{Healthy: false, Since: in.Now.Add(-time.Hour)}
 				return in
 			}(), "", "hold:b(not-stable)"},
 		{"non-voter stable: promote",
 			func() planInput {
-				in := baseInput([]raft.Server{V("a"), N("b")}, alive("a"), alive("b"))
+				in := baseInput([]Server{V("a"), N("b")}, alive("a"), alive("b"))
 				in.Health["b"] = health{Healthy: true, Since: in.Now.Add(-10 * time.Second)}
 				return in
 			}(), "promote:b", ""},
 		{"priority: address, removal, add, promote",
 			func() planInput {
-				in := baseInput([]raft.Server{V("a"), V("b"), V("c"), N("d")}, alive("a"), alive("b"), down("c", D, long), alive("d"), alive("e"))
+				in := baseInput([]Server{V("a"), V("b"), V("c"), N("d")}, alive("a"), alive("b"), down("c", D, long), alive("d"), alive("e"))
 				in.Members[1].Meta.RaftAddr = "raft-b2:1"
 				in.Health["d"] = health{Healthy: true, Since: t0}
 				return in
@@ -169,7 +167,7 @@ func TestPlan(t *testing.T) {
 }
 
 func TestPlanUpdateAddressKeepsSuffrage(t *testing.T) {
-	in := baseInput([]raft.Server{voter("a"), nonvoter("b")}, alive("a"), alive("b"))
+	in := baseInput([]Server{voter("a"), nonvoter("b")}, alive("a"), alive("b"))
 	in.Members[1].Meta.RaftAddr = "raft-b-new:1"
 	acts, _ := plan(in)
 	if len(acts) != 1 || acts[0].Kind != actUpdateAddress || acts[0].Voter || acts[0].Addr != "raft-b-new:1" {
@@ -232,7 +230,7 @@ func randomWorld(r *rand.Rand) world {
 		if inConfig {
 			s := voter(id)
 			if i > 0 && r.IntN(4) == 0 {
-				s.Suffrage = raft.Nonvoter
+				s.Voter = false
 			}
 			in.Servers = append(in.Servers, s)
 		}
@@ -244,7 +242,7 @@ func randomWorld(r *rand.Rand) world {
 			in.Members = append(in.Members, down(id, st, time.Duration(r.IntN(60))*time.Second))
 		default:
 			if inConfig {
-				in.AbsentSince[raft.ServerID(id)] = in.Now.Add(-time.Duration(r.IntN(60)) * time.Second)
+				in.AbsentSince[id] = in.Now.Add(-time.Duration(r.IntN(60)) * time.Second)
 			}
 		}
 		if n := len(in.Members); n > 0 && in.Members[n-1].ID == id {
@@ -255,13 +253,13 @@ func randomWorld(r *rand.Rand) world {
 			}
 		}
 		if r.IntN(2) == 0 {
-			in.Health[raft.ServerID(id)] = health{Healthy: r.IntN(3) > 0, Since: in.Now.Add(-time.Duration(r.IntN(20)) * time.Second)}
+			in.Health[id] = health{Healthy: r.IntN(3) > 0, Since: in.Now.Add(-time.Duration(r.IntN(20)) * time.Second)}
 		}
 	}
 	return world{in: in}
 }
 
-func (w world) member(id raft.ServerID) (Member, bool) {
+func (w world) member(id string) (Member, bool) {
 	for _, m := range w.in.Members {
 		if m.ID == string(id) {
 			return m, true
@@ -271,7 +269,7 @@ func (w world) member(id raft.ServerID) (Member, bool) {
 }
 
 // isDownLong: dead/left/absent for at least the timeout, per the rules.
-func (w world) downFor(id raft.ServerID) (time.Duration, bool) {
+func (w world) downFor(id string) (time.Duration, bool) {
 	m, ok := w.member(id)
 	if !ok {
 		since, known := w.in.AbsentSince[id]
@@ -288,7 +286,7 @@ func (w world) downFor(id raft.ServerID) (time.Duration, bool) {
 
 func (w world) voterCounts() (voters, downVoters int) {
 	for _, s := range w.in.Servers {
-		if s.Suffrage == raft.Voter {
+		if s.Voter {
 			voters++
 			if _, d := w.downFor(s.ID); d {
 				downVoters++
@@ -317,7 +315,7 @@ func (w world) check(d decision) error {
 		if !isDown || dur < w.in.DeadServerTimeout {
 			return fmt.Errorf("removes %s down=%v for %v < timeout", d.ID, isDown, dur)
 		}
-		if w.in.Servers[idx].Suffrage == raft.Voter {
+		if w.in.Servers[idx].Voter {
 			v, dv := w.voterCounts()
 			if v-dv < v/2+1 {
 				return fmt.Errorf("removes voter %s with %d of %d voters down: alive voters are no quorum", d.ID, dv, v)
@@ -327,18 +325,18 @@ func (w world) check(d decision) error {
 			}
 		}
 	case actAdd:
-		if idx >= 0 || !known || m.Status != StatusAlive || string(d.Addr) != m.Meta.RaftAddr {
+		if idx >= 0 || !known || m.Status != StatusAlive || d.Addr != m.Meta.RaftAddr {
 			return fmt.Errorf("adds %s: in config=%v known=%v", d.ID, idx >= 0, known)
 		}
 	case actPromote:
 		h, ok := w.in.Health[d.ID]
-		if idx < 0 || w.in.Servers[idx].Suffrage != raft.Nonvoter || !known || m.Status != StatusAlive ||
+		if idx < 0 || w.in.Servers[idx].Voter || !known || m.Status != StatusAlive ||
 			!ok || !h.Healthy || w.in.Now.Sub(h.Since) < w.in.ServerStabilizationTime {
 			return fmt.Errorf("promotes %s without being a stable alive non-voter", d.ID)
 		}
 	case actUpdateAddress:
-		if idx < 0 || !known || m.Status != StatusAlive || string(d.Addr) != m.Meta.RaftAddr ||
-			d.Voter != (w.in.Servers[idx].Suffrage == raft.Voter) {
+		if idx < 0 || !known || m.Status != StatusAlive || d.Addr != m.Meta.RaftAddr ||
+			d.Voter != (w.in.Servers[idx].Voter) {
 			return fmt.Errorf("updates %s wrongly", d.ID)
 		}
 	default:
@@ -366,14 +364,14 @@ func (w *world) apply(d decision) {
 		case actRemove:
 			continue
 		case actPromote:
-			s.Suffrage = raft.Voter
+			s.Voter = true
 		case actUpdateAddress:
 			s.Address = d.Addr
 		}
 		servers = append(servers, s)
 	}
 	if !found && d.Kind == actAdd {
-		servers = append(servers, raft.Server{Suffrage: raft.Nonvoter, ID: d.ID, Address: d.Addr})
+		servers = append(servers, Server{ID: d.ID, Address: d.Addr})
 	}
 	w.in.Servers = servers
 }
@@ -413,15 +411,15 @@ func TestPlanProperties(t *testing.T) {
 
 // checkFixpoint: nothing the rules allow is left undone.
 func (w world) checkFixpoint() error {
-	owner := map[raft.ServerAddress]raft.ServerID{}
-	inConfig := map[raft.ServerID]raft.Server{}
+	owner := map[string]string{}
+	inConfig := map[string]Server{}
 	for _, s := range w.in.Servers {
 		owner[s.Address] = s.ID
 		inConfig[s.ID] = s
 	}
 	for _, m := range w.in.Members {
-		addr := raft.ServerAddress(m.Meta.RaftAddr)
-		if _, ok := inConfig[raft.ServerID(m.ID)]; !ok && m.Status == StatusAlive {
+		addr := m.Meta.RaftAddr
+		if _, ok := inConfig[m.ID]; !ok && m.Status == StatusAlive {
 			if _, taken := owner[addr]; !taken {
 				return fmt.Errorf("alive %s never added", m.ID)
 			}
@@ -433,7 +431,7 @@ func (w world) checkFixpoint() error {
 		if !isDown || dur < w.in.DeadServerTimeout || s.ID == w.in.Leader {
 			continue
 		}
-		if s.Suffrage != raft.Voter {
+		if !s.Voter {
 			return fmt.Errorf("dead non-voter %s never removed", s.ID)
 		}
 		if v-dv >= v/2+1 && v-1 >= w.in.MinQuorum {

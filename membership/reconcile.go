@@ -4,36 +4,33 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/hashicorp/raft"
 )
 
 // reconcile is one leader round: gather the inputs, plan, log the holds
 // that are news, and apply the first action. Applying one change per round
 // and re-planning from a fresh configuration keeps every safety rule
-// checked against the configuration the change is made on; prevIndex makes
-// raft itself refuse the change if the configuration moved meanwhile.
+// checked against the configuration the change is made on (raft accepts
+// one uncommitted configuration change at a time).
 func (a *Agent) reconcile(ctx context.Context) {
 	if !a.loop.leading {
 		a.log.Info("raft leader; membership reconcile started")
 		a.loop.leading = true
-		a.loop.absentSince = make(map[raft.ServerID]time.Time)
-		a.loop.health = make(map[raft.ServerID]health)
+		a.loop.absentSince = make(map[string]time.Time)
+		a.loop.health = make(map[string]health)
 		a.loop.logged = make(map[string]bool)
 		a.loop.failed = make(map[string]string)
 	}
-	f := a.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
+	servers, err := a.raft.Configuration()
+	if err != nil {
 		a.log.Debug("reconcile: cannot read raft configuration", "err", err)
 		return
 	}
-	conf, index := f.Configuration(), f.Index()
 	now := time.Now()
 	members := a.table.snapshot()
-	a.trackAbsent(conf.Servers, members, now)
-	a.trackHealth(ctx, conf.Servers, members, now)
+	a.trackAbsent(servers, members, now)
+	a.trackHealth(ctx, servers, members, now)
 	acts, holds := plan(planInput{
-		Now: now, Leader: raft.ServerID(a.cfg.NodeID), Servers: conf.Servers, Members: members,
+		Now: now, Leader: a.cfg.NodeID, Servers: servers, Members: members,
 		AbsentSince: a.loop.absentSince, Health: a.loop.health,
 		DeadServerTimeout: a.cfg.DeadServerTimeout, ServerStabilizationTime: a.cfg.ServerStabilizationTime,
 		MinQuorum: a.cfg.MinQuorum,
@@ -42,17 +39,17 @@ func (a *Agent) reconcile(ctx context.Context) {
 	if len(acts) == 0 || ctx.Err() != nil {
 		return
 	}
-	if a.apply(acts[0], index) {
+	if a.apply(ctx, acts[0]) {
 		a.nudge() // plan again at once against the new configuration
 	}
 }
 
-func (a *Agent) trackAbsent(servers []raft.Server, members []Member, now time.Time) {
-	present := make(map[raft.ServerID]bool, len(members))
+func (a *Agent) trackAbsent(servers []Server, members []Member, now time.Time) {
+	present := make(map[string]bool, len(members))
 	for _, m := range members {
-		present[raft.ServerID(m.ID)] = true
+		present[m.ID] = true
 	}
-	inConfig := make(map[raft.ServerID]bool, len(servers))
+	inConfig := make(map[string]bool, len(servers))
 	for _, s := range servers {
 		inConfig[s.ID] = true
 		if _, seen := a.loop.absentSince[s.ID]; !present[s.ID] && !seen {
@@ -69,28 +66,27 @@ func (a *Agent) trackAbsent(servers []raft.Server, members []Member, now time.Ti
 // trackHealth fetches stats for every alive non-voter and updates its
 // tracked health. Only non-voters need it: health gates promotion, and
 // removal is decided by gossip status alone.
-func (a *Agent) trackHealth(ctx context.Context, servers []raft.Server, members []Member, now time.Time) {
-	byID := make(map[raft.ServerID]Member, len(members))
+func (a *Agent) trackHealth(ctx context.Context, servers []Server, members []Member, now time.Time) {
+	byID := make(map[string]Member, len(members))
 	for _, m := range members {
-		byID[raft.ServerID(m.ID)] = m
+		byID[m.ID] = m
 	}
-	leaderStats, err := StatsFromRaft(a.raft)
+	leaderStats, err := a.raft.Stats()
 	if err != nil {
 		a.log.Warn("reconcile: cannot read own raft stats", "err", err)
 		return
 	}
-	leaderIndex := a.raft.LastIndex()
 	limits := healthLimits{LastContactThreshold: a.cfg.LastContactThreshold, MaxTrailingLogs: a.cfg.MaxTrailingLogs}
-	next := make(map[raft.ServerID]health)
+	next := make(map[string]health)
 	for _, s := range servers {
 		m, ok := byID[s.ID]
-		if s.Suffrage != raft.Nonvoter || !ok || m.Status != StatusAlive {
+		if s.Voter || !ok || m.Status != StatusAlive {
 			continue
 		}
 		fetchCtx, cancel := context.WithTimeout(ctx, max(a.cfg.ReconcileInterval/2, 50*time.Millisecond))
 		st, err := a.hooks.FetchStats(fetchCtx, m)
 		cancel()
-		healthy, reason := judgeHealth(st, leaderStats.LastTerm, leaderIndex, limits)
+		healthy, reason := judgeHealth(st, leaderStats.LastTerm, leaderStats.LastIndex, limits)
 		if err != nil {
 			healthy, reason = false, fmt.Sprintf("stats unavailable: %v", err)
 		}
@@ -109,7 +105,7 @@ func (a *Agent) logHolds(holds, acts []decision) {
 		k := h.key()
 		current[k] = true
 		if !a.loop.logged[k] {
-			a.log.Info(h.Reason, "decision", h.Kind.String(), "hold", string(h.Hold), "server", string(h.ID))
+			a.log.Info(h.Reason, "decision", h.Kind.String(), "hold", string(h.Hold), "server", h.ID)
 		}
 	}
 	a.loop.logged = current
@@ -125,33 +121,34 @@ func (a *Agent) logHolds(holds, acts []decision) {
 }
 
 // apply makes one raft configuration change and reports whether it took.
-func (a *Agent) apply(d decision, prevIndex uint64) bool {
-	timeout := a.cfg.ReconcileInterval
-	var f raft.IndexFuture
+// It waits for the commit until ctx ends (Close).
+func (a *Agent) apply(ctx context.Context, d decision) bool {
+	var index uint64
+	var err error
 	switch d.Kind {
 	case actAdd:
-		f = a.raft.AddNonvoter(d.ID, d.Addr, prevIndex, timeout)
+		index, err = a.raft.AddNonvoter(ctx, d.ID, d.Addr)
 	case actPromote:
-		f = a.raft.AddVoter(d.ID, d.Addr, prevIndex, timeout)
+		index, err = a.raft.AddVoter(ctx, d.ID, d.Addr)
 	case actUpdateAddress:
 		if d.Voter {
-			f = a.raft.AddVoter(d.ID, d.Addr, prevIndex, timeout)
+			index, err = a.raft.AddVoter(ctx, d.ID, d.Addr)
 		} else {
-			f = a.raft.AddNonvoter(d.ID, d.Addr, prevIndex, timeout)
+			index, err = a.raft.AddNonvoter(ctx, d.ID, d.Addr)
 		}
 	case actRemove:
-		f = a.raft.RemoveServer(d.ID, prevIndex, timeout)
+		index, err = a.raft.RemoveServer(ctx, d.ID)
 	default:
 		panic(fmt.Sprintf("membership: apply of %v", d.Kind)) // plan returns only these kinds as actions
 	}
-	if err := f.Error(); err != nil {
+	if err != nil {
 		if k := d.key(); a.loop.failed[k] != err.Error() {
 			a.loop.failed[k] = err.Error()
 			a.log.Warn("membership change failed; will re-plan", "decision", d.Kind.String(),
-				"server", string(d.ID), "reason", d.Reason, "err", err)
+				"server", d.ID, "reason", d.Reason, "err", err)
 		}
 		return false
 	}
-	a.log.Info(d.Reason, "decision", d.Kind.String(), "server", string(d.ID), "addr", string(d.Addr), "index", f.Index())
+	a.log.Info(d.Reason, "decision", d.Kind.String(), "server", d.ID, "addr", d.Addr, "index", index)
 	return true
 }

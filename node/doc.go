@@ -9,8 +9,12 @@
 //	HTTP admin  /metrics, /healthz, /readyz, pprof (opt-in)
 //
 // Start opens them in dependency order (the peer client before Raft, which
-// needs it for read confirmations; membership after Raft, which it drives;
-// the directory that maps node ids to addresses once membership exists).
+// needs it for read confirmations; membership after Raft, which it drives
+// through membershipRaft (membership.go), a type-converting adapter of the
+// raft store to the interface membership declares, since neither of the
+// two may import the other; the directory that maps node ids to addresses
+// once membership exists). Like every package but raftstore, node does not
+// import hashicorp/raft.
 // Shutdown reverses it gracefully: report NOT_SERVING (so /readyz and
 // balancers stop sending calls) and STOPPING=1 to systemd, hand over
 // leadership, stop taking calls, drain, leave gossip, close Raft cleanly —

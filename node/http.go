@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"github.com/metad/metad/internal/faults"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -10,13 +9,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/metad/metad/faults"
 )
 
 // startHTTP serves the admin endpoints: /metrics (Prometheus), /healthz
 // (the process is alive), /readyz (a leader is known and this node has
 // caught up: the same verdict as gRPC health), and /debug/pprof only when
 // enabled.
-func (n *Node) startHTTP(reg *prometheus.Registry) error {
+func (n *Server) startHTTP(reg *prometheus.Registry) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {

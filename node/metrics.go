@@ -15,7 +15,7 @@ import (
 // go-metrics bridge (raft's, raft-boltdb's and memberlist's own series),
 // the raft store's metad_raft_* series, the gRPC metrics and build info.
 // The packages started later register their own (api, repair, gc).
-func (n *Node) registerMetrics(reg prometheus.Registerer) error {
+func (n *Server) registerMetrics(reg prometheus.Registerer) error {
 	bridge, err := goMetricsBridge()
 	if err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
@@ -26,8 +25,9 @@ import (
 	"github.com/metad/metad/watch"
 )
 
-// Node is one running metad server.
-type Node struct {
+// Server is one running metad server: its parts, started together by Start
+// and stopped together by Shutdown.
+type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	store   *raftstore.Store
@@ -49,11 +49,11 @@ type Node struct {
 
 // Start opens the node's state, joins the cluster and starts serving. The
 // configuration must be Complete and valid. reg receives the metrics.
-func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Node, err error) {
+func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, err error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	n := &Node{cfg: cfg, log: log, serveErr: make(chan error, 4),
+	n := &Server{cfg: cfg, log: log, serveErr: make(chan error, 4),
 		notify: &notifier{socket: cfg.NotifySocket, log: log}}
 	defer func() {
 		if err != nil {
@@ -80,7 +80,7 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Node, err
 	if err = n.registerMetrics(reg); err != nil {
 		return nil, err
 	}
-	if n.agent, err = membership.New(cfg.Membership, n.store.Raft(), n.hooks(), log.With("component", "membership")); err != nil {
+	if n.agent, err = membership.New(cfg.Membership, membershipRaft{n.store}, n.hooks(), log.With("component", "membership")); err != nil {
 		return nil, err
 	}
 	n.peers.SetDirectory(directory{agent: n.agent, selfID: cfg.NodeID, selfAddr: cfg.GRPCAdvertise})
@@ -91,7 +91,7 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Node, err
 }
 
 // startServing builds the loops and the API and starts serving gRPC and HTTP.
-func (n *Node) startServing(reg *prometheus.Registry) error {
+func (n *Server) startServing(reg *prometheus.Registry) error {
 	cfg, log := n.cfg, n.log
 	rep, err := repair.New(cfg.Repair, storeAdapter{n.store}, log.With("component", "repair"), reg)
 	if err != nil {
@@ -123,6 +123,13 @@ func (n *Node) startServing(reg *prometheus.Registry) error {
 	})
 	n.goLoop(func() { n.api.RunHealth(ctx) })
 	n.goLoop(func() { n.leaderWork(ctx, rep, col) })
+	n.goLoop(func() {
+		select {
+		case err := <-n.store.Halted():
+			n.serveErr <- fmt.Errorf("raft: %w", err)
+		case <-ctx.Done():
+		}
+	})
 	n.goLoop(func() { n.announceReady(ctx, cfg.API.HealthInterval) })
 	if cfg.HTTPAddr != "" {
 		if err := n.startHTTP(reg); err != nil {
@@ -134,7 +141,7 @@ func (n *Node) startServing(reg *prometheus.Registry) error {
 	return nil
 }
 
-func (n *Node) goLoop(f func()) {
+func (n *Server) goLoop(f func()) {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -144,7 +151,7 @@ func (n *Node) goLoop(f func()) {
 
 // leaderWork runs repair and GC for each term this node leads, from the
 // term's barrier until step-down.
-func (n *Node) leaderWork(ctx context.Context, rep *repair.Service, col *gc.Collector) {
+func (n *Server) leaderWork(ctx context.Context, rep *repair.Service, col *gc.Collector) {
 	for {
 		lctx, term, err := n.store.AwaitLeadership(ctx)
 		if err != nil {
@@ -152,29 +159,46 @@ func (n *Node) leaderWork(ctx context.Context, rep *repair.Service, col *gc.Coll
 		}
 		n.log.Info("leading: starting repair and gc", "term", term)
 		var wg sync.WaitGroup
-		wg.Add(2)
+		wg.Add(3)
 		go func() { defer wg.Done(); rep.Run(lctx) }()
 		go func() { defer wg.Done(); col.Run(lctx) }()
+		go func() { defer wg.Done(); n.raiseFeatureLevel(lctx) }()
 		wg.Wait()
 		n.log.Info("no longer leading: repair and gc stopped", "term", term)
 	}
 }
 
+// featureLevelInterval is how often a leader asks the servers whether the
+// cluster's feature level can be raised (api.Server.RaiseFeatureLevel).
+const featureLevelInterval = 5 * time.Second
+
+// raiseFeatureLevel raises the cluster's feature level, while this node
+// leads, once every server applies a higher one; it ends when the level is
+// the highest this binary knows.
+func (n *Server) raiseFeatureLevel(ctx context.Context) {
+	t := time.NewTicker(featureLevelInterval)
+	defer t.Stop()
+	for {
+		level, err := n.api.RaiseFeatureLevel(ctx)
+		switch {
+		case err == nil && level >= fsm.MaxLevel:
+			return
+		case err != nil && ctx.Err() == nil:
+			n.log.Debug("feature level not raised", "level", level, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // hooks are membership's ties to this node's Raft store and peers.
-func (n *Node) hooks() membership.Hooks {
+func (n *Server) hooks() membership.Hooks {
 	return membership.Hooks{
-		HasState: n.store.HasState,
-		Bootstrap: func(servers []raft.Server) error {
-			out := make([]raftstore.Server, len(servers))
-			for i, s := range servers {
-				out[i] = raftstore.Server{ID: string(s.ID), Address: string(s.Address), Suffrage: raftstore.Voter}
-			}
-			err := n.store.Bootstrap(out)
-			if errors.Is(err, raftstore.ErrAlreadyBootstrapped) {
-				return fmt.Errorf("%w: %w", raft.ErrCantBootstrap, err)
-			}
-			return err
-		},
+		HasState:  n.store.HasState,
+		Bootstrap: membershipRaft{n.store}.bootstrap,
 		FetchStats: func(ctx context.Context, m membership.Member) (*membership.ServerStats, error) {
 			st, err := n.peers.NodeStatus(ctx, m.ID, false)
 			if err != nil {
@@ -188,13 +212,7 @@ func (n *Node) hooks() membership.Hooks {
 }
 
 // Err returns a channel that yields a fatal serving error.
-func (n *Node) Err() <-chan error { return n.serveErr }
-
-// Serving reports whether the node's health check says SERVING.
-func (n *Node) Serving() bool { return n.api.Serving() }
-
-// Store exposes the node's raft store (for tests and admin commands).
-func (n *Node) Store() *raftstore.Store { return n.store }
+func (n *Server) Err() <-chan error { return n.serveErr }
 
 // Shutdown stops the node gracefully, in this order: it reports
 // NOT_SERVING (gRPC health, /readyz) and STOPPING=1 to systemd so that
@@ -204,7 +222,7 @@ func (n *Node) Store() *raftstore.Store { return n.store }
 // ShutdownTimeout, after which calls still in flight are cut. It never
 // removes the node from the Raft configuration: a restart rejoins with its
 // data, and acknowledged writes are on disk on a quorum already.
-func (n *Node) Shutdown() error {
+func (n *Server) Shutdown() error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 	defer cancel()
@@ -230,7 +248,7 @@ func (n *Node) Shutdown() error {
 // another voter keeps leadership; a failed transfer is logged, and the
 // closing leader's followers then elect a successor after their heartbeat
 // timeout.
-func (n *Node) handOffLeadership(ctx context.Context) {
+func (n *Server) handOffLeadership(ctx context.Context) {
 	if !n.store.IsLeader() {
 		return
 	}
@@ -267,7 +285,7 @@ func (n *Node) handOffLeadership(ctx context.Context) {
 // awaitOtherLeader waits (up to a second, within ctx) until this node
 // knows the leader that followed it, so calls it forwards while draining
 // find that leader, and returns its id ("" if none known yet).
-func (n *Node) awaitOtherLeader(ctx context.Context) string {
+func (n *Server) awaitOtherLeader(ctx context.Context) string {
 	deadline := time.Now().Add(time.Second)
 	for {
 		id, _ := n.store.Leader()
@@ -280,7 +298,7 @@ func (n *Node) awaitOtherLeader(ctx context.Context) string {
 
 // drainCalls stops the gRPC server from taking calls and waits for those in
 // flight, until ctx ends; then it cuts the rest.
-func (n *Node) drainCalls(ctx context.Context) {
+func (n *Server) drainCalls(ctx context.Context) {
 	stopped := make(chan struct{})
 	go func() { n.grpc.GracefulStop(); close(stopped) }()
 	select {
@@ -293,7 +311,7 @@ func (n *Node) drainCalls(ctx context.Context) {
 }
 
 // closeParts stops the loops and closes whatever was opened.
-func (n *Node) closeParts() error {
+func (n *Server) closeParts() error {
 	if n.cancel != nil {
 		n.cancel()
 	}

@@ -81,7 +81,7 @@ func (n *notifier) markStopping() {
 
 // announceReady waits until the node serves, then tells the service
 // manager, once. It polls the health verdict every interval until ctx ends.
-func (n *Node) announceReady(ctx context.Context, interval time.Duration) {
+func (n *Server) announceReady(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	waiting := ""
@@ -104,7 +104,7 @@ func (n *Node) announceReady(ctx context.Context, interval time.Duration) {
 }
 
 // waitingFor says what keeps the node from serving.
-func (n *Node) waitingFor() string {
+func (n *Server) waitingFor() string {
 	st := n.store.Status()
 	if st.LeaderID == "" {
 		return "waiting for a leader"

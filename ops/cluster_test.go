@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -9,6 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/internal/proc"
 )
 
@@ -74,6 +80,42 @@ func TestClusterCommands(t *testing.T) {
 	}
 	if out, code := cli(t, "", "raft", "remove-peer", c.Nodes[victim].ID, "--addr", c.Nodes[other].GRPC); code != 3 {
 		t.Errorf("removing it again: exit %d, want 3\n%s", code, out)
+	}
+}
+
+// TestOperatorMistakesAreRefusedByName: transferring leadership to the
+// leader itself and removing the last voter are definite refusals that name
+// the problem (FailedPrecondition, ALREADY_LEADER / LAST_VOTER, the field
+// at fault), not INTERNAL errors of unknown outcome.
+func TestOperatorMistakesAreRefusedByName(t *testing.T) {
+	c := proc.New(t, 1)
+	c.StartAll()
+	formed(t, c, 1)
+	cl := c.Client()
+	self := c.Nodes[0].ID
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := cl.Cluster.TransferLeadership(ctx, &metadpb.TransferLeadershipRequest{ToNodeId: self})
+	wantRefusal(t, "transfer-leader --to the leader", err, "ALREADY_LEADER", "to_node_id")
+	_, err = cl.Cluster.RemovePeer(ctx, &metadpb.RemovePeerRequest{NodeId: self})
+	wantRefusal(t, "remove-peer the last voter", err, "LAST_VOTER", "node_id")
+	if st, err := c.Status(0); err != nil || st.Voters != 1 || st.LeaderId != self {
+		t.Errorf("status after the refusals: %v %v", st, err)
+	}
+}
+
+func wantRefusal(t *testing.T, what string, err error, reason, field string) {
+	t.Helper()
+	st, _ := status.FromError(err)
+	var info *errdetails.ErrorInfo
+	for _, d := range st.Details() {
+		if i, ok := d.(*errdetails.ErrorInfo); ok {
+			info = i
+		}
+	}
+	if st.Code() != codes.FailedPrecondition || info == nil || info.Reason != reason ||
+		info.Metadata["definite"] != "true" || info.Metadata["field"] != field {
+		t.Errorf("%s: %v (details %v), want a definite FailedPrecondition %s naming %s", what, err, info, reason, field)
 	}
 }
 

@@ -78,13 +78,26 @@ type fsmAdapter struct {
 	// observer, when set, follows every applied command (observer.go).
 	observer ApplyObserver
 
-	// diverge is the planted bug diverge-<node id> (internal/faults): this
+	// diverge is the planted bug diverge-<node id> (package faults): this
 	// replica applies CreateStream differently from the others.
 	diverge bool
+
+	// stopped is the first committed entry this binary could not apply
+	// (fsm.ErrUnsupported), set under mu; from then on nothing is applied
+	// and through stands still. halted receives it once, for the node to
+	// stop with the reason.
+	stopped error
+	halted  chan error
+
+	// level mirrors m.Level() after each batch, for Propose's check
+	// without taking mu.
+	level atomic.Uint32
 }
 
 func newFSMAdapter(logger *slog.Logger, opts ...fsm.Option) *fsmAdapter {
-	return &fsmAdapter{opts: opts, logger: logger, m: fsm.New(opts...), signal: make(chan struct{})}
+	a := &fsmAdapter{opts: opts, logger: logger, m: fsm.New(opts...), signal: make(chan struct{}), halted: make(chan error, 1)}
+	a.level.Store(a.m.Level())
+	return a
 }
 
 // Apply implements raft.FSM for a single entry.
@@ -100,23 +113,51 @@ func (a *fsmAdapter) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	a.mu.Lock()
 	for i, l := range logs {
+		if a.stopped != nil {
+			// Nothing after an unsupported entry is applied; a proposer
+			// waiting on one learns why.
+			out[i] = a.stopped
+			continue
+		}
 		if prev := a.through.Load(); l.Index <= prev {
 			panic(fmt.Sprintf("raftstore: raft delivered entry %d after %d", l.Index, prev))
 		}
 		if l.Type == raft.LogCommand && !isBarrier(l) {
-			// Panics on an undecodable committed entry, by design (see
-			// fsm.Machine.ApplyEntry): replicas must crash, not diverge.
 			data := l.Data
 			if a.diverge {
 				data = divergedCommand(data)
 			}
-			out[i] = a.applyEntry(l.Index, data)
+			res, err := a.applyEntry(l.Index, data)
+			if err != nil {
+				a.stop(err)
+				out[i] = err
+				continue
+			}
+			out[i] = res
 		}
 		a.through.Store(l.Index)
 	}
+	a.level.Store(a.m.Level())
 	a.mu.Unlock()
 	a.wake()
 	return out
+}
+
+// stop records an entry this binary cannot apply (see
+// fsm.Machine.ApplyEntry): the replica must stop, never skip it and
+// diverge. Called with mu held.
+func (a *fsmAdapter) stop(err error) {
+	a.stopped = err
+	a.logger.Error("raftstore: stopped applying the log: a committed entry needs a newer metad; "+
+		"upgrade this node's binary and restart it (the entry stays in the log and is applied then)", "err", err)
+	a.halted <- err
+}
+
+// stoppedErr is the error that stopped the adapter, or nil.
+func (a *fsmAdapter) stoppedErr() error {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.stopped
 }
 
 func (a *fsmAdapter) wake() {
@@ -154,6 +195,7 @@ func (a *fsmAdapter) Restore(rc io.ReadCloser) error {
 	prev := a.through.Load()
 	a.m = m
 	a.through.Store(through)
+	a.level.Store(m.Level())
 	if a.observer != nil {
 		a.observer.Restored(through)
 	}

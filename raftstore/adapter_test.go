@@ -59,21 +59,45 @@ func TestAdapterAppliesCommandsOnly(t *testing.T) {
 	}
 }
 
-func TestAdapterPanicsOnUndecodableOrReplayedEntry(t *testing.T) {
-	for name, logs := range map[string][]*raft.Log{
-		"undecodable": {{Index: 1, Type: raft.LogCommand, Data: []byte{0xff, 0xff}}},
-		"empty":       {{Index: 1, Type: raft.LogCommand}},
-		"replayed":    {commandLog(t, 1, createStream("a")), commandLog(t, 1, createStream("b"))},
+// TestAdapterStopsOnUndecodableEntry: an entry this binary cannot apply
+// stops the adapter (reported once on halted), never a panic and never a
+// skip: nothing after it is applied, and every later entry answers the
+// same error.
+func TestAdapterStopsOnUndecodableEntry(t *testing.T) {
+	for name, bad := range map[string]*raft.Log{
+		"undecodable": {Index: 2, Type: raft.LogCommand, Data: []byte{0xff, 0xff}},
+		"empty":       {Index: 2, Type: raft.LogCommand},
 	} {
 		t.Run(name, func(t *testing.T) {
-			defer func() {
-				if recover() == nil {
-					t.Error("no panic")
+			a := newTestAdapter()
+			out := a.ApplyBatch([]*raft.Log{commandLog(t, 1, createStream("a")), bad, commandLog(t, 3, createStream("b"))})
+			for _, i := range []int{1, 2} {
+				if err, ok := out[i].(error); !ok || !errors.Is(err, fsm.ErrUnsupported) {
+					t.Errorf("entry %d answered %v, want fsm.ErrUnsupported", i+1, out[i])
 				}
-			}()
-			newTestAdapter().ApplyBatch(logs)
+			}
+			if a.appliedIndex() != 1 {
+				t.Errorf("applied index %d, want 1: nothing after the bad entry", a.appliedIndex())
+			}
+			select {
+			case err := <-a.halted:
+				if !errors.Is(err, fsm.ErrUnsupported) {
+					t.Errorf("halted with %v", err)
+				}
+			default:
+				t.Error("the adapter did not report that it stopped")
+			}
 		})
 	}
+}
+
+func TestAdapterPanicsOnReplayedEntry(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("no panic")
+		}
+	}()
+	newTestAdapter().ApplyBatch([]*raft.Log{commandLog(t, 1, createStream("a")), commandLog(t, 1, createStream("b"))})
 }
 
 // memSink is a raft.SnapshotSink in memory.

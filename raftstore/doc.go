@@ -2,13 +2,20 @@
 // raft-boltdb/v2 log and stable store and a file snapshot store, driving one
 // fsm.Machine. It turns the pure state machine of package fsm into a
 // replicated one, and gives the packages above it (api, resolver, repair,
-// membership) four things: classified writes (Propose), linearizable reads
-// on every node (Read), leadership events, and status.
+// membership) five things: classified writes (Propose), linearizable reads
+// on every node (Read), leadership events, status, and configuration
+// changes (configuration.go: AddVoter, AddNonvoter, RemoveServer,
+// TransferLeadership, Bootstrap, Progress).
 //
-// It imports fsm and hashicorp's packages only. Other servers are reached
-// through the Peers interface declared here and implemented by package api
-// over gRPC, so this package knows nothing of gRPC, memberlist or the
-// resolver.
+// It is the one owner of hashicorp/raft: no other package of metad imports
+// it (architecture_test.go checks), and nothing here hands out a *raft.Raft
+// or raft's types and errors; callers see this package's Server, Status and
+// Progress and its sentinels. It imports fsm and hashicorp's packages
+// only. Other servers are reached through the Peers interface declared
+// here and implemented by package api over gRPC, so this package knows
+// nothing of gRPC, memberlist or the resolver. Package membership declares
+// its own Raft interface and may not import this package (nor this package
+// membership): node adapts the Store to it.
 //
 // # Data directory
 //
@@ -35,10 +42,15 @@
 // command did not and will not take effect) or indeterminate (it reached
 // the log and may still commit; Indeterminate(err) reports it). A retry
 // after an indeterminate failure is safe with the same request id, which
-// the state machine deduplicates.
+// the state machine deduplicates. ProposeEncoded is the same for a command
+// a follower encoded and forwarded: the leader decodes it once, only to
+// refuse bytes no replica could apply (ErrBadCommand), and stamps the bytes
+// as they are (fsm.StampEncoded appends the stamp field) rather than
+// re-encoding them.
 //
 //	call         situation                                 sentinel               class          retryable
 //	Propose      store closing or closed before enqueue    ErrClosed              definite       yes (elsewhere)
+//	ProposeEnc…  bytes that do not decode as a Command     ErrBadCommand          definite       no
 //	Propose      ctx already done                          ErrTimeout             definite       yes
 //	Propose      this node is not the leader               ErrNotLeader           definite       yes (at the hint)
 //	             (*NotLeaderError: LeaderID, LeaderAddr)
@@ -58,6 +70,16 @@
 //	Read*        ctx done (confirmation or apply wait)     ErrTimeout             -              yes
 //	Bootstrap    raft state exists                         ErrAlreadyBootstrapped definite       no (a no-op)
 //	Transfer…    unknown target id                         ErrUnknownServer       definite       no
+//	Transfer…    the target is this leader itself          ErrAlreadyLeader       definite       no
+//	Transfer…    this node is not the leader               ErrNotLeader/NoLeader  definite       yes (at the hint)
+//	Add*/Remove… this node is not the leader               ErrNotLeader/NoLeader  definite       yes (at the hint)
+//	RemoveServer unknown server id                         ErrUnknownServer       definite       no
+//	RemoveServer the only voter                            ErrLastVoter           definite       no
+//	Add*/Remove… raft refused (another change pending…)    ErrConfigurationRefused definite      after a while
+//	Add*/Remove… raft queue full for ApplyTimeout          ErrTimeout             definite       yes
+//	Add*/Remove… leadership lost after enqueue             ErrLeadershipLost      indeterminate  yes (re-plan)
+//	Add*/Remove… ctx done / store closed while waiting     ErrTimeout/ErrClosed   indeterminate  yes (re-plan)
+//	Progress     raft's stats map unreadable               ErrBadStats            impossible     no
 //	Checkpoint   as Read*
 //	offline      a running server holds the data dir       ErrDirInUse            definite       after stopping it
 //	Inspect/Rec… no raft.db in the dir                     ErrNoState             definite       no
@@ -145,7 +167,8 @@
 // one would never be "applied"; that is why the gate's barrier is an
 // ordinary command entry marked in Log.Extensions, which the adapter
 // counts without passing it to the machine, and why code outside this
-// package must not call Raft().Apply or Raft().Barrier. Every entry after a
+// package cannot call raft's Apply or Barrier (no *raft.Raft leaves it).
+// Every entry after a
 // term's barrier is then a command or a configuration change, both
 // delivered, so a read index handed out after the gate is always reached.
 // The snapshot header carries the applied index for the same reason.

@@ -40,6 +40,27 @@ var (
 	// ErrUnknownServer: a server id is not in the raft configuration.
 	// Definite. Not retryable as is.
 	ErrUnknownServer = errors.New("raftstore: unknown server")
+	// ErrFeatureLevel: the command needs a higher cluster feature level
+	// than the state holds (fsm.RequiredLevel): some voter runs a release
+	// that could not apply it. Definite. Not retryable until every voter is
+	// upgraded.
+	ErrFeatureLevel = errors.New("raftstore: command needs a higher cluster feature level")
+	// ErrLastVoter: removing this server would leave no voter, and raft
+	// cannot run without one. Definite. Not retryable as is.
+	ErrLastVoter = errors.New("raftstore: the last voter cannot be removed")
+	// ErrAlreadyLeader: a leadership transfer named the leader itself.
+	// Definite. Not retryable as is.
+	ErrAlreadyLeader = errors.New("raftstore: the target already leads")
+	// ErrConfigurationRefused: raft refused a configuration change for a
+	// reason of its own (another change not yet committed, a duplicate
+	// address). Definite.
+	ErrConfigurationRefused = errors.New("raftstore: configuration change refused")
+	// ErrBadCommand: ProposeEncoded was given bytes that do not decode as
+	// a command. Definite. Not retryable.
+	ErrBadCommand = errors.New("raftstore: undecodable command")
+	// ErrBadStats: raft's stats map could not be read (Progress). Means
+	// raft changed its format; should not happen.
+	ErrBadStats = errors.New("raftstore: unparsable raft stats")
 )
 
 // NotLeaderError says this node is not the leader and who is, as far as it

@@ -31,16 +31,16 @@ func OpenObserved(cfg Config, peers Peers, logger *slog.Logger, obs ApplyObserve
 }
 
 // applyEntry applies one committed command, telling the observer if there
-// is one. Without an observer this is exactly Machine.ApplyEntry.
-func (a *fsmAdapter) applyEntry(index uint64, data []byte) *fsmpb.Result {
+// is one. Without an observer this is exactly Machine.ApplyEntry; an entry
+// this binary cannot apply is not observed.
+func (a *fsmAdapter) applyEntry(index uint64, data []byte) (*fsmpb.Result, error) {
 	if a.observer == nil {
 		return a.m.ApplyEntry(index, data)
 	}
-	cmd, err := fsm.DecodeCommand(data)
+	cmd, res, err := a.m.ApplyEntryCommand(index, data)
 	if err != nil {
-		return a.m.ApplyEntry(index, data) // panics with the reason, by design
+		return nil, err
 	}
-	res := a.m.Apply(index, cmd)
 	a.observer.Applied(a.m, index, cmd, res)
-	return res
+	return res, nil
 }

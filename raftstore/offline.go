@@ -349,6 +349,9 @@ func (o *offlineStores) replayTo(info *DirInfo, upTo uint64) (*fsmAdapter, error
 		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
 			a.ApplyBatch([]*raft.Log{&l})
 		}
+		if err := a.stoppedErr(); err != nil {
+			return nil, err
+		}
 	}
 	return a, nil
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/metad/metad/internal/faults"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/metad/metad/faults"
+	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -23,6 +24,33 @@ import (
 // in doc.go): Indeterminate(err) says the command may still take effect;
 // otherwise it certainly did not.
 func (s *Store) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error) {
+	return s.propose(ctx, cmd, func(stamp int64) ([]byte, error) {
+		cmd.StampUnixNano = stamp
+		data, err := proto.Marshal(cmd)
+		if err != nil {
+			return nil, fmt.Errorf("raftstore: encode command: %w", err)
+		}
+		return data, nil
+	})
+}
+
+// ProposeEncoded is Propose for a command encoded elsewhere: a follower's
+// forward. The bytes are decoded once, only to refuse (ErrBadCommand,
+// definite) what no replica could apply — a committed undecodable entry
+// stops every replica — and are then stamped as they are
+// (fsm.StampEncoded), without a re-encode.
+func (s *Store) ProposeEncoded(ctx context.Context, data []byte) (*fsmpb.Result, error) {
+	cmd, err := fsm.DecodeCommand(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
+	}
+	return s.propose(ctx, cmd, func(stamp int64) ([]byte, error) { return fsm.StampEncoded(data, stamp), nil })
+}
+
+// propose hands the command encode returns, stamped with stamp, to raft
+// once the checks that make a refusal definite have passed; cmd is the
+// command decoded, for those checks.
+func (s *Store) propose(ctx context.Context, cmd *fsmpb.Command, encode func(stamp int64) ([]byte, error)) (*fsmpb.Result, error) {
 	if s.isClosing() {
 		return nil, ErrClosed
 	}
@@ -31,6 +59,12 @@ func (s *Store) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result,
 	}
 	if _, leader := s.leadership(); !leader {
 		return nil, s.notLeaderError()
+	}
+	// The level only grows, so a command admitted here is still admissible
+	// when applied (G15: no voter meets a command it cannot apply).
+	if need, have := fsm.RequiredLevel(cmd), s.fsm.level.Load(); need > have {
+		return nil, fmt.Errorf("%w: %s needs level %d, the cluster is at %d until every voter runs a release that applies it",
+			ErrFeatureLevel, fsm.OpName(cmd), need, have)
 	}
 	select {
 	case s.proposals <- struct{}{}:
@@ -46,11 +80,10 @@ func (s *Store) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result,
 		release()
 		return nil, fmt.Errorf("%w: deadline passed before proposing", ErrTimeout)
 	}
-	cmd.StampUnixNano = faults.Now().UnixNano()
-	data, err := proto.Marshal(cmd)
+	data, err := encode(faults.Now().UnixNano())
 	if err != nil {
 		release()
-		return nil, fmt.Errorf("raftstore: encode command: %w", err)
+		return nil, err
 	}
 	start := time.Now()
 	f := s.raft.Apply(data, timeout)
@@ -68,6 +101,11 @@ func (s *Store) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result,
 	}
 	if err != nil {
 		return nil, s.classifyApplyError(err)
+	}
+	if err, ok := f.Response().(error); ok {
+		// Committed, but this binary cannot apply it (fsm.ErrUnsupported):
+		// the node is stopping, and a newer binary will apply it.
+		return nil, indeterminate(err)
 	}
 	res, ok := f.Response().(*fsmpb.Result)
 	if !ok || res == nil {

@@ -7,6 +7,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/fsm/fsmpb"
 )
 
 func TestProposeDefiniteFailures(t *testing.T) {
@@ -138,5 +142,47 @@ func TestClassifyApplyError(t *testing.T) {
 	var nl *NotLeaderError
 	if !errors.As(f.classifyApplyError(raft.ErrNotLeader), &nl) || nl.LeaderID != l.ID() {
 		t.Errorf("ErrNotLeader on a follower lost the leader hint")
+	}
+}
+
+// TestProposeEncoded: a command encoded elsewhere (a follower's forward)
+// is stamped with the leader's clock as it is and applied; bytes that do
+// not decode are refused before raft, definite; a follower says NOT_LEADER.
+func TestProposeEncoded(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	l := c.leader()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cmd := createStream("fwd")
+	cmd.StampUnixNano = 1 // a follower's stale stamp, overridden by the leader's
+	data, err := proto.Marshal(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().UnixNano()
+	res, err := l.ProposeEncoded(ctx, data)
+	if err != nil || res.Rejection != nil || res.StreamId == 0 {
+		t.Fatalf("propose encoded: %v, %v", res, err)
+	}
+	var clock int64
+	c.read(l, func(m *fsm.Machine) error { clock = m.Clock(); return nil })
+	if clock < before || clock > time.Now().UnixNano() {
+		t.Errorf("machine clock %d after the command, want the leader's stamp during the call (>= %d)", clock, before)
+	}
+	if !c.hasStream(l, "fwd") {
+		t.Error("stream not created")
+	}
+
+	if _, err := l.ProposeEncoded(ctx, []byte{0xff, 0xff}); !errors.Is(err, ErrBadCommand) || Indeterminate(err) || Retryable(err) {
+		t.Errorf("undecodable bytes: %v, want definite ErrBadCommand", err)
+	}
+	noOp, _ := proto.Marshal(&fsmpb.Command{RequestId: "no-op"})
+	if _, err := l.ProposeEncoded(ctx, noOp); !errors.Is(err, ErrBadCommand) {
+		t.Errorf("a command without an operation: %v, want ErrBadCommand", err)
+	}
+	f := c.store((c.index(l) + 1) % 3)
+	var nle *NotLeaderError
+	if _, err := f.ProposeEncoded(ctx, data); !errors.As(err, &nle) || nle.LeaderID != l.ID() {
+		t.Errorf("on a follower: %v, want NotLeaderError naming %s", err, l.ID())
 	}
 }

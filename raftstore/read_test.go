@@ -107,7 +107,7 @@ func TestStaleHeartbeatReplyIsNotLeadershipProof(t *testing.T) {
 		t.Cleanup(release)
 		// Force an immediate heartbeat round instead of waiting for the
 		// next one (every 2–4 s with n1's slow timings).
-		_ = old.Raft().VerifyLeader()
+		_ = old.raft.VerifyLeader()
 		select {
 		case <-held.captured:
 		case <-time.After(waitLimit):
@@ -119,8 +119,8 @@ func TestStaleHeartbeatReplyIsNotLeadershipProof(t *testing.T) {
 	})
 
 	// The naive read: VerifyLeader, then the commit index, then local state.
-	verify := old.Raft().VerifyLeader()
-	fenceLeaderLoop(t, old.Raft())
+	verify := old.raft.VerifyLeader()
+	fenceLeaderLoop(t, old.raft)
 	release()
 	// ... and, immediately, the real read.
 	ok, has, err := sawStream(old, "after", 300*time.Millisecond)
@@ -128,7 +128,7 @@ func TestStaleHeartbeatReplyIsNotLeadershipProof(t *testing.T) {
 	if verr := verify.Error(); verr != nil {
 		t.Fatalf("naive path: VerifyLeader failed (%v); the stale reply was not counted, experiment inconclusive", verr)
 	}
-	naiveIndex := old.Raft().CommitIndex()
+	naiveIndex := old.raft.CommitIndex()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := old.WaitApplied(ctx, naiveIndex); err != nil {

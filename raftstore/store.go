@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/metad/metad/internal/faults"
 	"log/slog"
 	"net"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/metad/metad/faults"
 	"github.com/metad/metad/fsm"
 )
 
@@ -405,12 +405,6 @@ func suffrageOf(s raft.ServerSuffrage) Suffrage {
 	return Voter
 }
 
-// Raft is the underlying raft node, for membership changes (AddVoter,
-// AddNonvoter, RemoveServer, DemoteVoter). Do not call its Apply or Barrier:
-// proposals go through Propose, and raft's own barrier entries are invisible
-// to the state machine (see doc.go, "Applied index").
-func (s *Store) Raft() *raft.Raft { return s.raft }
-
 // ID is this node's raft server id.
 func (s *Store) ID() string { return s.cfg.NodeID }
 
@@ -439,6 +433,11 @@ func (s *Store) CommitIndex() uint64 { return s.raft.CommitIndex() }
 // been applied, so state at this index is readable now.
 func (s *Store) AppliedIndex() uint64 { return s.fsm.appliedIndex() }
 
+// Halted delivers, once, the error of a committed entry this binary cannot
+// apply (fsm.ErrUnsupported): the store has stopped applying, and the node
+// must stop serving and exit with it, for an operator to upgrade.
+func (s *Store) Halted() <-chan error { return s.fsm.halted }
+
 // WaitApplied blocks until AppliedIndex() >= index, ctx ends (ErrTimeout)
 // or the store closes (ErrClosed).
 func (s *Store) WaitApplied(ctx context.Context, index uint64) error {
@@ -455,25 +454,12 @@ func (s *Store) StateHash() ([32]byte, uint64, error) {
 	return sum, m.AppliedIndex(), err
 }
 
-// Configuration returns the latest raft configuration (possibly not yet
-// committed).
-func (s *Store) Configuration() ([]Server, error) {
-	f := s.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return nil, fmt.Errorf("raftstore: configuration: %w", err)
-	}
-	var out []Server
-	for _, sv := range f.Configuration().Servers {
-		out = append(out, Server{ID: string(sv.ID), Address: string(sv.Address), Suffrage: suffrageOf(sv.Suffrage)})
-	}
-	return out, nil
-}
-
 // Status is what `metad status` shows for one node.
 type Status struct {
 	NodeID       string
 	Address      string
-	State        string // Follower, Candidate, Leader or Shutdown
+	State        string // Follower, Candidate, Leader or Shutdown, for people
+	Leader       bool   // this node leads in Term (compare this, not State)
 	Term         uint64
 	LastLogIndex uint64
 	CommitIndex  uint64
@@ -492,7 +478,7 @@ func (s *Store) Status() Status {
 	st := Status{
 		NodeID: s.cfg.NodeID, Address: s.addr, State: s.raft.State().String(), Term: term,
 		LastLogIndex: s.raft.LastIndex(), CommitIndex: s.raft.CommitIndex(), AppliedIndex: s.AppliedIndex(),
-		LeaderID: id, LeaderAddr: addr, ReadReady: leader && s.gateTerm.Load() == term,
+		LeaderID: id, LeaderAddr: addr, Leader: leader, ReadReady: leader && s.gateTerm.Load() == term,
 	}
 	if !leader {
 		st.LastContact = s.raft.LastContact()
@@ -511,6 +497,9 @@ func (s *Store) Status() Status {
 func (s *Store) TransferLeadership(ctx context.Context, toID string) error {
 	if _, leader := s.leadership(); !leader {
 		return s.notLeaderError()
+	}
+	if toID == s.cfg.NodeID {
+		return fmt.Errorf("%w: %q is already the leader; name another voter, or none to let raft choose", ErrAlreadyLeader, toID)
 	}
 	var f raft.Future
 	if toID == "" {

@@ -174,7 +174,7 @@ func TestSnapshotAndRestoreFromSnapshotPlusLog(t *testing.T) {
 	}
 	c.converge()
 	for i := range c.nodes {
-		if err := c.store(i).Raft().Snapshot().Error(); err != nil {
+		if err := c.store(i).raft.Snapshot().Error(); err != nil {
 			t.Fatalf("snapshot on %s: %v", c.nodes[i].id, err)
 		}
 	}
@@ -196,7 +196,7 @@ func TestSnapshotAndRestoreFromSnapshotPlusLog(t *testing.T) {
 	l := c.leader()
 	for i := range 3 {
 		c.propose(createStream(fmt.Sprintf("c%d", i)))
-		if err := l.Raft().Snapshot().Error(); err != nil {
+		if err := l.raft.Snapshot().Error(); err != nil {
 			t.Fatalf("snapshot %d: %v", i, err)
 		}
 	}
@@ -221,7 +221,7 @@ func TestLaggingFollowerCatchesUpByInstallSnapshot(t *testing.T) {
 	// longer has the entries the stopped follower needs.
 	for i := range c.nodes {
 		if s := c.store(i); s != nil {
-			if err := s.Raft().Snapshot().Error(); err != nil {
+			if err := s.raft.Snapshot().Error(); err != nil {
 				t.Fatalf("snapshot: %v", err)
 			}
 		}
@@ -249,7 +249,7 @@ func TestStatusAndConfiguration(t *testing.T) {
 	l := c.leader()
 	c.propose(createStream("a"))
 	st := l.Status()
-	if st.State != "Leader" || !st.ReadReady || !st.Voter || st.LeaderID != l.ID() || st.NodeID != l.ID() ||
+	if st.State != "Leader" || !st.Leader || !st.ReadReady || !st.Voter || st.LeaderID != l.ID() || st.NodeID != l.ID() ||
 		st.Term == 0 || st.CommitIndex == 0 || st.AppliedIndex == 0 || st.LastLogIndex < st.CommitIndex {
 		t.Errorf("leader status %+v", st)
 	}
@@ -264,7 +264,7 @@ func TestStatusAndConfiguration(t *testing.T) {
 	}
 	f := c.store((c.index(l) + 1) % 3)
 	fs := f.Status()
-	if fs.State != "Follower" || fs.ReadReady || fs.LeaderID != l.ID() || fs.LeaderAddr != l.Addr() || fs.LastContact.IsZero() {
+	if fs.State != "Follower" || fs.Leader || fs.ReadReady || fs.LeaderID != l.ID() || fs.LeaderAddr != l.Addr() || fs.LastContact.IsZero() {
 		t.Errorf("follower status %+v", fs)
 	}
 	if err := f.Bootstrap(nil); !errors.Is(err, ErrAlreadyBootstrapped) {

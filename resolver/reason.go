@@ -2,7 +2,6 @@ package resolver
 
 import (
 	"fmt"
-	"strings"
 )
 
 // Reason says why a candidate was not returned. Reasons are UPPER_SNAKE
@@ -56,14 +55,4 @@ type Refusal struct {
 
 func (r Refusal) String() string {
 	return fmt.Sprintf("%v: %s (%s)", r.Candidate, r.Reason, r.Detail)
-}
-
-// Diagnostic renders refusals one per line, for logs and the CLI.
-func Diagnostic(rs []Refusal) string {
-	var b strings.Builder
-	for _, r := range rs {
-		b.WriteString(r.String())
-		b.WriteByte('\n')
-	}
-	return b.String()
 }

@@ -3784,8 +3784,11 @@ type NodeStatus struct {
 	// decisions (autopilot); since_last_contact is negative if never.
 	LastLogTerm      uint64               `protobuf:"varint,14,opt,name=last_log_term,json=lastLogTerm,proto3" json:"last_log_term,omitempty"`
 	SinceLastContact *durationpb.Duration `protobuf:"bytes,15,opt,name=since_last_contact,json=sinceLastContact,proto3" json:"since_last_contact,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// feature_level is the highest cluster feature level this node's binary
+	// applies (0 from a release before feature levels: level 1).
+	FeatureLevel  uint32 `protobuf:"varint,16,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
@@ -3923,6 +3926,13 @@ func (x *NodeStatus) GetSinceLastContact() *durationpb.Duration {
 	return nil
 }
 
+func (x *NodeStatus) GetFeatureLevel() uint32 {
+	if x != nil {
+		return x.FeatureLevel
+	}
+	return 0
+}
+
 type StatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// with_hash asks every node for its state hash (O(state) each).
@@ -3975,8 +3985,13 @@ type StatusResponse struct {
 	Voters           uint32                 `protobuf:"varint,3,opt,name=voters,proto3" json:"voters,omitempty"`
 	Quorum           uint32                 `protobuf:"varint,4,opt,name=quorum,proto3" json:"quorum,omitempty"`
 	FailureTolerance uint32                 `protobuf:"varint,5,opt,name=failure_tolerance,json=failureTolerance,proto3" json:"failure_tolerance,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// cluster_feature_level is the feature level of the replicated state: the
+	// command kinds and semantics in force. It is raised, never lowered, once
+	// every server of the configuration applies a higher one (rolling
+	// upgrades).
+	ClusterFeatureLevel uint32 `protobuf:"varint,6,opt,name=cluster_feature_level,json=clusterFeatureLevel,proto3" json:"cluster_feature_level,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -4040,6 +4055,13 @@ func (x *StatusResponse) GetQuorum() uint32 {
 func (x *StatusResponse) GetFailureTolerance() uint32 {
 	if x != nil {
 		return x.FailureTolerance
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetClusterFeatureLevel() uint32 {
+	if x != nil {
+		return x.ClusterFeatureLevel
 	}
 	return 0
 }
@@ -5460,7 +5482,7 @@ const file_metad_proto_rawDesc = "" +
 	"\bdeadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x1a\n" +
 	"\battempts\x18\x02 \x01(\rR\battempts\x12'\n" +
 	"\x05tried\x18\x03 \x03(\v2\x11.metad.v1.RefusalR\x05tried\x12\x14\n" +
-	"\x05cause\x18\x04 \x01(\tR\x05cause\"\x84\x04\n" +
+	"\x05cause\x18\x04 \x01(\tR\x05cause\"\xa9\x04\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
@@ -5480,15 +5502,17 @@ const file_metad_proto_rawDesc = "" +
 	"state_hash\x18\f \x01(\fR\tstateHash\x12\x14\n" +
 	"\x05error\x18\r \x01(\tR\x05error\x12\"\n" +
 	"\rlast_log_term\x18\x0e \x01(\x04R\vlastLogTerm\x12G\n" +
-	"\x12since_last_contact\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x10sinceLastContact\",\n" +
+	"\x12since_last_contact\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x10sinceLastContact\x12#\n" +
+	"\rfeature_level\x18\x10 \x01(\rR\ffeatureLevel\",\n" +
 	"\rStatusRequest\x12\x1b\n" +
-	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"\xb6\x01\n" +
+	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"\xea\x01\n" +
 	"\x0eStatusResponse\x12*\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x14.metad.v1.NodeStatusR\x05nodes\x12\x1b\n" +
 	"\tleader_id\x18\x02 \x01(\tR\bleaderId\x12\x16\n" +
 	"\x06voters\x18\x03 \x01(\rR\x06voters\x12\x16\n" +
 	"\x06quorum\x18\x04 \x01(\rR\x06quorum\x12+\n" +
-	"\x11failure_tolerance\x18\x05 \x01(\rR\x10failureTolerance\"\x94\x01\n" +
+	"\x11failure_tolerance\x18\x05 \x01(\rR\x10failureTolerance\x122\n" +
+	"\x15cluster_feature_level\x18\x06 \x01(\rR\x13clusterFeatureLevel\"\x94\x01\n" +
 	"\x06Member\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1f\n" +
 	"\vgossip_addr\x18\x02 \x01(\tR\n" +

@@ -157,11 +157,12 @@ func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	var fatal error // a serving failure: the process exits non-zero
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down gracefully; a second signal stops at once", "reason", "signal")
-	case err := <-n.Err():
-		log.Error("shutting down", "reason", err)
+	case fatal = <-n.Err():
+		log.Error("shutting down", "reason", fatal)
 	}
 	// From here SIGINT and SIGTERM have their default effect again: an
 	// operator who does not want to wait for the drain signals twice.
@@ -170,7 +171,7 @@ func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io
 		log.Warn("shutdown", "err", err)
 	}
 	log.Info("stopped")
-	return nil
+	return fatal
 }
 
 // logEffective logs every setting once at start: the flag's value, or the

@@ -74,6 +74,7 @@ type Node struct {
 	GRPC, Raft, Gossip, HTTP string
 	DataDir                  string
 	Args                     []string // flags, fixed at creation
+	Bin                      string   // the binary to run; "" is the Cluster's (Binary)
 	mu                       sync.Mutex
 	cmd                      *exec.Cmd
 	done                     chan struct{}
@@ -134,7 +135,11 @@ func (c *Cluster) Start(i int) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	cmd := exec.Command(c.bin, nd.Args...)
+	bin := c.bin
+	if nd.Bin != "" {
+		bin = nd.Bin
+	}
+	cmd := exec.Command(bin, nd.Args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Dir = c.Dir
 	if err := cmd.Start(); err != nil {
@@ -289,25 +294,6 @@ func (c *Cluster) Leader(from int) int {
 		}
 	}
 	return -1
-}
-
-// WaitLeader waits until some running server reports a leader that is
-// running, and returns its index.
-func (c *Cluster) WaitLeader(timeout time.Duration) int {
-	c.t.Helper()
-	leader := -1
-	c.WaitFor("a leader", timeout, func() bool {
-		for i := range c.Nodes {
-			if c.Running(i) {
-				if l := c.Leader(i); l >= 0 && c.Running(l) {
-					leader = l
-					return true
-				}
-			}
-		}
-		return false
-	})
-	return leader
 }
 
 // Log returns server i's log so far.

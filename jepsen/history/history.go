@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"sync"
 )
@@ -342,14 +341,4 @@ func ReadJSONL(r io.Reader) (History, error) {
 			h.Faults = append(h.Faults, *l.Fault)
 		}
 	}
-}
-
-// ReadFile reads a history.jsonl file.
-func ReadFile(path string) (History, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return History{}, err
-	}
-	defer f.Close()
-	return ReadJSONL(f)
 }

@@ -24,4 +24,9 @@
 //
 // and the HTTP admin address serves POST /debug/faults/clock-offset?d=5s,
 // which shifts the wall clock this node stamps commands with.
+//
+// It is production code — api, raftstore and node import it, and every
+// binary links at least the inert versions — so it lives at the top level,
+// not under internal/, which holds test helpers only. It imports no other
+// package of metad (architecture_test.go).
 package faults

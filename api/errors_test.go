@@ -1,0 +1,52 @@
+package api
+
+import (
+	"fmt"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/metad/metad/raftstore"
+)
+
+// TestClusterChangeErrorsAreClassified: the errors a configuration change
+// or leadership transfer gets from the store leave as definite, named
+// refusals — a follower's NOT_LEADER with the leader hint, the operator
+// mistakes as FailedPrecondition naming the field — never INTERNAL.
+func TestClusterChangeErrorsAreClassified(t *testing.T) {
+	cases := []struct {
+		err    error
+		code   codes.Code
+		reason string
+		field  string
+		meta   map[string]string
+	}{
+		{&raftstore.NotLeaderError{LeaderID: "n1", LeaderAddr: "10.0.0.1:7421"}, codes.Unavailable, ReasonNotLeader, "",
+			map[string]string{"leader_id": "n1", "leader_addr": "10.0.0.1:7421"}},
+		{fmt.Errorf("%w: \"n2\" is already the leader", raftstore.ErrAlreadyLeader), codes.FailedPrecondition, ReasonAlreadyLeader, "to_node_id", nil},
+		{fmt.Errorf("%w: \"n2\" is the only voter", raftstore.ErrLastVoter), codes.FailedPrecondition, ReasonLastVoter, "node_id", nil},
+		{fmt.Errorf("%w: remove n3: busy", raftstore.ErrConfigurationRefused), codes.Aborted, ReasonConfigurationRefused, "", nil},
+		{fmt.Errorf("%w: \"n9\"", raftstore.ErrUnknownServer), codes.NotFound, ReasonNotFound, "", nil},
+	}
+	for _, c := range cases {
+		st, _ := status.FromError(toStatus(c.err))
+		var info *errdetails.ErrorInfo
+		for _, d := range st.Details() {
+			if i, ok := d.(*errdetails.ErrorInfo); ok {
+				info = i
+			}
+		}
+		if st.Code() != c.code || info == nil || info.Reason != c.reason || info.Metadata["definite"] != "true" ||
+			info.Metadata["field"] != c.field {
+			t.Errorf("%v: %v %v, want a definite %v %s naming %q", c.err, st.Code(), info, c.code, c.reason, c.field)
+			continue
+		}
+		for k, v := range c.meta {
+			if info.Metadata[k] != v {
+				t.Errorf("%v: metadata %s=%q, want %q", c.err, k, info.Metadata[k], v)
+			}
+		}
+	}
+}

@@ -1,0 +1,70 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/metad/metad/fsm/fsmpb"
+)
+
+// Feature levels let a cluster of mixed releases keep serving through a
+// rolling upgrade (G15). A level names a set of command kinds and command
+// semantics. Each release applies every level up to its MaxLevel; the
+// replicated state holds the cluster's level, which only grows, through
+// SetFeatureLevel. A leader proposes SetFeatureLevel only once every voter
+// reports it can apply that level, and proposes no command whose
+// RequiredLevel is above the state's: so an older replica never meets a
+// command it cannot apply. Semantics that change with a level (a new
+// refusal, say) are switched on the state's level inside Apply, never on
+// the binary's, so every replica — and every replay of an old log —
+// decides alike.
+//
+// The levels:
+//
+//	1  release 0.1.0: every command kind up to RepairGen0.
+//	2  SetFeatureLevel; byte ranges of appends, index records and repairs
+//	   must lie inside the object's registered size.
+const (
+	// BaseLevel is the level of a state that never recorded one.
+	BaseLevel uint32 = 1
+	// MaxLevel is the highest level this binary applies.
+	MaxLevel uint32 = 2
+)
+
+// ErrUnsupported is wrapped by ApplyEntry's error for a committed entry
+// this binary cannot apply: an undecodable one, an operation it does not
+// know, or a level above MaxLevel. The replica must stop, not skip the
+// entry and diverge: the operator upgrades its binary, and on restart it
+// applies the entry.
+var ErrUnsupported = errors.New("fsm: committed entry not supported by this binary")
+
+// Level is the cluster's feature level in this state.
+func (m *Machine) Level() uint32 { return max(m.level, BaseLevel) }
+
+// RequiredLevel is the feature level a command needs the state to be at
+// before it may be proposed. SetFeatureLevel itself is the exception that
+// needs none: it is what raises the state's level, and its guard is the
+// leader's asking every server first (api.Server.RaiseFeatureLevel). New
+// command kinds get a case here with the level that introduced them.
+func RequiredLevel(cmd *fsmpb.Command) uint32 {
+	return BaseLevel
+}
+
+// supported returns an ErrUnsupported error if this binary cannot apply
+// cmd; Validate and the handlers then deal with everything else.
+func supported(index uint64, cmd *fsmpb.Command) error {
+	if op, ok := cmd.Op.(*fsmpb.Command_SetFeatureLevel); ok && op.SetFeatureLevel.Level > MaxLevel {
+		return fmt.Errorf("%w: entry %d raises the feature level to %d; this binary applies up to %d",
+			ErrUnsupported, index, op.SetFeatureLevel.Level, MaxLevel)
+	}
+	return nil
+}
+
+// setFeatureLevel raises the level. A level at or below the current one
+// changes nothing (a retried or raced proposal), and is not an error.
+func (m *Machine) setFeatureLevel(index uint64, c *fsmpb.SetFeatureLevel) *fsmpb.Result {
+	if c.Level > m.Level() {
+		m.level = c.Level
+	}
+	return &fsmpb.Result{Version: index}
+}

@@ -1,0 +1,108 @@
+package ops
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/internal/proc"
+)
+
+// previousRelease is the commit of the release before this one (RELEASES.md):
+// the cluster this test upgrades runs it first.
+const previousRelease = "3fc933d"
+
+// TestRollingUpgradeUnderWrites (G15): a 3-node cluster of the previous
+// release is upgraded to this build one server at a time, the leader last,
+// while a client appends without pause. The cluster stays writable with
+// every server down in turn, no acknowledged append is lost or doubled, no
+// server of either release stops or panics, and the cluster's feature level
+// stays at 1 — no new command kind is proposed — until the last server runs
+// this build; then it is raised to this build's level.
+func TestRollingUpgradeUnderWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the previous release and restarts three servers in turn")
+	}
+	old := proc.ReleaseBinary(t, previousRelease)
+	c := proc.New(t, 3)
+	for _, nd := range c.Nodes {
+		nd.Bin = old
+	}
+	c.StartAll()
+	formed(t, c, 3)
+	w := proc.NewWriter(t, c.Client(), "upgrade")
+	l := startLoad(t, w)
+	l.waitAcks(c, 20)
+
+	order := []int{}
+	leader := c.Leader(0)
+	for i := range c.Nodes {
+		if i != leader {
+			order = append(order, i)
+		}
+	}
+	order = append(order, leader)
+	for k, i := range order {
+		c.Stop(i)
+		l.waitAcks(c, 5) // writable with one server down
+		c.Nodes[i].Bin = ""
+		c.Start(i)
+		formed(t, c, 3)
+		caughtUp(t, c, i, 10)
+		l.waitAcks(c, 5)
+		if k < len(order)-1 {
+			// A server of the previous release remains: the level stays.
+			if lvl := clusterLevel(t, c, i); lvl != fsm.BaseLevel {
+				t.Fatalf("with %d server(s) still on %s the cluster is at level %d", len(order)-1-k, previousRelease, lvl)
+			}
+		}
+		for j := range c.Nodes {
+			if !c.Running(j) {
+				t.Fatalf("%s stopped during the upgrade:\n%s", c.Nodes[j].ID, c.Log(j))
+			}
+		}
+		t.Logf("%s upgraded", c.Nodes[i].ID)
+	}
+	c.WaitFor("the feature level raised on every server", 30*time.Second, func() bool {
+		for i := range c.Nodes {
+			if clusterLevel(t, c, i) != fsm.MaxLevel {
+				return false
+			}
+		}
+		return true
+	})
+	l.waitAcks(c, 10)
+	acks := l.finish()
+	if bad := l.failures(); len(bad) > 0 {
+		t.Fatalf("the writer saw failures a client must not see: %v", bad)
+	}
+	last := acks[len(acks)-1].end
+	for k := 1; k < len(acks); k++ {
+		if acks[k].end != acks[k-1].end+1 {
+			t.Fatalf("acknowledged ends %d then %d: an append was lost or doubled", acks[k-1].end, acks[k].end)
+		}
+	}
+	for i := range c.Nodes {
+		s, err := c.Describe(i, w.Stream)
+		if err != nil || s.CommittedEnd != last {
+			t.Fatalf("%s: committed end %v (%v), last acknowledged %d", c.Nodes[i].ID, s, err, last)
+		}
+		checkContiguous(t, gen0Records(t, c, i, w.Stream), last)
+		if log := c.Log(i); strings.Contains(log, "panic") {
+			t.Errorf("%s panicked:\n%s", c.Nodes[i].ID, log)
+		}
+	}
+	t.Logf("%d appends acknowledged across the upgrade, all present on every server", len(acks))
+}
+
+// clusterLevel is the cluster feature level server i reports (0 from a
+// release without levels, which counts as level 1).
+func clusterLevel(t *testing.T, c *proc.Cluster, i int) uint32 {
+	t.Helper()
+	st, err := c.Status(i)
+	if err != nil {
+		return 0
+	}
+	return max(st.ClusterFeatureLevel, fsm.BaseLevel)
+}
