@@ -94,9 +94,10 @@ func (w *watchLoop) run(ctx context.Context) error {
 			delay, compacted = 20*time.Millisecond, 0
 		}
 		var ce *CompactedError
-		if errors.As(err, &ce) {
+		if errors.As(err, &ce) || unimplemented(err) {
 			// A member restarted from a snapshot holds less history than
-			// the others: ask each member before giving up.
+			// the others, and during a rolling upgrade a member may not
+			// serve Watch yet: ask each member before giving up.
 			if compacted++; compacted >= len(w.c.cfg.Addrs) {
 				return err
 			}
@@ -181,6 +182,11 @@ func watchRetryable(err error) bool {
 		return false
 	}
 	return true
+}
+
+func unimplemented(err error) bool {
+	e, ok := AsError(err)
+	return ok && e.Code == codes.Unimplemented
 }
 
 func errorInfoMetadata(err error) map[string]string {
