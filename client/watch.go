@@ -36,7 +36,12 @@ func (e *CompactedError) Error() string {
 		e.Stream, e.From, e.Version, e.CommittedEnd, e.Trim, e.Status)
 }
 
-func (e *CompactedError) Unwrap() error { return e.Err }
+func (e *CompactedError) Unwrap() error {
+	if e.Err == nil {
+		return nil // not a typed nil *Error
+	}
+	return e.Err
+}
 
 // Watch follows one stream's changes after version from (0: from now), in
 // commit order, as an iterator:

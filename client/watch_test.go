@@ -26,10 +26,9 @@ func TestCompactedErrorCarriesTheStreamState(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("got %T %v, want *CompactedError", err, err)
 	}
-	want := CompactedError{Stream: 7, From: 40, Version: 90, CommittedEnd: 1000, Trim: 200, Status: "SEALED"}
-	ce.Err = nil
-	if *ce != want {
-		t.Fatalf("got %+v, want %+v", *ce, want)
+	want := CompactedError{Stream: 7, From: 40, Version: 90, CommittedEnd: 1000, Trim: 200, Status: "SEALED", Err: ce.Err}
+	if *ce != want || ce.Err == nil {
+		t.Fatalf("got %+v, want %+v with the server's error", *ce, want)
 	}
 	if Reason(err) != "WATCH_COMPACTED" {
 		t.Fatalf("reason %q: the server's error must stay reachable", Reason(err))
