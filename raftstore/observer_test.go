@@ -19,8 +19,12 @@ func BenchmarkApplyAppend(b *testing.B) {
 	for _, mode := range []string{"no-observer", "hub", "hub-10-watchers"} {
 		b.Run(mode, func(b *testing.B) {
 			a := newFSMAdapter(slog.New(slog.DiscardHandler))
+			var h *watch.Hub
 			if mode != "no-observer" {
-				h, err := watch.New(watch.DefaultConfig())
+				cfg := watch.DefaultConfig()
+				cfg.Buffer = 1 << 16 // no watcher is cut off within 65536 appends
+				var err error
+				h, err = watch.New(cfg)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -66,6 +70,11 @@ func BenchmarkApplyAppend(b *testing.B) {
 				if res := out[0].(*fsmpb.Result); res.Rejection != nil {
 					b.Fatal(fmt.Sprint(res.Rejection))
 				}
+			}
+			b.StopTimer()
+			if h != nil {
+				// Watchers cut off as slow consumers stop costing fan-out.
+				b.ReportMetric(float64(h.Cutoffs()), "cutoffs")
 			}
 		})
 	}
