@@ -15,6 +15,9 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
 	"github.com/metad/metad/internal/proc"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -313,7 +316,11 @@ func TestWatchResumeAndCompaction(t *testing.T) {
 
 // watchersOn reads metad_watch_watchers from server i's metrics (-1 if it
 // cannot).
-func watchersOn(c *proc.Cluster, i int) int {
+func watchersOn(c *proc.Cluster, i int) int { return metricOn(c, i, "metad_watch_watchers") }
+
+// metricOn reads an unlabelled integer metric from server i (-1 if it
+// cannot).
+func metricOn(c *proc.Cluster, i int, name string) int {
 	resp, err := http.Get("http://" + c.Nodes[i].HTTP + "/metrics")
 	if err != nil {
 		return -1
@@ -324,7 +331,7 @@ func watchersOn(c *proc.Cluster, i int) int {
 		return -1
 	}
 	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, "metad_watch_watchers "); ok {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil {
 				return -1
@@ -343,4 +350,82 @@ func awaitLeader(c *proc.Cluster, timeout time.Duration) int {
 		return leader >= 0
 	})
 	return leader
+}
+
+// TestWatchSlowConsumerIsCutOffAndResumes: a watcher that stops reading is
+// cut off (its queue holds one event) instead of buffered without bound;
+// the error says WATCH_SLOW_CONSUMER with the last version sent, and a
+// watch resumed from there gets every later append, none twice.
+func TestWatchSlowConsumerIsCutOffAndResumes(t *testing.T) {
+	c := proc.New(t, 1, "--watch-buffer", "1", "--watch-history", "100000")
+	c.StartAll()
+	awaitLeader(c, 30*time.Second)
+	cl := c.Client()
+	w := proc.NewWriter(t, cl, "slow")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	stream, err := cl.Metad.Watch(ctx, &metadpb.WatchRequest{StreamId: w.Stream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := stream.Recv()
+	if err != nil || started.Kind != metadpb.WatchEventKind_WATCH_STARTED {
+		t.Fatalf("first event %v %v, want WATCH_STARTED", started, err)
+	}
+	// Append, not reading, until the server cuts the watcher off (gRPC's
+	// flow-control window fills first, then the one-event queue).
+	for n := 0; metricOn(c, 0, "metad_watch_cutoffs_total") < 1; n++ {
+		if n == 20000 {
+			t.Fatal("20000 unread appends and the watcher was not cut off")
+		}
+		w.MustAppend(t, 1)
+	}
+	var got []*metadpb.WatchEvent
+	var cut error
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			cut = err
+			break
+		}
+		got = append(got, ev)
+	}
+	info := errorInfo(cut)
+	if info.GetReason() != "WATCH_SLOW_CONSUMER" || status.Code(cut) != codes.Unavailable {
+		t.Fatalf("watch ended with %v, want UNAVAILABLE WATCH_SLOW_CONSUMER", cut)
+	}
+	before, last := len(got), got[len(got)-1].Version
+	if info.Metadata["last_version"] != strconv.FormatUint(last, 10) {
+		t.Fatalf("last_version %q, want %d (the last event received)", info.Metadata["last_version"], last)
+	}
+	// Resume after the last event received, with the Go client.
+	w.MustAppend(t, 1)
+	for ev, err := range cl.Watch(ctx, w.Stream, last) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == metadpb.WatchEventKind_WATCH_STARTED {
+			break
+		}
+		got = append(got, ev)
+	}
+	history := listEvidence(t, cl, w.Stream)
+	if len(got) != len(history) {
+		t.Fatalf("saw %d appends across the cut-off, history has %d", len(got), len(history))
+	}
+	for i, ev := range got {
+		if ev.Version != history[i].Version || ev.Range.End != history[i].Range.End {
+			t.Fatalf("event %d: %v, history %v", i, ev, history[i])
+		}
+	}
+	t.Logf("cut off after %d events received; %d appends in all", before, len(history))
+}
+
+func errorInfo(err error) *errdetails.ErrorInfo {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info
+		}
+	}
+	return nil
 }
