@@ -3,11 +3,13 @@ package raftstore
 import (
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/watch"
 )
@@ -77,5 +79,82 @@ func BenchmarkApplyAppend(b *testing.B) {
 				b.ReportMetric(float64(h.Cutoffs()), "cutoffs")
 			}
 		})
+	}
+}
+
+// recordingObserver records what the adapter tells its observer.
+type recordingObserver struct {
+	mu       sync.Mutex
+	restored []uint64
+	applied  []uint64
+	// appliedBeforeRestore counts Applied calls before the first Restored.
+	appliedBeforeRestore int
+}
+
+func (r *recordingObserver) Applied(_ *fsm.Machine, index uint64, _ *fsmpb.Command, _ *fsmpb.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.applied = append(r.applied, index)
+	if len(r.restored) == 0 {
+		r.appliedBeforeRestore++
+	}
+}
+
+func (r *recordingObserver) Restored(index uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.restored = append(r.restored, index)
+}
+
+// TestObserverSeesRestoreThenReplay: a restarted node's observer is told
+// of the snapshot restore first, then of every command after it through
+// Apply (which is how the watch hub rebuilds its rings), and of nothing
+// the snapshot already held.
+func TestObserverSeesRestoreThenReplay(t *testing.T) {
+	recs := []*recordingObserver{{}, {}, {}}
+	c := newCluster(t, 3, func(i int, _ *Config, o *openOptions) { o.observer = recs[i] })
+	for i := range 5 {
+		c.propose(createStream(fmt.Sprintf("a%d", i)))
+	}
+	c.converge()
+	f := (c.index(c.leader()) + 1) % 3
+	if err := c.store(f).raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	var after []uint64
+	for i := range 5 {
+		res, _ := c.propose(createStream(fmt.Sprintf("b%d", i)))
+		after = append(after, res.Version)
+	}
+	c.converge()
+	rec := &recordingObserver{}
+	c.nodes[f].opts.observer = rec
+	c.restart(f)
+	c.converge()
+	waitFor(t, "the restarted node to apply the last command", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.applied) > 0 && rec.applied[len(rec.applied)-1] >= after[len(after)-1]
+	})
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.restored) != 1 || rec.appliedBeforeRestore != 0 {
+		t.Fatalf("restores %v, %d applies before the first: want one restore before any apply", rec.restored, rec.appliedBeforeRestore)
+	}
+	snap := rec.restored[0]
+	if snap >= after[0] {
+		t.Fatalf("restored at %d, but the snapshot was taken before index %d", snap, after[0])
+	}
+	seen := map[uint64]bool{}
+	for i, idx := range rec.applied {
+		if idx <= snap || (i > 0 && idx <= rec.applied[i-1]) {
+			t.Fatalf("applied %v after restoring %d: not all after it and increasing", rec.applied, snap)
+		}
+		seen[idx] = true
+	}
+	for _, idx := range after {
+		if !seen[idx] {
+			t.Fatalf("command at %d (after the snapshot) was not replayed to the observer: %v", idx, rec.applied)
+		}
 	}
 }
