@@ -246,6 +246,9 @@ func (s *Server) awaitVersion(ctx context.Context, req *metadpb.DescribeStreamRe
 		}
 		var err error
 		w, _, err = s.hub.Subscribe(info.ID, m.AppliedIndex(), m.AppliedIndex())
+		if errors.Is(err, watch.ErrTooManyWatchers) {
+			return nil // no room to wait: answer now, the client polls again
+		}
 		return err
 	})
 	if err != nil || w == nil {
