@@ -32,7 +32,8 @@
 // ErrorInfo metadata); a consumer whose queue fills is cut off with
 // WATCH_SLOW_CONSUMER (Unavailable, RetryInfo, metadata last_version), a
 // state replaced by a snapshot with WATCH_RESET, a draining server with
-// SHUTTING_DOWN, all resumable. DescribeStream's long poll (min_version,
+// SHUTTING_DOWN, a node without a leader for Config.Watch.StaleAfter (the
+// health loop checks) with NO_LEADER, all resumable. DescribeStream's long poll (min_version,
 // wait) subscribes the same way and answers once the version moves or the
 // wait ends. Limits: Config.Watch; metrics metad_watch_*.
 //

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -142,6 +143,11 @@ type Server struct {
 	// watchesEnd is closed by Drain: every watch and long poll ends.
 	watchesEnd  chan struct{}
 	endWatchOne sync.Once
+	// watchStale is closed (and replaced) when this node has lost its
+	// leader for Config.Watch.StaleAfter; leaderlessSince, owned by
+	// RunHealth's goroutine, is since when (watch.go).
+	watchStale      atomic.Pointer[chan struct{}]
+	leaderlessSince time.Time
 }
 
 // New returns a Server.
@@ -174,6 +180,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.resolver = r
+	stale := make(chan struct{})
+	s.watchStale.Store(&stale)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	return s, nil
 }
@@ -241,6 +249,7 @@ func (s *Server) RunHealth(ctx context.Context) {
 	last := healthpb.HealthCheckResponse_UNKNOWN
 	for {
 		st := s.store.Status()
+		s.checkWatchLiveness(st, time.Now())
 		want := healthpb.HealthCheckResponse_NOT_SERVING
 		caughtUp := st.AppliedIndex+s.cfg.CaughtUpSlack >= st.CommitIndex
 		if st.LeaderID != "" && caughtUp && (!st.Leader || st.ReadReady) {

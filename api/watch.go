@@ -12,6 +12,7 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/watch"
 )
 
@@ -75,9 +76,37 @@ func (s *Server) Watch(req *metadpb.WatchRequest, out metadpb.Metad_WatchServer)
 			return watchCutOff(w.Err(), req.StreamId, last)
 		case <-s.watchesEnd:
 			return watchCutOff(errShuttingDown, req.StreamId, last)
+		case <-s.staleWatches():
+			return watchCutOff(errLostLeader, req.StreamId, last)
 		case <-ctx.Done():
 			return toStatus(ctx.Err())
 		}
+	}
+}
+
+// errLostLeader ends the watches of a node that lost its leader.
+var errLostLeader = errors.New("api: this node has had no leader for watch.Config.StaleAfter")
+
+// staleWatches is closed when this node has lost its leader for
+// Config.Watch.StaleAfter: its watches end, resumably, so that their
+// clients go to a member that still follows the cluster.
+func (s *Server) staleWatches() <-chan struct{} { return *s.watchStale.Load() }
+
+// checkWatchLiveness runs on the health loop: it ends the watches once
+// this node has been without a leader (or without contact from one) for
+// StaleAfter, and again every StaleAfter while that lasts.
+func (s *Server) checkWatchLiveness(st raftstore.Status, now time.Time) {
+	stale := s.cfg.Watch.StaleAfter
+	lost := !st.Leader && (st.LeaderID == "" || (!st.LastContact.IsZero() && now.Sub(st.LastContact) > stale))
+	switch {
+	case !lost:
+		s.leaderlessSince = time.Time{}
+	case s.leaderlessSince.IsZero():
+		s.leaderlessSince = now
+	case now.Sub(s.leaderlessSince) >= stale:
+		next := make(chan struct{})
+		close(*s.watchStale.Swap(&next))
+		s.leaderlessSince = now
 	}
 }
 
@@ -172,6 +201,8 @@ func watchCutOff(cause error, stream, last uint64) error {
 		reason = ReasonWatchReset
 	case errors.Is(cause, errShuttingDown):
 		reason = ReasonShuttingDown
+	case errors.Is(cause, errLostLeader):
+		reason = ReasonNoLeader
 	}
 	meta := map[string]string{"stream_id": strconv.FormatUint(stream, 10), "last_version": strconv.FormatUint(last, 10)}
 	return buildWithMeta(errorSpec{codes.Unavailable, true, 100 * time.Millisecond}, reason,

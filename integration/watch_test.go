@@ -429,3 +429,43 @@ func errorInfo(err error) *errdetails.ErrorInfo {
 	}
 	return nil
 }
+
+// TestWatchOnAnIsolatedNodeEnds: a follower that loses its leader (both
+// other servers paused) ends its watches after --watch-stale-after with a
+// resumable NO_LEADER carrying the last version sent, instead of leaving
+// the client waiting in silence.
+func TestWatchOnAnIsolatedNodeEnds(t *testing.T) {
+	c := proc.New(t, 3, "--watch-stale-after", "1s")
+	c.StartAll()
+	formed(t, c, 3)
+	leader := awaitLeader(c, 30*time.Second)
+	follower := (leader + 1) % 3
+	w := proc.NewWriter(t, c.Client(), "isolated")
+	cl := newClient(t, c, follower)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream, err := cl.Metad.Watch(ctx, &metadpb.WatchRequest{StreamId: w.Stream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.Nodes {
+		if i != follower {
+			c.Pause(i)
+			defer c.Resume(i)
+		}
+	}
+	ev, err := stream.Recv() // blocks until the follower gives up on its leader
+	if err == nil {
+		t.Fatalf("unexpected event %v", ev)
+	}
+	info := errorInfo(err)
+	if status.Code(err) != codes.Unavailable || info.GetReason() != "NO_LEADER" ||
+		info.Metadata["last_version"] != strconv.FormatUint(started.Version, 10) {
+		t.Fatalf("watch on the isolated follower ended with %v (%v), want UNAVAILABLE NO_LEADER, last_version %d",
+			err, info, started.Version)
+	}
+}

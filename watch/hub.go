@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
@@ -24,10 +25,18 @@ type Config struct {
 	// whose queue is full when an event arrives is cut off (ErrSlowConsumer)
 	// rather than buffered without bound. Default 256; range [1, 1<<16].
 	Buffer int
+	// StaleAfter: a node that has had no leader, or no contact from one,
+	// for this long ends its watches (resumably) so that their clients
+	// resume at a member that still follows the cluster, instead of
+	// waiting in silence on a partitioned one. Default 5s; range
+	// [100ms, 10m].
+	StaleAfter time.Duration
 }
 
 // DefaultConfig returns the defaults documented on Config.
-func DefaultConfig() Config { return Config{History: 256, MaxWatchers: 10000, Buffer: 256} }
+func DefaultConfig() Config {
+	return Config{History: 256, MaxWatchers: 10000, Buffer: 256, StaleAfter: 5 * time.Second}
+}
 
 // Validate reports every out-of-range setting.
 func (c Config) Validate() error {
@@ -40,6 +49,7 @@ func (c Config) Validate() error {
 	check(c.History >= 1 && c.History <= 1<<20, "History %d outside [1, 1048576]", c.History)
 	check(c.MaxWatchers >= 1 && c.MaxWatchers <= 1<<20, "MaxWatchers %d outside [1, 1048576]", c.MaxWatchers)
 	check(c.Buffer >= 1 && c.Buffer <= 1<<16, "Buffer %d outside [1, 65536]", c.Buffer)
+	check(c.StaleAfter >= 100*time.Millisecond && c.StaleAfter <= 10*time.Minute, "StaleAfter %s outside [100ms, 10m]", c.StaleAfter)
 	return errors.Join(errs...)
 }
 

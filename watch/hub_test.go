@@ -3,6 +3,7 @@ package watch
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
@@ -10,7 +11,7 @@ import (
 
 func newHub(t *testing.T, history, buffer, max int) *Hub {
 	t.Helper()
-	h, err := New(Config{History: history, Buffer: buffer, MaxWatchers: max})
+	h, err := New(Config{History: history, Buffer: buffer, MaxWatchers: max, StaleAfter: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

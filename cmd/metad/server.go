@@ -89,6 +89,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.API.Watch.History, "watch-history", c.API.Watch.History, "recent events kept per stream for watchers that resume")
 	fs.IntVar(&c.API.Watch.MaxWatchers, "watch-max-watchers", c.API.Watch.MaxWatchers, "watchers (Watch RPCs and DescribeStream long polls) a node serves at once")
 	fs.IntVar(&c.API.Watch.Buffer, "watch-buffer", c.API.Watch.Buffer, "events queued per watcher before it is cut off as a slow consumer")
+	fs.DurationVar(&c.API.Watch.StaleAfter, "watch-stale-after", c.API.Watch.StaleAfter, "a node without a leader this long ends its watches so that clients resume at another member")
 	fs.DurationVar(&c.GC.Interval, "gc-interval", c.GC.Interval, "pause between garbage-collection passes")
 	fs.DurationVar(&c.GC.MinIdle, "gc-min-idle", c.GC.MinIdle, "how long an object must be unreferenced before GC deletes it")
 	fs.DurationVar(&c.Repair.ScanInterval, "repair-scan-interval", c.Repair.ScanInterval, "pause between periodic repair scans")
