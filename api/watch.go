@@ -66,7 +66,7 @@ func (s *Server) Watch(req *metadpb.WatchRequest, out metadpb.Metad_WatchServer)
 	for {
 		select {
 		case ev := <-w.Events():
-			if err := send(watchEventPB(ev)); err != nil {
+			if err := send(watchEventPB(*ev)); err != nil {
 				return err
 			}
 			if ev.Kind == watch.Deleted {

@@ -142,15 +142,8 @@ func (h *Hub) publish(ev Event) {
 		h.feeds[ev.Stream] = f
 	}
 	f.push(ev, h.cfg.History)
-	for i := 0; i < len(f.watchers); {
-		w := f.watchers[i]
-		select {
-		case w.ch <- ev:
-			i++
-		default:
-			h.cutLocked(w, ErrSlowConsumer) // removes f.watchers[i]
-			h.cutoffs.Add(1)
-		}
+	if len(f.watchers) > 0 {
+		h.fanOutLocked(f, ev)
 	}
 	if ev.Kind == Deleted {
 		// Watchers got the last event; nothing more can happen to the id.
@@ -159,6 +152,23 @@ func (h *Hub) publish(ev Event) {
 			h.watchers--
 		}
 		delete(h.feeds, ev.Stream)
+	}
+}
+
+// fanOutLocked hands ev to f's watchers, cutting off those whose queue is
+// full. One copy is shared by all: queues hold pointers, so an idle
+// watcher's queue costs Buffer words, not Buffer events.
+func (h *Hub) fanOutLocked(f *feed, ev Event) {
+	shared := &ev
+	for i := 0; i < len(f.watchers); {
+		w := f.watchers[i]
+		select {
+		case w.ch <- shared:
+			i++
+		default:
+			h.cutLocked(w, ErrSlowConsumer) // removes f.watchers[i]
+			h.cutoffs.Add(1)
+		}
 	}
 }
 
@@ -216,7 +226,7 @@ func (h *Hub) Subscribe(stream, from, known uint64) (*Watcher, []Event, error) {
 	}
 	var backlog []Event
 	backlog = f.since(from, backlog)
-	w := &Watcher{hub: h, stream: stream, ch: make(chan Event, h.cfg.Buffer), done: make(chan struct{}), registered: true}
+	w := &Watcher{hub: h, stream: stream, ch: make(chan *Event, h.cfg.Buffer), done: make(chan struct{}), registered: true}
 	f.watchers = append(f.watchers, w)
 	h.watchers++
 	return w, backlog, nil
@@ -267,7 +277,7 @@ func (h *Hub) Cutoffs() uint64 { return h.cutoffs.Load() }
 type Watcher struct {
 	hub    *Hub
 	stream uint64
-	ch     chan Event
+	ch     chan *Event
 	done   chan struct{}
 	// registered and err are guarded by hub.mu; err is set before done
 	// is closed and read only after.
@@ -275,8 +285,9 @@ type Watcher struct {
 	err        error
 }
 
-// Events delivers the stream's events in version order.
-func (w *Watcher) Events() <-chan Event { return w.ch }
+// Events delivers the stream's events in version order. The events are
+// shared with the stream's other watchers and must not be changed.
+func (w *Watcher) Events() <-chan *Event { return w.ch }
 
 // Done is closed when the hub cut the watcher off; Err says why. Events
 // already queued may still be taken.

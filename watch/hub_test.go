@@ -35,7 +35,7 @@ func drain(w *Watcher) []Event {
 	for {
 		select {
 		case ev := <-w.Events():
-			out = append(out, ev)
+			out = append(out, *ev)
 		default:
 			return out
 		}
