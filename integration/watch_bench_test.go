@@ -48,25 +48,35 @@ func BenchmarkWatchFanout(b *testing.B) {
 	b.Logf("no watchers: %d appends in %s (%.0f/s), leader CPU %.1f µs/append, append latency p50 %s p99 %s",
 		n0, phase, float64(n0)/phase.Seconds(), base*1e6, load.latency(50), load.latency(99))
 
-	deliveries := startBenchWatchers(b, c, load, ids, watchersPerStream)
+	// METAD_WATCH_BENCH_ON=leader puts every watcher on the leader (the
+	// worst case for it); by default they are balanced over the members.
+	watchAt := []int{0, 1, 2}
+	if os.Getenv("METAD_WATCH_BENCH_ON") == "leader" {
+		watchAt = []int{leader}
+	}
+	deliveries := startBenchWatchers(b, c, load, ids, watchersPerStream, watchAt)
 	load.resetLatency()
 	cpu2 := cpuSeconds(b, c, leader)
 	n1 := load.run(b, rate, phase)
 	cpu3 := cpuSeconds(b, c, leader)
 	with := (cpu3 - cpu2) / float64(n1)
 	p50, p99 := deliveries.percentile(50), deliveries.percentile(99)
-	b.Logf("%d watchers: %d appends in %s (%.0f/s), leader CPU %.1f µs/append (%+.0f%%), append latency p50 %s p99 %s, delivery p50 %s p99 %s (%d events)",
-		streams*watchersPerStream, n1, phase, float64(n1)/phase.Seconds(), with*1e6, 100*(with-base)/base,
+	b.Logf("%d watchers on members %v: %d appends in %s (%.0f/s), leader CPU %.1f µs/append (%+.0f%%), append latency p50 %s p99 %s, delivery p50 %s p99 %s (%d events)",
+		streams*watchersPerStream, watchAt, n1, phase, float64(n1)/phase.Seconds(), with*1e6, 100*(with-base)/base,
 		load.latency(50), load.latency(99), p50, p99, deliveries.count())
 	b.ReportMetric(base*1e6, "leader-µs/append-0w")
 	b.ReportMetric(with*1e6, "leader-µs/append-10kw")
 	b.ReportMetric(float64(p99.Microseconds()), "delivery-p99-µs")
 }
 
-func newBenchClient(b *testing.B, c *proc.Cluster) *client.Client {
+// newBenchClient is a client of the given members (default: all).
+func newBenchClient(b *testing.B, c *proc.Cluster, members ...int) *client.Client {
+	if len(members) == 0 {
+		members = []int{0, 1, 2}
+	}
 	var addrs []string
-	for _, n := range c.Nodes {
-		addrs = append(addrs, n.GRPC)
+	for _, i := range members {
+		addrs = append(addrs, c.Nodes[i].GRPC)
 	}
 	cl, err := client.New(client.Config{Addrs: addrs, Timeout: 30 * time.Second})
 	if err != nil {
@@ -222,15 +232,15 @@ func (d *deliveryLog) count() int {
 	return len(d.ds)
 }
 
-// startBenchWatchers starts per watchers for every stream, on 10 clients
-// balanced over the members, and waits until all are registered.
-func startBenchWatchers(b *testing.B, c *proc.Cluster, load *appendLoad, ids []uint64, per int) *deliveryLog {
+// startBenchWatchers starts per watchers for every stream, on per clients
+// of the members given, and waits until all are registered.
+func startBenchWatchers(b *testing.B, c *proc.Cluster, load *appendLoad, ids []uint64, per int, members []int) *deliveryLog {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	log := &deliveryLog{}
 	clients := make([]*client.Client, per)
 	for i := range clients {
-		clients[i] = newBenchClient(b, c)
+		clients[i] = newBenchClient(b, c, members...)
 	}
 	for _, id := range ids {
 		for k := range per {
