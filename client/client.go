@@ -30,7 +30,9 @@ type Config struct {
 	// MaxRetryDelay caps the wait between retries of retryable failures.
 	// Default 1s.
 	MaxRetryDelay time.Duration
-	// Objects is where Read fetches bytes. Optional for everything else.
+	// Objects is where Read fetches bytes: objectstore.Open of the URL
+	// the servers use (file://DIR or s3://BUCKET[/PREFIX]). Optional for
+	// everything else.
 	Objects objectstore.Store
 	// Holder names this client in pins. Default "metad-client".
 	Holder string

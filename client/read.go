@@ -60,7 +60,9 @@ func (c *Client) Resolve(ctx context.Context, stream uint64, view metadpb.View, 
 // Read resolves (stream, view, offset), reads the target's bytes under its
 // identity, and on a failure reports the candidate, excludes it, and
 // resolves again — always in the same view. A replaced object (same key,
-// new bytes) is detected by its identity and never returned.
+// new bytes) is detected by its identity and never returned. A store that
+// does not answer (objectstore.ErrUnavailable) excludes the candidate for
+// this read only, unreported: the bytes may be fine.
 func (c *Client) Read(ctx context.Context, stream uint64, view metadpb.View, offset uint64) (*ReadResult, error) {
 	if c.cfg.Objects == nil {
 		return nil, errors.New("client: Read needs Config.Objects")
@@ -94,7 +96,9 @@ func (c *Client) Read(ctx context.Context, stream uint64, view metadpb.View, off
 		}
 		ref := &metadpb.CandidateRef{Key: resp.Target.Key, Version: resp.Target.Version}
 		tried = append(tried, CandidateFailure{Candidate: ref, Kind: kind, Err: err})
-		c.report(ref, kind, err)
+		if kind != metadpb.FailureKind_FAILURE_KIND_UNSPECIFIED {
+			c.report(ref, kind, err)
+		}
 		exclude = append(exclude, ref)
 		if ctx.Err() != nil {
 			return nil, &ReadError{Deadline: deadline, Tried: tried, Cause: ctx.Err()}
@@ -120,6 +124,11 @@ func (c *Client) readTarget(ctx context.Context, t *metadpb.Target, sent time.Ti
 		return nil, metadpb.FailureKind_IDENTITY_MISMATCH, err
 	case errors.Is(err, objectstore.ErrNotFound):
 		return nil, metadpb.FailureKind_OBJECT_MISSING, err
+	case errors.Is(err, objectstore.ErrCorrupt):
+		return nil, metadpb.FailureKind_CORRUPT, err
+	case errors.Is(err, objectstore.ErrUnavailable):
+		// The store, not the candidate, failed: no kind, no report.
+		return nil, metadpb.FailureKind_FAILURE_KIND_UNSPECIFIED, err
 	case n < len(buf) && errors.Is(err, io.EOF):
 		return nil, metadpb.FailureKind_CORRUPT, fmt.Errorf("object shorter than the target's byte range: %w", err)
 	}

@@ -13,5 +13,7 @@
 // state machine re-checks.
 //
 // Decide is the pure rule; Collector.Run is the loop, started for each
-// leadership term and bounded in objects examined and deletes per pass.
+// leadership term and bounded in objects examined and deletes per pass. It
+// reads time and waits only through its clock.Clock (WithClock), so tests
+// move time themselves.
 package gc

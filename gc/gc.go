@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 )
@@ -77,16 +78,27 @@ type Collector struct {
 	store   Store
 	deleter Deleter
 	log     *slog.Logger
-	now     func() time.Time // monotonic source for pin waits
+	clock   clock.Clock // monotonic source for pin waits, and the pass timer
 	metrics *metrics
 }
 
+// Option adjusts a Collector.
+type Option func(*Collector)
+
+// WithClock makes the loop read time and wait through c (default
+// clock.Real); tests pass a fake.
+func WithClock(c clock.Clock) Option { return func(col *Collector) { col.clock = c } }
+
 // New returns a Collector; call Run on each leadership term.
-func New(cfg Config, store Store, deleter Deleter, log *slog.Logger, reg prometheus.Registerer) (*Collector, error) {
+func New(cfg Config, store Store, deleter Deleter, log *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Collector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Collector{cfg: cfg, store: store, deleter: deleter, log: log, now: time.Now, metrics: newMetrics(reg)}, nil
+	c := &Collector{cfg: cfg, store: store, deleter: deleter, log: log, clock: clock.Real, metrics: newMetrics(reg)}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
 }
 
 // term is what one leadership term has observed: when it first saw each
@@ -109,19 +121,19 @@ func newTerm() *term { return &term{firstSeen: map[fsm.ObjectRef]sighting{}} }
 func (c *Collector) Run(ctx context.Context) {
 	t := newTerm()
 	c.log.Info("gc started")
-	timer := time.NewTimer(c.cfg.Interval)
+	timer := c.clock.NewTimer(c.cfg.Interval)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			c.log.Info("gc stopped")
 			return
-		case <-timer.C:
-			start := c.now()
+		case <-timer.C():
+			start := c.clock.Now()
 			if err := c.pass(ctx, t); err != nil && ctx.Err() == nil {
 				c.log.Warn("gc pass failed", "err", err)
 			}
-			c.metrics.passSeconds.Observe(c.now().Sub(start).Seconds())
+			c.metrics.passSeconds.Observe(c.clock.Now().Sub(start).Seconds())
 			timer.Reset(c.cfg.Interval)
 		}
 	}
@@ -143,7 +155,7 @@ func (c *Collector) read(ctx context.Context, after string) (window, error) {
 	// Machine time moves only when commands are applied; in a quiet
 	// cluster it stands still, so idleness is measured against whichever
 	// of it and this leader's clock is later.
-	w.now = max(w.machine, c.now().UnixNano())
+	w.now = max(w.machine, c.clock.Now().UnixNano())
 	return w, err
 }
 
@@ -211,10 +223,10 @@ func (c *Collector) pinsEnded(t *term, o fsm.ObjectInfo, machine int64) bool {
 	}
 	seen, ok := t.firstSeen[o.Ref]
 	if !ok {
-		seen = sighting{at: c.now(), wait: min(left, fsm.MaxPinTTL) + c.cfg.SkewMargin}
+		seen = sighting{at: c.clock.Now(), wait: min(left, fsm.MaxPinTTL) + c.cfg.SkewMargin}
 		t.firstSeen[o.Ref] = seen
 	}
-	return c.now().Sub(seen.at) >= seen.wait
+	return c.clock.Now().Sub(seen.at) >= seen.wait
 }
 
 // delete removes the bytes, then records DELETED. If the record fails, the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/internal/fakeclock"
 	"github.com/metad/metad/internal/fsmtest"
 )
 
@@ -32,7 +33,7 @@ type rig struct {
 	deleter *recordingDeleter
 	c       *Collector
 	t       *term
-	clock   time.Time
+	clock   *fakeclock.Clock
 }
 
 var (
@@ -50,13 +51,12 @@ func newRig(t *testing.T) *rig {
 	s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_CommitAppend{CommitAppend: &fsmpb.CommitAppend{
 		StreamId: 1, WriterEpoch: 1, ExpectedStart: 0, End: 10, Object: used.PB(), Bytes: fsm.ByteRange{Length: 10}.PB(), IndexGen0: true,
 	}}})
-	r := &rig{s: s, deleter: &recordingDeleter{}, t: newTerm(), clock: time.Unix(0, 0)}
+	r := &rig{s: s, deleter: &recordingDeleter{}, t: newTerm(), clock: fakeclock.New(time.Unix(0, 0))}
 	cfg := DefaultConfig()
-	c, err := New(cfg, s, r.deleter, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	c, err := New(cfg, s, r.deleter, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, WithClock(r.clock))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.now = func() time.Time { return r.clock }
 	r.c = c
 	return r
 }
@@ -103,7 +103,7 @@ func TestPinnedObjectSurvivesUntilPinEnds(t *testing.T) {
 	// The pin is still counted (not released, not pruned), and this leader
 	// has not watched it for a whole pin lifetime.
 	r.pass(t)
-	r.clock = r.clock.Add(time.Minute)
+	r.clock.Advance(time.Minute)
 	r.pass(t)
 	if len(r.deleter.deleted) != 0 {
 		t.Fatal("deleted while a pin was outstanding")
@@ -125,12 +125,12 @@ func TestLeaderOutlivesUnreleasedPins(t *testing.T) {
 	// the pin is still in the machine for 30s+PinGrace-70s = 20s more.
 	r.s.Advance(70 * time.Second)
 	r.pass(t) // DELETING, first seen with a pin
-	r.clock = r.clock.Add(20*time.Second + DefaultConfig().SkewMargin - time.Second)
+	r.clock.Advance(20*time.Second + DefaultConfig().SkewMargin - time.Second)
 	r.pass(t)
 	if len(r.deleter.deleted) != 0 {
 		t.Fatal("deleted before the pin's grace ran out on the leader's clock")
 	}
-	r.clock = r.clock.Add(time.Second)
+	r.clock.Advance(time.Second)
 	r.pass(t)
 	if len(r.deleter.deleted) != 1 {
 		t.Fatal("never deleted after outliving the pin")
@@ -168,6 +168,27 @@ func TestReferencedObjectIsNeverMarked(t *testing.T) {
 	}
 }
 
+// TestRunCollectsOnItsClock: the loop passes when its clock says an
+// Interval has gone by, and only then.
+func TestRunCollectsOnItsClock(t *testing.T) {
+	r := newRig(t)
+	r.s.Advance(2 * time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.c.Run(ctx) }()
+	r.clock.BlockUntil(1) // the pass timer is armed
+	if r.status("idle") != fsm.ObjectLive {
+		t.Fatal("collected before the first Interval")
+	}
+	r.clock.Advance(DefaultConfig().Interval)
+	r.clock.BlockUntil(1) // the pass ran and the timer is armed again
+	cancel()
+	<-done
+	if r.status("idle") != fsm.ObjectDeleted {
+		t.Fatalf("after one Interval: %v", r.status("idle"))
+	}
+}
+
 func TestRunStopsWithContext(t *testing.T) {
 	r := newRig(t)
 	r.c.cfg.Interval = 10 * time.Millisecond
@@ -196,12 +217,12 @@ func TestDecideAndConfig(t *testing.T) {
 // a cluster where nothing is written, the leader's clock decides idleness.
 func TestQuietClusterStillCollects(t *testing.T) {
 	r := newRig(t)
-	r.clock = time.Unix(0, r.s.Machine().Clock())
+	r.clock.Advance(time.Unix(0, r.s.Machine().Clock()).Sub(r.clock.Now()))
 	r.pass(t)
 	if r.status("idle") != fsm.ObjectLive {
 		t.Fatal("collected before MinIdle")
 	}
-	r.clock = r.clock.Add(2 * time.Minute) // no command applied meanwhile
+	r.clock.Advance(2 * time.Minute) // no command applied meanwhile
 	r.pass(t)
 	if r.status("idle") != fsm.ObjectDeleted {
 		t.Fatalf("status %v: a quiet cluster never collects", r.status("idle"))

@@ -20,7 +20,7 @@ import (
 type broker struct {
 	t      testing.TB
 	c      *client.Client
-	store  *objectstore.Local
+	store  objectstore.Store
 	stream uint64
 	epoch  uint64
 	// bytes remembers what each identity holds, to check reads (G8).
@@ -33,6 +33,12 @@ func newBroker(t testing.TB, cl *proc.Cluster, name string) *broker {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newBrokerWithStore(t, cl, name, store)
+}
+
+// newBrokerWithStore is a broker whose bytes live in store.
+func newBrokerWithStore(t testing.TB, cl *proc.Cluster, name string, store objectstore.Store) *broker {
+	t.Helper()
 	c, err := client.New(client.Config{Addrs: addrs(cl), Timeout: 20 * time.Second, Objects: store, Holder: "test-broker"})
 	if err != nil {
 		t.Fatal(err)

@@ -163,6 +163,9 @@ func randomBreakage(t *testing.T, b *broker, m *pathModel, rng *rand.Rand) {
 	if rng.IntN(2) == 0 {
 		_ = b.store.Delete(b.ctx(), key, id)
 	} else {
+		// An overwrite as an unversioned store does it: the version goes,
+		// new bytes come under the key.
+		_ = b.store.Delete(b.ctx(), key, id)
 		info, err := b.store.Put(b.ctx(), key, bytesReader("REPLACED "+id))
 		if err == nil {
 			m.broken[info.Identity] = true // never registered: must never be served

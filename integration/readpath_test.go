@@ -2,8 +2,13 @@ package integration
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +19,7 @@ import (
 	"github.com/metad/metad/client"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/internal/proc"
+	"github.com/metad/metad/objectstore"
 )
 
 // Scenario tests of the read path on a real 3-node cluster, one per rule
@@ -90,9 +96,12 @@ func TestSharedPinIsNotReleasable(t *testing.T) {
 	}
 }
 
-// TestReplacedObjectIsDetectedNeverServed: new bytes under the newest
-// candidate's key; the read detects the identity mismatch and never
-// returns the new bytes.
+// TestReplacedObjectIsDetectedNeverServed: new bytes put under the newest
+// candidate's key are a new version, and the read, which names its
+// version, still returns generation 2's bytes. The version's own bytes
+// overwritten in place (a tool writing the file, as a store without
+// versions would) are detected as CORRUPT and never returned: the read
+// falls back to generation 1.
 func TestReplacedObjectIsDetectedNeverServed(t *testing.T) {
 	_, b := readCluster(t)
 	g2 := b.mustTarget(metadpb.View_COMMITTED, 0)
@@ -100,11 +109,27 @@ func TestReplacedObjectIsDetectedNeverServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := b.read(metadpb.View_COMMITTED, 0, 10*time.Second)
+	if err != nil || string(res.Data) != "g2" {
+		t.Fatalf("read after a put under the key: %+v %v, want generation 2's bytes", res, err)
+	}
+	overwriteInPlace(t, b.store, g2.Object.Key, g2.Object.Identity, "EV")
+	res, err = b.read(metadpb.View_COMMITTED, 0, 10*time.Second)
 	if err != nil || string(res.Data) != "g1" {
 		t.Fatalf("read %+v %v, want generation 1's bytes", res, err)
 	}
-	if res.Fallbacks[0].Kind != metadpb.FailureKind_IDENTITY_MISMATCH {
+	if res.Fallbacks[0].Kind != metadpb.FailureKind_CORRUPT {
 		t.Fatalf("fallbacks %+v", res.Fallbacks)
+	}
+}
+
+// overwriteInPlace rewrites the file of one version of a file:// store
+// (the layout objectstore/local.go documents).
+func overwriteInPlace(t *testing.T, s objectstore.Store, key, identity, data string) {
+	t.Helper()
+	sum := sha256.Sum256([]byte(key))
+	path := filepath.Join(s.(*objectstore.Local).Dir(), hex.EncodeToString(sum[:]), "sha256-"+strings.TrimPrefix(identity, "sha256:"))
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -310,7 +335,7 @@ func TestGCHonoursPins(t *testing.T) {
 	key := tg.Object.Key
 	waitFor(t, "GC to mark the object DELETING", func() bool { return objectStatus(b, key) == metadpb.ObjectStatus_DELETING })
 	time.Sleep(time.Second) // five GC passes
-	if _, err := b.store.Head(b.ctx(), key); err != nil {
+	if _, err := b.store.Stat(b.ctx(), key, tg.Object.Identity); err != nil {
 		t.Fatalf("object deleted while pinned: %v", err)
 	}
 	if objectStatus(b, key) != metadpb.ObjectStatus_DELETING {
@@ -320,8 +345,8 @@ func TestGCHonoursPins(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "GC to delete the released object", func() bool {
-		_, err := b.store.Head(b.ctx(), key)
-		return err != nil && objectStatus(b, key) == metadpb.ObjectStatus_DELETED
+		_, err := b.store.Stat(b.ctx(), key, tg.Object.Identity)
+		return errors.Is(err, objectstore.ErrNotFound) && objectStatus(b, key) == metadpb.ObjectStatus_DELETED
 	})
 	// The retired generation's reads fall back to generation 1.
 	if tg := b.mustTarget(metadpb.View_COMMITTED, 0); tg.Key.Generation != 1 {

@@ -10,6 +10,7 @@ import (
 	"github.com/metad/metad/api"
 	"github.com/metad/metad/gc"
 	"github.com/metad/metad/membership"
+	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/repair"
 )
@@ -41,8 +42,13 @@ type Config struct {
 	HTTPAddr string
 	// EnablePprof exposes /debug/pprof on HTTPAddr. Default false.
 	EnablePprof bool
-	// ObjectDir is the local object store. Default DataDir/objects.
+	// ObjectDir is the directory of a file:// object store: an alias of
+	// Objects.URL = file://ObjectDir, kept for --object-dir. Set one or
+	// the other. Default DataDir/objects when Objects.URL is empty.
 	ObjectDir string
+	// Objects is the object store (DESIGN.md §11): file://DIR or
+	// s3://BUCKET[/PREFIX]. Open checks an s3:// bucket at start.
+	Objects objectstore.Config
 	// ShutdownTimeout bounds a graceful shutdown. Default 10s; range [0, 5m].
 	ShutdownTimeout time.Duration
 	// NotifySocket is systemd's notify socket ($NOTIFY_SOCKET, read by
@@ -80,8 +86,11 @@ func (c *Config) Complete() {
 	if c.GRPCAdvertise == "" {
 		c.GRPCAdvertise = c.GRPCAddr
 	}
-	if c.ObjectDir == "" {
-		c.ObjectDir = filepath.Join(c.DataDir, "objects")
+	if c.Objects.URL == "" {
+		if c.ObjectDir == "" {
+			c.ObjectDir = filepath.Join(c.DataDir, "objects")
+		}
+		c.Objects.URL = objectstore.FileURL(c.ObjectDir)
 	}
 	c.Raft.NodeID = c.NodeID
 	c.Raft.DataDir = RaftDir(c.DataDir)
@@ -125,7 +134,10 @@ func (c Config) Validate() error {
 	if c.ShutdownTimeout < 0 || c.ShutdownTimeout > 5*time.Minute {
 		errs = append(errs, fmt.Errorf("shutdown-timeout %s outside [0, 5m]", c.ShutdownTimeout))
 	}
-	for _, sub := range []interface{ Validate() error }{c.Raft, c.Membership, c.API, c.Repair, c.GC} {
+	if c.ObjectDir != "" && c.Objects.URL != objectstore.FileURL(c.ObjectDir) {
+		errs = append(errs, fmt.Errorf("object-dir %q and object-store %q: give one (object-dir is file://DIR)", c.ObjectDir, c.Objects.URL))
+	}
+	for _, sub := range []interface{ Validate() error }{c.Raft, c.Membership, c.API, c.Repair, c.GC, c.Objects} {
 		if err := sub.Validate(); err != nil {
 			errs = append(errs, err)
 		}

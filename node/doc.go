@@ -5,7 +5,7 @@
 //	membership  gossip discovery, bootstrap-expect, reconcile (leader)
 //	api         gRPC: Metad, Cluster, Peer, health, reflection
 //	repair, gc  leader-only loops, run for each term this node leads
-//	objectstore the local object directory
+//	objectstore the object store (file:// or s3://), checked at start
 //	HTTP admin  /metrics, /healthz, /readyz, pprof (opt-in)
 //
 // Start opens them in dependency order (the peer client before Raft, which

@@ -37,7 +37,7 @@ type Server struct {
 	api     *api.Server
 	grpc    *grpc.Server
 	http    *http.Server
-	objects *objectstore.Local
+	objects objectstore.Store
 	rpc     *api.RPCMetrics
 	notify  *notifier
 
@@ -61,7 +61,7 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 			_ = n.closeParts()
 		}
 	}()
-	if n.objects, err = objectstore.NewLocal(cfg.ObjectDir); err != nil {
+	if n.objects, err = openObjects(cfg.Objects); err != nil {
 		return nil, err
 	}
 	var dial func(string) string
@@ -380,3 +380,16 @@ func (a gcAdapter) Read(ctx context.Context, fn func(gc.State)) error {
 func (a gcAdapter) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error) {
 	return a.s.Propose(ctx, cmd)
 }
+
+// openObjects opens the object store, checking an s3:// bucket is
+// reachable and versioned: a node that cannot verify or collect objects
+// refuses to start rather than run half-blind.
+func openObjects(cfg objectstore.Config) (objectstore.Store, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), objectStoreCheckTimeout)
+	defer cancel()
+	return objectstore.Open(ctx, cfg)
+}
+
+// objectStoreCheckTimeout bounds the start-up check of the object store,
+// retries included.
+const objectStoreCheckTimeout = 30 * time.Second

@@ -13,16 +13,19 @@ import (
 	"strings"
 )
 
-// Local stores objects in a directory, one file per (key, identity):
+// Local stores objects in a directory, one file per version:
 //
 //	<dir>/<sha256(key) hex>/key          the key itself, for listing
-//	<dir>/<sha256(key) hex>/<identity>   the bytes ("sha256-<hex>")
+//	<dir>/<sha256(key) hex>/sha256-<hex> one version's bytes
 //
-// Putting new bytes under a key writes them to a temporary file, syncs it,
-// renames it into place and then removes the key's other identities, so a
-// reader holding the old identity fails with ErrIdentityMismatch instead of
-// reading new bytes. Several processes (metad nodes and brokers on one
-// machine) may share one directory.
+// The identity is the SHA-256 digest of the bytes ("sha256:<hex>"), so a
+// version is content-addressed: a Put under an existing key with other
+// bytes adds a file beside the earlier ones (a second Put of identical
+// bytes names the same version). Put writes a temporary file, syncs it and
+// renames it into place; only Delete removes a file, exactly one. This is
+// the layout earlier releases wrote (they removed a key's other versions on
+// Put), so their data directories read unchanged. Several processes (metad
+// nodes and brokers on one machine) may share one directory.
 type Local struct {
 	dir string
 }
@@ -91,78 +94,68 @@ func (l *Local) Put(ctx context.Context, key string, r io.Reader) (Info, error) 
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		return Info{}, fmt.Errorf("objectstore: put %q: %w", key, err)
 	}
-	if err := l.removeOthers(dir, name); err != nil {
-		return Info{}, err
-	}
 	return info, syncDir(dir)
-}
-
-// removeOthers deletes every identity of the key but `keep`.
-func (l *Local) removeOthers(dir, keep string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "sha256-") && e.Name() != keep {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // ReadAt implements Store.
 func (l *Local) ReadAt(ctx context.Context, key, identity string, p []byte, off int64) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	name, ok := fileName(identity)
-	if !ok {
-		return 0, fmt.Errorf("%w: %q is not an identity of this store", ErrIdentityMismatch, identity)
-	}
-	f, err := os.Open(filepath.Join(l.keyDir(key), name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, l.missing(ctx, key, identity)
-	}
+	f, err := l.open(ctx, key, identity)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	return f.ReadAt(p, off)
+	n, err := f.ReadAt(p, off)
+	if off == 0 && (err == nil || errors.Is(err, io.EOF)) {
+		if cerr := checkWhole(f, identity, p[:n]); cerr != nil {
+			return 0, cerr
+		}
+	}
+	return n, err
 }
 
-// missing explains why (key, identity) is absent: other bytes, or none.
-func (l *Local) missing(ctx context.Context, key, identity string) error {
-	info, err := l.Head(ctx, key)
-	if err != nil {
+// open opens the file of version (key, identity).
+func (l *Local) open(ctx context.Context, key, identity string) (*os.File, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	name, ok := fileName(identity)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q is not an identity of this store", ErrIdentityMismatch, identity)
+	}
+	f, err := os.Open(filepath.Join(l.keyDir(key), name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %q version %s", ErrNotFound, key, identity)
+	}
+	return f, err
+}
+
+// checkWhole verifies the SHA-256 when a read returned the whole file: a
+// ranged read cannot be checked without reading everything, a whole one
+// costs only the hash.
+func checkWhole(f *os.File, identity string, whole []byte) error {
+	fi, err := f.Stat()
+	if err != nil || fi.Size() != int64(len(whole)) {
 		return err
 	}
-	return fmt.Errorf("%w: %q holds %s, not %s", ErrIdentityMismatch, key, info.Identity, identity)
+	sum := sha256.Sum256(whole)
+	if got := identityPrefix + hex.EncodeToString(sum[:]); got != identity {
+		return fmt.Errorf("%w: %s holds bytes hashing to %s", ErrCorrupt, f.Name(), got)
+	}
+	return nil
 }
 
-// Head implements Store.
-func (l *Local) Head(ctx context.Context, key string) (Info, error) {
-	if err := ctx.Err(); err != nil {
+// Stat implements Store.
+func (l *Local) Stat(ctx context.Context, key, identity string) (Info, error) {
+	f, err := l.open(ctx, key, identity)
+	if err != nil {
 		return Info{}, err
 	}
-	entries, err := os.ReadDir(l.keyDir(key))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
 		return Info{}, err
 	}
-	for _, e := range entries {
-		hexSum, ok := strings.CutPrefix(e.Name(), "sha256-")
-		if !ok {
-			continue
-		}
-		fi, err := e.Info()
-		if err != nil {
-			continue // removed concurrently by a Put or Delete
-		}
-		return Info{Key: key, Identity: identityPrefix + hexSum, Size: fi.Size()}, nil
-	}
-	return Info{}, fmt.Errorf("%w: %q", ErrNotFound, key)
+	return Info{Key: key, Identity: identity, Size: fi.Size()}, nil
 }
 
 // Delete implements Store.

@@ -1,98 +1,108 @@
-package objectstore
+package objectstore_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/metad/metad/objectstore"
+	"github.com/metad/metad/objectstore/storetest"
 )
 
-func TestLocalPutReadReplaceDelete(t *testing.T) {
-	ctx := context.Background()
-	s, err := NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	v1, err := s.Put(ctx, "streams/a/seg-1", strings.NewReader("hello, world"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v1.Size != 12 || !strings.HasPrefix(v1.Identity, "sha256:") {
-		t.Fatalf("info %+v", v1)
-	}
-	p := make([]byte, 5)
-	if n, err := s.ReadAt(ctx, v1.Key, v1.Identity, p, 7); err != nil || string(p[:n]) != "world" {
-		t.Fatalf("ranged read %q %v", p[:n], err)
-	}
-	if err := Verify(ctx, s, v1.Key, v1.Identity); err != nil {
-		t.Fatal(err)
-	}
-
-	// New bytes under the same key get a new identity; the old identity
-	// can no longer be read, and the new bytes are never returned for it.
-	v2, err := s.Put(ctx, "streams/a/seg-1", strings.NewReader("HELLO, WORLD"))
-	if err != nil || v2.Identity == v1.Identity {
-		t.Fatalf("replace: %+v %v", v2, err)
-	}
-	if _, err := s.ReadAt(ctx, v1.Key, v1.Identity, p, 7); !errors.Is(err, ErrIdentityMismatch) {
-		t.Fatalf("read under the stale identity: %v", err)
-	}
-	if err := Verify(ctx, s, v1.Key, v1.Identity); !errors.Is(err, ErrIdentityMismatch) {
-		t.Fatalf("verify stale identity: %v", err)
-	}
-	if n, err := s.ReadAt(ctx, v2.Key, v2.Identity, p, 7); err != nil || string(p[:n]) != "WORLD" {
-		t.Fatalf("read new identity %q %v", p[:n], err)
-	}
-
-	// Deleting the old identity leaves the new bytes alone.
-	if err := s.Delete(ctx, v1.Key, v1.Identity); err != nil {
-		t.Fatal(err)
-	}
-	if h, err := s.Head(ctx, v1.Key); err != nil || h.Identity != v2.Identity {
-		t.Fatalf("head after deleting the old identity: %+v %v", h, err)
-	}
-	if err := s.Delete(ctx, v2.Key, v2.Identity); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Head(ctx, v2.Key); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("head after delete: %v", err)
-	}
-	if _, err := s.ReadAt(ctx, v2.Key, v2.Identity, p, 0); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("read after delete: %v", err)
-	}
-	if err := s.Delete(ctx, v2.Key, v2.Identity); err != nil {
-		t.Fatalf("deleting twice: %v", err)
-	}
+func TestLocalStoreContract(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		New: func(t *testing.T) objectstore.Store {
+			s, err := objectstore.Open(context.Background(), objectstore.Config{URL: objectstore.FileURL(t.TempDir())})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+		// A file:// identity is the digest of the bytes: it cannot name a
+		// version that holds other bytes, only a missing or corrupt one.
+		Mismatch: func(a, b objectstore.Info) string { return "" },
+		Corrupt: func(t *testing.T, s objectstore.Store, info objectstore.Info) string {
+			path := versionFile(s.(*objectstore.Local).Dir(), info)
+			if err := os.WriteFile(path, []byte(strings.ToUpper(readFile(t, path))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return info.Identity
+		},
+		Large: 3 << 20,
+	})
 }
 
-func TestLocalRefusesBadKeysAndIdentities(t *testing.T) {
-	ctx := context.Background()
-	s, _ := NewLocal(t.TempDir())
-	for _, key := range []string{"", "a/../b", "./x", "nul\x00", strings.Repeat("k", 1025)} {
-		if _, err := s.Put(ctx, key, bytes.NewReader(nil)); err == nil {
-			t.Errorf("Put(%q) accepted", key)
-		}
+// versionFile is where the documented layout keeps a version.
+func versionFile(dir string, info objectstore.Info) string {
+	sum := sha256.Sum256([]byte(info.Key))
+	return filepath.Join(dir, hex.EncodeToString(sum[:]), "sha256-"+strings.TrimPrefix(info.Identity, "sha256:"))
+}
+
+func readFile(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	info, _ := s.Put(ctx, "k", strings.NewReader("x"))
-	for _, id := range []string{"", "etag:123", "sha256:zz", "sha256:" + strings.Repeat("0", 64)} {
-		if _, err := s.ReadAt(ctx, "k", id, make([]byte, 1), 0); !errors.Is(err, ErrIdentityMismatch) {
-			t.Errorf("ReadAt with identity %q: %v", id, err)
-		}
+	return string(b)
+}
+
+// A directory written by an earlier release (same layout, one version per
+// key) reads unchanged: the layout is the documented one.
+func TestLocalReadsTheDocumentedLayout(t *testing.T) {
+	dir := t.TempDir()
+	data := "written by an earlier release"
+	sum := sha256.Sum256([]byte(data))
+	info := objectstore.Info{Key: "streams/1/seg", Identity: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(data))}
+	path := versionFile(dir, info)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	if n, err := s.ReadAt(ctx, "k", info.Identity, make([]byte, 1), 0); n != 1 || err != nil {
-		t.Fatalf("good read %d %v", n, err)
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := objectstore.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, len(data))
+	if n, err := s.ReadAt(context.Background(), info.Key, info.Identity, p, 0); err != nil || string(p[:n]) != data {
+		t.Fatalf("read %q %v", p[:n], err)
+	}
+	// And a Put lands where the layout says.
+	v, err := s.Put(context.Background(), "k", strings.NewReader("new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, versionFile(dir, v)); got != "new" {
+		t.Fatalf("put wrote %q at the documented path", got)
 	}
 }
 
 func TestLocalHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	s, _ := NewLocal(t.TempDir())
-	if _, err := s.Put(ctx, "k", strings.NewReader("x")); !errors.Is(err, context.Canceled) {
-		t.Fatalf("put: %v", err)
+	s, _ := objectstore.NewLocal(t.TempDir())
+	if _, err := s.Put(ctx, "k", strings.NewReader("x")); err == nil {
+		t.Fatal("put under a cancelled context succeeded")
 	}
-	if _, err := s.Head(ctx, "k"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("head: %v", err)
+	if _, err := s.Stat(ctx, "k", "sha256:"+strings.Repeat("0", 64)); err != context.Canceled {
+		t.Fatalf("stat: %v", err)
+	}
+}
+
+func TestOpenRejectsBadURLs(t *testing.T) {
+	for _, u := range []string{"", "objects", "http://x", "file://", "s3://"} {
+		_, err := objectstore.Open(context.Background(), objectstore.Config{URL: u})
+		if err == nil || !strings.Contains(err.Error(), "object-store") {
+			t.Errorf("Open(%q): %v", u, err)
+		}
+	}
+	err := objectstore.Config{URL: "s3://b", S3: objectstore.S3Config{Endpoint: "localhost:9000", PartSize: 1}}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "s3-endpoint") || !strings.Contains(err.Error(), "part size") {
+		t.Fatalf("validate: %v", err)
 	}
 }

@@ -8,47 +8,58 @@ import (
 	"strings"
 )
 
+// Failures of a read, a Stat or a Put, classified with errors.Is. The first
+// three are candidate failures (the reader reports them and excludes the
+// candidate); ErrUnavailable is not: the store could not answer now, and
+// the same read may succeed later.
 var (
-	// ErrNotFound: nothing is stored under the key.
+	// ErrNotFound: the store holds no such version (OBJECT_MISSING).
 	ErrNotFound = errors.New("object not found")
-	// ErrIdentityMismatch: the key holds other bytes than the identity names.
+	// ErrIdentityMismatch: the version exists but is not the bytes the
+	// identity names, or the identity is not one of this store's
+	// (IDENTITY_MISMATCH).
 	ErrIdentityMismatch = errors.New("object identity mismatch")
+	// ErrCorrupt: the bytes read do not hash to the identity's SHA-256
+	// (CORRUPT).
+	ErrCorrupt = errors.New("object bytes corrupt")
+	// ErrUnavailable: the store did not answer (5xx, throttling, timeout,
+	// connection refused). Transient: retry later; not a candidate failure.
+	ErrUnavailable = errors.New("object store unavailable")
 )
 
-// Info describes the bytes currently stored under a key.
+// Info describes one stored version.
 type Info struct {
-	Key      string
-	Identity string // "sha256:<hex>" of the content
+	Key string
+	// Identity names exactly these bytes: "sha256:<hex>" in a file:// store,
+	// "s3:<sha256 hex>:<etag>:<version id>" in an s3:// store.
+	Identity string
 	Size     int64
 }
 
-// Store is immutable-object storage addressed by (key, identity). Every
-// read names the identity it expects and fails rather than return other
-// bytes: a key may be reused, an identity may not.
+// Store is versioned object storage addressed by (key, identity), like a
+// versioned bucket: a Put under a key adds a version and never destroys an
+// earlier one, every read names the version it wants, and only Delete —
+// the garbage collector's — removes a version, exactly one.
 type Store interface {
-	// Put stores the bytes read from r under key and returns their identity.
-	// Bytes already under the key are replaced.
+	// Put stores the bytes read from r as a new version of key and returns
+	// its identity. Earlier versions of the key stay readable.
 	Put(ctx context.Context, key string, r io.Reader) (Info, error)
-	// ReadAt reads len(p) bytes at off of the object (key, identity).
+	// ReadAt reads len(p) bytes at off of the version (key, identity). A
+	// read of the whole object also checks the bytes against the
+	// identity's SHA-256 (ErrCorrupt).
 	ReadAt(ctx context.Context, key, identity string, p []byte, off int64) (int, error)
-	// Head describes what the key holds now.
-	Head(ctx context.Context, key string) (Info, error)
-	// Delete removes (key, identity); other bytes under the key are kept.
-	// Deleting what is not there is not an error.
+	// Stat describes the version (key, identity) without reading it: HEAD
+	// with the identity, for --verify-objects.
+	Stat(ctx context.Context, key, identity string) (Info, error)
+	// Delete removes exactly the version (key, identity); other versions
+	// of the key are kept. Deleting what is not there is not an error.
 	Delete(ctx context.Context, key, identity string) error
 }
 
-// Verify checks that key holds exactly the bytes identity names: HEAD with
-// the identity, for the resolver's optional physical check.
+// Verify checks that the store holds the version identity names under key.
 func Verify(ctx context.Context, s Store, key, identity string) error {
-	info, err := s.Head(ctx, key)
-	if err != nil {
-		return err
-	}
-	if info.Identity != identity {
-		return fmt.Errorf("%w: %q holds %s, not %s", ErrIdentityMismatch, key, info.Identity, identity)
-	}
-	return nil
+	_, err := s.Stat(ctx, key, identity)
+	return err
 }
 
 // ValidKey reports whether key is acceptable: non-empty, at most 1024

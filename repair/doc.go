@@ -18,5 +18,6 @@
 // It serves Repair requests from resolves (bounded queue) and runs a
 // periodic scan bounded in records, repairs and time per pass. Missing
 // evidence is never skipped: it is logged at ERROR, counted, and returned
-// to the resolve that asked, which puts it in its diagnostic.
+// to the resolve that asked, which puts it in its diagnostic. The loop
+// waits only on its clock.Clock (WithClock), so tests move time themselves.
 package repair

@@ -10,6 +10,7 @@ import (
 
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/internal/fakeclock"
 	"github.com/metad/metad/internal/fsmtest"
 )
 
@@ -227,23 +228,20 @@ func TestNotLeaderAndQueueBounds(t *testing.T) {
 
 func TestScanRepairsEverythingWithinBounds(t *testing.T) {
 	s := seed(t)
-	cfg := DefaultConfig()
-	cfg.ScanInterval = 10 * time.Millisecond
-	svc, err := New(cfg, s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	clk := fakeclock.New(time.Unix(0, 0))
+	svc, err := New(DefaultConfig(), s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); svc.Run(ctx) }()
-	deadline := time.After(10 * time.Second)
-	for plan(s, 12).Verdict != Healthy {
-		select {
-		case <-deadline:
-			t.Fatal("periodic scan never repaired [10,20)")
-		case <-time.After(5 * time.Millisecond):
-		}
+	clk.BlockUntil(1) // the first scan (at once) ran and the next is armed
+	if plan(s, 12).Verdict != Healthy {
+		t.Fatal("the first periodic scan did not repair [10,20)")
 	}
+	clk.Advance(DefaultConfig().ScanInterval)
+	clk.BlockUntil(1) // a second scan ran
 	cancel()
 	<-done
 	// Scan over a repaired stream reports nothing.
@@ -282,9 +280,8 @@ func TestConfigValidate(t *testing.T) {
 
 func newService(t *testing.T, s Store) *Service {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.ScanInterval = time.Hour // requests only
-	svc, err := New(cfg, s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	// Time never moves on this clock: after the first scan, requests only.
+	svc, err := New(DefaultConfig(), s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, WithClock(fakeclock.New(time.Unix(0, 0))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,19 +294,11 @@ func runLeader(t *testing.T, svc *Service, fn func(ctx context.Context)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	done := make(chan struct{})
 	go func() { defer close(done); svc.Run(ctx) }()
-	for svc.enqueueReady() == false {
-		time.Sleep(time.Millisecond)
-	}
+	svc.clock.(*fakeclock.Clock).BlockUntil(1) // Run took its queue and armed the scan
 	fn(ctx)
 	cancel()
 	<-done
 	if err := svc.Repair(context.Background(), 1, 0); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("after step-down: %v", err)
 	}
-}
-
-func (s *Service) enqueueReady() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.queue != nil
 }

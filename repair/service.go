@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -79,6 +80,7 @@ type Service struct {
 	cfg     Config
 	store   Store
 	log     *slog.Logger
+	clock   clock.Clock
 	metrics *metrics
 
 	// mu guards queue: non-nil exactly while Run is running.
@@ -91,12 +93,23 @@ type request struct {
 	done           chan error // nil for hints
 }
 
+// Option adjusts a Service.
+type Option func(*Service)
+
+// WithClock makes the loop read time and wait through c (default
+// clock.Real); tests pass a fake.
+func WithClock(c clock.Clock) Option { return func(s *Service) { s.clock = c } }
+
 // New returns a Service; call Run on each leadership term.
-func New(cfg Config, store Store, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
+func New(cfg Config, store Store, log *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg, store: store, log: log, metrics: newMetrics(reg)}, nil
+	s := &Service{cfg: cfg, store: store, log: log, clock: clock.Real, metrics: newMetrics(reg)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
 
 // Repair asks the running loop to repair the generation-0 record covering
@@ -145,7 +158,7 @@ func (s *Service) Run(ctx context.Context) {
 	defer s.stop(queue)
 
 	s.log.Info("repair started")
-	scan := time.NewTimer(0)
+	scan := s.clock.NewTimer(0)
 	defer scan.Stop()
 	var cursor Cursor
 	for {
@@ -159,7 +172,7 @@ func (s *Service) Run(ctx context.Context) {
 			if r.done != nil {
 				r.done <- err
 			}
-		case <-scan.C:
+		case <-scan.C():
 			cursor = s.scanPass(ctx, cursor)
 			scan.Reset(s.cfg.ScanInterval)
 		}

@@ -123,7 +123,7 @@ func addClientCommands(root *cobra.Command) {
 	o := &clientOpts{}
 	for _, cmd := range []*cobra.Command{
 		newStatusCmd(o), newMembersCmd(o), newStreamCmd(o), newAppendCmd(o),
-		newIndexCmd(o), newResolveCmd(o), newRaftCmd(o), newBenchCmd(o),
+		newIndexCmd(o), newResolveCmd(o), newReadCmd(o), newRaftCmd(o), newBenchCmd(o),
 	} {
 		o.register(cmd)
 		root.AddCommand(cmd)

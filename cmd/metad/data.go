@@ -18,22 +18,23 @@ import (
 
 func newAppendCmd(o *clientOpts) *cobra.Command {
 	var (
-		epoch     uint64
-		count     uint64
-		data      string
-		file      string
-		objectDir string
-		noIndex   bool
+		epoch   uint64
+		count   uint64
+		data    string
+		file    string
+		objects clientObjectStore
+		noIndex bool
 	)
 	cmd := &cobra.Command{
 		Use:   "append STREAM",
 		Short: "Write bytes to the object store and commit them as the next offsets of a stream",
-		Long: `Write bytes to the local object store, register the object, and commit an
-append of --count offsets at the stream's committed end (with its generation-0
-index record unless --no-index). Without --epoch the command opens the stream
+		Long: `Write bytes to the object store (--object-store, the servers' URL), register
+the object, and commit an append of --count offsets at the stream's committed
+end (with its generation-0 index record unless --no-index). Without --epoch the command opens the stream
 for write first, which bumps the writer epoch and fences earlier writers.`,
 		Example: `  metad append 1 --data 'hello' --object-dir ./metad-data/objects
-  metad append 1 --file batch.bin --count 100 --epoch 3`,
+  metad append 1 --file batch.bin --count 100 --epoch 3
+  metad append 1 --data 'hello' --object-store s3://bucket/metad --s3-endpoint http://127.0.0.1:8333 --s3-path-style`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseUint("stream id", args[0])
@@ -49,11 +50,11 @@ for write first, which bumps the writer epoch and fences earlier writers.`,
 			if len(payload) == 0 || count == 0 {
 				return usageError{fmt.Errorf("give a non-empty --data or --file and a positive --count")}
 			}
-			store, err := objectstore.NewLocal(objectDir)
-			if err != nil {
-				return err
-			}
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				store, err := objects.open(ctx, cmd.Flags())
+				if err != nil {
+					return err
+				}
 				resp, err := appendBytes(ctx, c, store, id, epoch, count, payload, !noIndex)
 				if err != nil {
 					return err
@@ -68,7 +69,7 @@ for write first, which bumps the writer epoch and fences earlier writers.`,
 	cmd.Flags().Uint64Var(&count, "count", 1, "number of offsets the bytes hold")
 	cmd.Flags().StringVar(&data, "data", "", "the bytes, as a string")
 	cmd.Flags().StringVar(&file, "file", "", "read the bytes from this file")
-	cmd.Flags().StringVar(&objectDir, "object-dir", "./metad-data/objects", "local object store (the server's --object-dir)")
+	objects.register(cmd.Flags())
 	cmd.Flags().BoolVar(&noIndex, "no-index", false, "commit without the generation-0 index record (repair will rebuild it)")
 	return cmd
 }

@@ -71,7 +71,8 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "HTTP admin address: /metrics, /healthz, /readyz (empty disables)")
 	fs.IntVar(&c.Membership.BootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many servers are seen (0: single node if alone and no --join, else wait to be added)")
 	fs.StringSliceVar(&c.Membership.Join, "join", nil, "gossip address of a member to join (repeatable)")
-	fs.StringVar(&c.ObjectDir, "object-dir", "", "local object store directory (default <data-dir>/objects); share it between nodes and brokers on one machine")
+	fs.StringVar(&c.ObjectDir, "object-dir", "", "local object store directory, an alias of --object-store file://DIR (default <data-dir>/objects); share it between nodes and brokers on one machine")
+	registerObjectStoreFlags(fs, &c.Objects)
 	fs.BoolVar(&c.EnablePprof, "pprof", false, "serve /debug/pprof on the HTTP admin address")
 	fs.BoolVar(&c.API.VerifyObjects, "verify-objects", false, "resolve checks each target's identity in the object store before returning it")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
@@ -149,6 +150,7 @@ func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io
 		"node-id":          cfg.NodeID,
 		"bootstrap-expect": strconv.Itoa(cfg.Membership.BootstrapExpect),
 		"object-dir":       cfg.ObjectDir,
+		"object-store":     cfg.Objects.URL,
 	})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -1,0 +1,39 @@
+// Package clock is the time source of metad's background loops (repair,
+// gc): an interface, so that tests drive time themselves instead of
+// sleeping (internal/fakeclock), and Real, the wall clock. Like
+// raft-autopilot's TimeProvider, it is the only way those loops learn the
+// time or wait.
+package clock
+
+import "time"
+
+// Clock tells the time and makes timers.
+type Clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is a one-shot timer, like *time.Timer.
+type Timer interface {
+	// C delivers the time once the timer fires.
+	C() <-chan time.Time
+	// Reset makes the timer fire d from now (after a Stop or a fire).
+	Reset(d time.Duration)
+	// Stop prevents a pending fire.
+	Stop()
+}
+
+// Real is the wall clock.
+var Real Clock = realClock{}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time   { return r.t.C }
+func (r realTimer) Reset(d time.Duration) { r.t.Reset(d) }
+func (r realTimer) Stop()                 { r.t.Stop() }

@@ -1,0 +1,278 @@
+// Package weedtest runs a real S3 server for tests: SeaweedFS `weed mini`
+// (DESIGN.md §11), started on free loopback ports in a temporary directory
+// and stopped when the test ends. Credentials are enforced (an s3.config
+// with one identity), so a test can also present wrong ones.
+//
+// The binary is $METAD_WEED, else the one scripts/weed.sh caches under
+// ~/.cache/metad/weed-*/weed. If neither exists the test fails — it does
+// not skip — and says to run scripts/weed.sh (CI does, before the tests).
+package weedtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/metad/metad/internal/ports"
+	"github.com/metad/metad/objectstore"
+)
+
+// Credentials the server accepts.
+const (
+	AccessKey = "metadtest"
+	SecretKey = "metadtest-secret"
+	Region    = "us-east-1"
+)
+
+// Server is one running weed mini.
+type Server struct {
+	// Endpoint is the S3 API's base URL, http://127.0.0.1:PORT.
+	Endpoint string
+	// Admin is an S3 client with good credentials, for what a test does
+	// behind metad's back (overwrites, deletes, listing versions).
+	Admin *s3.Client
+	bin   string
+	args  []string
+	dir   string
+	log   string
+	cmd   *exec.Cmd
+	done  chan struct{} // closed when cmd has exited
+}
+
+// Binary returns the weed binary's path, or fails the test saying how to
+// build it.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("METAD_WEED"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("METAD_WEED=%s: %v", p, err)
+		}
+		return p
+	}
+	home, _ := os.UserHomeDir()
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		cache = filepath.Join(home, ".cache")
+	}
+	matches, _ := filepath.Glob(filepath.Join(cache, "metad", "weed-*", "weed"))
+	if len(matches) == 0 {
+		t.Fatal("no SeaweedFS weed binary: run `bash scripts/weed.sh` (builds it once, several minutes) or set METAD_WEED to its path")
+	}
+	return matches[len(matches)-1]
+}
+
+// Start runs weed mini and waits until its S3 API answers.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin := Binary(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "s3.json")
+	writeS3Config(t, conf)
+	s3Addr := free(t)
+	args := []string{"mini", "-dir=" + filepath.Join(dir, "data"), "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+		"-s3.config=" + conf, "-s3.port=" + port(s3Addr), "-admin.port.legacy=0",
+		"-s3.port.iceberg=0", "-s3.port.lance=0", "-webdav=false", "-admin.ui=false", "-master.telemetry=false"}
+	for _, flag := range []string{"s3.port.grpc", "master.port", "master.port.grpc", "filer.port", "filer.port.grpc",
+		"volume.port", "volume.port.grpc", "webdav.port", "admin.port", "admin.port.grpc"} {
+		args = append(args, "-"+flag+"="+port(free(t)))
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Endpoint: "http://" + s3Addr, log: filepath.Join(dir, "weed.log"), bin: bin, args: args, dir: dir}
+	s.start(t)
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			b, _ := os.ReadFile(s.log)
+			t.Logf("weed mini log (last 4 KiB):\n%s", tail(b, 4096))
+		}
+	})
+	s.Admin = s.Client(AccessKey, SecretKey)
+	s.waitReady(t)
+	return s
+}
+
+// start runs the process; its log is appended to.
+func (s *Server) start(t testing.TB) {
+	logFile, err := os.OpenFile(s.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.done = make(chan struct{})
+	s.cmd = exec.Command(s.bin, s.args...)
+	s.cmd.Dir = s.dir
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := s.done
+	go func() { _ = s.cmd.Wait(); logFile.Close(); close(done) }()
+}
+
+// Restart starts a stopped server again on the same ports and data, and
+// waits until it answers.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.start(t)
+	s.waitReady(t)
+}
+
+// Stop kills weed mini and its children and waits for it.
+func (s *Server) Stop() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	<-s.done
+}
+
+func free(t testing.TB) string {
+	addr, err := ports.Free(20000, 32000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+func port(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+func writeS3Config(t testing.TB, path string) {
+	conf := map[string]any{"identities": []any{map[string]any{
+		"name":        "metadtest",
+		"credentials": []any{map[string]string{"accessKey": AccessKey, "secretKey": SecretKey}},
+		"actions":     []string{"Admin", "Read", "Write", "List", "Tagging"},
+	}}}
+	b, _ := json.Marshal(conf)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Client is an S3 client of this server with the given credentials.
+func (s *Server) Client(accessKey, secretKey string) *s3.Client {
+	return s3.New(s3.Options{
+		Region: Region, BaseEndpoint: aws.String(s.Endpoint), UsePathStyle: true,
+		Credentials:                credentials.NewStaticCredentialsProvider(accessKey, secretKey, ""),
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	})
+}
+
+// waitReady polls the S3 API (not a sleep) until a bucket listing works.
+func (s *Server) waitReady(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			b, _ := os.ReadFile(s.log)
+			t.Fatalf("weed mini exited at start:\n%s", tail(b, 4096))
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err = s.Admin.ListBuckets(ctx, &s3.ListBucketsInput{})
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval, not synchronisation
+	}
+	t.Fatalf("weed mini's S3 API at %s not ready in 90s: %v", s.Endpoint, err)
+}
+
+// Bucket creates a bucket, with versioning enabled if versioned, retrying
+// while the server finishes starting its parts.
+func (s *Server) Bucket(t testing.TB, name string, versioned bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		_, err := s.Admin.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)})
+		var owned *types.BucketAlreadyOwnedByYou
+		if err == nil || errors.As(err, &owned) {
+			break
+		}
+		var resp *awshttp.ResponseError
+		if ctx.Err() != nil || (errors.As(err, &resp) && resp.HTTPStatusCode() < 500) {
+			t.Fatalf("create bucket %s: %v", name, err)
+		}
+		time.Sleep(200 * time.Millisecond) // poll interval
+	}
+	if !versioned {
+		return
+	}
+	if _, err := s.Admin.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(name),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatalf("enable versioning on %s: %v", name, err)
+	}
+}
+
+// SetCredentials points the AWS SDK's default chain, in this process and
+// the processes it starts, at this server's credentials (or others).
+func SetCredentials(t testing.TB, accessKey, secretKey string) {
+	t.Setenv("AWS_ACCESS_KEY_ID", accessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", secretKey)
+	t.Setenv("AWS_REGION", Region)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+}
+
+// StoreConfig is the objectstore configuration of s3://bucket/prefix here.
+func (s *Server) StoreConfig(bucket, prefix string) objectstore.Config {
+	u := "s3://" + bucket
+	if prefix != "" {
+		u += "/" + strings.Trim(prefix, "/")
+	}
+	return objectstore.Config{URL: u, S3: objectstore.S3Config{Endpoint: s.Endpoint, PathStyle: true}}
+}
+
+// Versions lists every version of key in bucket (newest first), as
+// (VersionId, ETag without quotes) pairs, delete markers excluded.
+func (s *Server) Versions(t testing.TB, bucket, key string) [][2]string {
+	t.Helper()
+	out, err := s.Admin.ListObjectVersions(context.Background(), &s3.ListObjectVersionsInput{Bucket: aws.String(bucket), Prefix: aws.String(key)})
+	if err != nil {
+		t.Fatalf("list versions of %s: %v", key, err)
+	}
+	var vs [][2]string
+	for _, v := range out.Versions {
+		if aws.ToString(v.Key) == key {
+			vs = append(vs, [2]string{aws.ToString(v.VersionId), strings.Trim(aws.ToString(v.ETag), `"`)})
+		}
+	}
+	return vs
+}
+
+// String names the server in messages.
+func (s *Server) String() string { return fmt.Sprintf("weed mini at %s", s.Endpoint) }
