@@ -39,49 +39,72 @@ func (s *Server) Watch(req *metadpb.WatchRequest, out metadpb.Metad_WatchServer)
 		return err
 	}
 	defer w.Close()
-	last := req.FromVersion
-	send := func(ev *metadpb.WatchEvent) error {
-		if ev.Version <= last {
-			return nil
-		}
-		if err := out.Send(ev); err != nil {
-			return err
-		}
-		last = ev.Version
-		s.watchMetrics.sent.Inc()
-		return nil
-	}
+	ws := &watchSender{out: out, last: req.FromVersion, sent: s.watchMetrics.sent}
 	for _, ev := range backlog {
-		if err := send(watchEventPB(ev)); err != nil {
+		if err := ws.change(watchEventPB(ev)); err != nil {
 			return err
 		}
 	}
-	// WATCH_STARTED is always sent, even at a version already seen: it is
-	// where the watch now stands, not a change.
-	if err := out.Send(startedPB(start)); err != nil {
+	if err := ws.started(start); err != nil {
 		return err
 	}
-	last = max(last, start.at)
-	s.watchMetrics.sent.Inc()
+	return s.followLive(ctx, w, ws, req.StreamId)
+}
+
+// followLive sends the watcher's events until the stream is deleted, the
+// client goes, or the watch is cut off (resumably, from ws.last).
+func (s *Server) followLive(ctx context.Context, w *watch.Watcher, ws *watchSender, stream uint64) error {
 	for {
 		select {
 		case ev := <-w.Events():
-			if err := send(watchEventPB(*ev)); err != nil {
+			if err := ws.change(watchEventPB(*ev)); err != nil {
 				return err
 			}
 			if ev.Kind == watch.Deleted {
 				return nil
 			}
 		case <-w.Done():
-			return watchCutOff(w.Err(), req.StreamId, last)
+			return watchCutOff(w.Err(), stream, ws.last)
 		case <-s.watchesEnd:
-			return watchCutOff(errShuttingDown, req.StreamId, last)
+			return watchCutOff(errShuttingDown, stream, ws.last)
 		case <-s.staleWatches():
-			return watchCutOff(errLostLeader, req.StreamId, last)
+			return watchCutOff(errLostLeader, stream, ws.last)
 		case <-ctx.Done():
 			return toStatus(ctx.Err())
 		}
 	}
+}
+
+// watchSender sends one watch's events, each change once, in version order.
+type watchSender struct {
+	out  metadpb.Metad_WatchServer
+	last uint64 // the newest version sent (or the client's from_version)
+	sent prometheus.Counter
+}
+
+// change sends a change newer than every one sent; an older one is
+// dropped, never sent twice.
+func (ws *watchSender) change(ev *metadpb.WatchEvent) error {
+	if ev.Version <= ws.last {
+		return nil
+	}
+	if err := ws.out.Send(ev); err != nil {
+		return err
+	}
+	ws.last = ev.Version
+	ws.sent.Inc()
+	return nil
+}
+
+// started sends WATCH_STARTED, always, even at a version already seen: it
+// is where the watch now stands, not a change.
+func (ws *watchSender) started(st watchStart) error {
+	if err := ws.out.Send(startedPB(st)); err != nil {
+		return err
+	}
+	ws.last = max(ws.last, st.at)
+	ws.sent.Inc()
+	return nil
 }
 
 // errLostLeader ends the watches of a node that lost its leader.
