@@ -27,9 +27,10 @@ func newStreamWatchCmd(o *clientOpts) *cobra.Command {
 		Long: `Follow a stream's changes (appends, trims, seals, generations published or
 retired, deletion) in commit order, one line per event, resuming at another
 member after a failure without missing or repeating one. The first line,
-STARTED, is the stream's state where the watch begins. --from V starts
-after version V instead of now. --timeout bounds each attempt to connect,
-not the watch; --for bounds the watch.`,
+STARTED, is the stream's state where the watch begins (with --from, it
+follows the changes the member still held after V). --from V starts after
+version V instead of now. The watch runs until interrupted, until --for
+has passed, or until the stream is deleted; --timeout does not bound it.`,
 		Example: `  metad stream watch 1
   metad stream watch 1 --from 1200 -o json`,
 		Args: exactArgs(1),
