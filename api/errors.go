@@ -83,7 +83,10 @@ const (
 	ReasonConfigurationRefused = "CONFIGURATION_REFUSED"
 	// ReasonFeatureLevel: the command needs a higher cluster feature level.
 	ReasonFeatureLevel = "FEATURE_LEVEL"
-	ReasonInternal     = "INTERNAL"
+	// ReasonQuarantineNotVerified: a lift was asked, but the bytes do not
+	// verify (or the store could not say).
+	ReasonQuarantineNotVerified = "QUARANTINE_NOT_VERIFIED"
+	ReasonInternal              = "INTERNAL"
 	// Watch (watch.go).
 	ReasonWatchCompacted    = "WATCH_COMPACTED"
 	ReasonWatchSlowConsumer = "WATCH_SLOW_CONSUMER"

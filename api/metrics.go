@@ -14,6 +14,7 @@ type resolveMetrics struct {
 	fallbackDepth prometheus.Histogram
 	recheckAborts prometheus.Counter
 	cache         *prometheus.CounterVec
+	reports       *prometheus.CounterVec
 }
 
 func newResolveMetrics(reg prometheus.Registerer) *resolveMetrics {
@@ -40,9 +41,13 @@ func newResolveMetrics(reg prometheus.Registerer) *resolveMetrics {
 			Name: "metad_resolve_cache_total",
 			Help: "Resolve cache lookups by result (hit, miss) and invalidations.",
 		}, []string{"event"}),
+		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metad_failure_reports_total",
+			Help: "Readers' candidate-failure reports by outcome: confirmed by the object store (recorded), or unconfirmed (nothing changed).",
+		}, []string{"outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.outcomes, m.attempts, m.fallbackDepth, m.recheckAborts, m.cache)
+		reg.MustRegister(m.outcomes, m.attempts, m.fallbackDepth, m.recheckAborts, m.cache, m.reports)
 	}
 	return m
 }

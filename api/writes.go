@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -183,20 +185,35 @@ func (s *Server) ReleasePin(ctx context.Context, req *metadpb.ReleasePinRequest)
 	return &metadpb.ReleasePinResponse{Version: res.Version}, nil
 }
 
+// ReportCandidateFailure takes a reader's word that it could not use a
+// candidate, and checks it against the object store before anything
+// changes (G10): nothing a client reports may make a committed offset
+// unreadable while intact bytes for it exist. Only a failure the store
+// confirms — the version missing, another version, corrupt bytes — is
+// committed, under the kind the store showed, and quarantines the record;
+// anything else changes nothing and the answer says why.
 func (s *Server) ReportCandidateFailure(ctx context.Context, req *metadpb.ReportCandidateFailureRequest) (*metadpb.ReportCandidateFailureResponse, error) {
 	if req.Candidate == nil || req.Candidate.Key == nil {
 		return nil, invalidArgument("candidate.key", "required")
 	}
+	key := indexKeyToFSM(req.Candidate.Key)
+	if rej := fsm.Validate(&fsmpb.Command{RequestId: req.RequestId, Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
+		Key: key.PB(), Version: req.Candidate.Version, Kind: kindToFSM(req.Kind), Detail: req.Detail,
+	}}}); rej != nil {
+		return nil, rejectionError(renameField(rej, map[string]string{"key": "candidate.key", "version": "candidate.version"}))
+	}
 	// A reader could not use this candidate: no cached hint may offer it
 	// again, whatever the report's outcome.
-	s.cache.Invalidate(resolver.CandidateID{Key: indexKeyToFSM(req.Candidate.Key), Version: req.Candidate.Version})
-	key := indexKeyToFSM(req.Candidate.Key)
-	kind := kindToFSM(req.Kind)
-	if (kind == fsm.FailureIdentityMismatch || kind == fsm.FailureObjectMissing) && s.objectIntact(ctx, key, req.Candidate.Version) {
-		// The store still holds exactly those bytes: the reader's failure
-		// was its own. Recorded as transient, so nothing is quarantined on
-		// one reader's word.
-		kind = fsm.FailureIOError
+	s.cache.Invalidate(resolver.CandidateID{Key: key, Version: req.Candidate.Version})
+	kind, verdict, err := s.confirmFailure(ctx, key, req.Candidate.Version, kindToFSM(req.Kind))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if kind == fsm.FailureUnspecified {
+		s.metrics.reports.WithLabelValues("unconfirmed").Inc()
+		s.log.Info("failure report not confirmed: nothing changed", "key", key.String(), "version", req.Candidate.Version,
+			"reported", req.Kind.String(), "verdict", verdict)
+		return &metadpb.ReportCandidateFailureResponse{Verdict: verdict}, nil
 	}
 	res, err := s.applyRenamed(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
 		Key: key.PB(), Version: req.Candidate.Version, Kind: kind, Detail: req.Detail,
@@ -204,15 +221,20 @@ func (s *Server) ReportCandidateFailure(ctx context.Context, req *metadpb.Report
 	if err != nil {
 		return nil, err
 	}
-	return &metadpb.ReportCandidateFailureResponse{Quarantined: res.Quarantined, Version: res.Version}, nil
+	s.metrics.reports.WithLabelValues("confirmed").Inc()
+	s.log.Warn("failure report confirmed by the object store", "key", key.String(), "version", req.Candidate.Version,
+		"kind", kind.String(), "quarantined", res.Quarantined, "verdict", verdict)
+	return &metadpb.ReportCandidateFailureResponse{Quarantined: res.Quarantined, Version: res.Version, Confirmed: true, Verdict: verdict}, nil
 }
 
-// objectIntact reports whether this node's object store verifiably holds the
-// bytes the record (key, version) names. Any doubt — no store, no record,
-// a store error — answers false, leaving the report as the reader made it.
-func (s *Server) objectIntact(ctx context.Context, key fsm.IndexKey, version uint64) bool {
-	if s.objects == nil {
-		return false
+// confirmFailure checks the record (key, version)'s bytes in the object
+// store. It returns the failure kind the store shows, or
+// FailureUnspecified with the reason the report cannot be confirmed: the
+// bytes verify, the store could not answer, the kind is transient, or the
+// record is no longer at that version (the report is stale).
+func (s *Server) confirmFailure(ctx context.Context, key fsm.IndexKey, version uint64, reported fsm.FailureKind) (fsm.FailureKind, string, error) {
+	if reported == fsm.FailureIOError {
+		return fsm.FailureUnspecified, "a transient failure changes nothing", nil
 	}
 	var obj fsm.ObjectRef
 	err := s.store.Read(ctx, func(m *fsm.Machine) error {
@@ -222,8 +244,22 @@ func (s *Server) objectIntact(ctx context.Context, key fsm.IndexKey, version uin
 		}
 		return nil
 	})
-	if err != nil || obj.Key == "" {
-		return false
+	switch {
+	case err != nil:
+		return fsm.FailureUnspecified, "", err
+	case obj.Key == "":
+		return fsm.FailureUnspecified, fmt.Sprintf("stale: no record %v at version %d", key, version), nil
 	}
-	return objectstore.Verify(ctx, s.objects, obj.Key, obj.Identity) == nil
+	cerr := objectstore.Check(ctx, s.objects, obj.Key, obj.Identity)
+	switch {
+	case cerr == nil:
+		return fsm.FailureUnspecified, fmt.Sprintf("not confirmed: the store holds the bytes of %s intact", obj), nil
+	case errors.Is(cerr, objectstore.ErrNotFound):
+		return fsm.FailureObjectMissing, cerr.Error(), nil
+	case errors.Is(cerr, objectstore.ErrIdentityMismatch):
+		return fsm.FailureIdentityMismatch, cerr.Error(), nil
+	case errors.Is(cerr, objectstore.ErrCorrupt):
+		return fsm.FailureCorrupt, cerr.Error(), nil
+	}
+	return fsm.FailureUnspecified, fmt.Sprintf("not confirmed: the store could not check %s: %v", obj, cerr), nil
 }

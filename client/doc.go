@@ -8,6 +8,34 @@
 // definite or not, leader hint, field at fault, and for Resolve the
 // per-candidate diagnostic.
 //
+// # Errors
+//
+// Callers classify failures with errors.Is, never by reading messages.
+// The server names every failure with a google.rpc.ErrorInfo reason
+// (api/errors.go's table); the client turns each reason back into an
+// exported sentinel for the reason itself (ErrStreamNotFound,
+// ErrNotLeader, ErrAppendNotAtEnd, ...) and one for its group, the thing a
+// caller acts on:
+//
+//	ErrInvalidArgument     the request is wrong: fix it
+//	ErrNotFound            the stream, generation, record, pin or server does not exist
+//	ErrFailedPrecondition  the state forbids it (sealed, fenced, pinned, ...)
+//	ErrConflict            a compare-and-set lost: re-read and decide again
+//	ErrUnavailable         no leader, overloaded, shutting down, unreachable
+//	ErrDeadlineExceeded    also matches context.DeadlineExceeded
+//	ErrCancelled           also matches context.Canceled
+//	ErrInternal            unclassified, indeterminate
+//
+// Two more cut across the groups: ErrRetryable (the server sent RetryInfo,
+// the connection broke, or a Read found no readable candidate in time) and ErrIndeterminate (the operation may have
+// taken effect; retry under the same request id). Reason(err) returns the
+// reason itself, in one spelling (UPPER_SNAKE) whether it came from metad
+// or from gRPC's transport; a reason this client does not know is
+// classified by its gRPC code. Resolve's answers that are not targets are
+// not errors, but OutcomeError maps them to ErrEOF, ErrTrimmed, ErrViewEnd
+// and ErrStreamNotFound for callers that want one error path. FromStatus
+// decodes errors from the generated stubs (Client.Metad, Client.Cluster).
+//
 // Read is the broker's read path (DESIGN.md §11): resolve, read the
 // target's bytes from the object store under the target's identity, and on
 // failure report the candidate, exclude it and resolve again in the same

@@ -1,8 +1,10 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -14,7 +16,8 @@ import (
 
 // Error is a metad failure as the server classified it (see api/errors.go
 // for the table). Every error a Client returns from a call that reached a
-// server can be examined with AsError.
+// server can be examined with AsError, and classified with errors.Is
+// against the sentinels below.
 type Error struct {
 	Code   codes.Code
 	Reason string // UPPER_SNAKE, e.g. APPEND_NOT_AT_END, NOT_LEADER
@@ -42,6 +45,25 @@ func (e *Error) Error() string {
 // Retryable reports whether the server asked to be retried.
 func (e *Error) Retryable() bool { return e.RetryDelay > 0 }
 
+// Is makes errors.Is(err, client.ErrX) true for the sentinels of e's
+// reason, its group, and its retry and definiteness classes. An
+// UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED error also matches the
+// context's errors, so callers can test for deadlines one way.
+func (e *Error) Is(target error) bool {
+	if target == ErrRetryable {
+		return e.Retryable()
+	}
+	if target == ErrIndeterminate {
+		return !e.Definite
+	}
+	for _, s := range sentinelsOf(e) {
+		if s == target {
+			return true
+		}
+	}
+	return false
+}
+
 // AsError extracts the server's classification from err.
 func AsError(err error) (*Error, bool) {
 	var e *Error
@@ -51,7 +73,9 @@ func AsError(err error) (*Error, bool) {
 	return nil, false
 }
 
-// Reason returns the error's reason, or "" if err is not a metad error.
+// Reason returns the error's reason (UPPER_SNAKE, the server's
+// google.rpc.ErrorInfo reason, or the gRPC code's name for a failure that
+// never reached metad), or "" if err is not a metad error.
 func Reason(err error) string {
 	if e, ok := AsError(err); ok {
 		return e.Reason
@@ -59,15 +83,29 @@ func Reason(err error) string {
 	return ""
 }
 
+// FromStatus turns an error returned by the generated stubs (Client.Metad,
+// Client.Cluster) into an *Error carrying the server's classification.
+// Errors that are not gRPC statuses are returned unchanged. Call and the
+// Client's methods do this already.
+func FromStatus(err error) error { return fromStatus(err) }
+
 // fromStatus decodes a gRPC status into *Error. A status without metad
-// details (transport failures) becomes an Error with reason UNAVAILABLE or
-// the code's name, definite only where gRPC guarantees the call never left.
+// details (a transport failure, or a deadline that expired in flight)
+// gets the code's UPPER_SNAKE name as its reason; a broken connection
+// (UNAVAILABLE) is retryable and indeterminate: the request may or may not
+// have reached a server.
 func fromStatus(err error) error {
-	st, ok := status.FromError(err)
-	if !ok || err == nil {
+	if err == nil {
+		return nil
+	}
+	if _, ok := AsError(err); ok {
 		return err
 	}
-	e := &Error{Code: st.Code(), Message: st.Message(), Reason: st.Code().String()}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	e := &Error{Code: st.Code(), Message: st.Message(), Reason: codeReason(st.Code())}
 	found := false
 	for _, d := range st.Details() {
 		switch d := d.(type) {
@@ -84,9 +122,60 @@ func fromStatus(err error) error {
 		}
 	}
 	if !found && st.Code() == codes.Unavailable {
-		// The connection failed; the request may or may not have reached a
-		// server. Retryable, not definite.
-		e.Reason, e.RetryDelay = "UNAVAILABLE", 100*time.Millisecond
+		e.RetryDelay = 100 * time.Millisecond
 	}
 	return e
 }
+
+// codeReason names a gRPC code the way metad names reasons:
+// DeadlineExceeded → DEADLINE_EXCEEDED, Canceled → CANCELLED (the
+// server's spelling).
+func codeReason(c codes.Code) string {
+	if c == codes.Canceled {
+		return ReasonCancelled
+	}
+	var b strings.Builder
+	for i, r := range c.String() {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToUpper(b.String())
+}
+
+// sentinelsOf lists the sentinels e matches by reason; a reason this
+// client does not know falls back on its gRPC code, so an older client
+// still classifies a newer server's errors by kind.
+func sentinelsOf(e *Error) []error {
+	if s, ok := reasonSentinels[e.Reason]; ok {
+		return s
+	}
+	return codeSentinels[e.Code]
+}
+
+// Sentinel returns the most specific sentinel of a reason, or nil for a
+// reason this client does not know.
+func Sentinel(reason string) error {
+	if s, ok := reasonSentinels[reason]; ok {
+		return s[0]
+	}
+	return nil
+}
+
+// codeSentinels classifies errors by gRPC code when the reason is unknown.
+var codeSentinels = map[codes.Code][]error{
+	codes.InvalidArgument:    {ErrInvalidArgument},
+	codes.NotFound:           {ErrNotFound},
+	codes.FailedPrecondition: {ErrFailedPrecondition},
+	codes.Aborted:            {ErrConflict},
+	codes.Unavailable:        {ErrUnavailable},
+	codes.ResourceExhausted:  {ErrUnavailable},
+	codes.DeadlineExceeded:   {ErrDeadlineExceeded, context.DeadlineExceeded},
+	codes.Canceled:           {ErrCancelled, context.Canceled},
+	codes.Internal:           {ErrInternal},
+}
+
+// Is makes a failed Read match ErrRetryable (the data may be readable
+// later), besides whatever its cause matches through Unwrap.
+func (e *ReadError) Is(target error) bool { return target == ErrRetryable }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -63,18 +64,19 @@ func (r *leaderRouter) NewStream(ctx context.Context, desc *grpc.StreamDesc, met
 }
 
 // leaderMoved reports errors after which the routed-to node may no longer
-// lead: it refused as a follower, or it could not be reached.
+// lead: it refused as a follower, or it could not be reached (a paused or
+// partitioned leader answers nothing, so a deadline counts too).
 func leaderMoved(err error) bool {
-	e, ok := AsError(fromStatus(err))
-	if !ok {
+	err = fromStatus(err)
+	if _, ok := AsError(err); !ok {
 		return true
 	}
-	switch e.Reason {
-	case "NOT_LEADER", "NO_LEADER", "NOT_READY", "LEADERSHIP_LOST", "UNAVAILABLE", "SHUTTING_DOWN",
-		"DeadlineExceeded", "DEADLINE_EXCEEDED": // a paused or partitioned leader answers nothing
-		return true
+	for _, moved := range []error{ErrNotLeader, ErrNoLeader, ErrNotReady, ErrLeadershipLost, ErrShuttingDown, ErrDeadlineExceeded} {
+		if errors.Is(err, moved) {
+			return true
+		}
 	}
-	return false
+	return Reason(err) == ReasonUnavailable
 }
 
 // forget drops the leader connection; the next call rediscovers.

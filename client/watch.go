@@ -93,7 +93,7 @@ func (w *watchLoop) run(ctx context.Context) error {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return ended(ctx, err)
 		}
 		if progressed {
 			delay, compacted = 20*time.Millisecond, 0
@@ -114,11 +114,21 @@ func (w *watchLoop) run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return ended(ctx, err)
 		case <-time.After(delay/2 + rand.N(delay/2+1)):
 		}
 		delay = min(2*delay, w.c.cfg.MaxRetryDelay)
 	}
+}
+
+// ended is the error of a watch whose context ended: the context's, and
+// the failure it was retrying when it did, if any (so a watch that never
+// reached a member says why).
+func ended(ctx context.Context, last error) error {
+	if last == nil || errors.Is(last, ctx.Err()) {
+		return ctx.Err()
+	}
+	return fmt.Errorf("%w; last failure: %w", ctx.Err(), last)
 }
 
 // once runs one Watch RPC. progressed: it yielded at least one event;
@@ -162,7 +172,7 @@ func (w *watchLoop) once(ctx context.Context, metad metadpb.MetadClient) (progre
 // classify turns a Watch failure into *Error, or *CompactedError.
 func (w *watchLoop) classify(err error) error {
 	e := fromStatus(err)
-	if Reason(e) != "WATCH_COMPACTED" {
+	if Reason(e) != ReasonWatchCompacted {
 		return e
 	}
 	meta := errorInfoMetadata(err)

@@ -246,6 +246,34 @@ func (m *Machine) reportCandidateFailure(index uint64, c *fsmpb.ReportCandidateF
 	return res
 }
 
+// liftQuarantine makes a quarantined record valid again, under a new
+// version, if it is still quarantined at the version the caller verified.
+func (m *Machine) liftQuarantine(index uint64, c *fsmpb.LiftQuarantine) *fsmpb.Result {
+	key := indexKeyOf(c.Key)
+	s, rej := m.lookupStreamField(index, key.Stream, "key.stream_id")
+	if rej != nil {
+		return rej
+	}
+	_, g := s.view(key.View).find(key.Generation)
+	var rec record
+	var ok bool
+	if g != nil {
+		rec, ok = g.records.Get(record{rng: Range{Start: key.Start}})
+	}
+	switch {
+	case !ok:
+		return reject(index, fsmpb.RejectCode_RECORD_NOT_FOUND, "key", "no index record %v", key)
+	case rec.version != c.Version || rec.status != RecordQuarantined:
+		return reject(index, fsmpb.RejectCode_CONDITION_FAILED, "version",
+			"record %v is %s at version %d, not quarantined at %d", key, rec.status, rec.version, c.Version)
+	}
+	rec.status = RecordValid
+	rec.version = index
+	g.records.ReplaceOrInsert(rec)
+	g.version = index
+	return &fsmpb.Result{Version: index, StreamId: s.info.ID, Generation: g.number}
+}
+
 func permanentFailure(k FailureKind) bool {
 	switch k {
 	case fsmpb.FailureKind_FAILURE_KIND_IDENTITY_MISMATCH,

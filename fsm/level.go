@@ -22,8 +22,8 @@ import (
 // The levels:
 //
 //	1  release 0.1.0: every command kind up to RepairGen0.
-//	2  SetFeatureLevel; byte ranges of appends, index records and repairs
-//	   must lie inside the object's registered size.
+//	2  SetFeatureLevel, LiftQuarantine; byte ranges of appends and index
+//	   records must lie inside the object's registered size.
 const (
 	// BaseLevel is the level of a state that never recorded one.
 	BaseLevel uint32 = 1
@@ -47,6 +47,10 @@ func (m *Machine) Level() uint32 { return max(m.level, BaseLevel) }
 // leader's asking every server first (api.Server.RaiseFeatureLevel). New
 // command kinds get a case here with the level that introduced them.
 func RequiredLevel(cmd *fsmpb.Command) uint32 {
+	switch cmd.Op.(type) {
+	case *fsmpb.Command_LiftQuarantine:
+		return 2
+	}
 	return BaseLevel
 }
 

@@ -230,6 +230,8 @@ func (m *Machine) handle(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 		return m.repairGen0(index, op.RepairGen0)
 	case *fsmpb.Command_SetFeatureLevel:
 		return m.setFeatureLevel(index, op.SetFeatureLevel)
+	case *fsmpb.Command_LiftQuarantine:
+		return m.liftQuarantine(index, op.LiftQuarantine)
 	default:
 		// Unreachable after Validate, which refuses a nil op; an op type added
 		// to the proto without a case here is a programming error.

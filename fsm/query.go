@@ -238,3 +238,62 @@ func (m *Machine) Counts() Counts {
 	}
 	return c
 }
+
+// Quarantined walks index records in key order (stream, view, generation,
+// start) after the key `after` (from the first record when after is nil)
+// and returns the quarantined ones, at most limit of them, having examined
+// at most budget records. next is where to resume, nil once the walk has
+// reached the end. It serves the repair job's re-verification and
+// operators' listings, not the read path: it is O(streams) to start and
+// O(budget) to walk.
+func (m *Machine) Quarantined(after *IndexKey, limit, budget int) (out []RecordInfo, next *IndexKey) {
+	var last IndexKey
+	stop := false
+	visit := func(key IndexKey, r record) bool {
+		budget--
+		last = key
+		if r.status == RecordQuarantined {
+			out = append(out, r.info(key))
+		}
+		stop = len(out) >= limit || budget <= 0
+		return !stop
+	}
+	for _, id := range m.sortedStreamIDs() {
+		if after != nil && id < after.Stream {
+			continue
+		}
+		s := m.streams[id]
+		for _, view := range []View{Committed, TopicCompacted} {
+			for _, g := range s.views[view].gens {
+				key := IndexKey{Stream: id, View: view, Generation: g.number}
+				if after != nil && !keyAfterGeneration(key, *after) {
+					continue
+				}
+				from := record{}
+				if after != nil && key.Stream == after.Stream && key.View == after.View && key.Generation == after.Generation {
+					from.rng.Start = after.Start + 1
+				}
+				g.records.AscendGreaterOrEqual(from, func(r record) bool {
+					key.Start = r.rng.Start
+					return visit(key, r)
+				})
+				if stop {
+					return out, &last
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// keyAfterGeneration reports whether generation key (Start ignored) is at
+// or after the generation of after, in key order.
+func keyAfterGeneration(key, after IndexKey) bool {
+	switch {
+	case key.Stream != after.Stream:
+		return key.Stream > after.Stream
+	case key.View != after.View:
+		return key.View > after.View
+	}
+	return key.Generation >= after.Generation
+}

@@ -348,6 +348,9 @@ func (r *scriptRunner) command(name string, a *scriptArgs) *fsmpb.Command {
 		return cmdDelete(s)
 	case "register":
 		return cmdRegister(a.obj(), a.u64("size", 0))
+	case "lift":
+		key := IndexKey{Stream: s, View: a.view("view"), Generation: a.u64("gen", 0), Start: a.u64("start", 0)}
+		return &fsmpb.Command{Op: &fsmpb.Command_LiftQuarantine{LiftQuarantine: &fsmpb.LiftQuarantine{Key: key.PB(), Version: a.u64("ver", 0)}}}
 	case "level":
 		return &fsmpb.Command{Op: &fsmpb.Command_SetFeatureLevel{SetFeatureLevel: &fsmpb.SetFeatureLevel{Level: uint32(a.u64("to", 0))}}}
 	case "pin":

@@ -32,6 +32,7 @@ const (
 	RecordRetired     = fsmpb.RecordStatus_RECORD_STATUS_RETIRED
 	RecordQuarantined = fsmpb.RecordStatus_RECORD_STATUS_QUARANTINED
 
+	FailureUnspecified      = fsmpb.FailureKind_FAILURE_KIND_UNSPECIFIED
 	FailureIdentityMismatch = fsmpb.FailureKind_FAILURE_KIND_IDENTITY_MISMATCH
 	FailureObjectMissing    = fsmpb.FailureKind_FAILURE_KIND_OBJECT_MISSING
 	FailureCorrupt          = fsmpb.FailureKind_FAILURE_KIND_CORRUPT

@@ -77,6 +77,12 @@ func validate(cmd *fsmpb.Command) *fieldError {
 		return under("report_candidate_failure", validateReport(op.ReportCandidateFailure))
 	case *fsmpb.Command_RepairGen0:
 		return under("repair_gen0", validateRepair(op.RepairGen0))
+	case *fsmpb.Command_LiftQuarantine:
+		c := op.LiftQuarantine
+		if c.Key == nil {
+			return bad("lift_quarantine.key", "required")
+		}
+		return under("lift_quarantine.key", first(validateStreamID(c.Key.StreamId), validateView(c.Key.View)))
 	case *fsmpb.Command_SetFeatureLevel:
 		if op.SetFeatureLevel.Level < BaseLevel {
 			return bad("set_feature_level.level", "must be at least %d", BaseLevel)

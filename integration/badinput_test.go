@@ -264,7 +264,7 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		{[]string{"resolve", "1", "COMMITTED", "-5"}, 2, "unknown shorthand flag"},
 		{[]string{"stream", "trim", "1"}, 2, "accepts 2 arg"},
 		{[]string{"stream", "describe", "999"}, 3, "STREAM_NOT_FOUND"},
-		{[]string{"stream", "create", ""}, 1, "INVALID_ARGUMENT"},
+		{[]string{"stream", "create", ""}, 2, "INVALID_ARGUMENT"}, // the cluster refusing an argument is bad usage
 		{[]string{"append", "1"}, 2, "--data"},
 		{[]string{"index", "publish", "1", "--view", "SIDEWAYS", "--coverage", "0-1"}, 2, "--view"},
 		{[]string{"status", "-o", "yaml"}, 2, "--output"},

@@ -18,6 +18,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection/grpc_reflection_v1"
 
+	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/internal/proc"
 )
 
@@ -57,6 +58,19 @@ func TestDefaultServerServes(t *testing.T) {
 	t.Logf("SERVING %s after start", time.Since(start).Round(time.Millisecond))
 	if _, err := os.Stat(filepath.Join(dir, "metad-data", "raft", "raft.db")); err != nil {
 		t.Fatalf("data not in ./metad-data: %v", err)
+	}
+	// The server that answered is this one, not another on the default
+	// port (this one would then have refused to start: the port is busy).
+	id, err := os.ReadFile(filepath.Join(dir, "metad-data", "node-id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := metadpb.NewClusterClient(conn).Status(ctx, &metadpb.StatusRequest{})
+	if err != nil || st.LeaderId != strings.TrimSpace(string(id)) {
+		b, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+		t.Fatalf("127.0.0.1:7420 is served by leader %q, not this server (%s): %v\n%s", st.GetLeaderId(), id, err, b)
 	}
 	services := listServices(t, conn)
 	for _, want := range []string{"metad.v1.Metad", "metad.v1.Cluster", "grpc.health.v1.Health"} {

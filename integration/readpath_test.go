@@ -265,8 +265,10 @@ func TestTrimRacingResolve(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(1)
+	trimming := make(chan struct{}) // closed when the trimmer is done
 	go func() {
 		defer wg.Done()
+		defer close(trimming)
 		for to := uint64(5); to <= 200 && ctx.Err() == nil; to += 5 {
 			if _, err := client.Call(ctx, b.c, b.c.Metad.Trim, &metadpb.TrimRequest{StreamId: b.stream, Offset: to, RequestId: client.NewRequestID()}); err == nil {
 				mu.Lock()
@@ -276,8 +278,22 @@ func TestTrimRacingResolve(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
+	// Resolves chase the trim point: each asks for an offset a little
+	// below or above the last acknowledged trim, so that, whatever the
+	// relative speed of trims and resolves on this machine, some land
+	// below a trim (OFFSET_TRIMMED) and some above it (TARGET), and the
+	// ones near it race the trim in flight.
+	latest := func() uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(trims) == 0 {
+			return 0
+		}
+		return trims[len(trims)-1].end
+	}
 	targets, trimmed := 0, 0
-	for offset := uint64(0); offset < 200; offset += 3 {
+	for i := 0; latest() < 195 && !closed(trimming); i++ {
+		offset := max(latest()+uint64(i%7), 3) - 3 // floor-3 .. floor+3
 		began := time.Now()
 		resp, err := b.resolve(metadpb.View_COMMITTED, offset)
 		if err != nil {
@@ -308,6 +324,15 @@ func TestTrimRacingResolve(t *testing.T) {
 	wg.Wait()
 	if targets == 0 || trimmed == 0 {
 		t.Fatalf("%d targets, %d trimmed: the race never happened", targets, trimmed)
+	}
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

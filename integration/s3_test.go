@@ -168,10 +168,10 @@ func cliAppend(t *testing.T, c *proc.Cluster, b *broker, w *weedtest.Server, dat
 	}
 }
 
-// cliRead is `metad read STREAM 0` with the S3 flags: the bytes on stdout.
+// cliRead is `metad read STREAM COMMITTED 0` with the S3 flags: the bytes on stdout.
 func cliRead(t *testing.T, c *proc.Cluster, b *broker, w *weedtest.Server) string {
 	t.Helper()
-	args := append([]string{"read", strconv.FormatUint(b.stream, 10), "0", "--addr", c.Nodes[0].GRPC}, s3Flags(w)...)
+	args := append([]string{"read", strconv.FormatUint(b.stream, 10), "COMMITTED", "0", "--addr", c.Nodes[0].GRPC}, s3Flags(w)...)
 	out, err := exec.Command(proc.Binary(t), args...).Output()
 	if err != nil {
 		t.Fatalf("metad read: %v", err)

@@ -11,12 +11,18 @@
 //	objectstore the object store (file:// or s3://), checked at start
 //	HTTP admin  /metrics, /healthz, /readyz, pprof (opt-in)
 //
-// Start opens them in dependency order (the peer client before Raft, which
-// needs it for read confirmations; membership after Raft, which it drives
-// through membershipRaft (membership.go), a type-converting adapter of the
-// raft store to the interface membership declares, since neither of the
-// two may import the other; the directory that maps node ids to addresses
-// once membership exists). Like every package but raftstore, node does not
+// Start first claims what it needs without writing anything (preflight.go):
+// it binds the gRPC and HTTP listeners, checks the raft and gossip ports
+// free, then takes an flock on <data-dir>/LOCK (a second server on the
+// same data dir is told the owner's pid) and only then stores the node id
+// (ChooseNodeID picks it without writing; StoreNodeID writes it). A start
+// that cannot succeed thus leaves the data dir as it was. Then it opens the
+// parts in dependency order (the peer client before Raft, which needs it
+// for read confirmations; membership after Raft, which it drives through
+// membershipRaft (membership.go), a type-converting adapter of the raft
+// store to the interface membership declares, since neither of the two may
+// import the other; the directory that maps node ids to addresses once
+// membership exists). Like every package but raftstore, node does not
 // import hashicorp/raft.
 // Shutdown reverses it gracefully: report NOT_SERVING (so /readyz and
 // balancers stop sending calls) and STOPPING=1 to systemd, hand over

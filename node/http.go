@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"time"
@@ -38,10 +37,7 @@ func (n *Server) startHTTP(reg *prometheus.Registry) error {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	lis, err := net.Listen("tcp", n.cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("http-addr: %w", err)
-	}
+	lis := n.httpLis // bound by preflight
 	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	n.goLoop(func() {
 		if err := n.http.Serve(lis); err != nil && err != http.ErrServerClosed {

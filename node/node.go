@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -40,6 +41,9 @@ type Server struct {
 	objects objectstore.Store
 	rpc     *api.RPCMetrics
 	notify  *notifier
+	// Claimed by preflight before anything is written.
+	grpcLis, httpLis net.Listener
+	lock             *os.File // flock on the data dir
 
 	cancel context.CancelFunc // stops the loops below
 	wg     sync.WaitGroup     // the loops: serve, health, leader work
@@ -61,6 +65,9 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 			_ = n.closeParts()
 		}
 	}()
+	if err = n.preflight(); err != nil {
+		return nil, err
+	}
 	if n.objects, err = openObjects(cfg.Objects); err != nil {
 		return nil, err
 	}
@@ -93,7 +100,8 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 // startServing builds the loops and the API and starts serving gRPC and HTTP.
 func (n *Server) startServing(reg *prometheus.Registry) error {
 	cfg, log := n.cfg, n.log
-	rep, err := repair.New(cfg.Repair, storeAdapter{n.store}, log.With("component", "repair"), reg)
+	rep, err := repair.New(cfg.Repair, storeAdapter{n.store}, log.With("component", "repair"), reg,
+		repair.WithVerifier(objectVerifier{n.objects}))
 	if err != nil {
 		return err
 	}
@@ -106,10 +114,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 	if err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", cfg.GRPCAddr)
-	if err != nil {
-		return fmt.Errorf("grpc-addr: %w", err)
-	}
+	lis := n.grpcLis
 	// The RPC metrics interceptors go first, to count each call's final code.
 	n.grpc = grpc.NewServer(append(n.rpc.ServerOptions(), n.api.ServerOptions()...)...)
 	n.api.Register(n.grpc)
@@ -329,6 +334,14 @@ func (n *Server) closeParts() error {
 	if n.peers != nil {
 		errs = append(errs, n.peers.Close())
 	}
+	for _, l := range []net.Listener{n.grpcLis, n.httpLis} {
+		if l != nil {
+			_ = l.Close() // already closed if it was served
+		}
+	}
+	if n.lock != nil {
+		errs = append(errs, n.lock.Close()) // releases the flock
+	}
 	return errors.Join(errs...)
 }
 
@@ -393,3 +406,19 @@ func openObjects(cfg objectstore.Config) (objectstore.Store, error) {
 // objectStoreCheckTimeout bounds the start-up check of the object store,
 // retries included.
 const objectStoreCheckTimeout = 30 * time.Second
+
+// objectVerifier checks bytes in the object store for repair, before it
+// lifts a quarantine: intact, unusable, or (an error) the store could not
+// say.
+type objectVerifier struct{ store objectstore.Store }
+
+func (v objectVerifier) Intact(ctx context.Context, obj fsm.ObjectRef) (bool, error) {
+	err := objectstore.Check(ctx, v.store, obj.Key, obj.Identity)
+	switch {
+	case err == nil:
+		return true, nil
+	case objectstore.Unusable(err):
+		return false, nil
+	}
+	return false, err
+}

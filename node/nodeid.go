@@ -13,11 +13,23 @@ import (
 
 const nodeIDFile = "node-id"
 
-// LoadNodeID returns the node's stable id. The first start stores it in
-// the data dir (the given id, or a new random one); later starts must agree
-// with what is stored, because Raft knows the server by that id: silently
-// taking a new one would make the node a stranger to its own cluster.
+// LoadNodeID returns the node's stable id, storing it in the data dir on
+// the first start: ChooseNodeID, then StoreNodeID.
 func LoadNodeID(dataDir, given string) (string, error) {
+	id, err := ChooseNodeID(dataDir, given)
+	if err != nil {
+		return "", err
+	}
+	return id, StoreNodeID(dataDir, id)
+}
+
+// ChooseNodeID returns the node's stable id without writing anything: the
+// one stored in the data dir, or the given one, or a new random one. The
+// first start stores it (StoreNodeID, which Start calls once the data dir
+// is locked); later starts must agree with what is stored, because Raft
+// knows the server by that id: silently taking a new one would make the
+// node a stranger to its own cluster.
+func ChooseNodeID(dataDir, given string) (string, error) {
 	path := filepath.Join(dataDir, nodeIDFile)
 	b, err := os.ReadFile(path)
 	switch {
@@ -28,18 +40,27 @@ func LoadNodeID(dataDir, given string) (string, error) {
 		}
 		return stored, nil
 	case !errors.Is(err, fs.ErrNotExist):
-		return "", err
+		return "", fmt.Errorf("data-dir: %w", err)
 	}
-	id := given
-	if id == "" {
-		var r [4]byte
-		_, _ = rand.Read(r[:])
-		id = "node-" + hex.EncodeToString(r[:])
+	if given != "" {
+		return given, nil
+	}
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	return "node-" + hex.EncodeToString(r[:]), nil
+}
+
+// StoreNodeID records id in the data dir unless an id is stored already
+// (ChooseNodeID checked that they agree).
+func StoreNodeID(dataDir, id string) error {
+	path := filepath.Join(dataDir, nodeIDFile)
+	if _, err := os.Stat(path); err == nil {
+		return nil
 	}
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return "", err
+		return err
 	}
-	return id, os.WriteFile(path, []byte(id+"\n"), 0o644)
+	return os.WriteFile(path, []byte(id+"\n"), 0o644)
 }
 
 // StoredNodeID returns the node id stored in dataDir, without creating

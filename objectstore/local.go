@@ -27,7 +27,8 @@ import (
 // Put), so their data directories read unchanged. Several processes (metad
 // nodes and brokers on one machine) may share one directory.
 type Local struct {
-	dir string
+	dir     string
+	digests *digestCache
 }
 
 const identityPrefix = "sha256:"
@@ -37,7 +38,7 @@ func NewLocal(dir string) (*Local, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("objectstore: %w", err)
 	}
-	return &Local{dir: dir}, nil
+	return &Local{dir: dir, digests: newDigestCache(maxCachedDigests)}, nil
 }
 
 // Dir is the store's root directory.
@@ -144,7 +145,11 @@ func checkWhole(f *os.File, identity string, whole []byte) error {
 	return nil
 }
 
-// Stat implements Store.
+// Stat implements Store. It checks the bytes, not only the name: the
+// file's SHA-256 must be the identity's (ErrCorrupt otherwise), so bytes
+// rotting in place fail --verify-objects. The digest is cached by the
+// file's identity (device, inode, size, modification time), so a file is
+// hashed once, not on every resolve, and a rewritten file is hashed again.
 func (l *Local) Stat(ctx context.Context, key, identity string) (Info, error) {
 	f, err := l.open(ctx, key, identity)
 	if err != nil {
@@ -154,6 +159,13 @@ func (l *Local) Stat(ctx context.Context, key, identity string) (Info, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return Info{}, err
+	}
+	digest, err := l.digests.digest(f, fi)
+	if err != nil {
+		return Info{}, fmt.Errorf("objectstore: stat %q: %w", key, err)
+	}
+	if digest != identity {
+		return Info{}, fmt.Errorf("%w: %s holds bytes hashing to %s", ErrCorrupt, f.Name(), digest)
 	}
 	return Info{Key: key, Identity: identity, Size: fi.Size()}, nil
 }

@@ -62,6 +62,40 @@ func Verify(ctx context.Context, s Store, key, identity string) error {
 	return err
 }
 
+// MaxCheckBytes bounds the bytes Check reads: a larger object is checked
+// with Stat alone (the version exists under the identity; an s3:// store
+// also compares the SHA-256 it stored at Put), which bounds the cost of
+// confirming a report and of re-verifying a quarantined record.
+const MaxCheckBytes = 64 << 20
+
+// Check verifies the version (key, identity) for real: it exists, and its
+// bytes hash to the identity's SHA-256 (a whole read, up to MaxCheckBytes).
+// It answers nil, or an error wrapping ErrNotFound, ErrIdentityMismatch or
+// ErrCorrupt (the bytes are unusable), or anything else (ErrUnavailable
+// among them: the store could not say).
+func Check(ctx context.Context, s Store, key, identity string) error {
+	info, err := s.Stat(ctx, key, identity)
+	if err != nil || info.Size > MaxCheckBytes {
+		return err
+	}
+	p := make([]byte, info.Size)
+	n, err := s.ReadAt(ctx, key, identity, p, 0)
+	if err != nil && !(errors.Is(err, io.EOF) && n == len(p)) {
+		return err
+	}
+	if n != len(p) {
+		return fmt.Errorf("%w: %q version %s: read %d of %d bytes", ErrCorrupt, key, identity, n, len(p))
+	}
+	return nil
+}
+
+// Unusable reports whether err says the version's bytes cannot be used
+// (missing, another version, corrupt), as opposed to the store failing to
+// answer.
+func Unusable(err error) bool {
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrIdentityMismatch) || errors.Is(err, ErrCorrupt)
+}
+
 // ValidKey reports whether key is acceptable: non-empty, at most 1024
 // bytes, no NUL, and no "." or ".." path element.
 func ValidKey(key string) error {

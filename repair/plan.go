@@ -15,6 +15,7 @@ type State interface {
 	Evidence(stream, from uint64, limit int) []fsm.EvidenceInfo
 	Records(stream uint64, view fsm.View, gen, from uint64, limit int) []fsm.RecordInfo
 	Object(key string) (fsm.ObjectInfo, bool)
+	Quarantined(after *fsm.IndexKey, limit, budget int) ([]fsm.RecordInfo, *fsm.IndexKey)
 }
 
 // Verdict is what planning concluded about one committed offset.
@@ -38,11 +39,18 @@ const (
 	// ObjectUnusable: the evidence names an object that is no longer live
 	// under its identity; rebuilding would index bytes that are gone.
 	ObjectUnusable
+	// Reverify: the record matches its evidence but was quarantined after
+	// a confirmed failure report. Command rebuilds it (a new version, valid)
+	// and must be proposed only once the bytes verify in the object store
+	// again: quarantine is lifted, never kept for good while the bytes are
+	// intact (G10).
+	Reverify
 )
 
 var verdictNames = map[Verdict]string{
 	Healthy: "HEALTHY", Rebuild: "REBUILD", ProvenTrimmed: "PROVEN_TRIMMED", ProvenEOF: "PROVEN_EOF",
 	StreamMissing: "STREAM_MISSING", EvidenceMissing: "EVIDENCE_MISSING", ObjectUnusable: "OBJECT_UNUSABLE",
+	Reverify: "REVERIFY",
 }
 
 func (v Verdict) String() string {
@@ -105,14 +113,7 @@ func planEvidence(st State, ev fsm.EvidenceInfo, a Action) Action {
 		a.Verdict = Healthy
 		return a
 	}
-	if len(overlap) == 1 && sameProof(overlap[0], ev) && overlap[0].Status == fsm.RecordQuarantined {
-		// The record is exactly what the evidence says, and a reader proved
-		// those bytes unusable. Rebuilding it would only re-offer them.
-		a.Verdict = ObjectUnusable
-		a.Detail = fmt.Sprintf("generation-0 record %v was quarantined: the bytes of %v its evidence names were reported unusable",
-			ev.Range, ev.Object)
-		return a
-	}
+	quarantined := len(overlap) == 1 && sameProof(overlap[0], ev) && overlap[0].Status == fsm.RecordQuarantined
 	obj, ok := st.Object(ev.Object.Key)
 	if !ok || obj.Status != fsm.ObjectLive || obj.Ref.Identity != ev.Object.Identity {
 		a.Verdict = ObjectUnusable
@@ -126,6 +127,14 @@ func planEvidence(st State, ev fsm.EvidenceInfo, a Action) Action {
 	key := fsm.IndexKey{Stream: ev.Stream, View: fsm.Committed, Generation: 0, Start: ev.Range.Start}
 	a.Verdict = Rebuild
 	a.Detail = describeStale(overlap, ev)
+	if quarantined {
+		// The record is exactly what the evidence says, and the store
+		// confirmed a reader's report that those bytes were unusable. If
+		// they verify now (restored, or the store was wrong for a while),
+		// the rebuilt record lifts the quarantine.
+		a.Verdict = Reverify
+		a.Detail = fmt.Sprintf("generation-0 record %v is quarantined: rebuild it once the bytes of %v verify", ev.Range, ev.Object)
+	}
 	a.Command = &fsmpb.RepairGen0{
 		StreamId: ev.Stream, EvidenceStart: ev.Range.Start, EvidenceVersion: ev.Version, Replace: replace,
 		Record: fsm.NewIndexRecord(key, ev.Range, nil, ev.Object, ev.Bytes),

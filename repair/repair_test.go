@@ -72,18 +72,66 @@ func TestPlanOffsetVerdicts(t *testing.T) {
 	}
 }
 
-// TestQuarantinedRecordIsNotRebuilt: a reader proved the bytes of a
-// generation-0 record unusable; the evidence names the same bytes, so
-// repair refuses (loudly) instead of re-offering them.
-func TestQuarantinedRecordIsNotRebuilt(t *testing.T) {
+// fakeVerifier answers Intact from a table; unknown objects are missing.
+type fakeVerifier struct {
+	intact map[fsm.ObjectRef]bool
+	err    error
+	calls  int
+}
+
+func (f *fakeVerifier) Intact(ctx context.Context, obj fsm.ObjectRef) (bool, error) {
+	f.calls++
+	return f.intact[obj], f.err
+}
+
+// TestQuarantineLiftsOnlyWhenTheBytesVerify: a generation-0 record
+// quarantined after a confirmed report is rebuilt — the quarantine lifted —
+// once its bytes verify again, and only then; while the store cannot answer
+// nothing changes either (G10).
+func TestQuarantineLiftsOnlyWhenTheBytesVerify(t *testing.T) {
 	s := seed(t)
 	rec, _ := s.Machine().RecordFrom(1, fsm.Committed, 0, 0)
 	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
 		Key: rec.Key.PB(), Version: rec.Version, Kind: fsm.FailureCorrupt,
 	}}})
-	if a := plan(s, 3); a.Verdict != ObjectUnusable || a.Detail == "" {
-		t.Fatalf("quarantined record: %v %q", a.Verdict, a.Detail)
+	if a := plan(s, 3); a.Verdict != Reverify || a.Command == nil || len(a.Command.Replace) != 1 {
+		t.Fatalf("quarantined record: %v %q %+v", a.Verdict, a.Detail, a.Command)
 	}
+	v := &fakeVerifier{intact: map[fsm.ObjectRef]bool{}}
+	svc := newService(t, s, WithVerifier(v))
+	runLeader(t, svc, func(ctx context.Context) {
+		if err := svc.Repair(ctx, 1, 3); !errors.Is(err, ErrObjectUnusable) {
+			t.Fatalf("bytes do not verify: %v", err)
+		}
+		v.err = errors.New("store unavailable")
+		if err := svc.Repair(ctx, 1, 3); err == nil || errors.Is(err, ErrObjectUnusable) {
+			t.Fatalf("store unavailable: %v, want a transient failure", err)
+		}
+		if got, _ := s.Machine().RecordFrom(1, fsm.Committed, 0, 0); got.Status != fsm.RecordQuarantined {
+			t.Fatalf("lifted without verified bytes: %v", got.Status)
+		}
+		v.err, v.intact[rec.Object] = nil, true
+		if err := svc.Repair(ctx, 1, 3); err != nil {
+			t.Fatalf("bytes verify: %v", err)
+		}
+	})
+	got, _ := s.Machine().RecordFrom(1, fsm.Committed, 0, 0)
+	if got.Status != fsm.RecordValid || got.Version == rec.Version {
+		t.Fatalf("after the bytes verified: %v at %d", got.Status, got.Version)
+	}
+	if a := plan(s, 3); a.Verdict != Healthy {
+		t.Fatalf("after the lift: %v", a.Verdict)
+	}
+}
+
+// TestQuarantineStaysWithoutAVerifier: with nothing to verify against,
+// repair refuses (loudly) rather than re-offer bytes reported unusable.
+func TestQuarantineStaysWithoutAVerifier(t *testing.T) {
+	s := seed(t)
+	rec, _ := s.Machine().RecordFrom(1, fsm.Committed, 0, 0)
+	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
+		Key: rec.Key.PB(), Version: rec.Version, Kind: fsm.FailureCorrupt,
+	}}})
 	svc := newService(t, s)
 	runLeader(t, svc, func(ctx context.Context) {
 		if err := svc.Repair(ctx, 1, 3); !errors.Is(err, ErrObjectUnusable) {
@@ -278,10 +326,11 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func newService(t *testing.T, s Store) *Service {
+func newService(t *testing.T, s Store, opts ...Option) *Service {
 	t.Helper()
 	// Time never moves on this clock: after the first scan, requests only.
-	svc, err := New(DefaultConfig(), s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, WithClock(fakeclock.New(time.Unix(0, 0))))
+	opts = append(opts, WithClock(fakeclock.New(time.Unix(0, 0))))
+	svc, err := New(DefaultConfig(), s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,5 +349,44 @@ func runLeader(t *testing.T, svc *Service, fn func(ctx context.Context)) {
 	<-done
 	if err := svc.Repair(context.Background(), 1, 0); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("after step-down: %v", err)
+	}
+}
+
+// TestQuarantinePassLiftsVerifiedRecords: the periodic pass lifts the
+// quarantine of a record of any generation (here a TOPIC_COMPACTED one,
+// which has no evidence to rebuild from) once its bytes verify, and not
+// before.
+func TestQuarantinePassLiftsVerifiedRecords(t *testing.T) {
+	s := seed(t)
+	obj := fsm.ObjectRef{Key: "o", Identity: "sha256:o"}
+	key := fsm.IndexKey{Stream: 1, View: fsm.TopicCompacted, Generation: 1, Start: 0}
+	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_PublishGeneration{PublishGeneration: &fsmpb.PublishGeneration{
+		StreamId: 1, View: fsm.TopicCompacted, Generation: 1, WriterEpoch: 1, Coverage: fsm.Range{Start: 0, End: 30}.PB(), Complete: true,
+		Records: []*fsmpb.IndexRecord{fsm.NewIndexRecord(key, fsm.Range{Start: 0, End: 30}, []fsm.Range{{Start: 2, End: 3}}, obj, fsm.ByteRange{Length: 1})},
+	}}})
+	rec, _ := s.Machine().RecordFrom(1, fsm.TopicCompacted, 1, 0)
+	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
+		Key: rec.Key.PB(), Version: rec.Version, Kind: fsm.FailureObjectMissing,
+	}}})
+	v := &fakeVerifier{intact: map[fsm.ObjectRef]bool{}}
+	clk := fakeclock.New(time.Unix(0, 0))
+	svc, err := New(DefaultConfig(), s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, WithClock(clk), WithVerifier(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); svc.Run(ctx) }()
+	clk.BlockUntil(1) // the first passes ran
+	if got, _ := s.Machine().RecordFrom(1, fsm.TopicCompacted, 1, 0); got.Status != fsm.RecordQuarantined || v.calls == 0 {
+		t.Fatalf("before the bytes verify: %v, %d checks", got.Status, v.calls)
+	}
+	v.intact[obj] = true
+	clk.Advance(DefaultConfig().ScanInterval)
+	clk.BlockUntil(1)
+	cancel()
+	<-done
+	if got, _ := s.Machine().RecordFrom(1, fsm.TopicCompacted, 1, 0); got.Status != fsm.RecordValid || got.Version == rec.Version {
+		t.Fatalf("after the bytes verify: %v at %d", got.Status, got.Version)
 	}
 }

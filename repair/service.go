@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/metad/metad/clock"
+	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -19,6 +20,14 @@ import (
 type Store interface {
 	Read(ctx context.Context, fn func(State)) error
 	Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error)
+}
+
+// Verifier checks an object's bytes in the object store, before a
+// quarantined record is rebuilt. Intact reports whether the version exists
+// and its bytes hash to its identity; an error means the store could not
+// say (unavailable), which is not a verdict.
+type Verifier interface {
+	Intact(ctx context.Context, obj fsm.ObjectRef) (bool, error)
 }
 
 var (
@@ -81,6 +90,7 @@ type Service struct {
 	store   Store
 	log     *slog.Logger
 	clock   clock.Clock
+	verify  Verifier // nil: quarantined records are never rebuilt
 	metrics *metrics
 
 	// mu guards queue: non-nil exactly while Run is running.
@@ -99,6 +109,10 @@ type Option func(*Service)
 // WithClock makes the loop read time and wait through c (default
 // clock.Real); tests pass a fake.
 func WithClock(c clock.Clock) Option { return func(s *Service) { s.clock = c } }
+
+// WithVerifier lets repair rebuild a quarantined generation-0 record once
+// v finds its bytes intact (without one, a quarantine is never lifted).
+func WithVerifier(v Verifier) Option { return func(s *Service) { s.verify = v } }
 
 // New returns a Service; call Run on each leadership term.
 func New(cfg Config, store Store, log *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Service, error) {
@@ -161,6 +175,7 @@ func (s *Service) Run(ctx context.Context) {
 	scan := s.clock.NewTimer(0)
 	defer scan.Stop()
 	var cursor Cursor
+	var quarantined *fsm.IndexKey
 	for {
 		select {
 		case <-ctx.Done():
@@ -174,6 +189,7 @@ func (s *Service) Run(ctx context.Context) {
 			}
 		case <-scan.C():
 			cursor = s.scanPass(ctx, cursor)
+			quarantined = s.quarantinePass(ctx, quarantined)
 			scan.Reset(s.cfg.ScanInterval)
 		}
 	}
@@ -228,6 +244,10 @@ func (s *Service) act(ctx context.Context, a Action) error {
 		s.metrics.results.WithLabelValues(a.Verdict.String()).Inc()
 		s.log.Warn("repair: cannot rebuild from evidence", "stream", a.Stream, "offset", a.Offset, "detail", a.Detail)
 		return fmt.Errorf("%w: %s", ErrObjectUnusable, a.Detail)
+	case Reverify:
+		if err := s.reverify(ctx, a); err != nil {
+			return err
+		}
 	}
 	res, err := s.store.Propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_RepairGen0{RepairGen0: a.Command}})
 	if err != nil {
@@ -242,8 +262,33 @@ func (s *Service) act(ctx context.Context, a Action) error {
 		return fmt.Errorf("repair: refused: %s: %s", rej.Code, rej.Message)
 	}
 	s.metrics.results.WithLabelValues("REBUILT").Inc()
+	if a.Verdict == Reverify {
+		s.log.Info("repair: quarantine lifted: the bytes verify again; generation-0 record rebuilt",
+			"stream", a.Stream, "range", a.Evidence.Range.String(), "object", a.Evidence.Object.String(), "version", res.Version)
+		return nil
+	}
 	s.log.Debug("repair: rebuilt generation-0 record", "stream", a.Stream, "range", a.Evidence.Range.String(),
 		"version", res.Version, "reason", a.Detail)
+	return nil
+}
+
+// reverify checks a quarantined record's bytes before it is rebuilt: nil
+// lets the rebuild go ahead.
+func (s *Service) reverify(ctx context.Context, a Action) error {
+	if s.verify == nil {
+		s.metrics.results.WithLabelValues("QUARANTINED").Inc()
+		return fmt.Errorf("%w: %s (no object store to verify against)", ErrObjectUnusable, a.Detail)
+	}
+	intact, err := s.verify.Intact(ctx, a.Evidence.Object)
+	switch {
+	case err != nil:
+		s.metrics.results.WithLabelValues("VERIFY_FAILED").Inc()
+		return fmt.Errorf("repair: cannot verify %s now: %w", a.Evidence.Object, err)
+	case !intact:
+		s.metrics.results.WithLabelValues("QUARANTINED").Inc()
+		return fmt.Errorf("%w: generation-0 record %v stays quarantined: the bytes of %s do not verify",
+			ErrObjectUnusable, a.Evidence.Range, a.Evidence.Object)
+	}
 	return nil
 }
 
@@ -270,13 +315,79 @@ func (s *Service) scanPass(ctx context.Context, from Cursor) Cursor {
 			// Resume where the unrepaired actions began.
 			return Cursor{Stream: a.Stream, Offset: a.Offset}
 		}
-		if a.Verdict == Rebuild {
+		switch a.Verdict {
+		case Rebuild:
 			if err := s.repairOffset(ctx, a.Stream, a.Offset); err != nil {
 				s.log.Warn("repair scan: repair failed", "stream", a.Stream, "offset", a.Offset, "err", err)
 			}
-			continue
+		case Reverify:
+			// A record that stays quarantined is news only when it changes:
+			// the lift logs itself; a still-unusable object does not, every
+			// pass.
+			if err := s.repairOffset(ctx, a.Stream, a.Offset); err != nil {
+				s.log.Debug("repair scan: quarantined record not lifted", "stream", a.Stream, "offset", a.Offset, "err", err)
+			}
+		default:
+			_ = s.act(ctx, a) // loud verdicts log and count themselves
 		}
-		_ = s.act(ctx, a) // loud verdicts log and count themselves
 	}
 	return next
+}
+
+// quarantinePass re-verifies the next quarantined records of every view
+// and generation but COMMITTED generation 0 (which scanPass rebuilds from
+// evidence) and lifts the quarantine of each whose bytes verify, within
+// the per-pass bounds; it returns where the next pass resumes.
+func (s *Service) quarantinePass(ctx context.Context, from *fsm.IndexKey) *fsm.IndexKey {
+	if s.verify == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.TimePerPass)
+	defer cancel()
+	var recs []fsm.RecordInfo
+	var next *fsm.IndexKey
+	err := s.store.Read(ctx, func(st State) { recs, next = st.Quarantined(from, s.cfg.RepairsPerPass, s.cfg.RecordsPerPass) })
+	if err != nil {
+		s.log.Debug("repair quarantine pass: read failed", "err", err)
+		return from
+	}
+	for _, r := range recs {
+		if ctx.Err() != nil {
+			return from
+		}
+		if r.Key.View == fsm.Committed && r.Key.Generation == 0 {
+			continue
+		}
+		if err := s.lift(ctx, r); err != nil {
+			s.log.Debug("repair quarantine pass: not lifted", "key", r.Key.String(), "err", err)
+		}
+	}
+	return next
+}
+
+// lift verifies a quarantined record's bytes and, if they are intact,
+// commits LiftQuarantine conditioned on the version verified.
+func (s *Service) lift(ctx context.Context, r fsm.RecordInfo) error {
+	intact, err := s.verify.Intact(ctx, r.Object)
+	switch {
+	case err != nil:
+		s.metrics.results.WithLabelValues("VERIFY_FAILED").Inc()
+		return fmt.Errorf("repair: cannot verify %s now: %w", r.Object, err)
+	case !intact:
+		s.metrics.results.WithLabelValues("QUARANTINED").Inc()
+		return fmt.Errorf("%w: record %v stays quarantined: the bytes of %s do not verify", ErrObjectUnusable, r.Key, r.Object)
+	}
+	res, err := s.store.Propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_LiftQuarantine{LiftQuarantine: &fsmpb.LiftQuarantine{
+		Key: r.Key.PB(), Version: r.Version}}})
+	if err != nil {
+		s.metrics.results.WithLabelValues("PROPOSE_FAILED").Inc()
+		return fmt.Errorf("repair: propose: %w", err)
+	}
+	if rej := res.Rejection; rej != nil {
+		s.metrics.results.WithLabelValues("REJECTED_" + rej.Code.String()).Inc()
+		return fmt.Errorf("repair: lift refused: %s: %s", rej.Code, rej.Message)
+	}
+	s.metrics.results.WithLabelValues("LIFTED").Inc()
+	s.log.Info("repair: quarantine lifted: the bytes verify again", "key", r.Key.String(), "object", r.Object.String(), "version", res.Version)
+	return nil
 }

@@ -2238,10 +2238,20 @@ func (x *ReportCandidateFailureRequest) GetRequestId() string {
 	return ""
 }
 
+// The server checks a report against the object store before it changes
+// anything: only a confirmed permanent failure quarantines the record.
 type ReportCandidateFailureResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Quarantined   bool                   `protobuf:"varint,1,opt,name=quarantined,proto3" json:"quarantined,omitempty"`
-	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Quarantined bool                   `protobuf:"varint,1,opt,name=quarantined,proto3" json:"quarantined,omitempty"`
+	// version is the metadata version the report was recorded at (0 if it
+	// changed nothing).
+	Version uint64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// confirmed: the store showed the bytes missing, of another version or
+	// corrupt. An unconfirmed report (the bytes verify, the store could not
+	// answer, a transient kind, or a record no longer at that version)
+	// changes nothing; verdict says which.
+	Confirmed     bool   `protobuf:"varint,3,opt,name=confirmed,proto3" json:"confirmed,omitempty"`
+	Verdict       string `protobuf:"bytes,4,opt,name=verdict,proto3" json:"verdict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2288,6 +2298,20 @@ func (x *ReportCandidateFailureResponse) GetVersion() uint64 {
 		return x.Version
 	}
 	return 0
+}
+
+func (x *ReportCandidateFailureResponse) GetConfirmed() bool {
+	if x != nil {
+		return x.Confirmed
+	}
+	return false
+}
+
+func (x *ReportCandidateFailureResponse) GetVerdict() string {
+	if x != nil {
+		return x.Verdict
+	}
+	return ""
 }
 
 type Stream struct {
@@ -2795,6 +2819,217 @@ func (x *StoredIndexRecord) GetStatus() RecordStatus {
 	return RecordStatus_RECORD_STATUS_UNSPECIFIED
 }
 
+type ListQuarantinedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// after: continue after this key (the last one of the previous page).
+	After         *IndexKey `protobuf:"bytes,1,opt,name=after,proto3" json:"after,omitempty"`
+	Limit         uint32    `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQuarantinedRequest) Reset() {
+	*x = ListQuarantinedRequest{}
+	mi := &file_metad_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQuarantinedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQuarantinedRequest) ProtoMessage() {}
+
+func (x *ListQuarantinedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQuarantinedRequest.ProtoReflect.Descriptor instead.
+func (*ListQuarantinedRequest) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ListQuarantinedRequest) GetAfter() *IndexKey {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *ListQuarantinedRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListQuarantinedResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Records []*StoredIndexRecord   `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	// next is set when more may follow: pass it as after.
+	Next          *IndexKey `protobuf:"bytes,2,opt,name=next,proto3" json:"next,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQuarantinedResponse) Reset() {
+	*x = ListQuarantinedResponse{}
+	mi := &file_metad_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQuarantinedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQuarantinedResponse) ProtoMessage() {}
+
+func (x *ListQuarantinedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQuarantinedResponse.ProtoReflect.Descriptor instead.
+func (*ListQuarantinedResponse) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListQuarantinedResponse) GetRecords() []*StoredIndexRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ListQuarantinedResponse) GetNext() *IndexKey {
+	if x != nil {
+		return x.Next
+	}
+	return nil
+}
+
+type LiftQuarantineRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   *IndexKey              `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// version: the record's version as listed; the lift is conditional on it.
+	Version       uint64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiftQuarantineRequest) Reset() {
+	*x = LiftQuarantineRequest{}
+	mi := &file_metad_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiftQuarantineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiftQuarantineRequest) ProtoMessage() {}
+
+func (x *LiftQuarantineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiftQuarantineRequest.ProtoReflect.Descriptor instead.
+func (*LiftQuarantineRequest) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *LiftQuarantineRequest) GetKey() *IndexKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *LiftQuarantineRequest) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *LiftQuarantineRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type LiftQuarantineResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       uint64                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiftQuarantineResponse) Reset() {
+	*x = LiftQuarantineResponse{}
+	mi := &file_metad_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiftQuarantineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiftQuarantineResponse) ProtoMessage() {}
+
+func (x *LiftQuarantineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiftQuarantineResponse.ProtoReflect.Descriptor instead.
+func (*LiftQuarantineResponse) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *LiftQuarantineResponse) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
 type ListIndexRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	StreamId   uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
@@ -2810,7 +3045,7 @@ type ListIndexRequest struct {
 
 func (x *ListIndexRequest) Reset() {
 	*x = ListIndexRequest{}
-	mi := &file_metad_proto_msgTypes[37]
+	mi := &file_metad_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2822,7 +3057,7 @@ func (x *ListIndexRequest) String() string {
 func (*ListIndexRequest) ProtoMessage() {}
 
 func (x *ListIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[37]
+	mi := &file_metad_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2835,7 +3070,7 @@ func (x *ListIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIndexRequest.ProtoReflect.Descriptor instead.
 func (*ListIndexRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{37}
+	return file_metad_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListIndexRequest) GetStreamId() uint64 {
@@ -2890,7 +3125,7 @@ type ListIndexResponse struct {
 
 func (x *ListIndexResponse) Reset() {
 	*x = ListIndexResponse{}
-	mi := &file_metad_proto_msgTypes[38]
+	mi := &file_metad_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2902,7 +3137,7 @@ func (x *ListIndexResponse) String() string {
 func (*ListIndexResponse) ProtoMessage() {}
 
 func (x *ListIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[38]
+	mi := &file_metad_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2915,7 +3150,7 @@ func (x *ListIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIndexResponse.ProtoReflect.Descriptor instead.
 func (*ListIndexResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{38}
+	return file_metad_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListIndexResponse) GetRecords() []*StoredIndexRecord {
@@ -2945,7 +3180,7 @@ type Evidence struct {
 
 func (x *Evidence) Reset() {
 	*x = Evidence{}
-	mi := &file_metad_proto_msgTypes[39]
+	mi := &file_metad_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2957,7 +3192,7 @@ func (x *Evidence) String() string {
 func (*Evidence) ProtoMessage() {}
 
 func (x *Evidence) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[39]
+	mi := &file_metad_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2970,7 +3205,7 @@ func (x *Evidence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evidence.ProtoReflect.Descriptor instead.
 func (*Evidence) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{39}
+	return file_metad_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Evidence) GetRange() *Range {
@@ -3020,7 +3255,7 @@ type ListEvidenceRequest struct {
 
 func (x *ListEvidenceRequest) Reset() {
 	*x = ListEvidenceRequest{}
-	mi := &file_metad_proto_msgTypes[40]
+	mi := &file_metad_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3032,7 +3267,7 @@ func (x *ListEvidenceRequest) String() string {
 func (*ListEvidenceRequest) ProtoMessage() {}
 
 func (x *ListEvidenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[40]
+	mi := &file_metad_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3045,7 +3280,7 @@ func (x *ListEvidenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEvidenceRequest.ProtoReflect.Descriptor instead.
 func (*ListEvidenceRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{40}
+	return file_metad_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListEvidenceRequest) GetStreamId() uint64 {
@@ -3086,7 +3321,7 @@ type ListEvidenceResponse struct {
 
 func (x *ListEvidenceResponse) Reset() {
 	*x = ListEvidenceResponse{}
-	mi := &file_metad_proto_msgTypes[41]
+	mi := &file_metad_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3098,7 +3333,7 @@ func (x *ListEvidenceResponse) String() string {
 func (*ListEvidenceResponse) ProtoMessage() {}
 
 func (x *ListEvidenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[41]
+	mi := &file_metad_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3111,7 +3346,7 @@ func (x *ListEvidenceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEvidenceResponse.ProtoReflect.Descriptor instead.
 func (*ListEvidenceResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{41}
+	return file_metad_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListEvidenceResponse) GetEvidence() []*Evidence {
@@ -3142,7 +3377,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_metad_proto_msgTypes[42]
+	mi := &file_metad_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3154,7 +3389,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[42]
+	mi := &file_metad_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3167,7 +3402,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{42}
+	return file_metad_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Object) GetRef() *ObjectRef {
@@ -3222,7 +3457,7 @@ type DescribeObjectRequest struct {
 
 func (x *DescribeObjectRequest) Reset() {
 	*x = DescribeObjectRequest{}
-	mi := &file_metad_proto_msgTypes[43]
+	mi := &file_metad_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3234,7 +3469,7 @@ func (x *DescribeObjectRequest) String() string {
 func (*DescribeObjectRequest) ProtoMessage() {}
 
 func (x *DescribeObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[43]
+	mi := &file_metad_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3247,7 +3482,7 @@ func (x *DescribeObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeObjectRequest.ProtoReflect.Descriptor instead.
 func (*DescribeObjectRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{43}
+	return file_metad_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DescribeObjectRequest) GetKey() string {
@@ -3274,7 +3509,7 @@ type DescribeObjectResponse struct {
 
 func (x *DescribeObjectResponse) Reset() {
 	*x = DescribeObjectResponse{}
-	mi := &file_metad_proto_msgTypes[44]
+	mi := &file_metad_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3286,7 +3521,7 @@ func (x *DescribeObjectResponse) String() string {
 func (*DescribeObjectResponse) ProtoMessage() {}
 
 func (x *DescribeObjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[44]
+	mi := &file_metad_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3299,7 +3534,7 @@ func (x *DescribeObjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeObjectResponse.ProtoReflect.Descriptor instead.
 func (*DescribeObjectResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{44}
+	return file_metad_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DescribeObjectResponse) GetObject() *Object {
@@ -3331,7 +3566,7 @@ type ResolveRequest struct {
 
 func (x *ResolveRequest) Reset() {
 	*x = ResolveRequest{}
-	mi := &file_metad_proto_msgTypes[45]
+	mi := &file_metad_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3343,7 +3578,7 @@ func (x *ResolveRequest) String() string {
 func (*ResolveRequest) ProtoMessage() {}
 
 func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[45]
+	mi := &file_metad_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3356,7 +3591,7 @@ func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveRequest.ProtoReflect.Descriptor instead.
 func (*ResolveRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{45}
+	return file_metad_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ResolveRequest) GetStreamId() uint64 {
@@ -3424,7 +3659,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_metad_proto_msgTypes[46]
+	mi := &file_metad_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3436,7 +3671,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[46]
+	mi := &file_metad_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3449,7 +3684,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{46}
+	return file_metad_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Target) GetKey() *IndexKey {
@@ -3540,7 +3775,7 @@ type Refusal struct {
 
 func (x *Refusal) Reset() {
 	*x = Refusal{}
-	mi := &file_metad_proto_msgTypes[47]
+	mi := &file_metad_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3552,7 +3787,7 @@ func (x *Refusal) String() string {
 func (*Refusal) ProtoMessage() {}
 
 func (x *Refusal) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[47]
+	mi := &file_metad_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3565,7 +3800,7 @@ func (x *Refusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
 func (*Refusal) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{47}
+	return file_metad_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Refusal) GetCandidate() *CandidateRef {
@@ -3610,7 +3845,7 @@ type ResolveResponse struct {
 
 func (x *ResolveResponse) Reset() {
 	*x = ResolveResponse{}
-	mi := &file_metad_proto_msgTypes[48]
+	mi := &file_metad_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3622,7 +3857,7 @@ func (x *ResolveResponse) String() string {
 func (*ResolveResponse) ProtoMessage() {}
 
 func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[48]
+	mi := &file_metad_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3635,7 +3870,7 @@ func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveResponse.ProtoReflect.Descriptor instead.
 func (*ResolveResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{48}
+	return file_metad_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ResolveResponse) GetOutcome() Outcome {
@@ -3707,7 +3942,7 @@ type ResolveDiagnostic struct {
 
 func (x *ResolveDiagnostic) Reset() {
 	*x = ResolveDiagnostic{}
-	mi := &file_metad_proto_msgTypes[49]
+	mi := &file_metad_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3719,7 +3954,7 @@ func (x *ResolveDiagnostic) String() string {
 func (*ResolveDiagnostic) ProtoMessage() {}
 
 func (x *ResolveDiagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[49]
+	mi := &file_metad_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3732,7 +3967,7 @@ func (x *ResolveDiagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveDiagnostic.ProtoReflect.Descriptor instead.
 func (*ResolveDiagnostic) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{49}
+	return file_metad_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ResolveDiagnostic) GetDeadline() *timestamppb.Timestamp {
@@ -3793,7 +4028,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_metad_proto_msgTypes[50]
+	mi := &file_metad_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3805,7 +4040,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[50]
+	mi := &file_metad_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3818,7 +4053,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{50}
+	return file_metad_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *NodeStatus) GetNodeId() string {
@@ -3943,7 +4178,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_metad_proto_msgTypes[51]
+	mi := &file_metad_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3955,7 +4190,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[51]
+	mi := &file_metad_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3968,7 +4203,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{51}
+	return file_metad_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *StatusRequest) GetWithHash() bool {
@@ -3996,7 +4231,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_metad_proto_msgTypes[52]
+	mi := &file_metad_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4008,7 +4243,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[52]
+	mi := &file_metad_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4021,7 +4256,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{52}
+	return file_metad_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *StatusResponse) GetNodes() []*NodeStatus {
@@ -4079,7 +4314,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_metad_proto_msgTypes[53]
+	mi := &file_metad_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4091,7 +4326,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[53]
+	mi := &file_metad_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4104,7 +4339,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{53}
+	return file_metad_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Member) GetNodeId() string {
@@ -4150,7 +4385,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_metad_proto_msgTypes[54]
+	mi := &file_metad_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4162,7 +4397,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[54]
+	mi := &file_metad_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4175,7 +4410,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{54}
+	return file_metad_proto_rawDescGZIP(), []int{58}
 }
 
 type MembersResponse struct {
@@ -4187,7 +4422,7 @@ type MembersResponse struct {
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_metad_proto_msgTypes[55]
+	mi := &file_metad_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4199,7 +4434,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[55]
+	mi := &file_metad_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4212,7 +4447,7 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{55}
+	return file_metad_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *MembersResponse) GetMembers() []*Member {
@@ -4232,7 +4467,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_metad_proto_msgTypes[56]
+	mi := &file_metad_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4244,7 +4479,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[56]
+	mi := &file_metad_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4257,7 +4492,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{56}
+	return file_metad_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *TransferLeadershipRequest) GetToNodeId() string {
@@ -4276,7 +4511,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_metad_proto_msgTypes[57]
+	mi := &file_metad_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4288,7 +4523,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[57]
+	mi := &file_metad_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4301,7 +4536,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{57}
+	return file_metad_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -4320,7 +4555,7 @@ type RemovePeerRequest struct {
 
 func (x *RemovePeerRequest) Reset() {
 	*x = RemovePeerRequest{}
-	mi := &file_metad_proto_msgTypes[58]
+	mi := &file_metad_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4332,7 +4567,7 @@ func (x *RemovePeerRequest) String() string {
 func (*RemovePeerRequest) ProtoMessage() {}
 
 func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[58]
+	mi := &file_metad_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4345,7 +4580,7 @@ func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerRequest.ProtoReflect.Descriptor instead.
 func (*RemovePeerRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{58}
+	return file_metad_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RemovePeerRequest) GetNodeId() string {
@@ -4364,7 +4599,7 @@ type RemovePeerResponse struct {
 
 func (x *RemovePeerResponse) Reset() {
 	*x = RemovePeerResponse{}
-	mi := &file_metad_proto_msgTypes[59]
+	mi := &file_metad_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4376,7 +4611,7 @@ func (x *RemovePeerResponse) String() string {
 func (*RemovePeerResponse) ProtoMessage() {}
 
 func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[59]
+	mi := &file_metad_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4389,7 +4624,7 @@ func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerResponse.ProtoReflect.Descriptor instead.
 func (*RemovePeerResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{59}
+	return file_metad_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RemovePeerResponse) GetVersion() uint64 {
@@ -4407,7 +4642,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_metad_proto_msgTypes[60]
+	mi := &file_metad_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4419,7 +4654,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[60]
+	mi := &file_metad_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4432,7 +4667,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{60}
+	return file_metad_proto_rawDescGZIP(), []int{64}
 }
 
 // RaftServer is one server of a Raft configuration.
@@ -4448,7 +4683,7 @@ type RaftServer struct {
 
 func (x *RaftServer) Reset() {
 	*x = RaftServer{}
-	mi := &file_metad_proto_msgTypes[61]
+	mi := &file_metad_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4460,7 +4695,7 @@ func (x *RaftServer) String() string {
 func (*RaftServer) ProtoMessage() {}
 
 func (x *RaftServer) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[61]
+	mi := &file_metad_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4473,7 +4708,7 @@ func (x *RaftServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftServer.ProtoReflect.Descriptor instead.
 func (*RaftServer) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{61}
+	return file_metad_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RaftServer) GetNodeId() string {
@@ -4513,7 +4748,7 @@ type SnapshotMeta struct {
 
 func (x *SnapshotMeta) Reset() {
 	*x = SnapshotMeta{}
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4525,7 +4760,7 @@ func (x *SnapshotMeta) String() string {
 func (*SnapshotMeta) ProtoMessage() {}
 
 func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4538,7 +4773,7 @@ func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotMeta.ProtoReflect.Descriptor instead.
 func (*SnapshotMeta) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{62}
+	return file_metad_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *SnapshotMeta) GetNodeId() string {
@@ -4587,7 +4822,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4599,7 +4834,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4612,7 +4847,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{63}
+	return file_metad_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *SnapshotChunk) GetMeta() *SnapshotMeta {
@@ -4639,7 +4874,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4651,7 +4886,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4664,7 +4899,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{64}
+	return file_metad_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RepairRequest) GetStreamId() uint64 {
@@ -4689,7 +4924,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4701,7 +4936,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4714,7 +4949,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{65}
+	return file_metad_proto_rawDescGZIP(), []int{69}
 }
 
 type ProposeRequest struct {
@@ -4726,7 +4961,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4738,7 +4973,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4751,7 +4986,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{66}
+	return file_metad_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ProposeRequest) GetCommand() []byte {
@@ -4770,7 +5005,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_metad_proto_msgTypes[67]
+	mi := &file_metad_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4782,7 +5017,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[67]
+	mi := &file_metad_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4795,7 +5030,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{67}
+	return file_metad_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ProposeResponse) GetResult() []byte {
@@ -4813,7 +5048,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_metad_proto_msgTypes[68]
+	mi := &file_metad_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4825,7 +5060,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[68]
+	mi := &file_metad_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4838,7 +5073,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{68}
+	return file_metad_proto_rawDescGZIP(), []int{72}
 }
 
 type ReadIndexResponse struct {
@@ -4850,7 +5085,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_metad_proto_msgTypes[69]
+	mi := &file_metad_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4862,7 +5097,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[69]
+	mi := &file_metad_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4875,7 +5110,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{69}
+	return file_metad_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -4895,7 +5130,7 @@ type ConfirmLeadershipRequest struct {
 
 func (x *ConfirmLeadershipRequest) Reset() {
 	*x = ConfirmLeadershipRequest{}
-	mi := &file_metad_proto_msgTypes[70]
+	mi := &file_metad_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4907,7 +5142,7 @@ func (x *ConfirmLeadershipRequest) String() string {
 func (*ConfirmLeadershipRequest) ProtoMessage() {}
 
 func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[70]
+	mi := &file_metad_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4920,7 +5155,7 @@ func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{70}
+	return file_metad_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ConfirmLeadershipRequest) GetTerm() uint64 {
@@ -4947,7 +5182,7 @@ type ConfirmLeadershipResponse struct {
 
 func (x *ConfirmLeadershipResponse) Reset() {
 	*x = ConfirmLeadershipResponse{}
-	mi := &file_metad_proto_msgTypes[71]
+	mi := &file_metad_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4959,7 +5194,7 @@ func (x *ConfirmLeadershipResponse) String() string {
 func (*ConfirmLeadershipResponse) ProtoMessage() {}
 
 func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[71]
+	mi := &file_metad_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4972,7 +5207,7 @@ func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{71}
+	return file_metad_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ConfirmLeadershipResponse) GetOk() bool {
@@ -4998,7 +5233,7 @@ type LocalStatusRequest struct {
 
 func (x *LocalStatusRequest) Reset() {
 	*x = LocalStatusRequest{}
-	mi := &file_metad_proto_msgTypes[72]
+	mi := &file_metad_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5010,7 +5245,7 @@ func (x *LocalStatusRequest) String() string {
 func (*LocalStatusRequest) ProtoMessage() {}
 
 func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[72]
+	mi := &file_metad_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5023,7 +5258,7 @@ func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalStatusRequest.ProtoReflect.Descriptor instead.
 func (*LocalStatusRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{72}
+	return file_metad_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *LocalStatusRequest) GetWithHash() bool {
@@ -5044,7 +5279,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_metad_proto_msgTypes[73]
+	mi := &file_metad_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5056,7 +5291,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[73]
+	mi := &file_metad_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5069,7 +5304,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{73}
+	return file_metad_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *WatchRequest) GetStreamId() uint64 {
@@ -5110,7 +5345,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_metad_proto_msgTypes[74]
+	mi := &file_metad_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5122,7 +5357,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[74]
+	mi := &file_metad_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5135,7 +5370,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{74}
+	return file_metad_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *WatchEvent) GetKind() WatchEventKind {
@@ -5358,10 +5593,12 @@ const file_metad_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\x0e2\x15.metad.v1.FailureKindR\x04kind\x12\x16\n" +
 	"\x06detail\x18\x03 \x01(\tR\x06detail\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\tR\trequestId\"\\\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"\x94\x01\n" +
 	"\x1eReportCandidateFailureResponse\x12 \n" +
 	"\vquarantined\x18\x01 \x01(\bR\vquarantined\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x04R\aversion\"\xfb\x01\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x1c\n" +
+	"\tconfirmed\x18\x03 \x01(\bR\tconfirmed\x12\x18\n" +
+	"\averdict\x18\x04 \x01(\tR\averdict\"\xfb\x01\n" +
 	"\x06Stream\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
@@ -5401,7 +5638,20 @@ const file_metad_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\v2\x12.metad.v1.IndexKeyR\x03key\x12-\n" +
 	"\x06record\x18\x02 \x01(\v2\x15.metad.v1.IndexRecordR\x06record\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12.\n" +
-	"\x06status\x18\x04 \x01(\x0e2\x16.metad.v1.RecordStatusR\x06status\"\xd6\x01\n" +
+	"\x06status\x18\x04 \x01(\x0e2\x16.metad.v1.RecordStatusR\x06status\"X\n" +
+	"\x16ListQuarantinedRequest\x12(\n" +
+	"\x05after\x18\x01 \x01(\v2\x12.metad.v1.IndexKeyR\x05after\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"x\n" +
+	"\x17ListQuarantinedResponse\x125\n" +
+	"\arecords\x18\x01 \x03(\v2\x1b.metad.v1.StoredIndexRecordR\arecords\x12&\n" +
+	"\x04next\x18\x02 \x01(\v2\x12.metad.v1.IndexKeyR\x04next\"v\n" +
+	"\x15LiftQuarantineRequest\x12$\n" +
+	"\x03key\x18\x01 \x01(\v2\x12.metad.v1.IndexKeyR\x03key\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"2\n" +
+	"\x16LiftQuarantineResponse\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\x04R\aversion\"\xd6\x01\n" +
 	"\x10ListIndexRequest\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\"\n" +
 	"\x04view\x18\x02 \x01(\x0e2\x0e.metad.v1.ViewR\x04view\x12\x1e\n" +
@@ -5636,7 +5886,7 @@ const file_metad_proto_rawDesc = "" +
 	"\fWATCH_SEALED\x10\x05\x12\x1e\n" +
 	"\x1aWATCH_GENERATION_PUBLISHED\x10\x06\x12\x1c\n" +
 	"\x18WATCH_GENERATION_RETIRED\x10\a\x12\x11\n" +
-	"\rWATCH_DELETED\x10\b2\xad\v\n" +
+	"\rWATCH_DELETED\x10\b2\xda\f\n" +
 	"\x05Metad\x12M\n" +
 	"\fCreateStream\x12\x1d.metad.v1.CreateStreamRequest\x1a\x1e.metad.v1.CreateStreamResponse\x12M\n" +
 	"\fOpenForWrite\x12\x1d.metad.v1.OpenForWriteRequest\x1a\x1e.metad.v1.OpenForWriteResponse\x12M\n" +
@@ -5655,7 +5905,9 @@ const file_metad_proto_rawDesc = "" +
 	"\vListStreams\x12\x1c.metad.v1.ListStreamsRequest\x1a\x1d.metad.v1.ListStreamsResponse\x12D\n" +
 	"\tListIndex\x12\x1a.metad.v1.ListIndexRequest\x1a\x1b.metad.v1.ListIndexResponse\x12M\n" +
 	"\fListEvidence\x12\x1d.metad.v1.ListEvidenceRequest\x1a\x1e.metad.v1.ListEvidenceResponse\x12S\n" +
-	"\x0eDescribeObject\x12\x1f.metad.v1.DescribeObjectRequest\x1a .metad.v1.DescribeObjectResponse\x12>\n" +
+	"\x0eDescribeObject\x12\x1f.metad.v1.DescribeObjectRequest\x1a .metad.v1.DescribeObjectResponse\x12V\n" +
+	"\x0fListQuarantined\x12 .metad.v1.ListQuarantinedRequest\x1a!.metad.v1.ListQuarantinedResponse\x12S\n" +
+	"\x0eLiftQuarantine\x12\x1f.metad.v1.LiftQuarantineRequest\x1a .metad.v1.LiftQuarantineResponse\x12>\n" +
 	"\aResolve\x12\x18.metad.v1.ResolveRequest\x1a\x19.metad.v1.ResolveResponse\x127\n" +
 	"\x05Watch\x12\x16.metad.v1.WatchRequest\x1a\x14.metad.v1.WatchEvent0\x012\xf2\x02\n" +
 	"\aCluster\x12;\n" +
@@ -5685,7 +5937,7 @@ func file_metad_proto_rawDescGZIP() []byte {
 }
 
 var file_metad_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_metad_proto_goTypes = []any{
 	(View)(0),                              // 0: metad.v1.View
 	(Consistency)(0),                       // 1: metad.v1.Consistency
@@ -5733,46 +5985,50 @@ var file_metad_proto_goTypes = []any{
 	(*ListStreamsRequest)(nil),             // 43: metad.v1.ListStreamsRequest
 	(*ListStreamsResponse)(nil),            // 44: metad.v1.ListStreamsResponse
 	(*StoredIndexRecord)(nil),              // 45: metad.v1.StoredIndexRecord
-	(*ListIndexRequest)(nil),               // 46: metad.v1.ListIndexRequest
-	(*ListIndexResponse)(nil),              // 47: metad.v1.ListIndexResponse
-	(*Evidence)(nil),                       // 48: metad.v1.Evidence
-	(*ListEvidenceRequest)(nil),            // 49: metad.v1.ListEvidenceRequest
-	(*ListEvidenceResponse)(nil),           // 50: metad.v1.ListEvidenceResponse
-	(*Object)(nil),                         // 51: metad.v1.Object
-	(*DescribeObjectRequest)(nil),          // 52: metad.v1.DescribeObjectRequest
-	(*DescribeObjectResponse)(nil),         // 53: metad.v1.DescribeObjectResponse
-	(*ResolveRequest)(nil),                 // 54: metad.v1.ResolveRequest
-	(*Target)(nil),                         // 55: metad.v1.Target
-	(*Refusal)(nil),                        // 56: metad.v1.Refusal
-	(*ResolveResponse)(nil),                // 57: metad.v1.ResolveResponse
-	(*ResolveDiagnostic)(nil),              // 58: metad.v1.ResolveDiagnostic
-	(*NodeStatus)(nil),                     // 59: metad.v1.NodeStatus
-	(*StatusRequest)(nil),                  // 60: metad.v1.StatusRequest
-	(*StatusResponse)(nil),                 // 61: metad.v1.StatusResponse
-	(*Member)(nil),                         // 62: metad.v1.Member
-	(*MembersRequest)(nil),                 // 63: metad.v1.MembersRequest
-	(*MembersResponse)(nil),                // 64: metad.v1.MembersResponse
-	(*TransferLeadershipRequest)(nil),      // 65: metad.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),     // 66: metad.v1.TransferLeadershipResponse
-	(*RemovePeerRequest)(nil),              // 67: metad.v1.RemovePeerRequest
-	(*RemovePeerResponse)(nil),             // 68: metad.v1.RemovePeerResponse
-	(*SnapshotRequest)(nil),                // 69: metad.v1.SnapshotRequest
-	(*RaftServer)(nil),                     // 70: metad.v1.RaftServer
-	(*SnapshotMeta)(nil),                   // 71: metad.v1.SnapshotMeta
-	(*SnapshotChunk)(nil),                  // 72: metad.v1.SnapshotChunk
-	(*RepairRequest)(nil),                  // 73: metad.v1.RepairRequest
-	(*RepairResponse)(nil),                 // 74: metad.v1.RepairResponse
-	(*ProposeRequest)(nil),                 // 75: metad.v1.ProposeRequest
-	(*ProposeResponse)(nil),                // 76: metad.v1.ProposeResponse
-	(*ReadIndexRequest)(nil),               // 77: metad.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),              // 78: metad.v1.ReadIndexResponse
-	(*ConfirmLeadershipRequest)(nil),       // 79: metad.v1.ConfirmLeadershipRequest
-	(*ConfirmLeadershipResponse)(nil),      // 80: metad.v1.ConfirmLeadershipResponse
-	(*LocalStatusRequest)(nil),             // 81: metad.v1.LocalStatusRequest
-	(*WatchRequest)(nil),                   // 82: metad.v1.WatchRequest
-	(*WatchEvent)(nil),                     // 83: metad.v1.WatchEvent
-	(*durationpb.Duration)(nil),            // 84: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 85: google.protobuf.Timestamp
+	(*ListQuarantinedRequest)(nil),         // 46: metad.v1.ListQuarantinedRequest
+	(*ListQuarantinedResponse)(nil),        // 47: metad.v1.ListQuarantinedResponse
+	(*LiftQuarantineRequest)(nil),          // 48: metad.v1.LiftQuarantineRequest
+	(*LiftQuarantineResponse)(nil),         // 49: metad.v1.LiftQuarantineResponse
+	(*ListIndexRequest)(nil),               // 50: metad.v1.ListIndexRequest
+	(*ListIndexResponse)(nil),              // 51: metad.v1.ListIndexResponse
+	(*Evidence)(nil),                       // 52: metad.v1.Evidence
+	(*ListEvidenceRequest)(nil),            // 53: metad.v1.ListEvidenceRequest
+	(*ListEvidenceResponse)(nil),           // 54: metad.v1.ListEvidenceResponse
+	(*Object)(nil),                         // 55: metad.v1.Object
+	(*DescribeObjectRequest)(nil),          // 56: metad.v1.DescribeObjectRequest
+	(*DescribeObjectResponse)(nil),         // 57: metad.v1.DescribeObjectResponse
+	(*ResolveRequest)(nil),                 // 58: metad.v1.ResolveRequest
+	(*Target)(nil),                         // 59: metad.v1.Target
+	(*Refusal)(nil),                        // 60: metad.v1.Refusal
+	(*ResolveResponse)(nil),                // 61: metad.v1.ResolveResponse
+	(*ResolveDiagnostic)(nil),              // 62: metad.v1.ResolveDiagnostic
+	(*NodeStatus)(nil),                     // 63: metad.v1.NodeStatus
+	(*StatusRequest)(nil),                  // 64: metad.v1.StatusRequest
+	(*StatusResponse)(nil),                 // 65: metad.v1.StatusResponse
+	(*Member)(nil),                         // 66: metad.v1.Member
+	(*MembersRequest)(nil),                 // 67: metad.v1.MembersRequest
+	(*MembersResponse)(nil),                // 68: metad.v1.MembersResponse
+	(*TransferLeadershipRequest)(nil),      // 69: metad.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),     // 70: metad.v1.TransferLeadershipResponse
+	(*RemovePeerRequest)(nil),              // 71: metad.v1.RemovePeerRequest
+	(*RemovePeerResponse)(nil),             // 72: metad.v1.RemovePeerResponse
+	(*SnapshotRequest)(nil),                // 73: metad.v1.SnapshotRequest
+	(*RaftServer)(nil),                     // 74: metad.v1.RaftServer
+	(*SnapshotMeta)(nil),                   // 75: metad.v1.SnapshotMeta
+	(*SnapshotChunk)(nil),                  // 76: metad.v1.SnapshotChunk
+	(*RepairRequest)(nil),                  // 77: metad.v1.RepairRequest
+	(*RepairResponse)(nil),                 // 78: metad.v1.RepairResponse
+	(*ProposeRequest)(nil),                 // 79: metad.v1.ProposeRequest
+	(*ProposeResponse)(nil),                // 80: metad.v1.ProposeResponse
+	(*ReadIndexRequest)(nil),               // 81: metad.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),              // 82: metad.v1.ReadIndexResponse
+	(*ConfirmLeadershipRequest)(nil),       // 83: metad.v1.ConfirmLeadershipRequest
+	(*ConfirmLeadershipResponse)(nil),      // 84: metad.v1.ConfirmLeadershipResponse
+	(*LocalStatusRequest)(nil),             // 85: metad.v1.LocalStatusRequest
+	(*WatchRequest)(nil),                   // 86: metad.v1.WatchRequest
+	(*WatchEvent)(nil),                     // 87: metad.v1.WatchEvent
+	(*durationpb.Duration)(nil),            // 88: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 89: google.protobuf.Timestamp
 }
 var file_metad_proto_depIdxs = []int32{
 	0,   // 0: metad.v1.IndexKey.view:type_name -> metad.v1.View
@@ -5788,8 +6044,8 @@ var file_metad_proto_depIdxs = []int32{
 	0,   // 10: metad.v1.RetireGenerationRequest.view:type_name -> metad.v1.View
 	11,  // 11: metad.v1.RegisterObjectRequest.object:type_name -> metad.v1.ObjectRef
 	11,  // 12: metad.v1.PinRequest.object:type_name -> metad.v1.ObjectRef
-	84,  // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
-	85,  // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
+	88,  // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
+	89,  // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
 	12,  // 15: metad.v1.CandidateRef.key:type_name -> metad.v1.IndexKey
 	36,  // 16: metad.v1.ReportCandidateFailureRequest.candidate:type_name -> metad.v1.CandidateRef
 	2,   // 17: metad.v1.ReportCandidateFailureRequest.kind:type_name -> metad.v1.FailureKind
@@ -5798,7 +6054,7 @@ var file_metad_proto_depIdxs = []int32{
 	4,   // 20: metad.v1.Generation.status:type_name -> metad.v1.GenerationStatus
 	9,   // 21: metad.v1.Generation.coverage:type_name -> metad.v1.Range
 	1,   // 22: metad.v1.DescribeStreamRequest.consistency:type_name -> metad.v1.Consistency
-	84,  // 23: metad.v1.DescribeStreamRequest.wait:type_name -> google.protobuf.Duration
+	88,  // 23: metad.v1.DescribeStreamRequest.wait:type_name -> google.protobuf.Duration
 	39,  // 24: metad.v1.DescribeStreamResponse.stream:type_name -> metad.v1.Stream
 	40,  // 25: metad.v1.DescribeStreamResponse.generations:type_name -> metad.v1.Generation
 	1,   // 26: metad.v1.ListStreamsRequest.consistency:type_name -> metad.v1.Consistency
@@ -5806,109 +6062,117 @@ var file_metad_proto_depIdxs = []int32{
 	12,  // 28: metad.v1.StoredIndexRecord.key:type_name -> metad.v1.IndexKey
 	13,  // 29: metad.v1.StoredIndexRecord.record:type_name -> metad.v1.IndexRecord
 	5,   // 30: metad.v1.StoredIndexRecord.status:type_name -> metad.v1.RecordStatus
-	0,   // 31: metad.v1.ListIndexRequest.view:type_name -> metad.v1.View
-	1,   // 32: metad.v1.ListIndexRequest.consistency:type_name -> metad.v1.Consistency
-	45,  // 33: metad.v1.ListIndexResponse.records:type_name -> metad.v1.StoredIndexRecord
-	9,   // 34: metad.v1.Evidence.range:type_name -> metad.v1.Range
-	11,  // 35: metad.v1.Evidence.object:type_name -> metad.v1.ObjectRef
-	10,  // 36: metad.v1.Evidence.bytes:type_name -> metad.v1.ByteRange
-	1,   // 37: metad.v1.ListEvidenceRequest.consistency:type_name -> metad.v1.Consistency
-	48,  // 38: metad.v1.ListEvidenceResponse.evidence:type_name -> metad.v1.Evidence
-	11,  // 39: metad.v1.Object.ref:type_name -> metad.v1.ObjectRef
-	6,   // 40: metad.v1.Object.status:type_name -> metad.v1.ObjectStatus
-	1,   // 41: metad.v1.DescribeObjectRequest.consistency:type_name -> metad.v1.Consistency
-	51,  // 42: metad.v1.DescribeObjectResponse.object:type_name -> metad.v1.Object
-	0,   // 43: metad.v1.ResolveRequest.view:type_name -> metad.v1.View
-	36,  // 44: metad.v1.ResolveRequest.exclude:type_name -> metad.v1.CandidateRef
-	12,  // 45: metad.v1.Target.key:type_name -> metad.v1.IndexKey
-	9,   // 46: metad.v1.Target.record_range:type_name -> metad.v1.Range
-	9,   // 47: metad.v1.Target.resolved:type_name -> metad.v1.Range
-	11,  // 48: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
-	10,  // 49: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
-	85,  // 50: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
-	84,  // 51: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
-	36,  // 52: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
-	7,   // 53: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
-	55,  // 54: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
-	56,  // 55: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
-	85,  // 56: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
-	56,  // 57: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
-	85,  // 58: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
-	84,  // 59: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
-	59,  // 60: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
-	62,  // 61: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
-	85,  // 62: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
-	70,  // 63: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
-	71,  // 64: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
-	8,   // 65: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
-	3,   // 66: metad.v1.WatchEvent.status:type_name -> metad.v1.StreamStatus
-	9,   // 67: metad.v1.WatchEvent.range:type_name -> metad.v1.Range
-	11,  // 68: metad.v1.WatchEvent.object:type_name -> metad.v1.ObjectRef
-	10,  // 69: metad.v1.WatchEvent.bytes:type_name -> metad.v1.ByteRange
-	0,   // 70: metad.v1.WatchEvent.view:type_name -> metad.v1.View
-	14,  // 71: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
-	16,  // 72: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
-	18,  // 73: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
-	20,  // 74: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
-	22,  // 75: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
-	24,  // 76: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
-	26,  // 77: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
-	28,  // 78: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
-	30,  // 79: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
-	32,  // 80: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
-	34,  // 81: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
-	37,  // 82: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
-	41,  // 83: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
-	43,  // 84: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
-	46,  // 85: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
-	49,  // 86: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
-	52,  // 87: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
-	54,  // 88: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
-	82,  // 89: metad.v1.Metad.Watch:input_type -> metad.v1.WatchRequest
-	60,  // 90: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
-	63,  // 91: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
-	65,  // 92: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
-	67,  // 93: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
-	69,  // 94: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
-	75,  // 95: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
-	77,  // 96: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
-	79,  // 97: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
-	81,  // 98: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
-	73,  // 99: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
-	15,  // 100: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
-	17,  // 101: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
-	19,  // 102: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
-	21,  // 103: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
-	23,  // 104: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
-	25,  // 105: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
-	27,  // 106: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
-	29,  // 107: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
-	31,  // 108: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
-	33,  // 109: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
-	35,  // 110: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
-	38,  // 111: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
-	42,  // 112: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
-	44,  // 113: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
-	47,  // 114: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
-	50,  // 115: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
-	53,  // 116: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
-	57,  // 117: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
-	83,  // 118: metad.v1.Metad.Watch:output_type -> metad.v1.WatchEvent
-	61,  // 119: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
-	64,  // 120: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
-	66,  // 121: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
-	68,  // 122: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
-	72,  // 123: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
-	76,  // 124: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
-	78,  // 125: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
-	80,  // 126: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
-	59,  // 127: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
-	74,  // 128: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
-	100, // [100:129] is the sub-list for method output_type
-	71,  // [71:100] is the sub-list for method input_type
-	71,  // [71:71] is the sub-list for extension type_name
-	71,  // [71:71] is the sub-list for extension extendee
-	0,   // [0:71] is the sub-list for field type_name
+	12,  // 31: metad.v1.ListQuarantinedRequest.after:type_name -> metad.v1.IndexKey
+	45,  // 32: metad.v1.ListQuarantinedResponse.records:type_name -> metad.v1.StoredIndexRecord
+	12,  // 33: metad.v1.ListQuarantinedResponse.next:type_name -> metad.v1.IndexKey
+	12,  // 34: metad.v1.LiftQuarantineRequest.key:type_name -> metad.v1.IndexKey
+	0,   // 35: metad.v1.ListIndexRequest.view:type_name -> metad.v1.View
+	1,   // 36: metad.v1.ListIndexRequest.consistency:type_name -> metad.v1.Consistency
+	45,  // 37: metad.v1.ListIndexResponse.records:type_name -> metad.v1.StoredIndexRecord
+	9,   // 38: metad.v1.Evidence.range:type_name -> metad.v1.Range
+	11,  // 39: metad.v1.Evidence.object:type_name -> metad.v1.ObjectRef
+	10,  // 40: metad.v1.Evidence.bytes:type_name -> metad.v1.ByteRange
+	1,   // 41: metad.v1.ListEvidenceRequest.consistency:type_name -> metad.v1.Consistency
+	52,  // 42: metad.v1.ListEvidenceResponse.evidence:type_name -> metad.v1.Evidence
+	11,  // 43: metad.v1.Object.ref:type_name -> metad.v1.ObjectRef
+	6,   // 44: metad.v1.Object.status:type_name -> metad.v1.ObjectStatus
+	1,   // 45: metad.v1.DescribeObjectRequest.consistency:type_name -> metad.v1.Consistency
+	55,  // 46: metad.v1.DescribeObjectResponse.object:type_name -> metad.v1.Object
+	0,   // 47: metad.v1.ResolveRequest.view:type_name -> metad.v1.View
+	36,  // 48: metad.v1.ResolveRequest.exclude:type_name -> metad.v1.CandidateRef
+	12,  // 49: metad.v1.Target.key:type_name -> metad.v1.IndexKey
+	9,   // 50: metad.v1.Target.record_range:type_name -> metad.v1.Range
+	9,   // 51: metad.v1.Target.resolved:type_name -> metad.v1.Range
+	11,  // 52: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
+	10,  // 53: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
+	89,  // 54: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
+	88,  // 55: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
+	36,  // 56: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
+	7,   // 57: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
+	59,  // 58: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
+	60,  // 59: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
+	89,  // 60: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
+	60,  // 61: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
+	89,  // 62: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
+	88,  // 63: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
+	63,  // 64: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
+	66,  // 65: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
+	89,  // 66: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
+	74,  // 67: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
+	75,  // 68: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
+	8,   // 69: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
+	3,   // 70: metad.v1.WatchEvent.status:type_name -> metad.v1.StreamStatus
+	9,   // 71: metad.v1.WatchEvent.range:type_name -> metad.v1.Range
+	11,  // 72: metad.v1.WatchEvent.object:type_name -> metad.v1.ObjectRef
+	10,  // 73: metad.v1.WatchEvent.bytes:type_name -> metad.v1.ByteRange
+	0,   // 74: metad.v1.WatchEvent.view:type_name -> metad.v1.View
+	14,  // 75: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
+	16,  // 76: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
+	18,  // 77: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
+	20,  // 78: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
+	22,  // 79: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
+	24,  // 80: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
+	26,  // 81: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
+	28,  // 82: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
+	30,  // 83: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
+	32,  // 84: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
+	34,  // 85: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
+	37,  // 86: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
+	41,  // 87: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
+	43,  // 88: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
+	50,  // 89: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
+	53,  // 90: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
+	56,  // 91: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
+	46,  // 92: metad.v1.Metad.ListQuarantined:input_type -> metad.v1.ListQuarantinedRequest
+	48,  // 93: metad.v1.Metad.LiftQuarantine:input_type -> metad.v1.LiftQuarantineRequest
+	58,  // 94: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
+	86,  // 95: metad.v1.Metad.Watch:input_type -> metad.v1.WatchRequest
+	64,  // 96: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
+	67,  // 97: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
+	69,  // 98: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
+	71,  // 99: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
+	73,  // 100: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
+	79,  // 101: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
+	81,  // 102: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
+	83,  // 103: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
+	85,  // 104: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
+	77,  // 105: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
+	15,  // 106: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
+	17,  // 107: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
+	19,  // 108: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
+	21,  // 109: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
+	23,  // 110: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
+	25,  // 111: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
+	27,  // 112: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
+	29,  // 113: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
+	31,  // 114: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
+	33,  // 115: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
+	35,  // 116: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
+	38,  // 117: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
+	42,  // 118: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
+	44,  // 119: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
+	51,  // 120: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
+	54,  // 121: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
+	57,  // 122: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
+	47,  // 123: metad.v1.Metad.ListQuarantined:output_type -> metad.v1.ListQuarantinedResponse
+	49,  // 124: metad.v1.Metad.LiftQuarantine:output_type -> metad.v1.LiftQuarantineResponse
+	61,  // 125: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
+	87,  // 126: metad.v1.Metad.Watch:output_type -> metad.v1.WatchEvent
+	65,  // 127: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
+	68,  // 128: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
+	70,  // 129: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
+	72,  // 130: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
+	76,  // 131: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
+	80,  // 132: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
+	82,  // 133: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
+	84,  // 134: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
+	63,  // 135: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
+	78,  // 136: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
+	106, // [106:137] is the sub-list for method output_type
+	75,  // [75:106] is the sub-list for method input_type
+	75,  // [75:75] is the sub-list for extension type_name
+	75,  // [75:75] is the sub-list for extension extendee
+	0,   // [0:75] is the sub-list for field type_name
 }
 
 func init() { file_metad_proto_init() }
@@ -5922,7 +6186,7 @@ func file_metad_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metad_proto_rawDesc), len(file_metad_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   75,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

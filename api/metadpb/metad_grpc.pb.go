@@ -52,6 +52,8 @@ const (
 	Metad_ListIndex_FullMethodName              = "/metad.v1.Metad/ListIndex"
 	Metad_ListEvidence_FullMethodName           = "/metad.v1.Metad/ListEvidence"
 	Metad_DescribeObject_FullMethodName         = "/metad.v1.Metad/DescribeObject"
+	Metad_ListQuarantined_FullMethodName        = "/metad.v1.Metad/ListQuarantined"
+	Metad_LiftQuarantine_FullMethodName         = "/metad.v1.Metad/LiftQuarantine"
 	Metad_Resolve_FullMethodName                = "/metad.v1.Metad/Resolve"
 	Metad_Watch_FullMethodName                  = "/metad.v1.Metad/Watch"
 )
@@ -79,6 +81,14 @@ type MetadClient interface {
 	ListIndex(ctx context.Context, in *ListIndexRequest, opts ...grpc.CallOption) (*ListIndexResponse, error)
 	ListEvidence(ctx context.Context, in *ListEvidenceRequest, opts ...grpc.CallOption) (*ListEvidenceResponse, error)
 	DescribeObject(ctx context.Context, in *DescribeObjectRequest, opts ...grpc.CallOption) (*DescribeObjectResponse, error)
+	// ListQuarantined lists quarantined index records in key order (stream,
+	// view, generation, start), resuming after `after`.
+	ListQuarantined(ctx context.Context, in *ListQuarantinedRequest, opts ...grpc.CallOption) (*ListQuarantinedResponse, error)
+	// LiftQuarantine makes a quarantined record valid again, once the server
+	// has verified its bytes in the object store (FailedPrecondition
+	// QUARANTINE_NOT_VERIFIED otherwise). The repair job does the same by
+	// itself on a schedule; this is the operator's way to ask now.
+	LiftQuarantine(ctx context.Context, in *LiftQuarantineRequest, opts ...grpc.CallOption) (*LiftQuarantineResponse, error)
 	// Resolve turns (stream, view, offset) into one pinned physical target, a
 	// boundary outcome, or a retryable UNAVAILABLE error whose details carry a
 	// ResolveDiagnostic.
@@ -273,6 +283,26 @@ func (c *metadClient) DescribeObject(ctx context.Context, in *DescribeObjectRequ
 	return out, nil
 }
 
+func (c *metadClient) ListQuarantined(ctx context.Context, in *ListQuarantinedRequest, opts ...grpc.CallOption) (*ListQuarantinedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListQuarantinedResponse)
+	err := c.cc.Invoke(ctx, Metad_ListQuarantined_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadClient) LiftQuarantine(ctx context.Context, in *LiftQuarantineRequest, opts ...grpc.CallOption) (*LiftQuarantineResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LiftQuarantineResponse)
+	err := c.cc.Invoke(ctx, Metad_LiftQuarantine_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *metadClient) Resolve(ctx context.Context, in *ResolveRequest, opts ...grpc.CallOption) (*ResolveResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ResolveResponse)
@@ -325,6 +355,14 @@ type MetadServer interface {
 	ListIndex(context.Context, *ListIndexRequest) (*ListIndexResponse, error)
 	ListEvidence(context.Context, *ListEvidenceRequest) (*ListEvidenceResponse, error)
 	DescribeObject(context.Context, *DescribeObjectRequest) (*DescribeObjectResponse, error)
+	// ListQuarantined lists quarantined index records in key order (stream,
+	// view, generation, start), resuming after `after`.
+	ListQuarantined(context.Context, *ListQuarantinedRequest) (*ListQuarantinedResponse, error)
+	// LiftQuarantine makes a quarantined record valid again, once the server
+	// has verified its bytes in the object store (FailedPrecondition
+	// QUARANTINE_NOT_VERIFIED otherwise). The repair job does the same by
+	// itself on a schedule; this is the operator's way to ask now.
+	LiftQuarantine(context.Context, *LiftQuarantineRequest) (*LiftQuarantineResponse, error)
 	// Resolve turns (stream, view, offset) into one pinned physical target, a
 	// boundary outcome, or a retryable UNAVAILABLE error whose details carry a
 	// ResolveDiagnostic.
@@ -399,6 +437,12 @@ func (UnimplementedMetadServer) ListEvidence(context.Context, *ListEvidenceReque
 }
 func (UnimplementedMetadServer) DescribeObject(context.Context, *DescribeObjectRequest) (*DescribeObjectResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DescribeObject not implemented")
+}
+func (UnimplementedMetadServer) ListQuarantined(context.Context, *ListQuarantinedRequest) (*ListQuarantinedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListQuarantined not implemented")
+}
+func (UnimplementedMetadServer) LiftQuarantine(context.Context, *LiftQuarantineRequest) (*LiftQuarantineResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method LiftQuarantine not implemented")
 }
 func (UnimplementedMetadServer) Resolve(context.Context, *ResolveRequest) (*ResolveResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Resolve not implemented")
@@ -733,6 +777,42 @@ func _Metad_DescribeObject_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Metad_ListQuarantined_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListQuarantinedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadServer).ListQuarantined(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metad_ListQuarantined_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadServer).ListQuarantined(ctx, req.(*ListQuarantinedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metad_LiftQuarantine_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LiftQuarantineRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadServer).LiftQuarantine(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metad_LiftQuarantine_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadServer).LiftQuarantine(ctx, req.(*LiftQuarantineRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Metad_Resolve_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ResolveRequest)
 	if err := dec(in); err != nil {
@@ -836,6 +916,14 @@ var Metad_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DescribeObject",
 			Handler:    _Metad_DescribeObject_Handler,
+		},
+		{
+			MethodName: "ListQuarantined",
+			Handler:    _Metad_ListQuarantined_Handler,
+		},
+		{
+			MethodName: "LiftQuarantine",
+			Handler:    _Metad_LiftQuarantine_Handler,
 		},
 		{
 			MethodName: "Resolve",

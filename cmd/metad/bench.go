@@ -464,8 +464,7 @@ func (e *benchEnv) publishOnce(ctx context.Context, w *benchWriter) error {
 		})
 	}
 	if _, err := call(ctx, e, e.c.Metad.PublishGeneration, req); err != nil {
-		var ce *client.Error
-		if errors.As(err, &ce) && ce.Reason == "GENERATION_NOT_NEWER" {
+		if errors.Is(err, client.ErrGenerationNotNewer) {
 			w.gen++ // a retried publish landed, or a stale count: move on
 		}
 		return err

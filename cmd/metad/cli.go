@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,24 +37,54 @@ func (o *clientOpts) registerWithTimeout(cmd *cobra.Command, timeout time.Durati
 	}
 	cmd.PersistentFlags().StringVar(&o.addr, "addr", addr, "gRPC address of any member, comma-separated for several (env METAD_ADDR)")
 	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
-	cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", timeout, "deadline for the whole command (metad bench: for each call)")
+	cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", timeout, "deadline for the whole command")
 }
 
 func (o *clientOpts) validate() error {
 	if o.output != "table" && o.output != "json" {
 		return usageError{fmt.Errorf("--output %q: want table or json", o.output)}
 	}
+	for _, a := range strings.Split(o.addr, ",") {
+		if err := checkHostPort(strings.TrimSpace(a)); err != nil {
+			return usageError{fmt.Errorf("--addr %q: %w", a, err)}
+		}
+	}
+	if o.timeout <= 0 {
+		return usageError{fmt.Errorf("--timeout %v: want a positive duration", o.timeout)}
+	}
+	return nil
+}
+
+// checkHostPort accepts HOST:PORT with a port in 1..65535.
+func checkHostPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want HOST:PORT")
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return fmt.Errorf("port %q: want 1 to 65535", port)
+	}
 	return nil
 }
 
 // run dials the cluster and runs fn under the command's deadline.
 func (o *clientOpts) run(cmd *cobra.Command, fn func(ctx context.Context, c *client.Client) error) error {
+	return o.runWith(cmd, nil, fn)
+}
+
+// runWith is run with the client's configuration adjusted by adjust (nil:
+// none), e.g. to give it an object store to read from.
+func (o *clientOpts) runWith(cmd *cobra.Command, adjust func(*client.Config), fn func(ctx context.Context, c *client.Client) error) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
 	// SpreadCalls: a command talks to the member it names (`metad members`
 	// shows that member's view), not to whoever leads.
-	c, err := client.New(client.Config{Addrs: strings.Split(o.addr, ","), Timeout: o.timeout, Holder: "metad-cli", SpreadCalls: true})
+	cfg := client.Config{Addrs: strings.Split(o.addr, ","), Timeout: o.timeout, Holder: "metad-cli", SpreadCalls: true}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	c, err := client.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -87,47 +119,18 @@ func (o *clientOpts) printJSON(w io.Writer, v any, table func(tw *tabwriter.Writ
 	return tw.Flush()
 }
 
-// usageError marks mistakes in how a command was called.
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
-
-// notFoundError marks a thing the command looked for and did not find.
-type notFoundError struct{ error }
-
-func (e notFoundError) Unwrap() error { return e.error }
-
-// exitCode: 2 for usage errors, 3 when the cluster said the thing does not
-// exist, 4 for retryable failures (try again), 1 otherwise.
-func exitCode(err error) int {
-	var ue usageError
-	if errors.As(err, &ue) {
-		return 2
-	}
-	var nf notFoundError
-	if errors.As(err, &nf) {
-		return 3
-	}
-	if e, ok := client.AsError(err); ok {
-		switch {
-		case e.Code.String() == "NotFound":
-			return 3
-		case e.Retryable():
-			return 4
-		}
-	}
-	return 1
-}
-
 func addClientCommands(root *cobra.Command) {
 	o := &clientOpts{}
 	for _, cmd := range []*cobra.Command{
 		newStatusCmd(o), newMembersCmd(o), newStreamCmd(o), newAppendCmd(o),
-		newIndexCmd(o), newResolveCmd(o), newReadCmd(o), newRaftCmd(o), newBenchCmd(o),
+		newIndexCmd(o), newResolveCmd(o), newReadCmd(o), newObjectCmd(o), newEvidenceCmd(o),
+		newQuarantineCmd(o), newRaftCmd(o), newBenchCmd(o),
 	} {
 		o.register(cmd)
 		root.AddCommand(cmd)
 	}
+	bench, _, _ := root.Find([]string{"bench"})
+	bench.PersistentFlags().Lookup("timeout").Usage = "deadline of each call (not of the whole run)"
 }
 
 // exactArgs is cobra.ExactArgs with the mistake marked as bad usage.

@@ -13,56 +13,6 @@ import (
 	"github.com/metad/metad/client"
 )
 
-func newStatusCmd(o *clientOpts) *cobra.Command {
-	var withHash bool
-	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Show every server of the cluster: state, term, indexes, last contact, quorum",
-		Example: `  metad status
-  metad status --addr 127.0.0.1:7430 -o json`,
-		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
-				st, err := client.Call(ctx, c, c.Cluster.Status, &metadpb.StatusRequest{WithHash: withHash})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), st, func(tw *tabwriter.Writer) { statusTable(tw, st, withHash) })
-			})
-		},
-	}
-	cmd.Flags().BoolVar(&withHash, "hash", false, "also show each node's state hash (O(state) per node)")
-	return cmd
-}
-
-func statusTable(tw *tabwriter.Writer, st *metadpb.StatusResponse, withHash bool) {
-	header := "NODE\tID\tADDRESS\tSTATE\tVOTER\tTERM\tCOMMIT\tAPPLIED\tLAST CONTACT"
-	if withHash {
-		header += "\tSTATE HASH"
-	}
-	fmt.Fprintln(tw, header)
-	for i, n := range st.Nodes {
-		contact := "-"
-		switch {
-		case n.State == "Leader":
-			contact = "leader"
-		case n.SinceLastContact != nil && n.SinceLastContact.AsDuration() >= 0:
-			contact = n.SinceLastContact.AsDuration().Round(time.Millisecond).String()
-		}
-		line := fmt.Sprintf("%d\t%s\t%s\t%s\t%v\t%d\t%d\t%d\t%s", i+1, n.NodeId, n.GrpcAddr, n.State, n.Voter,
-			n.Term, n.CommitIndex, n.AppliedIndex, contact)
-		if n.Error != "" {
-			line = fmt.Sprintf("%d\t%s\t%s\t%s\t%v\t-\t-\t-\t%s", i+1, n.NodeId, n.RaftAddr, n.State, n.Voter, n.Error)
-		}
-		if withHash {
-			line += fmt.Sprintf("\t%x", n.StateHash)
-		}
-		fmt.Fprintln(tw, line)
-	}
-	tw.Flush()
-	fmt.Fprintf(tw, "\nleader %s; %d voters, quorum %d, tolerates %d failure(s)\n", st.LeaderId, st.Voters, st.Quorum, st.FailureTolerance)
-}
-
 func newMembersCmd(o *clientOpts) *cobra.Command {
 	return &cobra.Command{
 		Use:   "members",

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -41,10 +43,13 @@ for write first, which bumps the writer epoch and fences earlier writers.`,
 			if err != nil {
 				return err
 			}
+			if data != "" && file != "" {
+				return usageError{errors.New("--data and --file: give one, not both")}
+			}
 			payload := []byte(data)
 			if file != "" {
 				if payload, err = os.ReadFile(file); err != nil {
-					return err
+					return usageError{fmt.Errorf("--file: %w", err)}
 				}
 			}
 			if len(payload) == 0 || count == 0 {
@@ -76,18 +81,23 @@ for write first, which bumps the writer epoch and fences earlier writers.`,
 
 // appendBytes is the whole write path of a broker in one place.
 func appendBytes(ctx context.Context, c *client.Client, store objectstore.Store, stream, epoch, count uint64, payload []byte, index bool) (*metadpb.CommitAppendResponse, error) {
+	// Check that the offsets fit before anything changes: opening for
+	// write bumps the epoch, and the object would be written for nothing.
+	start, err := appendStart(ctx, c, stream, count)
+	if err != nil {
+		return nil, err
+	}
 	if epoch == 0 {
 		open, err := client.Call(ctx, c, c.Metad.OpenForWrite, &metadpb.OpenForWriteRequest{StreamId: stream, RequestId: client.NewRequestID()})
 		if err != nil {
 			return nil, err
 		}
 		epoch = open.WriterEpoch
+		// A writer fenced by the open may have appended in between.
+		if start, err = appendStart(ctx, c, stream, count); err != nil {
+			return nil, err
+		}
 	}
-	desc, err := client.Call(ctx, c, c.Metad.DescribeStream, &metadpb.DescribeStreamRequest{StreamId: stream})
-	if err != nil {
-		return nil, err
-	}
-	start := desc.Stream.CommittedEnd
 	key := fmt.Sprintf("streams/%d/%020d-%020d", stream, start, start+count)
 	info, err := store.Put(ctx, key, bytes.NewReader(payload))
 	if err != nil {
@@ -103,9 +113,24 @@ func appendBytes(ctx context.Context, c *client.Client, store objectstore.Store,
 	})
 }
 
+// appendStart returns the stream's committed end, where an append of
+// count offsets would start, refusing a count that would run past the
+// largest offset.
+func appendStart(ctx context.Context, c *client.Client, stream, count uint64) (uint64, error) {
+	desc, err := client.Call(ctx, c, c.Metad.DescribeStream, &metadpb.DescribeStreamRequest{StreamId: stream})
+	if err != nil {
+		return 0, err
+	}
+	end := desc.Stream.CommittedEnd
+	if count > math.MaxUint64-end {
+		return 0, usageError{fmt.Errorf("--count %d: the stream's committed end is %d, and offsets end at %d", count, end, uint64(math.MaxUint64))}
+	}
+	return end, nil
+}
+
 func newIndexCmd(o *clientOpts) *cobra.Command {
-	cmd := &cobra.Command{Use: "index", Short: "Publish and list index generations"}
-	cmd.AddCommand(newIndexPublishCmd(o), newIndexListCmd(o))
+	cmd := &cobra.Command{Use: "index", Short: "Publish, list and retire index generations"}
+	cmd.AddCommand(newIndexPublishCmd(o), newIndexListCmd(o), newIndexRetireCmd(o))
 	return cmd
 }
 

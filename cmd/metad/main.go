@@ -1,18 +1,25 @@
 // Command metad is the metad server and its command-line client.
 //
 //	metad server                     run a server (see metad server --help)
+//	metad version                    the release and commit (also --version)
 //	metad status                     the cluster, one line per server
 //	metad members                    the gossip view of one node
-//	metad stream create|describe|trim|seal|list
+//	metad stream create|describe|list|trim|seal|delete
 //	metad append STREAM ...          write bytes and commit them
-//	metad index publish|list         index generations
+//	metad read STREAM VIEW OFFSET    the broker read path: resolve, read, fall back
+//	metad index publish|list|retire  index generations
 //	metad resolve STREAM VIEW OFFSET resolve one read
+//	metad object describe|register|pin|release|report
+//	metad evidence list STREAM       a stream's append evidence
 //	metad raft list-peers|remove-peer|transfer-leader
-//	metad snapshot save|inspect|restore  backups of a live cluster
+//	metad snapshot save|inspect|diff|restore  backups of a live cluster
 //	metad data inspect|recover       a stopped server's data dir; quorum-loss recovery
 //
 // Client commands find the cluster with --addr or METAD_ADDR (default
 // 127.0.0.1:7420; any member will do) and print tables, or JSON with -o json.
+// Every command exits 0 on success, 1 on failure, 2 on bad usage, 3 when
+// the thing asked for does not exist and 4 on a retryable failure
+// (exitcode.go).
 package main
 
 import (
@@ -25,6 +32,15 @@ import (
 )
 
 func main() {
+	root := newRootCmd()
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "metad:", strings.TrimPrefix(err.Error(), "metad: "))
+		os.Exit(exitCode(err))
+	}
+}
+
+// newRootCmd builds the whole command tree.
+func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "metad",
 		Short: "metad: the consensus-backed metadata service of a streaming storage system",
@@ -32,15 +48,35 @@ func main() {
 committed end, trim point, append evidence and generation-numbered index
 records, replicated by Raft on a 3- or 5-node cluster, and it resolves every
 read (stream, view, offset) to one pinned physical target.`,
+		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newServerCmd())
+	root.AddCommand(newServerCmd(), newVersionCmd())
 	addClientCommands(root)
 	root.AddCommand(newSnapshotCmd(), newDataCmd())
-	if err := root.ExecuteContext(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "metad:", strings.TrimPrefix(err.Error(), "metad: "))
-		os.Exit(exitCode(err))
+	refuseUnknownSubcommands(root)
+	return root
+}
+
+// refuseUnknownSubcommands makes every command that only groups others
+// (metad, metad stream, ...) fail with bad usage on a name it does not
+// know, instead of printing help and succeeding. With no argument it
+// prints its help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		return usageError{fmt.Errorf("unknown command %q for %q; see %s --help", args[0], cmd.CommandPath(), cmd.CommandPath())}
 	}
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
@@ -48,96 +50,297 @@ func (o *clientObjectStore) open(ctx context.Context, fs *pflag.FlagSet) (object
 	if err := cfg.Validate(); err != nil {
 		return nil, usageError{err}
 	}
+	// A mistyped directory must not quietly become a new, empty store: an
+	// append would commit bytes the servers cannot see.
+	if dir, ok := strings.CutPrefix(cfg.URL, "file://"); ok && !isDir(dir) {
+		return nil, usageError{fmt.Errorf("object store %s: directory %s does not exist (give the servers' object directory)", cfg.URL, dir)}
+	}
 	return objectstore.Open(ctx, cfg)
 }
 
-func newReadCmd(o *clientOpts) *cobra.Command {
-	var (
-		objects clientObjectStore
-		view    string
-	)
+// The object commands are thin wrappers over the registry's RPCs, for
+// operators who would otherwise need grpcurl.
+func newObjectCmd(o *clientOpts) *cobra.Command {
+	cmd := &cobra.Command{Use: "object", Short: "Describe, register, pin and release objects; report failed candidates"}
+	cmd.AddCommand(newObjectDescribeCmd(o), newObjectRegisterCmd(o), newObjectPinCmd(o),
+		newObjectReleaseCmd(o), newObjectReportCmd(o))
+	return cmd
+}
+
+func newObjectDescribeCmd(o *clientOpts) *cobra.Command {
+	var stale bool
 	cmd := &cobra.Command{
-		Use:   "read STREAM OFFSET",
-		Short: "Read the bytes of the record holding an offset, as a broker does",
-		Long: `Resolve (stream, view, offset), read the target's bytes from the object store
-under the target's identity, and on a failed candidate (missing, replaced or
-corrupt object) report it and fall back within the same view. The bytes go to
-stdout as they are (-o json: the target, the fallbacks and the bytes in base64).
-A boundary (EOF, OFFSET_TRIMMED, VIEW_END) is printed instead, on stderr.`,
-		Example: `  metad read 1 0 --object-dir ./metad-data/objects
-  metad read 1 0 --object-store s3://bucket/metad --s3-endpoint http://127.0.0.1:8333 --s3-path-style`,
-		Args: exactArgs(2),
+		Use:     "describe KEY",
+		Short:   "Show a registered object: identity, size, status, references and pins",
+		Example: `  metad object describe streams/1/00000000000000000000-00000000000000000001`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := client.Call(ctx, c, c.Metad.DescribeObject, &metadpb.DescribeObjectRequest{Key: args[0], Consistency: consistency(stale)})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					ob := resp.Object
+					fmt.Fprintf(tw, "key\t%s\nidentity\t%s\nsize\t%d\nstatus\t%s\nreferences\t%d\npins\t%d\nversion\t%d\nread at index\t%d\n",
+						ob.Ref.GetKey(), ob.Ref.GetIdentity(), ob.Size, ob.Status, ob.References, ob.Pins, ob.Version, resp.AppliedIndex)
+				})
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&stale, "stale", false, "read the answering node's local state (may lag)")
+	return cmd
+}
+
+func newObjectRegisterCmd(o *clientOpts) *cobra.Command {
+	var identity string
+	var size uint64
+	cmd := &cobra.Command{
+		Use:   "register KEY --identity ID --size N",
+		Short: "Register an object already written to the object store",
+		Long: `Register an object (key, identity, size) so that appends and index records may
+reference it. Registering the same object again is a no-op; the identity is the
+object store's (for the file store: the hex SHA-256 of the bytes).`,
+		Example: `  metad object register seg-1 --identity 9f86d081... --size 4096`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if identity == "" {
+				return usageError{fmt.Errorf("--identity: required")}
+			}
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := client.Call(ctx, c, c.Metad.RegisterObject, &metadpb.RegisterObjectRequest{
+					Object: &metadpb.ObjectRef{Key: args[0], Identity: identity}, Size: size, RequestId: client.NewRequestID()})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					fmt.Fprintf(tw, "registered %s (version %d)\n", args[0], resp.Version)
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&identity, "identity", "", "the object's identity in the object store (required)")
+	cmd.Flags().Uint64Var(&size, "size", 0, "the object's size in bytes")
+	return cmd
+}
+
+func newObjectPinCmd(o *clientOpts) *cobra.Command {
+	var identity, holder string
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "pin KEY",
+		Short: "Pin an object so garbage collection keeps it until the pin expires or is released",
+		Long: `Take a lease on an object: GC does not delete it while the pin lives. Without
+--identity the registered identity is looked up first.`,
+		Example: `  metad object pin seg-1 --ttl 5m --holder backup-job`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ttl <= 0 {
+				return usageError{fmt.Errorf("--ttl %v: want a positive duration", ttl)}
+			}
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				id := identity
+				if id == "" {
+					obj, err := client.Call(ctx, c, c.Metad.DescribeObject, &metadpb.DescribeObjectRequest{Key: args[0]})
+					if err != nil {
+						return err
+					}
+					id = obj.Object.Ref.GetIdentity()
+				}
+				resp, err := client.Call(ctx, c, c.Metad.Pin, &metadpb.PinRequest{Object: &metadpb.ObjectRef{Key: args[0], Identity: id},
+					Holder: holder, Ttl: durationpb.New(ttl), RequestId: client.NewRequestID()})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					fmt.Fprintf(tw, "pin %d until %s (version %d)\n", resp.PinId, resp.Expiry.AsTime().Format(time.RFC3339), resp.Version)
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&identity, "identity", "", "the object's identity (default: the registered one)")
+	cmd.Flags().StringVar(&holder, "holder", "metad-cli", "who holds the pin (shown in the pin table)")
+	cmd.Flags().DurationVar(&ttl, "ttl", 30*time.Second, "how long the pin lives")
+	return cmd
+}
+
+func newObjectReleaseCmd(o *clientOpts) *cobra.Command {
+	return &cobra.Command{
+		Use:     "release PIN",
+		Short:   "Release a pin before it expires",
+		Example: `  metad object release 42`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pin, err := parseUint("pin id", args[0])
+			if err != nil {
+				return err
+			}
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := client.Call(ctx, c, c.Metad.ReleasePin, &metadpb.ReleasePinRequest{PinId: pin, RequestId: client.NewRequestID()})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					fmt.Fprintf(tw, "released pin %d (version %d)\n", pin, resp.Version)
+				})
+			})
+		},
+	}
+}
+
+func newObjectReportCmd(o *clientOpts) *cobra.Command {
+	var kind, detail string
+	cmd := &cobra.Command{
+		Use:   "report STREAM VIEW GENERATION/START@VERSION --kind KIND",
+		Short: "Report a candidate whose bytes could not be read (ReportCandidateFailure)",
+		Long: `Tell the cluster a resolve candidate failed, as a broker's read path does.
+IDENTITY_MISMATCH, OBJECT_MISSING and CORRUPT are permanent: the record is
+quarantined and repair rebuilds it. IO_ERROR is transient: recorded, nothing
+changes.`,
+		Example: `  metad object report 1 COMMITTED 0/0@12 --kind OBJECT_MISSING --detail 'deleted by hand'`,
+		Args:    exactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseUint("stream id", args[0])
 			if err != nil {
 				return err
 			}
-			off, err := parseUint("offset", args[1])
+			view, err := parseView(args[1])
 			if err != nil {
 				return err
 			}
-			v, ok := metadpb.View_value[strings.ToUpper(view)]
-			if !ok || v == 0 {
-				return usageError{fmt.Errorf("--view %q: want COMMITTED or TOPIC_COMPACTED", view)}
-			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
-			defer cancel()
-			store, err := objects.open(ctx, cmd.Flags())
+			ref, err := parseCandidate(id, view, args[2])
 			if err != nil {
-				return err
+				return usageError{err}
 			}
-			c, err := client.New(client.Config{Addrs: strings.Split(o.addr, ","), Timeout: o.timeout, Holder: "metad-cli", Objects: store})
-			if err != nil {
-				return err
+			k, ok := metadpb.FailureKind_value[strings.ToUpper(kind)]
+			if !ok || k == 0 {
+				return usageError{fmt.Errorf("--kind %q: want IDENTITY_MISMATCH, OBJECT_MISSING, CORRUPT or IO_ERROR", kind)}
 			}
-			defer c.Close()
-			res, err := c.Read(ctx, id, metadpb.View(v), off)
-			if err != nil {
-				return err
-			}
-			return printRead(cmd, o, res)
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := client.Call(ctx, c, c.Metad.ReportCandidateFailure, &metadpb.ReportCandidateFailureRequest{
+					Candidate: ref, Kind: metadpb.FailureKind(k), Detail: detail, RequestId: client.NewRequestID()})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					fmt.Fprintf(tw, "reported %s; quarantined %v (version %d)\n", candidateName(ref), resp.Quarantined, resp.Version)
+				})
+			})
 		},
 	}
-	cmd.Flags().StringVar(&view, "view", "COMMITTED", "COMMITTED or TOPIC_COMPACTED")
-	objects.register(cmd.Flags())
+	cmd.Flags().StringVar(&kind, "kind", "", "IDENTITY_MISMATCH, OBJECT_MISSING, CORRUPT or IO_ERROR (required)")
+	cmd.Flags().StringVar(&detail, "detail", "", "what went wrong, for the log")
 	return cmd
 }
 
-// readOutput is `metad read -o json`.
-type readOutput struct {
-	Outcome   string   `json:"outcome"`
-	Object    string   `json:"object,omitempty"`
-	Identity  string   `json:"identity,omitempty"`
-	Data      []byte   `json:"data,omitempty"`
-	Fallbacks []string `json:"fallbacks,omitempty"`
+func newEvidenceCmd(o *clientOpts) *cobra.Command {
+	cmd := &cobra.Command{Use: "evidence", Short: "List a stream's append evidence"}
+	var from uint64
+	var limit uint32
+	var stale bool
+	list := &cobra.Command{
+		Use:   "list STREAM",
+		Short: "List the append evidence of a stream: which object holds which offsets",
+		Long: `List the append evidence of a stream: for each committed append, the offsets,
+the object and byte range that hold them, and the writer epoch. Repair rebuilds
+generation 0 of the index from it.`,
+		Example: `  metad evidence list 1 --from 100 --limit 10`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseUint("stream id", args[0])
+			if err != nil {
+				return err
+			}
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := client.Call(ctx, c, c.Metad.ListEvidence, &metadpb.ListEvidenceRequest{StreamId: id, From: from, Limit: limit, Consistency: consistency(stale)})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					fmt.Fprintln(tw, "START\tEND\tOBJECT\tBYTES\tEPOCH\tVERSION")
+					for _, e := range resp.Evidence {
+						fmt.Fprintf(tw, "%d\t%d\t%s\t%d+%d\t%d\t%d\n", e.Range.GetStart(), e.Range.GetEnd(), e.Object.GetKey(),
+							e.Bytes.GetOffset(), e.Bytes.GetLength(), e.WriterEpoch, e.Version)
+					}
+				})
+			})
+		},
+	}
+	list.Flags().Uint64Var(&from, "from", 0, "evidence ending after this offset")
+	list.Flags().Uint32Var(&limit, "limit", 100, "at most this many")
+	list.Flags().BoolVar(&stale, "stale", false, "read the answering node's local state (may lag)")
+	cmd.AddCommand(list)
+	return cmd
 }
 
-func printRead(cmd *cobra.Command, o *clientOpts, res *client.ReadResult) error {
-	out := readOutput{Outcome: res.Outcome.String(), Data: res.Data}
-	if res.Target != nil {
-		out.Object, out.Identity = res.Target.Object.GetKey(), res.Target.Object.GetIdentity()
+func consistency(stale bool) metadpb.Consistency {
+	if stale {
+		return metadpb.Consistency_STALE
 	}
-	for _, f := range res.Fallbacks {
-		out.Fallbacks = append(out.Fallbacks, fmt.Sprintf("%s %s: %v", f.Kind, f.Candidate.GetKey(), f.Err))
+	return metadpb.Consistency_LINEARIZABLE
+}
+
+// parseView accepts COMMITTED or TOPIC_COMPACTED, in any case.
+func parseView(s string) (metadpb.View, error) {
+	v, ok := metadpb.View_value[strings.ToUpper(s)]
+	if !ok || v == 0 {
+		return 0, usageError{fmt.Errorf("view %q: want COMMITTED or TOPIC_COMPACTED", s)}
 	}
-	if o.output == "json" {
-		b, err := json.MarshalIndent(out, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
-		return err
+	return metadpb.View(v), nil
+}
+
+func newStreamDeleteCmd(o *clientOpts) *cobra.Command {
+	return &cobra.Command{
+		Use:     "delete ID",
+		Short:   "Delete a stream; its objects become garbage once unreferenced",
+		Example: `  metad stream delete 1`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseUint("stream id", args[0])
+			if err != nil {
+				return err
+			}
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := client.Call(ctx, c, c.Metad.DeleteStream, &metadpb.DeleteStreamRequest{StreamId: id, RequestId: client.NewRequestID()})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					fmt.Fprintf(tw, "deleted stream %d (version %d)\n", id, resp.Version)
+				})
+			})
+		},
 	}
-	for _, f := range out.Fallbacks {
-		fmt.Fprintln(cmd.ErrOrStderr(), "fell back after", f)
+}
+
+func newIndexRetireCmd(o *clientOpts) *cobra.Command {
+	return &cobra.Command{
+		Use:     "retire STREAM VIEW GENERATION",
+		Short:   "Retire an index generation: resolves stop using it",
+		Example: `  metad index retire 1 COMMITTED 1`,
+		Args:    exactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseUint("stream id", args[0])
+			if err != nil {
+				return err
+			}
+			view, err := parseView(args[1])
+			if err != nil {
+				return err
+			}
+			gen, err := parseUint("generation", args[2])
+			if err != nil {
+				return err
+			}
+			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := client.Call(ctx, c, c.Metad.RetireGeneration, &metadpb.RetireGenerationRequest{StreamId: id, View: view, Generation: gen, RequestId: client.NewRequestID()})
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+					fmt.Fprintf(tw, "retired generation %d of %s (version %d)\n", gen, view, resp.Version)
+				})
+			})
+		},
 	}
-	if res.Outcome != metadpb.Outcome_TARGET {
-		fmt.Fprintf(cmd.ErrOrStderr(), "%s (committed end %d, trim %d)\n", res.Outcome, res.CommittedEnd, res.Trim)
-		return nil
-	}
-	_, err := cmd.OutOrStdout().Write(res.Data)
-	return err
 }

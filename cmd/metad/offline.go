@@ -201,12 +201,34 @@ recovery: the one with the highest last log term, then index, has the most.`,
 	return cmd
 }
 
+// heldLocks keeps the data dir locks an offline command took until it
+// exits (an unreferenced *os.File would be closed by its finalizer,
+// releasing the lock early).
+var heldLocks = map[string]*os.File{}
+
+// holdDataDir locks a data dir for the rest of the command, refusing one
+// a running server holds ("data dir D is in use by pid N").
+func holdDataDir(dataDir string) error {
+	if _, ok := heldLocks[dataDir]; ok {
+		return nil // a second flock from this process would refuse itself
+	}
+	f, err := node.LockDataDir(dataDir)
+	if err != nil {
+		return err
+	}
+	heldLocks[dataDir] = f
+	return nil
+}
+
 func inspectDataDir(dataDir string, replay bool) (*dataReport, error) {
 	id, err := node.StoredNodeID(dataDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s has no node id: not a metad data dir (or never started)", dataDir)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := holdDataDir(dataDir); err != nil {
 		return nil, err
 	}
 	info, err := raftstore.InspectDir(node.RaftDir(dataDir), replay)
@@ -308,6 +330,9 @@ in the current configuration. Steps (README: "Recovering from a lost quorum"):
 }
 
 func recoverDataDir(cmd *cobra.Command, dataDir, peersFile string, specs []string, yes bool) error {
+	if peersFile != "" && len(specs) > 0 { // before reading anything
+		return usageError{errors.New("give --peers-file or --server, not both")}
+	}
 	before, err := inspectDataDir(dataDir, true)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -46,17 +47,63 @@ it was refused, and exits with status 4.`,
 				ex = append(ex, ref)
 			}
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Resolve(ctx, id, metadpb.View(v), off, ex)
+				req := &metadpb.ResolveRequest{StreamId: id, View: metadpb.View(v), Offset: off, Exclude: ex, Holder: "metad-cli"}
+				resp, err := resolveKeepingDiagnostic(ctx, c, req)
 				if err != nil {
 					printDiagnostic(cmd, err)
 					return err
 				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) { resolveTable(tw, resp) })
+				if err := o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) { resolveTable(tw, resp) }); err != nil {
+					return err
+				}
+				if resp.Outcome == metadpb.Outcome_NOT_FOUND {
+					return fmt.Errorf("stream %d: %w", id, client.OutcomeError(resp.Outcome))
+				}
+				return nil
 			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&excludes, "exclude", nil, "GENERATION/START@VERSION of a candidate to skip (repeatable)")
 	return cmd
+}
+
+// resolveKeepingDiagnostic retries a retryable resolve failure until the
+// deadline, like client.Call, but keeps the last failure that carried a
+// per-candidate diagnostic: when the deadline ends the loop, the operator
+// still learns why every candidate was refused, not a bare
+// DEADLINE_EXCEEDED.
+func resolveKeepingDiagnostic(ctx context.Context, c *client.Client, req *metadpb.ResolveRequest) (*metadpb.ResolveResponse, error) {
+	var diagnosed *client.Error
+	for {
+		resp, err := c.Metad.Resolve(ctx, req)
+		if err == nil {
+			return resp, nil
+		}
+		e, ok := client.AsError(client.FromStatus(err))
+		if !ok {
+			return nil, err
+		}
+		if e.Diagnostic != nil {
+			diagnosed = e
+		}
+		if !e.Retryable() || ctx.Err() != nil {
+			return nil, lastDiagnosed(e, diagnosed)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, lastDiagnosed(e, diagnosed)
+		case <-time.After(e.RetryDelay):
+		}
+	}
+}
+
+// lastDiagnosed returns last, or when it carries no diagnostic (a deadline
+// that expired in flight) the last one that did, wrapped as retryable.
+func lastDiagnosed(last, diagnosed *client.Error) error {
+	if last.Diagnostic != nil || diagnosed == nil {
+		return last
+	}
+	return fmt.Errorf("%s; the last attempt's diagnostic: %w", last.Message, diagnosed)
 }
 
 func parseCandidate(stream uint64, view metadpb.View, s string) (*metadpb.CandidateRef, error) {

@@ -100,9 +100,12 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 }
 
 // resolve turns the flags into a complete, validated node configuration.
+// It writes nothing: a start refused here leaves the data dir untouched
+// (node.Start stores the node id once everything is claimed). Every
+// problem is reported at once, as bad usage.
 func (f *serverFlags) resolve(fs *pflag.FlagSet) (node.Config, error) {
 	c := f.cfg
-	var errs []error
+	errs := f.checkFlags(fs)
 	if len(f.dialMap) > 0 {
 		c.DialMap = map[string]string{}
 		for _, kv := range f.dialMap {
@@ -119,24 +122,22 @@ func (f *serverFlags) resolve(fs *pflag.FlagSet) (node.Config, error) {
 	if c.Membership.BootstrapExpect == 0 && len(c.Membership.Join) == 0 && !fs.Changed("bootstrap-expect") {
 		c.Membership.BootstrapExpect = 1
 	}
-	if _, err := parseLevel(f.logLevel); err != nil {
-		errs = append(errs, err)
-	}
-	if f.logFormat != "text" && f.logFormat != "json" {
-		errs = append(errs, fmt.Errorf("log-format %q: want text or json", f.logFormat))
-	}
 	// systemd's notify socket, for Type=notify units (examples/metad.service).
 	c.NotifySocket = os.Getenv("NOTIFY_SOCKET")
-	id, err := node.LoadNodeID(c.DataDir, c.NodeID)
+	id, err := node.ChooseNodeID(c.DataDir, c.NodeID)
 	if err != nil {
 		errs = append(errs, err)
+		// Validate the rest with a stand-in id, so the real error is not
+		// followed by "NodeID: required" lines from every sub-config.
+		id = "unknown"
 	}
 	c.NodeID = id
 	c.Complete()
-	if err := c.Validate(); err != nil {
-		errs = append(errs, err)
+	errs = append(errs, validateNode(fs, c)...)
+	if len(errs) > 0 {
+		return c, usageError{errors.Join(errs...)}
 	}
-	return c, errors.Join(errs...)
+	return c, nil
 }
 
 func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io.Writer) error {
@@ -145,6 +146,9 @@ func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io
 		return err
 	}
 	log := newLogger(stderr, f.logFormat, f.logLevel)
+	if n := cfg.Membership.BootstrapExpect; n > 1 && n%2 == 0 {
+		log.Warn(fmt.Sprintf("bootstrap-expect %d is even: %d voters tolerate as many failures as %d (quorum %d); prefer 3 or 5", n, n, n-1, n/2+1))
+	}
 	logEffective(log, fs, map[string]string{
 		// Settings resolve derives rather than reads: log what is used.
 		"node-id":          cfg.NodeID,

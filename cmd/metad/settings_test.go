@@ -98,9 +98,12 @@ func TestServerConfigValidatedBeforeStart(t *testing.T) {
 	if err == nil {
 		t.Fatal("invalid configuration accepted")
 	}
-	for _, want := range []string{"grpc-addr", "PinTTL", "ElectionTimeout", "log-level"} {
+	for _, want := range []string{"grpc-addr", "PinTTL", "--raft-election-timeout -1s", "log-level"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}
+	}
+	if strings.Contains(err.Error(), "Config.ElectionTimeout") {
+		t.Errorf("the flag's error is echoed under the package's field name:\n%v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -59,6 +60,9 @@ renamed to FILE, so FILE is never half-written.`,
   metad snapshot save /backups/metad-$(date +%F).snap --addr 10.0.0.3:7420`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if dir := filepath.Dir(args[0]); !isDir(dir) { // before asking the cluster for anything
+				return usageError{fmt.Errorf("%s: directory %s does not exist", args[0], dir)}
+			}
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
 				res, err := saveSnapshot(ctx, c, args[0], cmd.ErrOrStderr())
 				if err != nil {
@@ -143,6 +147,11 @@ func saveSnapshot(ctx context.Context, c *client.Client, path string, stderr io.
 	return res, nil
 }
 
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
 // writeFileAtomically writes path through path.part: write fills the file
 // (and syncs it), check, if not nil, reads the closed part file back, and
 // only then is it renamed to path, so path is never half-written. On any
@@ -150,8 +159,13 @@ func saveSnapshot(ctx context.Context, c *client.Client, path string, stderr io.
 func writeFileAtomically(path string, write func(*os.File) error, check func(part string) error) error {
 	part := path + ".part"
 	f, err := os.OpenFile(part, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("%w (remove a stale %s left by an interrupted write)", err, filepath.Base(part))
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: directory %s does not exist", path, filepath.Dir(path))
+	case err != nil:
+		return err
 	}
 	err = write(f)
 	if cerr := f.Close(); err == nil {
@@ -210,7 +224,7 @@ func checkSavedFile(path string, index uint64) (uint64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	if err := sf.Verify(nil); err != nil {
+	if err := verifySnapshot(f, sf, nil); err != nil {
 		return 0, err
 	}
 	sum, err := raftstore.SummarizeStream(sf.Stream())
@@ -325,7 +339,7 @@ func inspectSnapshot(path string, stderr io.Writer) (*inspectReport, error) {
 	st, _ := f.Stat()
 	rep.Bytes, rep.Meta, rep.SHA256 = st.Size(), &sf.Meta, sf.Sum
 	bar := newProgress(stderr, "verify", sf.VerifySize())
-	err = sf.Verify(bar.Reader)
+	err = verifySnapshot(f, sf, bar.Reader)
 	bar.Finish()
 	if rep.record("file SHA-256", err) != nil {
 		return rep, err
@@ -449,7 +463,7 @@ func diffSnapshotFiles(w io.Writer, pathA, pathB string, limit int) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		defer f.Close()
-		if err := sf.Verify(nil); err != nil {
+		if err := verifySnapshot(f, sf, nil); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		files[i] = sf
@@ -472,8 +486,9 @@ func diffSnapshotFiles(w io.Writer, pathA, pathB string, limit int) error {
 	if differ > limit {
 		fmt.Fprintf(w, "(%d more not shown; raise --limit)\n", differ-limit)
 	}
+	// The full state hash, in hex, as metad status --hash prints it.
 	sizes := fmt.Sprintf("A: %d records, hash %x; B: %d records, hash %x",
-		a.FSM.Records, a.FSM.Checksum[:8], b.FSM.Records, b.FSM.Checksum[:8])
+		a.FSM.Records, a.FSM.Checksum[:], b.FSM.Records, b.FSM.Checksum[:])
 	if differ == 0 {
 		fmt.Fprintf(w, "the states are the same (%s)\n", sizes)
 		return nil
@@ -515,13 +530,19 @@ each with its own GC, on one store.`,
 			if output != "table" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: want table or json", output)}
 			}
-			id, err := node.LoadNodeID(dataDir, nodeID)
+			id, err := node.ChooseNodeID(dataDir, nodeID)
 			if err != nil {
 				return err
 			}
 			all, err := parseServers(append([]string{id + "=" + raftAddr}, servers...))
 			if err != nil {
 				return usageError{err}
+			}
+			if err := holdDataDir(dataDir); err != nil {
+				return err
+			}
+			if err := node.StoreNodeID(dataDir, id); err != nil {
+				return err
 			}
 			res, err := restoreSnapshot(args[0], dataDir, all, cmd.ErrOrStderr())
 			if err != nil {
@@ -557,7 +578,7 @@ func restoreSnapshot(path, dataDir string, servers []raftstore.Server, stderr io
 	}
 	defer f.Close()
 	bar := newProgress(stderr, "verify", sf.VerifySize())
-	err = sf.Verify(bar.Reader)
+	err = verifySnapshot(f, sf, bar.Reader)
 	bar.Finish()
 	if err != nil {
 		return nil, err

@@ -13,13 +13,16 @@ import (
 )
 
 func newStreamCmd(o *clientOpts) *cobra.Command {
-	cmd := &cobra.Command{Use: "stream", Short: "Create, describe, list, trim and seal streams"}
+	cmd := &cobra.Command{Use: "stream", Short: "Create, describe, list, trim, seal and delete streams"}
 	cmd.AddCommand(&cobra.Command{
 		Use:     "create NAME",
 		Short:   "Create a stream (idempotent by name)",
 		Example: `  metad stream create orders`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := strconv.ParseUint(args[0], 10, 64); err == nil {
+				return usageError{fmt.Errorf("stream name %q: a name of digits only would be read as a stream id by the other commands; add a letter", args[0])}
+			}
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := client.Call(ctx, c, c.Metad.CreateStream, &metadpb.CreateStreamRequest{Name: args[0], RequestId: client.NewRequestID()})
 				if err != nil {
@@ -52,7 +55,7 @@ func newStreamCmd(o *clientOpts) *cobra.Command {
 			})
 		},
 	})
-	cmd.AddCommand(newStreamListCmd(o), newTrimCmd(o), newSealCmd(o), newStreamWatchCmd(o))
+	cmd.AddCommand(newStreamListCmd(o), newTrimCmd(o), newSealCmd(o), newStreamDeleteCmd(o), newStreamWatchCmd(o))
 	return cmd
 }
 

@@ -68,13 +68,15 @@ func (o *clientOpts) watch(ctx context.Context, w io.Writer, id, from uint64, du
 		ctx, cancel = context.WithTimeout(ctx, duration)
 		defer cancel()
 	}
+	started := false
 	for ev, err := range c.Watch(ctx, id, from) {
 		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			if started && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				return nil // interrupted or --for elapsed: a normal end
 			}
-			return err
+			return err // (a watch that never started says why)
 		}
+		started = true
 		if err := o.printEvent(w, ev); err != nil {
 			return err
 		}

@@ -796,6 +796,7 @@ type Command struct {
 	//	*Command_ReportCandidateFailure
 	//	*Command_RepairGen0
 	//	*Command_SetFeatureLevel
+	//	*Command_LiftQuarantine
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -996,6 +997,15 @@ func (x *Command) GetSetFeatureLevel() *SetFeatureLevel {
 	return nil
 }
 
+func (x *Command) GetLiftQuarantine() *LiftQuarantine {
+	if x != nil {
+		if x, ok := x.Op.(*Command_LiftQuarantine); ok {
+			return x.LiftQuarantine
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -1065,6 +1075,10 @@ type Command_SetFeatureLevel struct {
 	SetFeatureLevel *SetFeatureLevel `protobuf:"bytes,25,opt,name=set_feature_level,json=setFeatureLevel,proto3,oneof"`
 }
 
+type Command_LiftQuarantine struct {
+	LiftQuarantine *LiftQuarantine `protobuf:"bytes,26,opt,name=lift_quarantine,json=liftQuarantine,proto3,oneof"`
+}
+
 func (*Command_CreateStream) isCommand_Op() {}
 
 func (*Command_OpenForWrite) isCommand_Op() {}
@@ -1097,6 +1111,65 @@ func (*Command_RepairGen0) isCommand_Op() {}
 
 func (*Command_SetFeatureLevel) isCommand_Op() {}
 
+func (*Command_LiftQuarantine) isCommand_Op() {}
+
+// LiftQuarantine makes a quarantined index record valid again: its bytes
+// were verified against the object store after the report that
+// quarantined it (by the repair job, or an operator's lift, which verifies
+// first). Conditional: it takes effect only if the record is still
+// quarantined at version. Feature level 2.
+type LiftQuarantine struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *IndexKey              `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiftQuarantine) Reset() {
+	*x = LiftQuarantine{}
+	mi := &file_fsm_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiftQuarantine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiftQuarantine) ProtoMessage() {}
+
+func (x *LiftQuarantine) ProtoReflect() protoreflect.Message {
+	mi := &file_fsm_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiftQuarantine.ProtoReflect.Descriptor instead.
+func (*LiftQuarantine) Descriptor() ([]byte, []int) {
+	return file_fsm_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *LiftQuarantine) GetKey() *IndexKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *LiftQuarantine) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
 // SetFeatureLevel raises the cluster's feature level: the set of command
 // kinds and command semantics every replica applies. A leader proposes it
 // only once every voter reports that it can apply that level; commands
@@ -1111,7 +1184,7 @@ type SetFeatureLevel struct {
 
 func (x *SetFeatureLevel) Reset() {
 	*x = SetFeatureLevel{}
-	mi := &file_fsm_proto_msgTypes[6]
+	mi := &file_fsm_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1196,7 @@ func (x *SetFeatureLevel) String() string {
 func (*SetFeatureLevel) ProtoMessage() {}
 
 func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[6]
+	mi := &file_fsm_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1209,7 @@ func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFeatureLevel.ProtoReflect.Descriptor instead.
 func (*SetFeatureLevel) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{6}
+	return file_fsm_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SetFeatureLevel) GetLevel() uint32 {
@@ -1156,7 +1229,7 @@ type CreateStream struct {
 
 func (x *CreateStream) Reset() {
 	*x = CreateStream{}
-	mi := &file_fsm_proto_msgTypes[7]
+	mi := &file_fsm_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1168,7 +1241,7 @@ func (x *CreateStream) String() string {
 func (*CreateStream) ProtoMessage() {}
 
 func (x *CreateStream) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[7]
+	mi := &file_fsm_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1181,7 +1254,7 @@ func (x *CreateStream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateStream.ProtoReflect.Descriptor instead.
 func (*CreateStream) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{7}
+	return file_fsm_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateStream) GetName() string {
@@ -1201,7 +1274,7 @@ type OpenForWrite struct {
 
 func (x *OpenForWrite) Reset() {
 	*x = OpenForWrite{}
-	mi := &file_fsm_proto_msgTypes[8]
+	mi := &file_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1286,7 @@ func (x *OpenForWrite) String() string {
 func (*OpenForWrite) ProtoMessage() {}
 
 func (x *OpenForWrite) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[8]
+	mi := &file_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1299,7 @@ func (x *OpenForWrite) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenForWrite.ProtoReflect.Descriptor instead.
 func (*OpenForWrite) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{8}
+	return file_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OpenForWrite) GetStreamId() uint64 {
@@ -1254,7 +1327,7 @@ type CommitAppend struct {
 
 func (x *CommitAppend) Reset() {
 	*x = CommitAppend{}
-	mi := &file_fsm_proto_msgTypes[9]
+	mi := &file_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1339,7 @@ func (x *CommitAppend) String() string {
 func (*CommitAppend) ProtoMessage() {}
 
 func (x *CommitAppend) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[9]
+	mi := &file_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1352,7 @@ func (x *CommitAppend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitAppend.ProtoReflect.Descriptor instead.
 func (*CommitAppend) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{9}
+	return file_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CommitAppend) GetStreamId() uint64 {
@@ -1352,7 +1425,7 @@ type PublishGeneration struct {
 
 func (x *PublishGeneration) Reset() {
 	*x = PublishGeneration{}
-	mi := &file_fsm_proto_msgTypes[10]
+	mi := &file_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1364,7 +1437,7 @@ func (x *PublishGeneration) String() string {
 func (*PublishGeneration) ProtoMessage() {}
 
 func (x *PublishGeneration) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[10]
+	mi := &file_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1377,7 +1450,7 @@ func (x *PublishGeneration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishGeneration.ProtoReflect.Descriptor instead.
 func (*PublishGeneration) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{10}
+	return file_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PublishGeneration) GetStreamId() uint64 {
@@ -1440,7 +1513,7 @@ type RetireGeneration struct {
 
 func (x *RetireGeneration) Reset() {
 	*x = RetireGeneration{}
-	mi := &file_fsm_proto_msgTypes[11]
+	mi := &file_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1452,7 +1525,7 @@ func (x *RetireGeneration) String() string {
 func (*RetireGeneration) ProtoMessage() {}
 
 func (x *RetireGeneration) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[11]
+	mi := &file_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1538,7 @@ func (x *RetireGeneration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetireGeneration.ProtoReflect.Descriptor instead.
 func (*RetireGeneration) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{11}
+	return file_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RetireGeneration) GetStreamId() uint64 {
@@ -1499,7 +1572,7 @@ type Trim struct {
 
 func (x *Trim) Reset() {
 	*x = Trim{}
-	mi := &file_fsm_proto_msgTypes[12]
+	mi := &file_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1511,7 +1584,7 @@ func (x *Trim) String() string {
 func (*Trim) ProtoMessage() {}
 
 func (x *Trim) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[12]
+	mi := &file_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1524,7 +1597,7 @@ func (x *Trim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Trim.ProtoReflect.Descriptor instead.
 func (*Trim) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{12}
+	return file_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Trim) GetStreamId() uint64 {
@@ -1550,7 +1623,7 @@ type Seal struct {
 
 func (x *Seal) Reset() {
 	*x = Seal{}
-	mi := &file_fsm_proto_msgTypes[13]
+	mi := &file_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1562,7 +1635,7 @@ func (x *Seal) String() string {
 func (*Seal) ProtoMessage() {}
 
 func (x *Seal) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[13]
+	mi := &file_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1575,7 +1648,7 @@ func (x *Seal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Seal.ProtoReflect.Descriptor instead.
 func (*Seal) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{13}
+	return file_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Seal) GetStreamId() uint64 {
@@ -1594,7 +1667,7 @@ type DeleteStream struct {
 
 func (x *DeleteStream) Reset() {
 	*x = DeleteStream{}
-	mi := &file_fsm_proto_msgTypes[14]
+	mi := &file_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1679,7 @@ func (x *DeleteStream) String() string {
 func (*DeleteStream) ProtoMessage() {}
 
 func (x *DeleteStream) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[14]
+	mi := &file_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1692,7 @@ func (x *DeleteStream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStream.ProtoReflect.Descriptor instead.
 func (*DeleteStream) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{14}
+	return file_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeleteStream) GetStreamId() uint64 {
@@ -1639,7 +1712,7 @@ type RegisterObject struct {
 
 func (x *RegisterObject) Reset() {
 	*x = RegisterObject{}
-	mi := &file_fsm_proto_msgTypes[15]
+	mi := &file_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +1724,7 @@ func (x *RegisterObject) String() string {
 func (*RegisterObject) ProtoMessage() {}
 
 func (x *RegisterObject) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[15]
+	mi := &file_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1737,7 @@ func (x *RegisterObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterObject.ProtoReflect.Descriptor instead.
 func (*RegisterObject) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{15}
+	return file_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RegisterObject) GetObject() *ObjectRef {
@@ -1692,7 +1765,7 @@ type PinObject struct {
 
 func (x *PinObject) Reset() {
 	*x = PinObject{}
-	mi := &file_fsm_proto_msgTypes[16]
+	mi := &file_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1704,7 +1777,7 @@ func (x *PinObject) String() string {
 func (*PinObject) ProtoMessage() {}
 
 func (x *PinObject) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[16]
+	mi := &file_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1717,7 +1790,7 @@ func (x *PinObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinObject.ProtoReflect.Descriptor instead.
 func (*PinObject) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{16}
+	return file_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PinObject) GetObject() *ObjectRef {
@@ -1750,7 +1823,7 @@ type ReleasePin struct {
 
 func (x *ReleasePin) Reset() {
 	*x = ReleasePin{}
-	mi := &file_fsm_proto_msgTypes[17]
+	mi := &file_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1762,7 +1835,7 @@ func (x *ReleasePin) String() string {
 func (*ReleasePin) ProtoMessage() {}
 
 func (x *ReleasePin) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[17]
+	mi := &file_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1775,7 +1848,7 @@ func (x *ReleasePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleasePin.ProtoReflect.Descriptor instead.
 func (*ReleasePin) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{17}
+	return file_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReleasePin) GetPinId() uint64 {
@@ -1794,7 +1867,7 @@ type MarkObjectDeleting struct {
 
 func (x *MarkObjectDeleting) Reset() {
 	*x = MarkObjectDeleting{}
-	mi := &file_fsm_proto_msgTypes[18]
+	mi := &file_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1806,7 +1879,7 @@ func (x *MarkObjectDeleting) String() string {
 func (*MarkObjectDeleting) ProtoMessage() {}
 
 func (x *MarkObjectDeleting) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[18]
+	mi := &file_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1819,7 +1892,7 @@ func (x *MarkObjectDeleting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkObjectDeleting.ProtoReflect.Descriptor instead.
 func (*MarkObjectDeleting) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{18}
+	return file_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *MarkObjectDeleting) GetObject() *ObjectRef {
@@ -1838,7 +1911,7 @@ type MarkObjectDeleted struct {
 
 func (x *MarkObjectDeleted) Reset() {
 	*x = MarkObjectDeleted{}
-	mi := &file_fsm_proto_msgTypes[19]
+	mi := &file_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1850,7 +1923,7 @@ func (x *MarkObjectDeleted) String() string {
 func (*MarkObjectDeleted) ProtoMessage() {}
 
 func (x *MarkObjectDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[19]
+	mi := &file_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1863,7 +1936,7 @@ func (x *MarkObjectDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkObjectDeleted.ProtoReflect.Descriptor instead.
 func (*MarkObjectDeleted) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{19}
+	return file_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *MarkObjectDeleted) GetObject() *ObjectRef {
@@ -1887,7 +1960,7 @@ type ReportCandidateFailure struct {
 
 func (x *ReportCandidateFailure) Reset() {
 	*x = ReportCandidateFailure{}
-	mi := &file_fsm_proto_msgTypes[20]
+	mi := &file_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1899,7 +1972,7 @@ func (x *ReportCandidateFailure) String() string {
 func (*ReportCandidateFailure) ProtoMessage() {}
 
 func (x *ReportCandidateFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[20]
+	mi := &file_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1912,7 +1985,7 @@ func (x *ReportCandidateFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCandidateFailure.ProtoReflect.Descriptor instead.
 func (*ReportCandidateFailure) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{20}
+	return file_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReportCandidateFailure) GetKey() *IndexKey {
@@ -1954,7 +2027,7 @@ type RecordVersion struct {
 
 func (x *RecordVersion) Reset() {
 	*x = RecordVersion{}
-	mi := &file_fsm_proto_msgTypes[21]
+	mi := &file_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1966,7 +2039,7 @@ func (x *RecordVersion) String() string {
 func (*RecordVersion) ProtoMessage() {}
 
 func (x *RecordVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[21]
+	mi := &file_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1979,7 +2052,7 @@ func (x *RecordVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordVersion.ProtoReflect.Descriptor instead.
 func (*RecordVersion) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{21}
+	return file_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RecordVersion) GetStart() uint64 {
@@ -2015,7 +2088,7 @@ type RepairGen0 struct {
 
 func (x *RepairGen0) Reset() {
 	*x = RepairGen0{}
-	mi := &file_fsm_proto_msgTypes[22]
+	mi := &file_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2027,7 +2100,7 @@ func (x *RepairGen0) String() string {
 func (*RepairGen0) ProtoMessage() {}
 
 func (x *RepairGen0) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[22]
+	mi := &file_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2040,7 +2113,7 @@ func (x *RepairGen0) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairGen0.ProtoReflect.Descriptor instead.
 func (*RepairGen0) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{22}
+	return file_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RepairGen0) GetStreamId() uint64 {
@@ -2090,7 +2163,7 @@ type Rejection struct {
 
 func (x *Rejection) Reset() {
 	*x = Rejection{}
-	mi := &file_fsm_proto_msgTypes[23]
+	mi := &file_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2102,7 +2175,7 @@ func (x *Rejection) String() string {
 func (*Rejection) ProtoMessage() {}
 
 func (x *Rejection) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[23]
+	mi := &file_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2115,7 +2188,7 @@ func (x *Rejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejection.ProtoReflect.Descriptor instead.
 func (*Rejection) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{23}
+	return file_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Rejection) GetCode() RejectCode {
@@ -2161,7 +2234,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_fsm_proto_msgTypes[24]
+	mi := &file_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2173,7 +2246,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[24]
+	mi := &file_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2186,7 +2259,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{24}
+	return file_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Result) GetVersion() uint64 {
@@ -2280,7 +2353,7 @@ type MachineMeta struct {
 
 func (x *MachineMeta) Reset() {
 	*x = MachineMeta{}
-	mi := &file_fsm_proto_msgTypes[25]
+	mi := &file_fsm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2365,7 @@ func (x *MachineMeta) String() string {
 func (*MachineMeta) ProtoMessage() {}
 
 func (x *MachineMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[25]
+	mi := &file_fsm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2378,7 @@ func (x *MachineMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineMeta.ProtoReflect.Descriptor instead.
 func (*MachineMeta) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{25}
+	return file_fsm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *MachineMeta) GetClockUnixNano() int64 {
@@ -2355,7 +2428,7 @@ type StreamState struct {
 
 func (x *StreamState) Reset() {
 	*x = StreamState{}
-	mi := &file_fsm_proto_msgTypes[26]
+	mi := &file_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2367,7 +2440,7 @@ func (x *StreamState) String() string {
 func (*StreamState) ProtoMessage() {}
 
 func (x *StreamState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[26]
+	mi := &file_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2380,7 +2453,7 @@ func (x *StreamState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamState.ProtoReflect.Descriptor instead.
 func (*StreamState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{26}
+	return file_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StreamState) GetId() uint64 {
@@ -2474,7 +2547,7 @@ type EvidenceState struct {
 
 func (x *EvidenceState) Reset() {
 	*x = EvidenceState{}
-	mi := &file_fsm_proto_msgTypes[27]
+	mi := &file_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2486,7 +2559,7 @@ func (x *EvidenceState) String() string {
 func (*EvidenceState) ProtoMessage() {}
 
 func (x *EvidenceState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[27]
+	mi := &file_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2499,7 +2572,7 @@ func (x *EvidenceState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvidenceState.ProtoReflect.Descriptor instead.
 func (*EvidenceState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{27}
+	return file_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *EvidenceState) GetStreamId() uint64 {
@@ -2558,7 +2631,7 @@ type GenerationState struct {
 
 func (x *GenerationState) Reset() {
 	*x = GenerationState{}
-	mi := &file_fsm_proto_msgTypes[28]
+	mi := &file_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2570,7 +2643,7 @@ func (x *GenerationState) String() string {
 func (*GenerationState) ProtoMessage() {}
 
 func (x *GenerationState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[28]
+	mi := &file_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2583,7 +2656,7 @@ func (x *GenerationState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationState.ProtoReflect.Descriptor instead.
 func (*GenerationState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{28}
+	return file_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GenerationState) GetStreamId() uint64 {
@@ -2640,7 +2713,7 @@ type IndexRecordState struct {
 
 func (x *IndexRecordState) Reset() {
 	*x = IndexRecordState{}
-	mi := &file_fsm_proto_msgTypes[29]
+	mi := &file_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2652,7 +2725,7 @@ func (x *IndexRecordState) String() string {
 func (*IndexRecordState) ProtoMessage() {}
 
 func (x *IndexRecordState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[29]
+	mi := &file_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2665,7 +2738,7 @@ func (x *IndexRecordState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexRecordState.ProtoReflect.Descriptor instead.
 func (*IndexRecordState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{29}
+	return file_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *IndexRecordState) GetKey() *IndexKey {
@@ -2711,7 +2784,7 @@ type ObjectState struct {
 
 func (x *ObjectState) Reset() {
 	*x = ObjectState{}
-	mi := &file_fsm_proto_msgTypes[30]
+	mi := &file_fsm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2723,7 +2796,7 @@ func (x *ObjectState) String() string {
 func (*ObjectState) ProtoMessage() {}
 
 func (x *ObjectState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[30]
+	mi := &file_fsm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2736,7 +2809,7 @@ func (x *ObjectState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectState.ProtoReflect.Descriptor instead.
 func (*ObjectState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{30}
+	return file_fsm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ObjectState) GetObject() *ObjectRef {
@@ -2802,7 +2875,7 @@ type PinState struct {
 
 func (x *PinState) Reset() {
 	*x = PinState{}
-	mi := &file_fsm_proto_msgTypes[31]
+	mi := &file_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +2887,7 @@ func (x *PinState) String() string {
 func (*PinState) ProtoMessage() {}
 
 func (x *PinState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[31]
+	mi := &file_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +2900,7 @@ func (x *PinState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinState.ProtoReflect.Descriptor instead.
 func (*PinState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{31}
+	return file_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PinState) GetId() uint64 {
@@ -2884,7 +2957,7 @@ type DedupState struct {
 
 func (x *DedupState) Reset() {
 	*x = DedupState{}
-	mi := &file_fsm_proto_msgTypes[32]
+	mi := &file_fsm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2896,7 +2969,7 @@ func (x *DedupState) String() string {
 func (*DedupState) ProtoMessage() {}
 
 func (x *DedupState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[32]
+	mi := &file_fsm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2909,7 +2982,7 @@ func (x *DedupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DedupState.ProtoReflect.Descriptor instead.
 func (*DedupState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{32}
+	return file_fsm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DedupState) GetRequestId() string {
@@ -2959,7 +3032,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_fsm_proto_msgTypes[33]
+	mi := &file_fsm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2971,7 +3044,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[33]
+	mi := &file_fsm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2984,7 +3057,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{33}
+	return file_fsm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -3144,7 +3217,7 @@ const file_fsm_proto_rawDesc = "" +
 	"\tsurvivors\x18\x02 \x03(\v2\x13.metad.fsm.v1.RangeR\tsurvivors\x12/\n" +
 	"\x06object\x18\x03 \x01(\v2\x17.metad.fsm.v1.ObjectRefR\x06object\x12-\n" +
 	"\x05bytes\x18\x04 \x01(\v2\x17.metad.fsm.v1.ByteRangeR\x05bytes\x12\x1a\n" +
-	"\bchecksum\x18\x05 \x01(\rR\bchecksum\"\xad\t\n" +
+	"\bchecksum\x18\x05 \x01(\rR\bchecksum\"\xf6\t\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12&\n" +
@@ -3168,8 +3241,12 @@ const file_fsm_proto_rawDesc = "" +
 	"\x18report_candidate_failure\x18\x17 \x01(\v2$.metad.fsm.v1.ReportCandidateFailureH\x00R\x16reportCandidateFailure\x12;\n" +
 	"\vrepair_gen0\x18\x18 \x01(\v2\x18.metad.fsm.v1.RepairGen0H\x00R\n" +
 	"repairGen0\x12K\n" +
-	"\x11set_feature_level\x18\x19 \x01(\v2\x1d.metad.fsm.v1.SetFeatureLevelH\x00R\x0fsetFeatureLevelB\x04\n" +
-	"\x02op\"'\n" +
+	"\x11set_feature_level\x18\x19 \x01(\v2\x1d.metad.fsm.v1.SetFeatureLevelH\x00R\x0fsetFeatureLevel\x12G\n" +
+	"\x0flift_quarantine\x18\x1a \x01(\v2\x1c.metad.fsm.v1.LiftQuarantineH\x00R\x0eliftQuarantineB\x04\n" +
+	"\x02op\"T\n" +
+	"\x0eLiftQuarantine\x12(\n" +
+	"\x03key\x18\x01 \x01(\v2\x16.metad.fsm.v1.IndexKeyR\x03key\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\"'\n" +
 	"\x0fSetFeatureLevel\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\rR\x05level\"\"\n" +
 	"\fCreateStream\x12\x12\n" +
@@ -3400,7 +3477,7 @@ func file_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_fsm_proto_goTypes = []any{
 	(View)(0),                      // 0: metad.fsm.v1.View
 	(StreamStatus)(0),              // 1: metad.fsm.v1.StreamStatus
@@ -3415,34 +3492,35 @@ var file_fsm_proto_goTypes = []any{
 	(*IndexKey)(nil),               // 10: metad.fsm.v1.IndexKey
 	(*IndexRecord)(nil),            // 11: metad.fsm.v1.IndexRecord
 	(*Command)(nil),                // 12: metad.fsm.v1.Command
-	(*SetFeatureLevel)(nil),        // 13: metad.fsm.v1.SetFeatureLevel
-	(*CreateStream)(nil),           // 14: metad.fsm.v1.CreateStream
-	(*OpenForWrite)(nil),           // 15: metad.fsm.v1.OpenForWrite
-	(*CommitAppend)(nil),           // 16: metad.fsm.v1.CommitAppend
-	(*PublishGeneration)(nil),      // 17: metad.fsm.v1.PublishGeneration
-	(*RetireGeneration)(nil),       // 18: metad.fsm.v1.RetireGeneration
-	(*Trim)(nil),                   // 19: metad.fsm.v1.Trim
-	(*Seal)(nil),                   // 20: metad.fsm.v1.Seal
-	(*DeleteStream)(nil),           // 21: metad.fsm.v1.DeleteStream
-	(*RegisterObject)(nil),         // 22: metad.fsm.v1.RegisterObject
-	(*PinObject)(nil),              // 23: metad.fsm.v1.PinObject
-	(*ReleasePin)(nil),             // 24: metad.fsm.v1.ReleasePin
-	(*MarkObjectDeleting)(nil),     // 25: metad.fsm.v1.MarkObjectDeleting
-	(*MarkObjectDeleted)(nil),      // 26: metad.fsm.v1.MarkObjectDeleted
-	(*ReportCandidateFailure)(nil), // 27: metad.fsm.v1.ReportCandidateFailure
-	(*RecordVersion)(nil),          // 28: metad.fsm.v1.RecordVersion
-	(*RepairGen0)(nil),             // 29: metad.fsm.v1.RepairGen0
-	(*Rejection)(nil),              // 30: metad.fsm.v1.Rejection
-	(*Result)(nil),                 // 31: metad.fsm.v1.Result
-	(*MachineMeta)(nil),            // 32: metad.fsm.v1.MachineMeta
-	(*StreamState)(nil),            // 33: metad.fsm.v1.StreamState
-	(*EvidenceState)(nil),          // 34: metad.fsm.v1.EvidenceState
-	(*GenerationState)(nil),        // 35: metad.fsm.v1.GenerationState
-	(*IndexRecordState)(nil),       // 36: metad.fsm.v1.IndexRecordState
-	(*ObjectState)(nil),            // 37: metad.fsm.v1.ObjectState
-	(*PinState)(nil),               // 38: metad.fsm.v1.PinState
-	(*DedupState)(nil),             // 39: metad.fsm.v1.DedupState
-	(*SnapshotRecord)(nil),         // 40: metad.fsm.v1.SnapshotRecord
+	(*LiftQuarantine)(nil),         // 13: metad.fsm.v1.LiftQuarantine
+	(*SetFeatureLevel)(nil),        // 14: metad.fsm.v1.SetFeatureLevel
+	(*CreateStream)(nil),           // 15: metad.fsm.v1.CreateStream
+	(*OpenForWrite)(nil),           // 16: metad.fsm.v1.OpenForWrite
+	(*CommitAppend)(nil),           // 17: metad.fsm.v1.CommitAppend
+	(*PublishGeneration)(nil),      // 18: metad.fsm.v1.PublishGeneration
+	(*RetireGeneration)(nil),       // 19: metad.fsm.v1.RetireGeneration
+	(*Trim)(nil),                   // 20: metad.fsm.v1.Trim
+	(*Seal)(nil),                   // 21: metad.fsm.v1.Seal
+	(*DeleteStream)(nil),           // 22: metad.fsm.v1.DeleteStream
+	(*RegisterObject)(nil),         // 23: metad.fsm.v1.RegisterObject
+	(*PinObject)(nil),              // 24: metad.fsm.v1.PinObject
+	(*ReleasePin)(nil),             // 25: metad.fsm.v1.ReleasePin
+	(*MarkObjectDeleting)(nil),     // 26: metad.fsm.v1.MarkObjectDeleting
+	(*MarkObjectDeleted)(nil),      // 27: metad.fsm.v1.MarkObjectDeleted
+	(*ReportCandidateFailure)(nil), // 28: metad.fsm.v1.ReportCandidateFailure
+	(*RecordVersion)(nil),          // 29: metad.fsm.v1.RecordVersion
+	(*RepairGen0)(nil),             // 30: metad.fsm.v1.RepairGen0
+	(*Rejection)(nil),              // 31: metad.fsm.v1.Rejection
+	(*Result)(nil),                 // 32: metad.fsm.v1.Result
+	(*MachineMeta)(nil),            // 33: metad.fsm.v1.MachineMeta
+	(*StreamState)(nil),            // 34: metad.fsm.v1.StreamState
+	(*EvidenceState)(nil),          // 35: metad.fsm.v1.EvidenceState
+	(*GenerationState)(nil),        // 36: metad.fsm.v1.GenerationState
+	(*IndexRecordState)(nil),       // 37: metad.fsm.v1.IndexRecordState
+	(*ObjectState)(nil),            // 38: metad.fsm.v1.ObjectState
+	(*PinState)(nil),               // 39: metad.fsm.v1.PinState
+	(*DedupState)(nil),             // 40: metad.fsm.v1.DedupState
+	(*SnapshotRecord)(nil),         // 41: metad.fsm.v1.SnapshotRecord
 }
 var file_fsm_proto_depIdxs = []int32{
 	0,  // 0: metad.fsm.v1.IndexKey.view:type_name -> metad.fsm.v1.View
@@ -3450,65 +3528,67 @@ var file_fsm_proto_depIdxs = []int32{
 	7,  // 2: metad.fsm.v1.IndexRecord.survivors:type_name -> metad.fsm.v1.Range
 	9,  // 3: metad.fsm.v1.IndexRecord.object:type_name -> metad.fsm.v1.ObjectRef
 	8,  // 4: metad.fsm.v1.IndexRecord.bytes:type_name -> metad.fsm.v1.ByteRange
-	14, // 5: metad.fsm.v1.Command.create_stream:type_name -> metad.fsm.v1.CreateStream
-	15, // 6: metad.fsm.v1.Command.open_for_write:type_name -> metad.fsm.v1.OpenForWrite
-	16, // 7: metad.fsm.v1.Command.commit_append:type_name -> metad.fsm.v1.CommitAppend
-	17, // 8: metad.fsm.v1.Command.publish_generation:type_name -> metad.fsm.v1.PublishGeneration
-	18, // 9: metad.fsm.v1.Command.retire_generation:type_name -> metad.fsm.v1.RetireGeneration
-	19, // 10: metad.fsm.v1.Command.trim:type_name -> metad.fsm.v1.Trim
-	20, // 11: metad.fsm.v1.Command.seal:type_name -> metad.fsm.v1.Seal
-	21, // 12: metad.fsm.v1.Command.delete_stream:type_name -> metad.fsm.v1.DeleteStream
-	22, // 13: metad.fsm.v1.Command.register_object:type_name -> metad.fsm.v1.RegisterObject
-	23, // 14: metad.fsm.v1.Command.pin_object:type_name -> metad.fsm.v1.PinObject
-	24, // 15: metad.fsm.v1.Command.release_pin:type_name -> metad.fsm.v1.ReleasePin
-	25, // 16: metad.fsm.v1.Command.mark_object_deleting:type_name -> metad.fsm.v1.MarkObjectDeleting
-	26, // 17: metad.fsm.v1.Command.mark_object_deleted:type_name -> metad.fsm.v1.MarkObjectDeleted
-	27, // 18: metad.fsm.v1.Command.report_candidate_failure:type_name -> metad.fsm.v1.ReportCandidateFailure
-	29, // 19: metad.fsm.v1.Command.repair_gen0:type_name -> metad.fsm.v1.RepairGen0
-	13, // 20: metad.fsm.v1.Command.set_feature_level:type_name -> metad.fsm.v1.SetFeatureLevel
-	9,  // 21: metad.fsm.v1.CommitAppend.object:type_name -> metad.fsm.v1.ObjectRef
-	8,  // 22: metad.fsm.v1.CommitAppend.bytes:type_name -> metad.fsm.v1.ByteRange
-	0,  // 23: metad.fsm.v1.PublishGeneration.view:type_name -> metad.fsm.v1.View
-	7,  // 24: metad.fsm.v1.PublishGeneration.coverage:type_name -> metad.fsm.v1.Range
-	11, // 25: metad.fsm.v1.PublishGeneration.records:type_name -> metad.fsm.v1.IndexRecord
-	0,  // 26: metad.fsm.v1.RetireGeneration.view:type_name -> metad.fsm.v1.View
-	9,  // 27: metad.fsm.v1.RegisterObject.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 28: metad.fsm.v1.PinObject.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 29: metad.fsm.v1.MarkObjectDeleting.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 30: metad.fsm.v1.MarkObjectDeleted.object:type_name -> metad.fsm.v1.ObjectRef
-	10, // 31: metad.fsm.v1.ReportCandidateFailure.key:type_name -> metad.fsm.v1.IndexKey
-	5,  // 32: metad.fsm.v1.ReportCandidateFailure.kind:type_name -> metad.fsm.v1.FailureKind
-	28, // 33: metad.fsm.v1.RepairGen0.replace:type_name -> metad.fsm.v1.RecordVersion
-	11, // 34: metad.fsm.v1.RepairGen0.record:type_name -> metad.fsm.v1.IndexRecord
-	6,  // 35: metad.fsm.v1.Rejection.code:type_name -> metad.fsm.v1.RejectCode
-	30, // 36: metad.fsm.v1.Result.rejection:type_name -> metad.fsm.v1.Rejection
-	1,  // 37: metad.fsm.v1.StreamState.status:type_name -> metad.fsm.v1.StreamStatus
-	7,  // 38: metad.fsm.v1.EvidenceState.range:type_name -> metad.fsm.v1.Range
-	9,  // 39: metad.fsm.v1.EvidenceState.object:type_name -> metad.fsm.v1.ObjectRef
-	8,  // 40: metad.fsm.v1.EvidenceState.bytes:type_name -> metad.fsm.v1.ByteRange
-	0,  // 41: metad.fsm.v1.GenerationState.view:type_name -> metad.fsm.v1.View
-	2,  // 42: metad.fsm.v1.GenerationState.status:type_name -> metad.fsm.v1.GenerationStatus
-	7,  // 43: metad.fsm.v1.GenerationState.coverage:type_name -> metad.fsm.v1.Range
-	10, // 44: metad.fsm.v1.IndexRecordState.key:type_name -> metad.fsm.v1.IndexKey
-	11, // 45: metad.fsm.v1.IndexRecordState.record:type_name -> metad.fsm.v1.IndexRecord
-	3,  // 46: metad.fsm.v1.IndexRecordState.status:type_name -> metad.fsm.v1.RecordStatus
-	9,  // 47: metad.fsm.v1.ObjectState.object:type_name -> metad.fsm.v1.ObjectRef
-	4,  // 48: metad.fsm.v1.ObjectState.status:type_name -> metad.fsm.v1.ObjectStatus
-	9,  // 49: metad.fsm.v1.PinState.object:type_name -> metad.fsm.v1.ObjectRef
-	31, // 50: metad.fsm.v1.DedupState.result:type_name -> metad.fsm.v1.Result
-	32, // 51: metad.fsm.v1.SnapshotRecord.meta:type_name -> metad.fsm.v1.MachineMeta
-	33, // 52: metad.fsm.v1.SnapshotRecord.stream:type_name -> metad.fsm.v1.StreamState
-	34, // 53: metad.fsm.v1.SnapshotRecord.evidence:type_name -> metad.fsm.v1.EvidenceState
-	35, // 54: metad.fsm.v1.SnapshotRecord.generation:type_name -> metad.fsm.v1.GenerationState
-	36, // 55: metad.fsm.v1.SnapshotRecord.index_record:type_name -> metad.fsm.v1.IndexRecordState
-	37, // 56: metad.fsm.v1.SnapshotRecord.object:type_name -> metad.fsm.v1.ObjectState
-	38, // 57: metad.fsm.v1.SnapshotRecord.pin:type_name -> metad.fsm.v1.PinState
-	39, // 58: metad.fsm.v1.SnapshotRecord.dedup:type_name -> metad.fsm.v1.DedupState
-	59, // [59:59] is the sub-list for method output_type
-	59, // [59:59] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	15, // 5: metad.fsm.v1.Command.create_stream:type_name -> metad.fsm.v1.CreateStream
+	16, // 6: metad.fsm.v1.Command.open_for_write:type_name -> metad.fsm.v1.OpenForWrite
+	17, // 7: metad.fsm.v1.Command.commit_append:type_name -> metad.fsm.v1.CommitAppend
+	18, // 8: metad.fsm.v1.Command.publish_generation:type_name -> metad.fsm.v1.PublishGeneration
+	19, // 9: metad.fsm.v1.Command.retire_generation:type_name -> metad.fsm.v1.RetireGeneration
+	20, // 10: metad.fsm.v1.Command.trim:type_name -> metad.fsm.v1.Trim
+	21, // 11: metad.fsm.v1.Command.seal:type_name -> metad.fsm.v1.Seal
+	22, // 12: metad.fsm.v1.Command.delete_stream:type_name -> metad.fsm.v1.DeleteStream
+	23, // 13: metad.fsm.v1.Command.register_object:type_name -> metad.fsm.v1.RegisterObject
+	24, // 14: metad.fsm.v1.Command.pin_object:type_name -> metad.fsm.v1.PinObject
+	25, // 15: metad.fsm.v1.Command.release_pin:type_name -> metad.fsm.v1.ReleasePin
+	26, // 16: metad.fsm.v1.Command.mark_object_deleting:type_name -> metad.fsm.v1.MarkObjectDeleting
+	27, // 17: metad.fsm.v1.Command.mark_object_deleted:type_name -> metad.fsm.v1.MarkObjectDeleted
+	28, // 18: metad.fsm.v1.Command.report_candidate_failure:type_name -> metad.fsm.v1.ReportCandidateFailure
+	30, // 19: metad.fsm.v1.Command.repair_gen0:type_name -> metad.fsm.v1.RepairGen0
+	14, // 20: metad.fsm.v1.Command.set_feature_level:type_name -> metad.fsm.v1.SetFeatureLevel
+	13, // 21: metad.fsm.v1.Command.lift_quarantine:type_name -> metad.fsm.v1.LiftQuarantine
+	10, // 22: metad.fsm.v1.LiftQuarantine.key:type_name -> metad.fsm.v1.IndexKey
+	9,  // 23: metad.fsm.v1.CommitAppend.object:type_name -> metad.fsm.v1.ObjectRef
+	8,  // 24: metad.fsm.v1.CommitAppend.bytes:type_name -> metad.fsm.v1.ByteRange
+	0,  // 25: metad.fsm.v1.PublishGeneration.view:type_name -> metad.fsm.v1.View
+	7,  // 26: metad.fsm.v1.PublishGeneration.coverage:type_name -> metad.fsm.v1.Range
+	11, // 27: metad.fsm.v1.PublishGeneration.records:type_name -> metad.fsm.v1.IndexRecord
+	0,  // 28: metad.fsm.v1.RetireGeneration.view:type_name -> metad.fsm.v1.View
+	9,  // 29: metad.fsm.v1.RegisterObject.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 30: metad.fsm.v1.PinObject.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 31: metad.fsm.v1.MarkObjectDeleting.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 32: metad.fsm.v1.MarkObjectDeleted.object:type_name -> metad.fsm.v1.ObjectRef
+	10, // 33: metad.fsm.v1.ReportCandidateFailure.key:type_name -> metad.fsm.v1.IndexKey
+	5,  // 34: metad.fsm.v1.ReportCandidateFailure.kind:type_name -> metad.fsm.v1.FailureKind
+	29, // 35: metad.fsm.v1.RepairGen0.replace:type_name -> metad.fsm.v1.RecordVersion
+	11, // 36: metad.fsm.v1.RepairGen0.record:type_name -> metad.fsm.v1.IndexRecord
+	6,  // 37: metad.fsm.v1.Rejection.code:type_name -> metad.fsm.v1.RejectCode
+	31, // 38: metad.fsm.v1.Result.rejection:type_name -> metad.fsm.v1.Rejection
+	1,  // 39: metad.fsm.v1.StreamState.status:type_name -> metad.fsm.v1.StreamStatus
+	7,  // 40: metad.fsm.v1.EvidenceState.range:type_name -> metad.fsm.v1.Range
+	9,  // 41: metad.fsm.v1.EvidenceState.object:type_name -> metad.fsm.v1.ObjectRef
+	8,  // 42: metad.fsm.v1.EvidenceState.bytes:type_name -> metad.fsm.v1.ByteRange
+	0,  // 43: metad.fsm.v1.GenerationState.view:type_name -> metad.fsm.v1.View
+	2,  // 44: metad.fsm.v1.GenerationState.status:type_name -> metad.fsm.v1.GenerationStatus
+	7,  // 45: metad.fsm.v1.GenerationState.coverage:type_name -> metad.fsm.v1.Range
+	10, // 46: metad.fsm.v1.IndexRecordState.key:type_name -> metad.fsm.v1.IndexKey
+	11, // 47: metad.fsm.v1.IndexRecordState.record:type_name -> metad.fsm.v1.IndexRecord
+	3,  // 48: metad.fsm.v1.IndexRecordState.status:type_name -> metad.fsm.v1.RecordStatus
+	9,  // 49: metad.fsm.v1.ObjectState.object:type_name -> metad.fsm.v1.ObjectRef
+	4,  // 50: metad.fsm.v1.ObjectState.status:type_name -> metad.fsm.v1.ObjectStatus
+	9,  // 51: metad.fsm.v1.PinState.object:type_name -> metad.fsm.v1.ObjectRef
+	32, // 52: metad.fsm.v1.DedupState.result:type_name -> metad.fsm.v1.Result
+	33, // 53: metad.fsm.v1.SnapshotRecord.meta:type_name -> metad.fsm.v1.MachineMeta
+	34, // 54: metad.fsm.v1.SnapshotRecord.stream:type_name -> metad.fsm.v1.StreamState
+	35, // 55: metad.fsm.v1.SnapshotRecord.evidence:type_name -> metad.fsm.v1.EvidenceState
+	36, // 56: metad.fsm.v1.SnapshotRecord.generation:type_name -> metad.fsm.v1.GenerationState
+	37, // 57: metad.fsm.v1.SnapshotRecord.index_record:type_name -> metad.fsm.v1.IndexRecordState
+	38, // 58: metad.fsm.v1.SnapshotRecord.object:type_name -> metad.fsm.v1.ObjectState
+	39, // 59: metad.fsm.v1.SnapshotRecord.pin:type_name -> metad.fsm.v1.PinState
+	40, // 60: metad.fsm.v1.SnapshotRecord.dedup:type_name -> metad.fsm.v1.DedupState
+	61, // [61:61] is the sub-list for method output_type
+	61, // [61:61] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_fsm_proto_init() }
@@ -3533,8 +3613,9 @@ func file_fsm_proto_init() {
 		(*Command_ReportCandidateFailure)(nil),
 		(*Command_RepairGen0)(nil),
 		(*Command_SetFeatureLevel)(nil),
+		(*Command_LiftQuarantine)(nil),
 	}
-	file_fsm_proto_msgTypes[33].OneofWrappers = []any{
+	file_fsm_proto_msgTypes[34].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Stream)(nil),
 		(*SnapshotRecord_Evidence)(nil),
@@ -3550,7 +3631,7 @@ func file_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fsm_proto_rawDesc), len(file_fsm_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,86 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/objectstore"
+)
+
+// quarantineScanBudget bounds the records one ListQuarantined call
+// examines, quarantined or not; a page may come back short with next set.
+const quarantineScanBudget = 100_000
+
+// ListQuarantined implements the Metad service: quarantined records, a
+// page at a time, linearizably.
+func (s *Server) ListQuarantined(ctx context.Context, req *metadpb.ListQuarantinedRequest) (*metadpb.ListQuarantinedResponse, error) {
+	var after *fsm.IndexKey
+	if req.After != nil {
+		k := indexKeyToFSM(req.After)
+		after = &k
+	}
+	resp := &metadpb.ListQuarantinedResponse{}
+	err := s.read(ctx, metadpb.Consistency_LINEARIZABLE, func(m *fsm.Machine) error {
+		recs, next := m.Quarantined(after, s.limit(req.Limit), quarantineScanBudget)
+		for _, r := range recs {
+			resp.Records = append(resp.Records, storedRecordPB(r))
+		}
+		if next != nil {
+			resp.Next = indexKeyPB(*next)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// LiftQuarantine implements the Metad service: verify the record's bytes
+// in the object store, then commit the lift conditioned on the version the
+// caller listed.
+func (s *Server) LiftQuarantine(ctx context.Context, req *metadpb.LiftQuarantineRequest) (*metadpb.LiftQuarantineResponse, error) {
+	if req.Key == nil {
+		return nil, invalidArgument("key", "required")
+	}
+	key := indexKeyToFSM(req.Key)
+	var rec fsm.RecordInfo
+	var found bool
+	err := s.store.Read(ctx, func(m *fsm.Machine) error {
+		rec, found = m.RecordFrom(key.Stream, key.View, key.Generation, key.Start)
+		found = found && rec.Key == key
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, toStatus(err)
+	case !found:
+		return nil, notFound("key", "no index record %v", key)
+	case rec.Status != fsm.RecordQuarantined || rec.Version != req.Version:
+		return nil, build(errorSpec{codes.FailedPrecondition, true, 0}, fsmpb.RejectCode_CONDITION_FAILED.String(),
+			fmt.Sprintf("record %v is %s at version %d, not quarantined at %d", key, rec.Status, rec.Version, req.Version), "version", nil)
+	}
+	if cerr := objectstore.Check(ctx, s.objects, rec.Object.Key, rec.Object.Identity); cerr != nil {
+		// Definite either way; a store that could not answer is worth a
+		// retry, bytes that do not verify are not.
+		spec := errorSpec{codes.FailedPrecondition, true, 0}
+		if !objectstore.Unusable(cerr) {
+			spec = errorSpec{codes.Unavailable, true, time.Second}
+		}
+		return nil, build(spec, ReasonQuarantineNotVerified,
+			fmt.Sprintf("the bytes of %s do not verify, so record %v stays quarantined: %v", rec.Object, key, cerr), "key", nil)
+	}
+	res, err := s.applyRenamed(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_LiftQuarantine{LiftQuarantine: &fsmpb.LiftQuarantine{
+		Key: key.PB(), Version: req.Version}}}, map[string]string{"key": "key", "version": "version"})
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("quarantine lifted by an operator: the bytes verify", "key", key.String(), "object", rec.Object.String(), "version", res.Version)
+	return &metadpb.LiftQuarantineResponse{Version: res.Version}, nil
+}

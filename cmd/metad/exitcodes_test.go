@@ -1,0 +1,414 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/client"
+	"github.com/metad/metad/internal/proc"
+)
+
+// realServer is one running metad server with a stream named "s" holding
+// one append of "hello" at offset 0.
+type realServer struct {
+	c       *proc.Cluster
+	bin     string
+	addr    string
+	objects string
+	stream  uint64
+}
+
+func startRealServer(t *testing.T) *realServer {
+	t.Helper()
+	c := proc.New(t, 1)
+	c.StartAll()
+	c.WaitFor("a leader", 60*time.Second, func() bool { return c.Leader(0) == 0 })
+	s := &realServer{c: c, bin: proc.Binary(t), addr: c.Nodes[0].GRPC, objects: filepath.Join(c.Dir, "objects")}
+	cl := c.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := client.Call(ctx, cl, cl.Metad.CreateStream, &metadpb.CreateStreamRequest{Name: "s", RequestId: client.NewRequestID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stream = resp.StreamId
+	if out, code := s.run(t, "append", fmt.Sprint(s.stream), "--data", "hello", "--object-dir", s.objects); code != 0 {
+		t.Fatalf("append: exit %d: %s", code, out)
+	}
+	return s
+}
+
+// run runs the real binary against the server and returns its combined
+// output and exit status.
+func (s *realServer) run(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(s.bin, args...)
+	cmd.Env = append(os.Environ(), "METAD_ADDR="+s.addr)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &exit):
+		return out.String(), exit.ExitCode()
+	}
+	t.Fatalf("%v: %v", args, err)
+	return "", -1
+}
+
+// exitCase is one way to call a command and the status it must exit with.
+type exitCase struct {
+	args []string
+	want int
+}
+
+// exitCases lists, for every command, its failure modes. down is a
+// loopback address nobody listens on.
+func exitCases(s *realServer, down, tmp string) []exitCase {
+	id := fmt.Sprint(s.stream)
+	unreachable := []string{"--addr", down, "--timeout", "1s"}
+	nodir := filepath.Join(tmp, "nodir")
+	return []exitCase{
+		{[]string{"bogus"}, 2},
+		{[]string{"--bogus-flag"}, 2},
+		{[]string{"version", "extra"}, 2},
+		{[]string{"version"}, 0},
+		{[]string{"--version"}, 0},
+
+		{[]string{"server", "--log-level", "verbose", "--data-dir", filepath.Join(tmp, "d1")}, 2},
+		{[]string{"server", "--bootstrap-expect", "-1", "--data-dir", filepath.Join(tmp, "d2")}, 2},
+		{[]string{"server", "--grpc-addr", "garbage", "--data-dir", filepath.Join(tmp, "d3")}, 2},
+
+		{[]string{"status", "-o", "yaml"}, 2},
+		{append([]string{"status"}, unreachable...), 4},
+		{[]string{"status", "--addr", "garbage"}, 2},
+		{[]string{"status"}, 0},
+		{append([]string{"members"}, unreachable...), 4},
+		{[]string{"members", "extra"}, 2},
+
+		{[]string{"stream", "bogus"}, 2},
+		{[]string{"stream", "create", "42"}, 2},
+		{[]string{"stream", "create"}, 2},
+		{append([]string{"stream", "create", "x"}, unreachable...), 4},
+		{[]string{"stream", "describe", "999"}, 3},
+		{[]string{"stream", "describe", "nosuchname"}, 3},
+		{[]string{"stream", "list", "--limit", "x"}, 2},
+		{append([]string{"stream", "list"}, unreachable...), 4},
+		{[]string{"stream", "trim", "999", "0"}, 3},
+		{[]string{"stream", "trim", id, "x"}, 2},
+		{[]string{"stream", "trim", id, "1000000"}, 1},
+		{[]string{"stream", "seal", "999"}, 3},
+		{[]string{"stream", "seal", "x"}, 2},
+		{[]string{"stream", "delete", "999"}, 3},
+		{[]string{"stream", "delete", "x"}, 2},
+		{[]string{"stream", "watch", "x"}, 2},
+		{[]string{"stream", "watch", id, "--for", "-1s"}, 2},
+		{[]string{"stream", "watch", "999", "--for", "10s"}, 3},
+		{append([]string{"stream", "watch", id, "--for", "2s"}, unreachable...), 4},
+		{[]string{"stream", "watch", id, "--for", "1s"}, 0},
+
+		{[]string{"append", id, "--data", "x", "--object-dir", nodir}, 2},
+		{[]string{"append", id, "--data", "x", "--file", "f", "--object-dir", s.objects}, 2},
+		{[]string{"append", id, "--data", "x", "--count", "18446744073709551615", "--object-dir", s.objects}, 2},
+		{[]string{"append", "999", "--data", "x", "--object-dir", s.objects}, 3},
+		{[]string{"append", id, "--object-dir", s.objects}, 2},
+
+		{[]string{"index", "bogus"}, 2},
+		{[]string{"index", "publish", "999", "--coverage", "0-1"}, 3},
+		{[]string{"index", "publish", id, "--coverage", "x"}, 2},
+		{[]string{"index", "list", id, "--view", "BOGUS"}, 2},
+		{append([]string{"index", "list", id}, unreachable...), 4},
+		{[]string{"index", "retire", id, "COMMITTED", "99"}, 3},
+		{[]string{"index", "retire", id, "BOGUS", "1"}, 2},
+
+		{[]string{"resolve", "999", "COMMITTED", "0"}, 3},
+		{[]string{"resolve", id, "BOGUS", "0"}, 2},
+		{[]string{"resolve", id, "COMMITTED", "0", "--exclude", "x"}, 2},
+		{append([]string{"resolve", id, "COMMITTED", "0"}, unreachable...), 4},
+		{[]string{"resolve", id, "COMMITTED", "0"}, 0},
+
+		{[]string{"read", "999", "COMMITTED", "0", "--object-dir", s.objects}, 3},
+		{[]string{"read", id, "COMMITTED", "0", "--object-dir", nodir}, 2},
+		{[]string{"read", id, "COMMITTED", "x", "--object-dir", s.objects}, 2},
+		{[]string{"read", id, "COMMITTED", "0", "--object-dir", s.objects}, 0},
+
+		{[]string{"object", "bogus"}, 2},
+		{[]string{"object", "describe", "no/such/key"}, 3},
+		{append([]string{"object", "describe", "k"}, unreachable...), 4},
+		{[]string{"object", "register", "k"}, 2},
+		{[]string{"object", "pin", "no/such/key"}, 3},
+		{[]string{"object", "pin", "k", "--ttl", "0s"}, 2},
+		{[]string{"object", "release", "999999"}, 3},
+		{[]string{"object", "release", "x"}, 2},
+		{[]string{"object", "report", id, "COMMITTED", "0/0@1", "--kind", "BOGUS"}, 2},
+		{[]string{"object", "report", id, "COMMITTED", "nonsense", "--kind", "IO_ERROR"}, 2},
+
+		{[]string{"evidence", "bogus"}, 2},
+		{[]string{"evidence", "list", "x"}, 2},
+		{[]string{"evidence", "list", "999"}, 3},
+		{append([]string{"evidence", "list", id}, unreachable...), 4},
+
+		{[]string{"quarantine", "bogus"}, 2},
+		{[]string{"quarantine", "list", "extra"}, 2},
+		{append([]string{"quarantine", "list"}, unreachable...), 4},
+		{[]string{"quarantine", "lift", id, "SIDEWAYS", "0", "0", "1"}, 2},
+		{[]string{"quarantine", "lift", id, "COMMITTED", "0", "0"}, 2},
+		{[]string{"quarantine", "lift", "999", "COMMITTED", "0", "0", "1"}, 3},
+		{[]string{"quarantine", "lift", id, "COMMITTED", "0", "0", "1"}, 1}, // valid, not quarantined
+
+		{[]string{"raft", "bogus"}, 2},
+		{append([]string{"raft", "list-peers"}, unreachable...), 4},
+		{[]string{"raft", "remove-peer"}, 2},
+		{append([]string{"raft", "remove-peer", "n9"}, unreachable...), 4},
+		{[]string{"raft", "transfer-leader", "extra"}, 2},
+		{append([]string{"raft", "transfer-leader"}, unreachable...), 4},
+		{[]string{"raft", "transfer-leader", "--to", "n1"}, 1}, // ALREADY_LEADER
+		{[]string{"raft", "remove-peer", "n1"}, 1},             // LAST_VOTER
+		{[]string{"raft", "remove-peer", "n9"}, 3},
+
+		{[]string{"bench", "--bogus"}, 2},
+
+		{[]string{"snapshot", "bogus"}, 2},
+		{[]string{"snapshot", "save"}, 2},
+		{append([]string{"snapshot", "save", filepath.Join(tmp, "x.snap")}, unreachable...), 4},
+		{[]string{"snapshot", "inspect", filepath.Join(tmp, "missing.snap")}, 1},
+		{[]string{"snapshot", "diff", "a"}, 2},
+		{[]string{"snapshot", "restore"}, 2},
+
+		{[]string{"data", "bogus"}, 2},
+		{[]string{"data", "inspect", "-o", "yaml"}, 2},
+		{[]string{"data", "log", "-o", "yaml"}, 2},
+		{[]string{"data", "snapshot"}, 2},
+		{[]string{"data", "recover", "--peers-file", "f", "--server", "n1=127.0.0.1:1"}, 2},
+	}
+}
+
+// TestExitCodes runs every command's failure modes with the real binary
+// against a real server and checks the exit status (0 success, 1 failure,
+// 2 bad usage, 3 not found, 4 retryable).
+func TestExitCodes(t *testing.T) {
+	s := startRealServer(t)
+	tmp := t.TempDir()
+	cases := exitCases(s, proc.FreePort(t), tmp)
+	for _, tc := range cases {
+		out, code := s.run(t, tc.args...)
+		if code != tc.want {
+			t.Errorf("metad %s: exit %d, want %d\n%s", strings.Join(tc.args, " "), code, tc.want, out)
+		}
+	}
+	// A failed server start leaves nothing behind in its data dir.
+	for _, d := range []string{"d1", "d2", "d3"} {
+		if _, err := os.Stat(filepath.Join(tmp, d)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a refused server start created its data dir %s (%v)", d, err)
+		}
+	}
+}
+
+// Every command of the tree has at least one row in exitCases, so a new
+// command cannot be added without saying how it fails.
+func TestEveryCommandHasExitCases(t *testing.T) {
+	s := &realServer{addr: "127.0.0.1:1", objects: "o"}
+	covered := map[string]bool{}
+	for _, tc := range exitCases(s, "127.0.0.1:1", "t") {
+		covered[commandPath(newRootCmd(), tc.args)] = true
+	}
+	var missing []string
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		if cmd.Name() == "help" || cmd.Name() == "completion" {
+			return
+		}
+		if !covered[cmd.CommandPath()] {
+			missing = append(missing, cmd.CommandPath())
+		}
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd())
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("commands without exit-code cases: %s", strings.Join(missing, ", "))
+	}
+}
+
+func commandPath(root *cobra.Command, args []string) string {
+	cmd, _, err := root.Find(args)
+	if err != nil {
+		return ""
+	}
+	return cmd.CommandPath()
+}
+
+// TestNewCommandsWork runs the commands added for operators (read, stream
+// delete, index retire, object ..., evidence list) through their happy
+// paths against a real server, in both output formats.
+func TestNewCommandsWork(t *testing.T) {
+	s := startRealServer(t)
+	id := fmt.Sprint(s.stream)
+	mustRun := func(args ...string) string {
+		t.Helper()
+		out, code := s.run(t, args...)
+		if code != 0 {
+			t.Fatalf("metad %s: exit %d\n%s", strings.Join(args, " "), code, out)
+		}
+		return out
+	}
+	if out := mustRun("read", id, "COMMITTED", "0", "--object-dir", s.objects); out != "hello" {
+		t.Errorf("read printed %q, want hello", out)
+	}
+	var read struct {
+		Outcome string `json:"outcome"`
+		Data    []byte `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(mustRun("read", id, "COMMITTED", "0", "--object-dir", s.objects, "-o", "json")), &read); err != nil ||
+		read.Outcome != "TARGET" || string(read.Data) != "hello" {
+		t.Errorf("read -o json = %+v, %v", read, err)
+	}
+	if out, code := s.run(t, "read", id, "COMMITTED", "1", "--object-dir", s.objects); code != 0 || !strings.Contains(out, "EOF") {
+		t.Errorf("read past the end: exit %d, %q", code, out)
+	}
+
+	var ev metadpb.ListEvidenceResponse
+	unmarshalProto(t, mustRun("evidence", "list", id, "-o", "json"), &ev)
+	if len(ev.Evidence) != 1 || ev.Evidence[0].Range.GetEnd() != 1 {
+		t.Fatalf("evidence = %v", ev.Evidence)
+	}
+	key := ev.Evidence[0].Object.GetKey()
+	if out := mustRun("evidence", "list", id); !strings.Contains(out, key) {
+		t.Errorf("evidence table lacks %s:\n%s", key, out)
+	}
+
+	var obj metadpb.DescribeObjectResponse
+	unmarshalProto(t, mustRun("object", "describe", key, "-o", "json"), &obj)
+	if obj.Object.Ref.GetIdentity() != ev.Evidence[0].Object.GetIdentity() || obj.Object.Size != 5 {
+		t.Errorf("object describe = %v", obj.Object)
+	}
+	var pin metadpb.PinResponse
+	unmarshalProto(t, mustRun("object", "pin", key, "--ttl", "1m", "-o", "json"), &pin)
+	if pin.PinId == 0 {
+		t.Fatal("object pin returned no pin id")
+	}
+	unmarshalProto(t, mustRun("object", "describe", key, "-o", "json"), &obj)
+	if obj.Object.Pins == 0 {
+		t.Errorf("after pin, object shows %d pins", obj.Object.Pins)
+	}
+	mustRun("object", "release", fmt.Sprint(pin.PinId))
+	if _, code := s.run(t, "object", "release", fmt.Sprint(pin.PinId)); code != 3 {
+		t.Errorf("releasing a released pin: exit %d, want 3", code)
+	}
+	mustRun("object", "register", "other-key", "--identity", obj.Object.Ref.GetIdentity(), "--size", "5")
+	unmarshalProto(t, mustRun("object", "describe", "other-key", "-o", "json"), &obj)
+	if obj.Object.Size != 5 {
+		t.Errorf("registered object = %v", obj.Object)
+	}
+
+	var rep metadpb.ReportCandidateFailureResponse
+	unmarshalProto(t, mustRun("object", "report", id, "COMMITTED", "0/0@1", "--kind", "IO_ERROR", "-o", "json"), &rep)
+	if rep.Quarantined {
+		t.Error("an IO_ERROR report must not quarantine")
+	}
+
+	mustRun("index", "publish", id, "--generation", "1", "--coverage", "0-1", "--record", "0-1@"+key)
+	mustRun("index", "retire", id, "COMMITTED", "1")
+	var desc metadpb.DescribeStreamResponse
+	unmarshalProto(t, mustRun("stream", "describe", id, "-o", "json"), &desc)
+	for _, g := range desc.Generations {
+		if g.Number == 1 {
+			t.Errorf("generation 1 still listed (%s) after retire", g.Status)
+		}
+	}
+
+	mustRun("stream", "delete", id)
+	if _, code := s.run(t, "stream", "describe", id); code != 3 {
+		t.Errorf("describe after delete: exit %d, want 3", code)
+	}
+}
+
+func unmarshalProto(t *testing.T, out string, m proto.Message) {
+	t.Helper()
+	if err := protojson.Unmarshal([]byte(out), m); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+}
+
+// TestSnapshotMessages: a save into a missing directory says so (not a
+// stale .part file), and a truncated snapshot is called truncated (not a
+// SHA-256 mismatch quoting stream bytes as a checksum).
+func TestSnapshotMessages(t *testing.T) {
+	s := startRealServer(t)
+	dir := t.TempDir()
+	out, code := s.run(t, "snapshot", "save", filepath.Join(dir, "nodir", "x.snap"))
+	if code != 2 || !strings.Contains(out, "does not exist") || strings.Contains(out, ".part") {
+		t.Errorf("save into a missing dir: exit %d\n%s", code, out)
+	}
+	good := filepath.Join(dir, "good.snap")
+	if out, code := s.run(t, "snapshot", "save", good); code != 0 {
+		t.Fatalf("save: exit %d\n%s", code, out)
+	}
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int{len(b) - 100, len(b) / 2} {
+		short := filepath.Join(dir, fmt.Sprintf("short-%d.snap", cut))
+		if err := os.WriteFile(short, b[:cut], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, code := s.run(t, "snapshot", "inspect", short)
+		if code != 1 || !strings.Contains(out, "truncated") || strings.Contains(out, "the file says") {
+			t.Errorf("inspect of a file cut to %d of %d bytes: exit %d\n%s", cut, len(b), code, out)
+		}
+	}
+	flipped := append([]byte(nil), b...)
+	flipped[len(flipped)/2] ^= 0xff
+	bad := filepath.Join(dir, "bad.snap")
+	if err := os.WriteFile(bad, flipped, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := s.run(t, "snapshot", "inspect", bad); code != 1 || !strings.Contains(out, "corrupted") || strings.Contains(out, "truncated") {
+		t.Errorf("inspect of a corrupted file: exit %d\n%s", code, out)
+	}
+}
+
+// TestResolveKeepsDiagnostic: a resolve that stays retryable until its
+// deadline (every candidate excluded) exits 4 and still prints why each
+// candidate was refused, not a bare DEADLINE_EXCEEDED.
+func TestResolveKeepsDiagnostic(t *testing.T) {
+	s := startRealServer(t)
+	id := fmt.Sprint(s.stream)
+	out, code := s.run(t, "index", "list", id, "--generation", "0", "-o", "json")
+	var list metadpb.ListIndexResponse
+	if code != 0 {
+		t.Fatalf("index list: exit %d\n%s", code, out)
+	}
+	unmarshalProto(t, out, &list)
+	if len(list.Records) != 1 {
+		t.Fatalf("generation 0 has %d records", len(list.Records))
+	}
+	exclude := fmt.Sprintf("0/0@%d", list.Records[0].Version)
+	out, code = s.run(t, "resolve", id, "COMMITTED", "0", "--exclude", exclude, "--timeout", "2s")
+	if code != 4 || !strings.Contains(out, "resolve failed after") || !strings.Contains(out, "g0/0") || !strings.Contains(out, "RESOLVE_UNAVAILABLE") {
+		t.Errorf("resolve excluding every candidate: exit %d\n%s", code, out)
+	}
+	if testing.Verbose() {
+		t.Log(out)
+	}
+}

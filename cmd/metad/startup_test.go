@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metad/metad/internal/proc"
+)
+
+// runToExit runs the binary and waits for it to exit (a server that does
+// not exit within a minute is a failure of the test).
+func runToExit(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, proc.Binary(t), args...).CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return string(out), 0
+	case errors.As(err, &exit) && ctx.Err() == nil:
+		return string(out), exit.ExitCode()
+	}
+	t.Fatalf("metad %v: %v\n%s", args, err, out)
+	return "", -1
+}
+
+// without returns args minus the flag name and its value.
+func without(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if args[i] == name {
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
+// TestRefusedStartLeavesNoState: a server start that cannot succeed (a bad
+// flag, a busy port) fails before it writes anything to its data dir, and
+// the corrected command then starts (with an explicit --node-id that a
+// stored random id would contradict).
+func TestRefusedStartLeavesNoState(t *testing.T) {
+	cases := []struct {
+		name     string
+		bad      []string // extra flags of the refused start
+		busy     func(c *proc.Cluster) string
+		wantCode int
+		wantMsg  string
+	}{
+		{name: "log level", bad: []string{"--log-level", "verbose"}, wantCode: 2, wantMsg: `log-level "verbose"`},
+		{name: "bootstrap-expect", bad: []string{"--bootstrap-expect", "-1"}, wantCode: 2, wantMsg: "bootstrap-expect -1"},
+		{name: "heartbeat", bad: []string{"--raft-heartbeat-timeout", "0s"}, wantCode: 2, wantMsg: "--raft-heartbeat-timeout 0s"},
+		{name: "grpc port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].GRPC }, wantCode: 1, wantMsg: "grpc-addr"},
+		{name: "http port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].HTTP }, wantCode: 1, wantMsg: "http-addr"},
+		{name: "raft port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].Raft }, wantCode: 1, wantMsg: "raft-addr"},
+		{name: "gossip port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].Gossip }, wantCode: 1, wantMsg: "gossip-addr"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := proc.New(t, 1)
+			nd := c.Nodes[0]
+			var hold net.Listener
+			if tc.busy != nil {
+				var err error
+				if hold, err = net.Listen("tcp", tc.busy(c)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// As the issue found it: no --node-id on the failed start.
+			out, code := runToExit(t, append(without(nd.Args, "--node-id"), tc.bad...)...)
+			if code != tc.wantCode || !strings.Contains(out, tc.wantMsg) {
+				t.Fatalf("refused start: exit %d (want %d), output lacks %q:\n%s", code, tc.wantCode, tc.wantMsg, out)
+			}
+			if strings.Contains(out, "NodeID: required") {
+				t.Errorf("echoes of the real error:\n%s", out)
+			}
+			if _, err := os.Stat(nd.DataDir); !errors.Is(err, os.ErrNotExist) {
+				entries, _ := os.ReadDir(nd.DataDir)
+				t.Fatalf("the refused start left %s behind: %v", nd.DataDir, entries)
+			}
+			if hold != nil {
+				_ = hold.Close()
+			}
+			c.Start(0)
+			c.WaitFor("the corrected server to lead", time.Minute, func() bool { return c.Leader(0) == 0 })
+		})
+	}
+}
+
+// TestDataDirLock: a second server on a data dir in use is refused with
+// the owner's pid, and leaves the first one serving.
+func TestDataDirLock(t *testing.T) {
+	c := proc.New(t, 1)
+	c.Start(0)
+	c.WaitFor("a leader", time.Minute, func() bool { return c.Leader(0) == 0 })
+	nd := c.Nodes[0]
+	second := []string{"server", "--node-id", nd.ID, "--data-dir", nd.DataDir, "--grpc-addr", proc.FreePort(t),
+		"--raft-addr", proc.FreePort(t), "--gossip-addr", proc.FreePort(t), "--http-addr", proc.FreePort(t)}
+	out, code := runToExit(t, second...)
+	if code != 1 || !strings.Contains(out, "data dir "+nd.DataDir+" is in use by pid ") || strings.Contains(out, "open log store") {
+		t.Fatalf("second server: exit %d:\n%s", code, out)
+	}
+	if c.Leader(0) != 0 {
+		t.Error("the first server stopped serving")
+	}
+	// The offline commands respect the lock too.
+	if out, code := runToExit(t, "data", "inspect", "--data-dir", nd.DataDir); code != 1 || !strings.Contains(out, "is in use by pid ") {
+		t.Errorf("data inspect of a running server's dir: exit %d:\n%s", code, out)
+	}
+	// Once the first has stopped, the lock is free.
+	c.Stop(0)
+	if out, code := runToExit(t, "data", "inspect", "--data-dir", nd.DataDir); code != 0 {
+		t.Errorf("data inspect of a stopped server's dir: exit %d:\n%s", code, out)
+	}
+	c.Start(0)
+	c.WaitFor("the restarted server to lead", time.Minute, func() bool { return c.Leader(0) == 0 })
+}
+
+// TestEvenBootstrapExpectWarns: 2 is accepted, with a warning.
+func TestEvenBootstrapExpectWarns(t *testing.T) {
+	c := proc.New(t, 2)
+	c.Start(0)
+	c.WaitFor("the even-size warning", 30*time.Second, func() bool {
+		return strings.Contains(c.Log(0), "level=WARN") && strings.Contains(c.Log(0), "bootstrap-expect 2 is even")
+	})
+	if !c.Running(0) {
+		t.Error("an even --bootstrap-expect must be accepted")
+	}
+}
