@@ -46,6 +46,9 @@ var inward = map[string][]string{
 	"client":      {"fsm", "resolver", "repair", "raftstore", "membership", "cmd/metad", "jepsen"},
 	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$", "faults"},
 	"faults":      {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal"},
+	// Security leaves: raftstore, api, node and client use them.
+	"tlsconfig": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth"},
+	"auth":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "tlsconfig"},
 }
 
 // foreignOwners names, per foreign library (an import path and everything

@@ -40,5 +40,36 @@
 // PeerClient is the other direction: it implements raftstore.Peers
 // (leadership confirmations and read indexes over gRPC) and carries
 // forwarded proposals and repairs, dialling node ids through a Directory
-// that membership provides.
+// that membership provides, with the credentials node gives it (its peer
+// certificate, or the peer secret).
+//
+// Authorization (authz.go) runs before anything else on every call: one
+// table, roleTable, maps every RPC of every service to the role it needs
+// (TestRoleTableCoversEveryRPC walks the descriptors and fails on an RPC it
+// does not name; an RPC missing from it is refused to everyone). reader ⊂
+// writer ⊂ operator; peer, apart, is the only role metad.v1.Peer accepts,
+// and it may also make the two Cluster calls a follower forwards to the
+// leader (TransferLeadership, RemovePeer) after checking its own caller's
+// role. A call with no identity gets UNAUTHENTICATED, one whose role is
+// not enough PERMISSION_DENIED, each with an ErrorInfo (reason
+// UNAUTHENTICATED or PERMISSION_DENIED, metadata "method" and
+// "required_role", definite). gRPC health and reflection stay open, so
+// probes need no credentials. Identities come from package auth.
+//
+// Insecure mode (no TLS and no tokens: the loopback quick start, or
+// --insecure) keeps every client call open as before, but never the Peer
+// service: a raw Propose on it would bypass every check of the public API
+// (the attack of issue 10: a Trim, or MarkObjectDeleting then
+// MarkObjectDeleted on a live object). Nodes there prove they are peers
+// with a secret sent as metadata: shared by every node of a multi-node
+// cluster (--peer-secret-file, like Consul's gossip key), made up at start
+// by a lone node so that nobody else has it; a node of a cluster without
+// TLS refuses to start without one. While the cluster's feature level is 1
+// a call presenting no credential at all is let through
+// (auth.Settings.LegacyPeers): a server of release 0.1.0, which knows no
+// secret, may be a member during a rolling upgrade. We chose a secret
+// over, say, trusting loopback callers, because the attack came from
+// loopback, and over distributing a secret through gossip, which anyone
+// reaching the gossip port could read. With TLS the secret is
+// unused: peers are certificates with role peer.
 package api

@@ -24,10 +24,23 @@ type PeerClient struct {
 	// identity by default; the Jepsen harness routes through proxies).
 	dial func(addr string) string
 
+	// creds are how this node proves it is a peer: its TLS certificate, or
+	// the peer secret without TLS (SetCredentials).
+	creds []grpc.DialOption
+
 	// mu guards dir and conns.
 	mu    sync.Mutex
 	dir   Directory
 	conns map[string]*grpc.ClientConn // by dialled address
+}
+
+// SetCredentials sets the dial options that carry this node's peer
+// identity; call it before the first call. Without it, calls go in clear
+// text with no identity, and other nodes refuse them.
+func (p *PeerClient) SetCredentials(opts ...grpc.DialOption) {
+	p.mu.Lock()
+	p.creds = opts
+	p.mu.Unlock()
 }
 
 // NewPeerClient returns a client; SetDirectory must be called before use
@@ -63,7 +76,11 @@ func (p *PeerClient) conn(id string) (metadpb.PeerClient, *grpc.ClientConn, erro
 	c, ok := p.conns[target]
 	if !ok {
 		var err error
-		c, err = grpc.NewClient("passthrough:///"+target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		opts := p.creds
+		if len(opts) == 0 {
+			opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		}
+		c, err = grpc.NewClient("passthrough:///"+target, opts...)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/auth"
 	"github.com/metad/metad/faults"
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
@@ -115,6 +116,9 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Metrics receives the API's metrics; nil leaves them unregistered.
 	Metrics prometheus.Registerer
+	// Auth says how callers are identified (authz.go). Its PeerSecret is
+	// required when TLS is off.
+	Auth auth.Settings
 	// Watch is the apply path's change feed, which raftstore feeds; nil
 	// disables Watch and DescribeStream's long poll.
 	Watch *watch.Hub
@@ -137,6 +141,7 @@ type Server struct {
 	leases   *leases
 	metrics  *resolveMetrics
 	health   *health.Server
+	auth     auth.Settings
 
 	hub          *watch.Hub
 	watchMetrics *watchMetrics
@@ -158,11 +163,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Store == nil || deps.Repair == nil || deps.Peers == nil || deps.Logger == nil {
 		return nil, errors.New("api: Store, Repair, Peers and Logger are required")
 	}
+	if !deps.Auth.TLS && deps.Auth.PeerSecret == "" {
+		return nil, errors.New("api: without TLS, Auth needs a PeerSecret")
+	}
 	s := &Server{
 		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
 		log: deps.Logger, health: health.NewServer(), cache: newTargetCache(), leases: newLeases(cfg.LeaseMargin),
-		metrics: newResolveMetrics(deps.Metrics),
-		hub:     deps.Watch, watchMetrics: newWatchMetrics(deps.Metrics, deps.Watch), watchesEnd: make(chan struct{}),
+		metrics: newResolveMetrics(deps.Metrics), auth: deps.Auth,
+		hub: deps.Watch, watchMetrics: newWatchMetrics(deps.Metrics, deps.Watch), watchesEnd: make(chan struct{}),
 	}
 	if deps.Metrics != nil {
 		deps.Metrics.MustRegister(newPinCollector(s.store.ReadLocal))
@@ -195,15 +203,17 @@ const streamWorkers = 256
 
 // ServerOptions are the grpc.Server options the API needs: the worker
 // pool, message bounds, the codec that turns undecodable requests into
-// InvalidArgument (codec.go), and the deadline and panic interceptor.
+// InvalidArgument (codec.go), the authorization interceptors (first: a
+// refused call runs nothing, and learns nothing about its request), and
+// the deadline and panic interceptor.
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
 		grpc.ForceServerCodecV2(newDecodeCodec()),
-		grpc.ChainUnaryInterceptor(refuseUndecodable, s.unaryInterceptor),
-		grpc.ChainStreamInterceptor(refuseUndecodableStream),
+		grpc.ChainUnaryInterceptor(s.authUnary, refuseUndecodable, s.unaryInterceptor),
+		grpc.ChainStreamInterceptor(s.authStream, refuseUndecodableStream),
 	}
 }
 

@@ -104,12 +104,15 @@ start_metad() {
 	say "starting a 3-node metad cluster (gRPC $(metad_addr 1), $(metad_addr 2), $(metad_addr 3))"
 	local joins=() i p
 	for i in 1 2 3; do joins+=(--join "127.0.0.1:$((METAD_PORT + i * 10 + 2))"); done
+	# The nodes' shared secret for their node-to-node service (no TLS here).
+	(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/peer-secret")
 	for i in 1 2 3; do
 		p=$((METAD_PORT + i * 10))
 		"$bin/metad" server --node-id "n$i" --data-dir "$work/metad-n$i" \
 			--grpc-addr "127.0.0.1:$p" --raft-addr "127.0.0.1:$((p + 1))" \
 			--gossip-addr "127.0.0.1:$((p + 2))" --http-addr "127.0.0.1:$((p + 3))" \
 			--object-dir "$work/objects" --bootstrap-expect 3 "${joins[@]}" \
+			--peer-secret-file "$work/peer-secret" \
 			--log-level warn --pprof ${METAD_SERVER_FLAGS:-} >"$work/metad-n$i.log" 2>&1 &
 		pids+=($!)
 	done

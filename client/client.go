@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
 
@@ -41,6 +41,11 @@ type Config struct {
 	// but a follower must consult the leader for writes and linearizable
 	// reads), falling back to any member while it is not.
 	SpreadCalls bool
+	// TLS, if set, dials with TLS (security.go). Default: clear text.
+	TLS *TLS
+	// Token, if set, is sent as "authorization: Bearer <token>" on every
+	// call.
+	Token string
 }
 
 // Client is a metad client for brokers and tools. It retries retryable
@@ -55,6 +60,8 @@ type Client struct {
 	bg      sync.WaitGroup
 	Metad   metadpb.MetadClient
 	Cluster metadpb.ClusterClient
+	// stopWatch ends the TLS files' watcher.
+	stopWatch func()
 }
 
 // New connects lazily to the cluster (no I/O until the first call).
@@ -75,20 +82,35 @@ func New(cfg Config) (*Client, error) {
 	addrs := make([]resolver.Address, len(cfg.Addrs))
 	for i, a := range cfg.Addrs {
 		addrs[i] = resolver.Address{Addr: strings.TrimSpace(a)}
+		if host, _, err := net.SplitHostPort(addrs[i].Addr); err == nil {
+			// TLS verifies each member's certificate against its own
+			// host, not the shared target "cluster".
+			addrs[i].ServerName = host
+		}
 	}
 	r.InitialState(resolver.State{Addresses: addrs})
-	conn, err := grpc.NewClient("metad:///cluster",
+	creds, watch, err := cfg.dialCredentials()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient("metad:///cluster", append(creds,
 		grpc.WithResolvers(r),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	c := &Client{cfg: cfg, conn: conn}
+	c := &Client{cfg: cfg, conn: conn, stopWatch: func() {}}
+	if watch != nil {
+		// Follow certificate rotation for the client's life.
+		ctx, cancel := context.WithCancel(context.Background())
+		c.stopWatch = cancel
+		c.bg.Add(1)
+		go func() { defer c.bg.Done(); watch.Watch(ctx) }()
+	}
 	var routed grpc.ClientConnInterface = conn
 	if !cfg.SpreadCalls {
-		c.router = &leaderRouter{any: conn}
+		c.router = &leaderRouter{any: conn, creds: creds}
 		routed = c.router
 	}
 	c.Metad, c.Cluster = metadpb.NewMetadClient(routed), metadpb.NewClusterClient(routed)
@@ -97,6 +119,7 @@ func New(cfg Config) (*Client, error) {
 
 // Close waits for background calls, then closes the connections.
 func (c *Client) Close() error {
+	c.stopWatch()
 	c.bg.Wait()
 	if c.router != nil {
 		c.router.close()

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/metad/metad/api/metadpb"
 )
@@ -19,7 +18,8 @@ import (
 // extra round trips that the leader answers itself. It implements
 // grpc.ClientConnInterface, so the generated stubs use it unchanged.
 type leaderRouter struct {
-	any *grpc.ClientConn // round robin over the configured members
+	any   *grpc.ClientConn  // round robin over the configured members
+	creds []grpc.DialOption // the client's TLS and token, for the leader's conn
 
 	// mu guards the fields below.
 	mu       sync.Mutex
@@ -104,7 +104,7 @@ func (r *leaderRouter) discover() {
 	}
 	var conn *grpc.ClientConn
 	if addr != "" {
-		conn, _ = grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, _ = grpc.NewClient("passthrough:///"+addr, r.creds...)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

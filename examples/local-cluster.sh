@@ -33,6 +33,16 @@ binary() {
 	echo "$out"
 }
 
+# peer_secret is the file of the secret the nodes share to call each
+# other's node-to-node service (no TLS on loopback); made once per DIR.
+peer_secret() {
+	local f="$DIR/peer-secret"
+	if [[ ! -s $f ]]; then
+		(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$f")
+	fi
+	echo "$f"
+}
+
 start_node() {
 	local i=$1 bin=$2 joins=()
 	for j in "${NODES[@]}"; do
@@ -42,6 +52,7 @@ start_node() {
 		--grpc-addr "127.0.0.1:$(port "$i" 0)" --raft-addr "127.0.0.1:$(port "$i" 1)" \
 		--gossip-addr "127.0.0.1:$(port "$i" 2)" --http-addr "127.0.0.1:$(port "$i" 3)" \
 		--object-dir "$DIR/objects" --bootstrap-expect "${#NODES[@]}" "${joins[@]}" \
+		--peer-secret-file "$(peer_secret)" \
 		>>"$DIR/n$i.log" 2>&1 &
 	echo $! >"$DIR/n$i.pid"
 	echo "n$i: pid $!, gRPC 127.0.0.1:$(port "$i" 0), metrics http://127.0.0.1:$(port "$i" 3)/metrics, log $DIR/n$i.log"

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/auth"
 	"github.com/metad/metad/internal/proc"
 )
 
@@ -82,6 +83,14 @@ func TestUndecodableRequestsNameTheField(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	// metad.v1.Peer is called as a node (the peer secret), so that it
+	// reaches decoding.
+	peerConn, err := grpc.NewClient(c.Nodes[0].GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(rawCodec{})), grpc.WithPerRPCCredentials(auth.PeerSecretCredentials(c.PeerSecret())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peerConn.Close()
 	fd := metadpb.File_metad_proto
 	checked := 0
 	for si := 0; si < fd.Services().Len(); si++ {
@@ -96,7 +105,11 @@ func TestUndecodableRequestsNameTheField(t *testing.T) {
 				if path != nil {
 					body = withInvalidUTF8(path)
 				}
-				err := invokeRaw(ctxT(t, 10*time.Second), conn, m, method, body)
+				cc := conn
+				if string(svc.FullName()) == metadpb.Peer_ServiceDesc.ServiceName {
+					cc = peerConn
+				}
+				err := invokeRaw(ctxT(t, 10*time.Second), cc, m, method, body)
 				st, _ := status.FromError(err)
 				if st.Code() != codes.InvalidArgument || fieldOf(st) != names[i] {
 					t.Errorf("%s with bad %s: %v (field %q), want InvalidArgument naming %q",

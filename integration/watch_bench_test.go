@@ -78,7 +78,7 @@ func newBenchClient(b *testing.B, c *proc.Cluster, members ...int) *client.Clien
 	for _, i := range members {
 		addrs = append(addrs, c.Nodes[i].GRPC)
 	}
-	cl, err := client.New(client.Config{Addrs: addrs, Timeout: 30 * time.Second})
+	cl, err := client.New(client.Config{Addrs: addrs, Timeout: 30 * time.Second, TLS: c.ClientTLS})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func newClient(t *testing.T, c *proc.Cluster, idx ...int) *client.Client {
 	for _, i := range idx {
 		addrs = append(addrs, c.Nodes[i].GRPC)
 	}
-	cl, err := client.New(client.Config{Addrs: addrs, Timeout: 10 * time.Second})
+	cl, err := client.New(client.Config{Addrs: addrs, Timeout: 10 * time.Second, TLS: c.ClientTLS})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,10 @@ func newClient(t *testing.T, c *proc.Cluster, idx ...int) *client.Client {
 // and restarted and the watched follower is killed and restarted; what they
 // saw equals the committed history (DescribeStream, ListEvidence).
 func TestWatchFollowsEveryAppendThroughFailures(t *testing.T) {
-	c := proc.New(t, 3)
+	// History enough for the whole test: the follower-only watcher resumes
+	// on the restarted follower after the appends made while it was down
+	// (the ring's bound is TestWatchResumeAndCompaction's subject).
+	c := proc.New(t, 3, "--watch-history", "100000")
 	c.StartAll()
 	formed(t, c, 3)
 	leader := awaitLeader(c, 30*time.Second)

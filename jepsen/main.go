@@ -36,6 +36,7 @@ type options struct {
 	verbose   bool
 	checkTO   time.Duration
 	binary    string
+	tls       bool
 }
 
 func main() {
@@ -55,6 +56,7 @@ func main() {
 	flag.BoolVar(&o.verbose, "v", false, "log every fault and server start")
 	flag.DurationVar(&o.checkTO, "check-timeout", 2*time.Minute, "bound on the linearizability check")
 	flag.StringVar(&o.binary, "binary", "", "metad binary built with -tags metad_faults (default: build it)")
+	flag.BoolVar(&o.tls, "tls", false, "run the cluster with mutual TLS on every channel; the harness's clients use an operator certificate")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -132,9 +134,9 @@ func run(ctx context.Context, o options, stdout io.Writer) (bool, error) {
 		name := fmt.Sprintf("%s-%s-%s-n%d", stamp, strings.Join(append([]string{"none"}, c.nemesis...)[min(1, len(c.nemesis)):], "+"), c.profile, o.nodes)
 		cfg := RunConfig{Name: name, Dir: filepath.Join(o.out, name), Binary: bin, Nodes: o.nodes, Nemesis: c.nemesis,
 			Profile: c.profile, TimeLimit: o.timeLimit, Seed: o.seed + int64(i), Bugs: o.bugs, Streams: o.streams,
-			Readers: o.readers, MinOps: o.minOps, CheckTimeout: o.checkTO, Keep: o.keep, Log: log}
-		fmt.Fprintf(stdout, "== run %d/%d: %s (seed %d; replay: go run ./jepsen --nodes %d --nemesis %s --workload %s --time-limit %s --seed %d%s)\n",
-			i+1, len(cells), name, cfg.Seed, o.nodes, strings.Join(append(c.nemesis, "none")[:max(1, len(c.nemesis))], ","), c.profile, o.timeLimit, cfg.Seed, bugsFlag(o.bugs))
+			Readers: o.readers, MinOps: o.minOps, CheckTimeout: o.checkTO, Keep: o.keep, Log: log, TLS: o.tls}
+		fmt.Fprintf(stdout, "== run %d/%d: %s (seed %d; replay: go run ./jepsen --nodes %d --nemesis %s --workload %s --time-limit %s --seed %d%s%s)\n",
+			i+1, len(cells), name, cfg.Seed, o.nodes, strings.Join(append(c.nemesis, "none")[:max(1, len(c.nemesis))], ","), c.profile, o.timeLimit, cfg.Seed, bugsFlag(o.bugs), tlsFlag(o.tls))
 		res, err := Run(ctx, cfg)
 		if err != nil {
 			return false, fmt.Errorf("run %s: %w", name, err)
@@ -169,4 +171,11 @@ func okOps(r report.Result) int {
 		n += m["ok"]
 	}
 	return n
+}
+
+func tlsFlag(on bool) string {
+	if on {
+		return " --tls"
+	}
+	return ""
 }

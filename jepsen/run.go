@@ -39,7 +39,9 @@ type RunConfig struct {
 	CheckTimeout time.Duration
 	// Keep leaves data directories and objects behind.
 	Keep bool
-	Log  *slog.Logger
+	// TLS runs the cluster with mutual TLS.
+	TLS bool
+	Log *slog.Logger
 }
 
 // Validate reports every problem at once.
@@ -76,7 +78,7 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 	}
 	start := time.Now()
 	cl, err := cluster.New(cluster.Config{Binary: cfg.Binary, Dir: filepath.Join(cfg.Dir, "cluster"), Nodes: cfg.Nodes,
-		Faults: cfg.Bugs, Extra: serverFlags})
+		Faults: cfg.Bugs, Extra: serverFlags, TLS: cfg.TLS})
 	if err != nil {
 		return report.Result{}, err
 	}
@@ -138,7 +140,7 @@ func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	for i, n := range cl.Nodes {
 		clients, ids, addrs = append(clients, cl.Client(i)), append(ids, n.ID), append(addrs, n.GRPC)
 	}
-	all, err := client.New(client.Config{Addrs: addrs, Timeout: 5 * time.Second, Holder: "jepsen"})
+	all, err := client.New(cl.ClientConfig(addrs))
 	if err != nil {
 		return nil, nil, err
 	}

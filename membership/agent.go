@@ -47,6 +47,9 @@ type Agent struct {
 	meta  *metaSource
 	// joinAddrs is cfg.Join without this node's own address.
 	joinAddrs []string
+	// gossipAddr is the advertised address, read once: memberlist rewrites
+	// its local node (UpdateNode) concurrently with readers of LocalNode.
+	gossipAddr string
 
 	// Lifecycle. nudgeCh (capacity 1) wakes the loop; cancel and wg stop
 	// and join the two goroutines New starts; lifeMu orders Leave/Close.
@@ -110,6 +113,7 @@ func New(cfg Config, r Raft, hooks Hooks, logger *slog.Logger) (*Agent, error) {
 	if a.ml, err = a.createMemberlist(); err != nil {
 		return nil, err
 	}
+	a.gossipAddr = a.ml.LocalNode().Address()
 	a.joinAddrs = withoutSelf(cfg.Join, a.GossipAddr(), cfg.BindAddr)
 	logger.Info("membership started", "gossip", a.GossipAddr(), "raft", cfg.RaftAddr,
 		"grpc", cfg.GRPCAddr, "expect", cfg.BootstrapExpect, "has_state", hasState, "join", a.joinAddrs)
@@ -183,9 +187,7 @@ func withoutSelf(join []string, self ...string) []string {
 }
 
 // GossipAddr is the gossip address this node advertises (host:port).
-func (a *Agent) GossipAddr() string {
-	return a.ml.LocalNode().Address()
-}
+func (a *Agent) GossipAddr() string { return a.gossipAddr }
 
 // Members is this node's gossip view, sorted by id: every server with valid
 // metadata, alive, dead or left (dead and left ones are forgotten after

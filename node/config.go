@@ -59,6 +59,9 @@ type Config struct {
 	// dialled. Empty in production; the Jepsen harness routes each link
 	// through a proxy with it.
 	DialMap map[string]string
+	// Security is TLS, tokens and the insecure-mode peer secret
+	// (security.go).
+	Security Security
 
 	Raft       raftstore.Config
 	Membership membership.Config
@@ -133,6 +136,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout < 0 || c.ShutdownTimeout > 5*time.Minute {
 		errs = append(errs, fmt.Errorf("shutdown-timeout %s outside [0, 5m]", c.ShutdownTimeout))
+	}
+	if err := c.validateSecurity(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.ObjectDir != "" && c.Objects.URL != objectstore.FileURL(c.ObjectDir) {
 		errs = append(errs, fmt.Errorf("object-dir %q and object-store %q: give one (object-dir is file://DIR)", c.ObjectDir, c.Objects.URL))

@@ -43,4 +43,20 @@
 // $NOTIFY_SOCKET), the node speaks systemd's notify protocol itself
 // (sdnotify.go): STATUS= while it waits for a leader, READY=1 once it
 // serves, STOPPING=1 at shutdown.
+//
+// Security (security.go, DESIGN.md §16): Config.Security names the TLS
+// files, the tokens file and the insecure-mode peer secret. With TLS, one
+// reloading set of material (tlsconfig) serves gRPC (a client certificate
+// required, or verified if given when tokens may identify clients), the
+// Raft transport (mutual TLS, peers only, both ways), the HTTP admin
+// address (a client certificate optional, so probes need only the CA), and
+// this node's own dials to other nodes (its certificate; the other side
+// must present role peer). The files are polled and re-read on Reload
+// (SIGHUP); new connections use new material, established ones continue.
+// Validate refuses to serve a non-loopback address without TLS unless
+// Insecure, naming --tls-cert-file and --insecure. Without TLS, the
+// node-to-node service takes the shared --peer-secret-file; a node alone
+// makes a secret up; a node of a cluster refuses to start without one.
+// While the cluster's feature level is 1 a call with no credential passes
+// (a server of the previous release may forward it; authSettings).
 package node

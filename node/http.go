@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"net/http/pprof"
@@ -39,6 +40,10 @@ func (n *Server) startHTTP(reg *prometheus.Registry) error {
 	}
 	lis := n.httpLis // bound by preflight
 	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if tc := n.sec.httpTLS(); tc != nil {
+		// Served over TLS with the node's certificate (security.go).
+		lis = tls.NewListener(lis, tc)
+	}
 	n.goLoop(func() {
 		if err := n.http.Serve(lis); err != nil && err != http.ErrServerClosed {
 			n.serveErr <- fmt.Errorf("http: %w", err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/metad/metad/api"
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/auth"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/gc"
@@ -41,6 +42,7 @@ type Server struct {
 	objects objectstore.Store
 	rpc     *api.RPCMetrics
 	notify  *notifier
+	sec     *security
 	// Claimed by preflight before anything is written.
 	grpcLis, httpLis net.Listener
 	lock             *os.File // flock on the data dir
@@ -76,6 +78,11 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 		dial = cfg.dial
 	}
 	n.peers = api.NewPeerClient(dial)
+	if n.sec, err = newSecurity(cfg.Security, cfg.multiNode(), log.With("component", "security")); err != nil {
+		return nil, err
+	}
+	n.peers.SetCredentials(n.sec.peerDialOptions()...)
+	cfg.Raft.TLS = n.sec.raftTLS()
 	// The change feed observes the apply path from before raft starts, so
 	// it sees the startup restore and the log replayed after it.
 	if n.hub, err = watch.New(cfg.API.Watch); err != nil {
@@ -110,13 +117,13 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		return err
 	}
 	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects,
-		Logger: log.With("component", "api"), Metrics: reg, Watch: n.hub})
+		Logger: log.With("component", "api"), Metrics: reg, Auth: n.authSettings(), Watch: n.hub})
 	if err != nil {
 		return err
 	}
 	lis := n.grpcLis
 	// The RPC metrics interceptors go first, to count each call's final code.
-	n.grpc = grpc.NewServer(append(n.rpc.ServerOptions(), n.api.ServerOptions()...)...)
+	n.grpc = grpc.NewServer(append(append(n.rpc.ServerOptions(), n.api.ServerOptions()...), n.sec.serverOption())...)
 	n.api.Register(n.grpc)
 	n.rpc.Initialize(n.grpc)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -127,6 +134,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		}
 	})
 	n.goLoop(func() { n.api.RunHealth(ctx) })
+	n.goLoop(func() { n.sec.watch(ctx) })
 	n.goLoop(func() { n.leaderWork(ctx, rep, col) })
 	n.goLoop(func() {
 		select {
@@ -421,4 +429,16 @@ func (v objectVerifier) Intact(ctx context.Context, obj fsm.ObjectRef) (bool, er
 		return false, nil
 	}
 	return false, err
+}
+
+// authSettings are the security settings the API enforces, with the
+// rolling-upgrade allowance: while the cluster's feature level is 1 a
+// server of the previous release, which knows no peer secret, may be a
+// member and forward node-to-node calls without one.
+func (n *Server) authSettings() auth.Settings {
+	s := n.sec.settings
+	if !s.TLS {
+		s.LegacyPeers = func() bool { return n.store.FeatureLevel() < 2 }
+	}
+	return s
 }

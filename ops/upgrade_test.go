@@ -26,6 +26,11 @@ func TestRollingUpgradeUnderWrites(t *testing.T) {
 	}
 	old := proc.ReleaseBinary(t, previousRelease)
 	c := proc.New(t, 3)
+	upgraded := make([][]string, len(c.Nodes)) // this release's flags, peer secret included
+	for i, nd := range c.Nodes {
+		upgraded[i] = nd.Args
+	}
+	c.WithoutPeerSecret() // the previous release has no such flag
 	for _, nd := range c.Nodes {
 		nd.Bin = old
 	}
@@ -46,7 +51,7 @@ func TestRollingUpgradeUnderWrites(t *testing.T) {
 	for k, i := range order {
 		c.Stop(i)
 		l.waitAcks(c, 5) // writable with one server down
-		c.Nodes[i].Bin = ""
+		c.Nodes[i].Bin, c.Nodes[i].Args = "", upgraded[i]
 		c.Start(i)
 		formed(t, c, 3)
 		caughtUp(t, c, i, 10)

@@ -115,6 +115,8 @@ type Config struct {
 	// DialAddress, if set, maps a peer's raft address to the address
 	// actually dialled (the Jepsen harness's per-link proxies). Default nil.
 	DialAddress func(addr string) string
+	// TLS, if set, runs the transport over mutual TLS (tls.go).
+	TLS *TransportTLS
 
 	// TransportTimeout is the raft transport's I/O deadline (scaled up for
 	// snapshot transfers). Default 10s; range [100ms, 5m].

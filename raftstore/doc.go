@@ -245,4 +245,11 @@
 // remaining futures: hashicorp/raft v1.7.3 can drop a committed batch
 // queued for its FSM goroutine at shutdown without answering its futures,
 // and only those waiters are then abandoned (logged).
+//
+// Config.TLS runs the transport over mutual TLS (tls.go): a stream layer
+// under NetworkTransport that wraps accepted connections as TLS servers
+// (handshaking on first read, so the accept loop never waits on a
+// dialler) and dialled ones as TLS clients (handshaking within the dial
+// timeout). TransportTLS.Handshake is the seam for checks after the
+// handshake, such as a cluster id.
 package raftstore

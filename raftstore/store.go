@@ -223,7 +223,10 @@ func newTCPTransport(cfg Config, logger hclog.Logger) (raft.Transport, error) {
 	if advertise == nil {
 		advertise = ln.Addr()
 	}
-	stream := &streamLayer{Listener: ln, advertise: advertise, dial: cfg.DialAddress}
+	var stream raft.StreamLayer = &streamLayer{Listener: ln, advertise: advertise, dial: cfg.DialAddress}
+	if cfg.TLS != nil {
+		stream = newTLSStreamLayer(stream, *cfg.TLS)
+	}
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		Logger:  logger,
@@ -432,6 +435,10 @@ func (s *Store) CommitIndex() uint64 { return s.raft.CommitIndex() }
 // Unlike raft's AppliedIndex it is advanced only after the entries have
 // been applied, so state at this index is readable now.
 func (s *Store) AppliedIndex() uint64 { return s.fsm.appliedIndex() }
+
+// FeatureLevel is the cluster feature level of the applied state
+// (fsm.Machine.Level), read without a lock.
+func (s *Store) FeatureLevel() uint32 { return s.fsm.level.Load() }
 
 // Halted delivers, once, the error of a committed entry this binary cannot
 // apply (fsm.ErrUnsupported): the store has stopped applying, and the node

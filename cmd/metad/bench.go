@@ -172,7 +172,9 @@ func runBench(cmd *cobra.Command, o *clientOpts, b benchOpts) error {
 	}
 	// Like a broker's client, calls go to the leader once it is known,
 	// unless --spread asks to measure the members the way they are named.
-	c, err := client.New(client.Config{Addrs: strings.Split(o.addr, ","), Timeout: o.timeout, Holder: "metad-bench", SpreadCalls: b.spread})
+	ccfg := o.auth.config(o.addr)
+	ccfg.Timeout, ccfg.Holder, ccfg.SpreadCalls = o.timeout, "metad-bench", b.spread
+	c, err := client.New(ccfg)
 	if err != nil {
 		return err
 	}

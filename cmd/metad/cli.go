@@ -24,6 +24,7 @@ type clientOpts struct {
 	addr    string
 	output  string
 	timeout time.Duration
+	auth    clientAuth
 }
 
 func (o *clientOpts) register(cmd *cobra.Command) { o.registerWithTimeout(cmd, 10*time.Second) }
@@ -38,6 +39,7 @@ func (o *clientOpts) registerWithTimeout(cmd *cobra.Command, timeout time.Durati
 	cmd.PersistentFlags().StringVar(&o.addr, "addr", addr, "gRPC address of any member, comma-separated for several (env METAD_ADDR)")
 	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", timeout, "deadline for the whole command")
+	o.auth.register(cmd)
 }
 
 func (o *clientOpts) validate() error {
@@ -80,7 +82,8 @@ func (o *clientOpts) runWith(cmd *cobra.Command, adjust func(*client.Config), fn
 	}
 	// SpreadCalls: a command talks to the member it names (`metad members`
 	// shows that member's view), not to whoever leads.
-	cfg := client.Config{Addrs: strings.Split(o.addr, ","), Timeout: o.timeout, Holder: "metad-cli", SpreadCalls: true}
+	cfg := o.auth.config(o.addr)
+	cfg.Timeout, cfg.Holder, cfg.SpreadCalls = o.timeout, "metad-cli", true
 	if adjust != nil {
 		adjust(&cfg)
 	}

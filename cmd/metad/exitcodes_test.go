@@ -197,6 +197,15 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"data", "log", "-o", "yaml"}, 2},
 		{[]string{"data", "snapshot"}, 2},
 		{[]string{"data", "recover", "--peers-file", "f", "--server", "n1=127.0.0.1:1"}, 2},
+
+		{[]string{"tls", "bogus"}, 2},
+		{[]string{"tls", "ca", "bogus"}, 2},
+		{[]string{"tls", "cert", "bogus"}, 2},
+		{[]string{"tls", "ca", "create", "--out-dir", tmp}, 0},
+		{[]string{"tls", "ca", "create", "--out-dir", tmp}, 2}, // never overwrites
+		{[]string{"tls", "cert", "create", "--out-dir", tmp, "--role", "client", "--name", "c"}, 0},
+		{[]string{"tls", "cert", "create", "--out-dir", tmp, "--role", "bogus", "--name", "c2"}, 2},
+		{[]string{"tls", "cert", "create", "--out-dir", nodir, "--role", "server", "--name", "n"}, 2}, // no CA there
 	}
 }
 

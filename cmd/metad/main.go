@@ -13,6 +13,7 @@
 //	metad evidence list STREAM       a stream's append evidence
 //	metad raft list-peers|remove-peer|transfer-leader
 //	metad snapshot save|inspect|diff|restore  backups of a live cluster
+//	metad tls ca create|cert create  certificates for a development cluster
 //	metad data inspect|recover       a stopped server's data dir; quorum-loss recovery
 //
 // Client commands find the cluster with --addr or METAD_ADDR (default
@@ -57,6 +58,7 @@ read (stream, view, offset) to one pinned physical target.`,
 	root.AddCommand(newServerCmd(), newVersionCmd())
 	addClientCommands(root)
 	root.AddCommand(newSnapshotCmd(), newDataCmd())
+	root.AddCommand(newTLSCmd())
 	refuseUnknownSubcommands(root)
 	return root
 }

@@ -95,6 +95,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.GC.MinIdle, "gc-min-idle", c.GC.MinIdle, "how long an object must be unreferenced before GC deletes it")
 	fs.DurationVar(&c.Repair.ScanInterval, "repair-scan-interval", c.Repair.ScanInterval, "pause between periodic repair scans")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "bound on a graceful shutdown")
+	registerSecurityFlags(fs, &c.Security)
 	fs.StringSliceVar(&f.dialMap, "dial-map", nil, "ADDR=VIA: dial VIA whenever a peer address ADDR is dialled (fault-injection proxies)")
 	_ = fs.MarkHidden("dial-map")
 }
@@ -143,7 +144,8 @@ func (f *serverFlags) resolve(fs *pflag.FlagSet) (node.Config, error) {
 func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io.Writer) error {
 	cfg, err := f.resolve(fs)
 	if err != nil {
-		return err
+		// A configuration the server refuses is bad usage: exit 2.
+		return usageError{err}
 	}
 	log := newLogger(stderr, f.logFormat, f.logLevel)
 	if n := cfg.Membership.BootstrapExpect; n > 1 && n%2 == 0 {
@@ -158,10 +160,13 @@ func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io
 	})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	warnInsecure(log, cfg)
+	hup := catchSIGHUP()
 	n, err := node.Start(cfg, log, reg)
 	if err != nil {
 		return err
 	}
+	reloadOnSIGHUP(ctx, hup, n)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	var fatal error // a serving failure: the process exits non-zero

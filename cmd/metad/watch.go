@@ -56,7 +56,11 @@ has passed, or until the stream is deleted; --timeout does not bound it.`,
 // watch prints every event until interrupted, --for ends, or the stream is
 // deleted.
 func (o *clientOpts) watch(ctx context.Context, w io.Writer, id, from uint64, duration time.Duration) error {
-	c, err := client.New(client.Config{Addrs: strings.Split(o.addr, ","), Timeout: o.timeout, Holder: "metad-cli"})
+	// The members' TLS and token settings, as every client command; not
+	// SpreadCalls: Watch balances over the members by itself.
+	cfg := o.auth.config(o.addr)
+	cfg.Timeout, cfg.Holder = o.timeout, "metad-cli"
+	c, err := client.New(cfg)
 	if err != nil {
 		return err
 	}

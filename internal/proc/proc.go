@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/auth"
 	"github.com/metad/metad/client"
 	"github.com/metad/metad/internal/ports"
 )
@@ -88,6 +89,8 @@ type Cluster struct {
 	bin   string
 	Dir   string
 	Nodes []*Node
+	// ClientTLS, if set, is how Client and Status reach TLS servers.
+	ClientTLS *client.TLS
 }
 
 // New prepares (without starting) n servers with --bootstrap-expect n that
@@ -95,6 +98,12 @@ type Cluster struct {
 func New(t testing.TB, n int, extra ...string) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t, bin: Binary(t), Dir: t.TempDir()}
+	// Without TLS, nodes prove to each other they are peers with a shared
+	// secret; with TLS (in extra) it is unused.
+	secret := filepath.Join(c.Dir, "peer-secret")
+	if err := os.WriteFile(secret, []byte(auth.NewPeerSecret()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
 		c.Nodes = append(c.Nodes, &Node{
 			ID: fmt.Sprintf("n%d", i+1), GRPC: FreePort(t), Raft: FreePort(t), Gossip: FreePort(t), HTTP: FreePort(t),
@@ -104,7 +113,8 @@ func New(t testing.TB, n int, extra ...string) *Cluster {
 	for _, nd := range c.Nodes {
 		nd.Args = []string{"server", "--node-id", nd.ID, "--data-dir", nd.DataDir, "--grpc-addr", nd.GRPC,
 			"--raft-addr", nd.Raft, "--gossip-addr", nd.Gossip, "--http-addr", nd.HTTP,
-			"--bootstrap-expect", fmt.Sprint(n), "--object-dir", filepath.Join(c.Dir, "objects")}
+			"--bootstrap-expect", fmt.Sprint(n), "--object-dir", filepath.Join(c.Dir, "objects"),
+			"--peer-secret-file", secret}
 		for _, other := range c.Nodes {
 			if other != nd {
 				nd.Args = append(nd.Args, "--join", other.Gossip)
@@ -120,6 +130,41 @@ func New(t testing.TB, n int, extra ...string) *Cluster {
 		}
 	})
 	return c
+}
+
+// PeerSecret is the secret the servers share to call each other's
+// node-to-node service without TLS, for tests that call it as a node.
+func (c *Cluster) PeerSecret() string {
+	c.t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.Dir, "peer-secret"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// WithoutPeerSecret removes --peer-secret-file from the flags of the given
+// servers (default: all), for servers of a release from before the secret,
+// which neither accept the flag nor send the secret. A server of this
+// release refuses to start in a cluster without it.
+func (c *Cluster) WithoutPeerSecret(idx ...int) {
+	if len(idx) == 0 {
+		for i := range c.Nodes {
+			idx = append(idx, i)
+		}
+	}
+	for _, i := range idx {
+		nd := c.Nodes[i]
+		var args []string
+		for i := 0; i < len(nd.Args); i++ {
+			if nd.Args[i] == "--peer-secret-file" {
+				i++
+				continue
+			}
+			args = append(args, nd.Args[i])
+		}
+		nd.Args = args
+	}
 }
 
 // Start starts server i (again, after a kill or stop).
@@ -171,6 +216,9 @@ func (c *Cluster) Kill(i int) { c.signal(i, syscall.SIGKILL, true) }
 
 // Stop sends SIGTERM (graceful shutdown) and waits for it to exit.
 func (c *Cluster) Stop(i int) { c.signal(i, syscall.SIGTERM, true) }
+
+// Reload sends SIGHUP: server i re-reads its certificates and tokens.
+func (c *Cluster) Reload(i int) { c.signal(i, syscall.SIGHUP, false) }
 
 // Pause stops server i with SIGSTOP; Resume continues it with SIGCONT.
 func (c *Cluster) Pause(i int)  { c.signal(i, syscall.SIGSTOP, false) }
@@ -235,7 +283,7 @@ func (c *Cluster) Client(idx ...int) *client.Client {
 	}
 	// SpreadCalls: tests choose which servers they talk to (a follower, to
 	// exercise forwarding; the old leader, to catch stale reads).
-	cl, err := client.New(client.Config{Addrs: addrs, Timeout: 10 * time.Second, SpreadCalls: true})
+	cl, err := client.New(client.Config{Addrs: addrs, Timeout: 10 * time.Second, SpreadCalls: true, TLS: c.ClientTLS})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -245,7 +293,7 @@ func (c *Cluster) Client(idx ...int) *client.Client {
 
 // Status asks server i for the cluster status.
 func (c *Cluster) Status(i int) (*metadpb.StatusResponse, error) {
-	cl, err := client.New(client.Config{Addrs: []string{c.Nodes[i].GRPC}})
+	cl, err := client.New(client.Config{Addrs: []string{c.Nodes[i].GRPC}, TLS: c.ClientTLS})
 	if err != nil {
 		return nil, err
 	}

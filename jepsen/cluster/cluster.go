@@ -8,6 +8,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -36,6 +38,9 @@ type Config struct {
 	Faults string
 	// Extra flags for every server (timings).
 	Extra []string
+	// TLS runs every server with mutual TLS and the harness's clients with
+	// an operator certificate (tls.go).
+	TLS bool
 }
 
 // Validate reports every problem at once.
@@ -100,6 +105,9 @@ func New(cfg Config) (*Cluster, error) {
 	if err := os.MkdirAll(c.Objects, 0o755); err != nil {
 		return nil, err
 	}
+	if err := writePeerSecret(c.peerSecretFile()); err != nil {
+		return nil, err
+	}
 	for i := range cfg.Nodes {
 		n := &Node{Index: i, ID: fmt.Sprintf("n%d", i+1), DataDir: filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1)),
 			LogPath: filepath.Join(cfg.Dir, fmt.Sprintf("n%d.log", i+1))}
@@ -127,8 +135,14 @@ func New(cfg Config) (*Cluster, error) {
 			}
 		}
 	}
+	if cfg.TLS {
+		if err := c.setupTLS(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	for _, n := range c.Nodes {
-		cl, err := client.New(client.Config{Addrs: []string{n.GRPC}, Timeout: 5 * time.Second, Holder: "jepsen"})
+		cl, err := client.New(c.ClientConfig([]string{n.GRPC}))
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -156,7 +170,8 @@ func (c *Cluster) Client(i int) *client.Client { return c.clients[i] }
 func (c *Cluster) args(i int, fresh bool) []string {
 	n := c.Nodes[i]
 	a := []string{"server", "--node-id", n.ID, "--data-dir", n.DataDir, "--grpc-addr", n.GRPC, "--raft-addr", n.Raft,
-		"--gossip-addr", n.Gossip, "--http-addr", n.HTTP, "--object-dir", c.Objects, "--log-level", "info"}
+		"--gossip-addr", n.Gossip, "--http-addr", n.HTTP, "--object-dir", c.Objects, "--log-level", "info",
+		"--peer-secret-file", c.peerSecretFile()}
 	if !fresh {
 		a = append(a, "--bootstrap-expect", fmt.Sprint(len(c.Nodes)))
 	}
@@ -170,6 +185,7 @@ func (c *Cluster) args(i int, fresh bool) []string {
 			a = append(a, "--dial-map", addr+"="+c.proxies[Link{i, o.Index, proto}].Addr())
 		}
 	}
+	a = append(a, c.tlsArgs(n)...)
 	return append(a, c.cfg.Extra...)
 }
 
@@ -291,12 +307,16 @@ func (c *Cluster) HealNetwork() {
 
 // SetClockOffset shifts the wall clock node i stamps commands with.
 func (c *Cluster) SetClockOffset(ctx context.Context, i int, d time.Duration) error {
-	url := fmt.Sprintf("http://%s/debug/faults/clock-offset?d=%s", c.Nodes[i].HTTP, d)
+	url := fmt.Sprintf("%s://%s/debug/faults/clock-offset?d=%s", c.adminScheme(), c.Nodes[i].HTTP, d)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc, err := c.adminClient()
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
@@ -393,4 +413,16 @@ func Build(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("go build: %v\n%s", err, b)
 	}
 	return bin, nil
+}
+
+// peerSecretFile is the secret the nodes share to call each other's
+// node-to-node service without TLS.
+func (c *Cluster) peerSecretFile() string { return filepath.Join(c.cfg.Dir, "peer-secret") }
+
+func writePeerSecret(path string) error {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(hex.EncodeToString(b[:])+"\n"), 0o600)
 }
