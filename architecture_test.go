@@ -42,6 +42,7 @@ var inward = map[string][]string{
 	"node":        {"cmd/metad", "jepsen"},
 	"clock":       {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal"},
 	"objectstore": {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen"},
+	"watch":       {"resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen"},
 	"client":      {"fsm", "resolver", "repair", "raftstore", "membership", "cmd/metad", "jepsen"},
 	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$", "faults"},
 	"faults":      {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal"},

@@ -35,6 +35,7 @@ var roleTable = map[string]rule{
 	"/metad.v1.Metad/ListEvidence":           {need: auth.Reader},
 	"/metad.v1.Metad/DescribeObject":         {need: auth.Reader},
 	"/metad.v1.Metad/ListQuarantined":        {need: auth.Reader},
+	"/metad.v1.Metad/Watch":                  {need: auth.Reader}, // follows a stream (DESIGN.md §17)
 	"/metad.v1.Cluster/Status":               {need: auth.Reader},
 	// A removed node asks a peer for the tombstones (node/removed.go).
 	"/metad.v1.Cluster/Members": {need: auth.Reader, peerToo: true},

@@ -29,6 +29,21 @@
 // next commits). RemovePeer leaves a tombstone, or at feature level 1 the
 // leader's memory, before removing (tombstones.go); Untombstone lifts it.
 //
+// Watch (watch.go) serves one stream's changes from this node's applied
+// state (DESIGN.md §17): it subscribes to package watch's hub inside a
+// linearizable Read, so the events still held after from_version (the
+// hub's ring) and the live ones meet with no gap and no duplicate, sends
+// WATCH_STARTED at the start point, then each event as it applies. A
+// from_version the node no longer holds history after is
+// WATCH_COMPACTED (FailedPrecondition, definite, the stream's state in
+// ErrorInfo metadata); a consumer whose queue fills is cut off with
+// WATCH_SLOW_CONSUMER (Unavailable, RetryInfo, metadata last_version), a
+// state replaced by a snapshot with WATCH_RESET, a draining server with
+// SHUTTING_DOWN, a node without a leader for Config.Watch.StaleAfter (the
+// health loop checks) with NO_LEADER, all resumable. DescribeStream's long poll (min_version,
+// wait) subscribes the same way and answers once the version moves or the
+// wait ends. Limits: Config.Watch; metrics metad_watch_*.
+//
 // PeerClient is the other direction: it implements raftstore.Peers
 // (leadership confirmations and read indexes over gRPC) and carries
 // forwarded proposals and repairs, dialling node ids through a Directory

@@ -87,6 +87,10 @@ const (
 	// verify (or the store could not say).
 	ReasonQuarantineNotVerified = "QUARANTINE_NOT_VERIFIED"
 	ReasonInternal              = "INTERNAL"
+	// Watch (watch.go).
+	ReasonWatchCompacted    = "WATCH_COMPACTED"
+	ReasonWatchSlowConsumer = "WATCH_SLOW_CONSUMER"
+	ReasonWatchReset        = "WATCH_RESET"
 )
 
 // failureTable maps the failures of Raft, the resolver and the context.
@@ -174,7 +178,15 @@ func toStatus(err error) error {
 // build assembles a status with ErrorInfo, and RetryInfo, BadRequest and
 // ResolveDiagnostic where they apply.
 func build(spec errorSpec, reason, msg, field string, cause error) error {
+	return buildWithMeta(spec, reason, msg, field, cause, nil)
+}
+
+// buildWithMeta is build with extra ErrorInfo metadata.
+func buildWithMeta(spec errorSpec, reason, msg, field string, cause error, extra map[string]string) error {
 	meta := map[string]string{"definite": boolString(spec.definite)}
+	for k, v := range extra {
+		meta[k] = v
+	}
 	if field != "" {
 		meta["field"] = field
 	}

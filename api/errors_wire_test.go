@@ -13,8 +13,10 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/resolver"
+	"github.com/metad/metad/watch"
 )
 
 // wireCase is one error the server can send, built by the server's own
@@ -43,6 +45,11 @@ func errorTableCases() []wireCase {
 		wireCase{"notFound", notFound("node_id", "no such server")},
 		wireCase{"pinShared", pinShared(7)},
 		wireCase{"unclassified", toStatus(errors.New("disk on fire"))},
+		wireCase{"watchCompacted", watchCompacted(fsm.StreamInfo{ID: 3, Version: 9}, watch.ErrCompacted)},
+		wireCase{"watch slow consumer", watchCutOff(watch.ErrSlowConsumer, 3, 9)},
+		wireCase{"watch reset", watchCutOff(watch.ErrReset, 3, 9)},
+		wireCase{"watch on a node without a leader", watchCutOff(errLostLeader, 3, 9)},
+		wireCase{"watch on a draining node", watchCutOff(errShuttingDown, 3, 9)},
 	)
 }
 

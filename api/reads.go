@@ -35,6 +35,9 @@ func (s *Server) DescribeStream(ctx context.Context, req *metadpb.DescribeStream
 	if (req.StreamId == 0) == (req.Name == "") {
 		return nil, invalidArgument("stream_id", "give exactly one of stream_id and name")
 	}
+	if err := s.awaitVersion(ctx, req); err != nil {
+		return nil, err
+	}
 	resp := &metadpb.DescribeStreamResponse{}
 	err := s.read(ctx, req.Consistency, func(m *fsm.Machine) error {
 		st, ok := m.Stream(req.StreamId)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -24,6 +26,7 @@ import (
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/repair"
 	"github.com/metad/metad/resolver"
+	"github.com/metad/metad/watch"
 )
 
 // Config bounds the API.
@@ -58,6 +61,9 @@ type Config struct {
 	LeaseMargin time.Duration
 	// Resolver configures the resolve loop.
 	Resolver resolver.Config
+	// Watch bounds the change feed: history per stream, watchers, and each
+	// watcher's queue. node builds the hub from it.
+	Watch watch.Config
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -66,6 +72,7 @@ func DefaultConfig() Config {
 		DefaultTimeout: 10 * time.Second, MaxTimeout: 60 * time.Second, MaxMessageBytes: 8 << 20,
 		MaxListLimit: 1000, HealthInterval: 500 * time.Millisecond, CaughtUpSlack: 1000,
 		SharePins: true, LeaseMargin: 5 * time.Second, Resolver: resolver.DefaultConfig(),
+		Watch: watch.DefaultConfig(),
 	}
 }
 
@@ -85,6 +92,9 @@ func (c Config) Validate() error {
 	check(c.CaughtUpSlack <= 1<<30, "CaughtUpSlack %d above 2^30", c.CaughtUpSlack)
 	check(c.LeaseMargin >= 0 && c.LeaseMargin <= time.Minute, "LeaseMargin %s outside [0, 1m]", c.LeaseMargin)
 	if err := c.Resolver.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Watch.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -115,6 +125,9 @@ type Deps struct {
 	// Auth says how callers are identified (authz.go). Its PeerSecret is
 	// required when TLS is off.
 	Auth auth.Settings
+	// Watch is the apply path's change feed, which raftstore feeds; nil
+	// disables Watch and DescribeStream's long poll.
+	Watch *watch.Hub
 }
 
 // Server serves the Metad, Cluster and Peer services and gRPC health.
@@ -140,6 +153,17 @@ type Server struct {
 	removals    Removals
 	incarnation string
 	auth        auth.Settings
+
+	hub          *watch.Hub
+	watchMetrics *watchMetrics
+	// watchesEnd is closed by Drain: every watch and long poll ends.
+	watchesEnd  chan struct{}
+	endWatchOne sync.Once
+	// watchStale is closed (and replaced) when this node has lost its
+	// leader for Config.Watch.StaleAfter; leaderlessSince, owned by
+	// RunHealth's goroutine, is since when (watch.go).
+	watchStale      atomic.Pointer[chan struct{}]
+	leaderlessSince time.Time
 }
 
 // New returns a Server.
@@ -158,6 +182,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		log: deps.Logger, health: health.NewServer(), cache: newTargetCache(), leases: newLeases(cfg.LeaseMargin),
 		metrics: newResolveMetrics(deps.Metrics), removals: deps.Removals, incarnation: deps.Incarnation,
 		auth: deps.Auth,
+		hub:  deps.Watch, watchMetrics: newWatchMetrics(deps.Metrics, deps.Watch), watchesEnd: make(chan struct{}),
 	}
 	if s.removals == nil {
 		s.removals = noRemovals{}
@@ -178,6 +203,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.resolver = r
+	stale := make(chan struct{})
+	s.watchStale.Store(&stale)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	return s, nil
 }
@@ -246,6 +273,8 @@ func (s *Server) RunHealth(ctx context.Context) {
 	defer t.Stop()
 	last := healthpb.HealthCheckResponse_UNKNOWN
 	for {
+		st := s.store.Status()
+		s.checkWatchLiveness(st, time.Now())
 		want := healthpb.HealthCheckResponse_NOT_SERVING
 		ok, reason := s.ready(ctx)
 		s.readiness.reason.Store(&reason)

@@ -41,4 +41,10 @@
 // failure report the candidate, exclude it and resolve again in the same
 // view, until the deadline; then a retryable *ReadError listing every
 // candidate that failed. It never turns a failure into EOF or a trim.
+//
+// Watch (watch.go) follows one stream's changes as an iterator, over any
+// member, resuming after the last version it yielded at another member
+// when a connection, a member or a leader fails: no gap, no duplicate. A
+// resume point no member holds history after is a *CompactedError with the
+// stream's current state.
 package client

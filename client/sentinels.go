@@ -59,6 +59,10 @@ const (
 	ReasonConfigurationRefused = "CONFIGURATION_REFUSED" // Raft refused a configuration change for now
 	ReasonFeatureLevel         = "FEATURE_LEVEL"         // the command needs a higher cluster feature level
 
+	ReasonWatchCompacted    = "WATCH_COMPACTED"     // a watch's resume point is older than the history held (CompactedError)
+	ReasonWatchSlowConsumer = "WATCH_SLOW_CONSUMER" // a watcher fell Buffer events behind; resume from last_version
+	ReasonWatchReset        = "WATCH_RESET"         // the member's state was replaced by a snapshot; resume
+
 	ReasonUnavailable = "UNAVAILABLE" // the connection failed
 )
 
@@ -132,6 +136,10 @@ var (
 	ErrLastVoter            = errors.New("metad: the last voter")
 	ErrConfigurationRefused = errors.New("metad: configuration change refused")
 	ErrFeatureLevel         = errors.New("metad: the cluster's feature level is too low")
+
+	ErrWatchCompacted    = errors.New("metad: watch history no longer held")
+	ErrWatchSlowConsumer = errors.New("metad: watcher cut off as a slow consumer")
+	ErrWatchReset        = errors.New("metad: watch reset by a snapshot install")
 )
 
 // reasonSentinels: each reason's own sentinel first, then its groups.
@@ -179,6 +187,10 @@ var reasonSentinels = map[string][]error{
 	ReasonLastVoter:            {ErrLastVoter, ErrFailedPrecondition},
 	ReasonConfigurationRefused: {ErrConfigurationRefused, ErrConflict},
 	ReasonFeatureLevel:         {ErrFeatureLevel, ErrFailedPrecondition},
+
+	ReasonWatchCompacted:    {ErrWatchCompacted, ErrFailedPrecondition},
+	ReasonWatchSlowConsumer: {ErrWatchSlowConsumer, ErrUnavailable},
+	ReasonWatchReset:        {ErrWatchReset, ErrUnavailable},
 }
 
 // Resolve outcomes that are answers, not failures. OutcomeError turns

@@ -21,7 +21,9 @@
 // this binary cannot apply — undecodable, an unknown operation, a feature
 // level above MaxLevel — is not a refusal: ApplyEntry returns
 // ErrUnsupported and the replica stops until it is upgraded (see
-// ApplyEntry for why).
+// ApplyEntry for why). ApplyEntryCommand (observe.go) is ApplyEntry that
+// also returns the decoded command, for an observer of what was applied
+// (package watch derives stream events from the command and its Result).
 //
 // # Feature levels
 //

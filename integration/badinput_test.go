@@ -174,7 +174,31 @@ func badCases() []badCase {
 			_, err := m.CreateStream(ctx, &metadpb.CreateStreamRequest{Name: strings.Repeat("x", 9<<20)}, grpc.MaxCallSendMsgSize(64<<20))
 			return err
 		}), codes.ResourceExhausted, ""},
+		{"watch: no stream", call(func(ctx context.Context, m metadpb.MetadClient) error {
+			return firstWatchError(ctx, m, &metadpb.WatchRequest{})
+		}), codes.InvalidArgument, "stream_id"},
+		{"watch: unknown stream", call(func(ctx context.Context, m metadpb.MetadClient) error {
+			return firstWatchError(ctx, m, &metadpb.WatchRequest{StreamId: 777})
+		}), codes.NotFound, "stream_id"},
+		{"watch: version ahead of the state", call(func(ctx context.Context, m metadpb.MetadClient) error {
+			return firstWatchError(ctx, m, &metadpb.WatchRequest{StreamId: 1, FromVersion: 1 << 60})
+		}), codes.InvalidArgument, "from_version"},
+		{"describe: negative wait", call(func(ctx context.Context, m metadpb.MetadClient) error {
+			_, err := m.DescribeStream(ctx, &metadpb.DescribeStreamRequest{StreamId: 1, Wait: durationpb.New(-time.Second)})
+			return err
+		}), codes.InvalidArgument, "wait"},
 	}
+}
+
+// firstWatchError opens a watch and returns how it ends (nil if it sends
+// an event instead).
+func firstWatchError(ctx context.Context, m metadpb.MetadClient, req *metadpb.WatchRequest) error {
+	s, err := m.Watch(ctx, req)
+	if err != nil {
+		return err
+	}
+	_, err = s.Recv()
+	return err
 }
 
 // TestBadRequestsAreRefusedNamingTheField sends every bad request to every
@@ -244,6 +268,9 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		{[]string{"append", "1"}, 2, "--data"},
 		{[]string{"index", "publish", "1", "--view", "SIDEWAYS", "--coverage", "0-1"}, 2, "--view"},
 		{[]string{"status", "-o", "yaml"}, 2, "--output"},
+		{[]string{"stream", "watch", "x"}, 2, "stream id"},
+		{[]string{"stream", "watch", "1", "--for", "-1s"}, 2, "--for"},
+		{[]string{"stream", "watch", "999", "--for", "10s"}, 3, "STREAM_NOT_FOUND"},
 	} {
 		cmd := exec.Command(proc.Binary(t), append(tc.args, addr)...)
 		out, err := cmd.CombinedOutput()

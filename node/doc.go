@@ -4,6 +4,9 @@
 //	raftstore   Raft over bolt and file snapshots, driving the fsm
 //	membership  gossip discovery, bootstrap-expect, reconcile (leader)
 //	api         gRPC: Metad, Cluster, Peer, health, reflection
+//	watch       the change feed: a hub raftstore tells of every applied
+//	            command (set before Raft starts, so it sees the startup
+//	            restore and replay), which api's Watch serves
 //	repair, gc  leader-only loops, run for each term this node leads
 //	objectstore the object store (file:// or s3://), checked at start
 //	HTTP admin  /metrics, /healthz, /readyz, pprof (opt-in)

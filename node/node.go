@@ -24,6 +24,7 @@ import (
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/repair"
+	"github.com/metad/metad/watch"
 )
 
 // Server is one running metad server: its parts, started together by Start
@@ -32,6 +33,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	store   *raftstore.Store
+	hub     *watch.Hub
 	agent   *membership.Agent
 	peers   *api.PeerClient
 	api     *api.Server
@@ -101,7 +103,12 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 		return nil, err
 	}
 	n.peers.SetDirectory(directory{agent: n.agent, selfID: cfg.NodeID, selfAddr: cfg.GRPCAdvertise, selfInc: n.incarnation})
-	if n.store, err = raftstore.Open(cfg.Raft, n.peers, log.With("component", "raft")); err != nil {
+	// The change feed observes the apply path from before raft starts, so
+	// it sees the startup restore and the log replayed after it.
+	if n.hub, err = watch.New(cfg.API.Watch); err != nil {
+		return nil, err
+	}
+	if n.store, err = raftstore.OpenObserved(cfg.Raft, n.peers, log.With("component", "raft"), n.hub); err != nil {
 		return nil, err
 	}
 	n.raftRef.p.Store(n.store)
@@ -131,7 +138,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 	}
 	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects,
 		Logger: log.With("component", "api"), Metrics: reg, Auth: n.authSettings(),
-		Removals: n.agent, Incarnation: n.incarnation})
+		Removals: n.agent, Incarnation: n.incarnation, Watch: n.hub})
 	if err != nil {
 		return err
 	}

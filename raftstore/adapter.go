@@ -75,6 +75,9 @@ type fsmAdapter struct {
 	sigMu  sync.Mutex
 	signal chan struct{}
 
+	// observer, when set, follows every applied command (observer.go).
+	observer ApplyObserver
+
 	// diverge is the planted bug diverge-<node id> (package faults): this
 	// replica applies CreateStream differently from the others.
 	diverge bool
@@ -124,7 +127,7 @@ func (a *fsmAdapter) ApplyBatch(logs []*raft.Log) []any {
 			if a.diverge {
 				data = divergedCommand(data)
 			}
-			res, err := a.m.ApplyEntry(l.Index, data)
+			res, err := a.applyEntry(l.Index, data)
 			if err != nil {
 				a.stop(err)
 				out[i] = err
@@ -193,6 +196,9 @@ func (a *fsmAdapter) Restore(rc io.ReadCloser) error {
 	a.m = m
 	a.through.Store(through)
 	a.level.Store(m.Level())
+	if a.observer != nil {
+		a.observer.Restored(through)
+	}
 	a.mu.Unlock()
 	if through < prev {
 		a.logger.Error("raftstore: restored a snapshot older than the applied state; reads may go back in time",

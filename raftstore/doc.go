@@ -186,6 +186,15 @@
 // delivered, so a read index handed out after the gate is always reached.
 // The snapshot header carries the applied index for the same reason.
 //
+// # Observing the apply path
+//
+// OpenObserved sets an ApplyObserver (observer.go) before raft starts: it
+// is told of every applied command with its Result, and of every restore,
+// on the FSM goroutine under the machine's write lock, so what it derives
+// is consistent with the state a Read function sees. Package watch's hub
+// is the one observer (the change feed of DESIGN.md §17). Without one,
+// apply is unchanged.
+//
 // # Leadership
 //
 // One goroutine follows raft's leadership, woken by a non-blocking raft

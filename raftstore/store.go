@@ -112,6 +112,7 @@ type openOptions struct {
 	transport     raft.Transport // nil: TCP transport from Config
 	fsmOptions    []fsm.Option
 	beforeBarrier func(term uint64, closing <-chan struct{})
+	observer      ApplyObserver // nil: none (observer.go)
 }
 
 // Open opens (creating if needed) the raft state in cfg.DataDir and starts
@@ -179,6 +180,7 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt
 		return nil, err
 	}
 	adapter := newFSMAdapter(logger, o.fsmOptions...)
+	adapter.observer = o.observer
 	if faults.Bug("diverge-" + cfg.NodeID) {
 		adapter.diverge = true
 		logger.Warn("planted bug diverge: this replica renames every stream it creates")

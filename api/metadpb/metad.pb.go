@@ -462,6 +462,75 @@ func (Outcome) EnumDescriptor() ([]byte, []int) {
 	return file_metad_proto_rawDescGZIP(), []int{7}
 }
 
+type WatchEventKind int32
+
+const (
+	WatchEventKind_WATCH_EVENT_KIND_UNSPECIFIED WatchEventKind = 0
+	// WATCH_STARTED follows the backlog: version is the state version the watch
+	// is now at (resume from it), stream its state there. Not a change.
+	WatchEventKind_WATCH_STARTED              WatchEventKind = 1
+	WatchEventKind_WATCH_OPENED               WatchEventKind = 2
+	WatchEventKind_WATCH_APPENDED             WatchEventKind = 3
+	WatchEventKind_WATCH_TRIMMED              WatchEventKind = 4
+	WatchEventKind_WATCH_SEALED               WatchEventKind = 5
+	WatchEventKind_WATCH_GENERATION_PUBLISHED WatchEventKind = 6
+	WatchEventKind_WATCH_GENERATION_RETIRED   WatchEventKind = 7
+	WatchEventKind_WATCH_DELETED              WatchEventKind = 8
+)
+
+// Enum value maps for WatchEventKind.
+var (
+	WatchEventKind_name = map[int32]string{
+		0: "WATCH_EVENT_KIND_UNSPECIFIED",
+		1: "WATCH_STARTED",
+		2: "WATCH_OPENED",
+		3: "WATCH_APPENDED",
+		4: "WATCH_TRIMMED",
+		5: "WATCH_SEALED",
+		6: "WATCH_GENERATION_PUBLISHED",
+		7: "WATCH_GENERATION_RETIRED",
+		8: "WATCH_DELETED",
+	}
+	WatchEventKind_value = map[string]int32{
+		"WATCH_EVENT_KIND_UNSPECIFIED": 0,
+		"WATCH_STARTED":                1,
+		"WATCH_OPENED":                 2,
+		"WATCH_APPENDED":               3,
+		"WATCH_TRIMMED":                4,
+		"WATCH_SEALED":                 5,
+		"WATCH_GENERATION_PUBLISHED":   6,
+		"WATCH_GENERATION_RETIRED":     7,
+		"WATCH_DELETED":                8,
+	}
+)
+
+func (x WatchEventKind) Enum() *WatchEventKind {
+	p := new(WatchEventKind)
+	*p = x
+	return p
+}
+
+func (x WatchEventKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WatchEventKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_metad_proto_enumTypes[8].Descriptor()
+}
+
+func (WatchEventKind) Type() protoreflect.EnumType {
+	return &file_metad_proto_enumTypes[8]
+}
+
+func (x WatchEventKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WatchEventKind.Descriptor instead.
+func (WatchEventKind) EnumDescriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{8}
+}
+
 // Range is the half-open offset range [start, end).
 type Range struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2432,9 +2501,14 @@ func (x *Generation) GetRecords() uint64 {
 type DescribeStreamRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Exactly one of stream_id and name.
-	StreamId      uint64      `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
-	Name          string      `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Consistency   Consistency `protobuf:"varint,3,opt,name=consistency,proto3,enum=metad.v1.Consistency" json:"consistency,omitempty"`
+	StreamId    uint64      `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Name        string      `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Consistency Consistency `protobuf:"varint,3,opt,name=consistency,proto3,enum=metad.v1.Consistency" json:"consistency,omitempty"`
+	// A long poll: while the stream's version is <= min_version, wait (up to
+	// wait, and the call's deadline) for it to change, then answer. Unset
+	// wait answers at once. Needs LINEARIZABLE.
+	MinVersion    uint64               `protobuf:"varint,4,opt,name=min_version,json=minVersion,proto3" json:"min_version,omitempty"`
+	Wait          *durationpb.Duration `protobuf:"bytes,5,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2488,6 +2562,20 @@ func (x *DescribeStreamRequest) GetConsistency() Consistency {
 		return x.Consistency
 	}
 	return Consistency_LINEARIZABLE
+}
+
+func (x *DescribeStreamRequest) GetMinVersion() uint64 {
+	if x != nil {
+		return x.MinVersion
+	}
+	return 0
+}
+
+func (x *DescribeStreamRequest) GetWait() *durationpb.Duration {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
 }
 
 type DescribeStreamResponse struct {
@@ -5397,6 +5485,195 @@ func (x *LocalStatusRequest) GetWithHash() bool {
 	return false
 }
 
+type WatchRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	StreamId uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	// Deliver every change with version > from_version; 0 = from now.
+	FromVersion   uint64 `protobuf:"varint,2,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchRequest) Reset() {
+	*x = WatchRequest{}
+	mi := &file_metad_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRequest) ProtoMessage() {}
+
+func (x *WatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
+func (*WatchRequest) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *WatchRequest) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *WatchRequest) GetFromVersion() uint64 {
+	if x != nil {
+		return x.FromVersion
+	}
+	return 0
+}
+
+type WatchEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  WatchEventKind         `protobuf:"varint,1,opt,name=kind,proto3,enum=metad.v1.WatchEventKind" json:"kind,omitempty"`
+	// version is the Raft index of the change (of the start, for WATCH_STARTED).
+	Version  uint64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	StreamId uint64 `protobuf:"varint,3,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	// The stream's state after the change (unset for WATCH_DELETED).
+	CommittedEnd uint64       `protobuf:"varint,4,opt,name=committed_end,json=committedEnd,proto3" json:"committed_end,omitempty"`
+	Trim         uint64       `protobuf:"varint,5,opt,name=trim,proto3" json:"trim,omitempty"`
+	WriterEpoch  uint64       `protobuf:"varint,6,opt,name=writer_epoch,json=writerEpoch,proto3" json:"writer_epoch,omitempty"`
+	Status       StreamStatus `protobuf:"varint,7,opt,name=status,proto3,enum=metad.v1.StreamStatus" json:"status,omitempty"`
+	// WATCH_APPENDED: the offsets, object and bytes of the append.
+	Range  *Range     `protobuf:"bytes,8,opt,name=range,proto3" json:"range,omitempty"`
+	Object *ObjectRef `protobuf:"bytes,9,opt,name=object,proto3" json:"object,omitempty"`
+	Bytes  *ByteRange `protobuf:"bytes,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// WATCH_GENERATION_PUBLISHED, WATCH_GENERATION_RETIRED.
+	View          View   `protobuf:"varint,11,opt,name=view,proto3,enum=metad.v1.View" json:"view,omitempty"`
+	Generation    uint64 `protobuf:"varint,12,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchEvent) Reset() {
+	*x = WatchEvent{}
+	mi := &file_metad_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchEvent) ProtoMessage() {}
+
+func (x *WatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
+func (*WatchEvent) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *WatchEvent) GetKind() WatchEventKind {
+	if x != nil {
+		return x.Kind
+	}
+	return WatchEventKind_WATCH_EVENT_KIND_UNSPECIFIED
+}
+
+func (x *WatchEvent) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *WatchEvent) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *WatchEvent) GetCommittedEnd() uint64 {
+	if x != nil {
+		return x.CommittedEnd
+	}
+	return 0
+}
+
+func (x *WatchEvent) GetTrim() uint64 {
+	if x != nil {
+		return x.Trim
+	}
+	return 0
+}
+
+func (x *WatchEvent) GetWriterEpoch() uint64 {
+	if x != nil {
+		return x.WriterEpoch
+	}
+	return 0
+}
+
+func (x *WatchEvent) GetStatus() StreamStatus {
+	if x != nil {
+		return x.Status
+	}
+	return StreamStatus_STREAM_STATUS_UNSPECIFIED
+}
+
+func (x *WatchEvent) GetRange() *Range {
+	if x != nil {
+		return x.Range
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetObject() *ObjectRef {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetBytes() *ByteRange {
+	if x != nil {
+		return x.Bytes
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetView() View {
+	if x != nil {
+		return x.View
+	}
+	return View_VIEW_UNSPECIFIED
+}
+
+func (x *WatchEvent) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
 var File_metad_proto protoreflect.FileDescriptor
 
 const file_metad_proto_rawDesc = "" +
@@ -5555,11 +5832,14 @@ const file_metad_proto_rawDesc = "" +
 	"\x06status\x18\x03 \x01(\x0e2\x1a.metad.v1.GenerationStatusR\x06status\x12\x18\n" +
 	"\aversion\x18\x04 \x01(\x04R\aversion\x12+\n" +
 	"\bcoverage\x18\x05 \x01(\v2\x0f.metad.v1.RangeR\bcoverage\x12\x18\n" +
-	"\arecords\x18\x06 \x01(\x04R\arecords\"\x81\x01\n" +
+	"\arecords\x18\x06 \x01(\x04R\arecords\"\xd1\x01\n" +
 	"\x15DescribeStreamRequest\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x127\n" +
-	"\vconsistency\x18\x03 \x01(\x0e2\x15.metad.v1.ConsistencyR\vconsistency\"\x9f\x01\n" +
+	"\vconsistency\x18\x03 \x01(\x0e2\x15.metad.v1.ConsistencyR\vconsistency\x12\x1f\n" +
+	"\vmin_version\x18\x04 \x01(\x04R\n" +
+	"minVersion\x12-\n" +
+	"\x04wait\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"\x9f\x01\n" +
 	"\x16DescribeStreamResponse\x12(\n" +
 	"\x06stream\x18\x01 \x01(\v2\x10.metad.v1.StreamR\x06stream\x126\n" +
 	"\vgenerations\x18\x02 \x03(\v2\x14.metad.v1.GenerationR\vgenerations\x12#\n" +
@@ -5774,7 +6054,27 @@ const file_metad_proto_rawDesc = "" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\"1\n" +
 	"\x12LocalStatusRequest\x12\x1b\n" +
-	"\twith_hash\x18\x01 \x01(\bR\bwithHash*@\n" +
+	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"N\n" +
+	"\fWatchRequest\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12!\n" +
+	"\ffrom_version\x18\x02 \x01(\x04R\vfromVersion\"\xc0\x03\n" +
+	"\n" +
+	"WatchEvent\x12,\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x18.metad.v1.WatchEventKindR\x04kind\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x1b\n" +
+	"\tstream_id\x18\x03 \x01(\x04R\bstreamId\x12#\n" +
+	"\rcommitted_end\x18\x04 \x01(\x04R\fcommittedEnd\x12\x12\n" +
+	"\x04trim\x18\x05 \x01(\x04R\x04trim\x12!\n" +
+	"\fwriter_epoch\x18\x06 \x01(\x04R\vwriterEpoch\x12.\n" +
+	"\x06status\x18\a \x01(\x0e2\x16.metad.v1.StreamStatusR\x06status\x12%\n" +
+	"\x05range\x18\b \x01(\v2\x0f.metad.v1.RangeR\x05range\x12+\n" +
+	"\x06object\x18\t \x01(\v2\x13.metad.v1.ObjectRefR\x06object\x12)\n" +
+	"\x05bytes\x18\n" +
+	" \x01(\v2\x13.metad.v1.ByteRangeR\x05bytes\x12\"\n" +
+	"\x04view\x18\v \x01(\x0e2\x0e.metad.v1.ViewR\x04view\x12\x1e\n" +
+	"\n" +
+	"generation\x18\f \x01(\x04R\n" +
+	"generation*@\n" +
 	"\x04View\x12\x14\n" +
 	"\x10VIEW_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tCOMMITTED\x10\x01\x12\x13\n" +
@@ -5815,7 +6115,17 @@ const file_metad_proto_rawDesc = "" +
 	"\x03EOF\x10\x02\x12\x12\n" +
 	"\x0eOFFSET_TRIMMED\x10\x03\x12\f\n" +
 	"\bVIEW_END\x10\x04\x12\r\n" +
-	"\tNOT_FOUND\x10\x052\xa1\f\n" +
+	"\tNOT_FOUND\x10\x05*\xe1\x01\n" +
+	"\x0eWatchEventKind\x12 \n" +
+	"\x1cWATCH_EVENT_KIND_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rWATCH_STARTED\x10\x01\x12\x10\n" +
+	"\fWATCH_OPENED\x10\x02\x12\x12\n" +
+	"\x0eWATCH_APPENDED\x10\x03\x12\x11\n" +
+	"\rWATCH_TRIMMED\x10\x04\x12\x10\n" +
+	"\fWATCH_SEALED\x10\x05\x12\x1e\n" +
+	"\x1aWATCH_GENERATION_PUBLISHED\x10\x06\x12\x1c\n" +
+	"\x18WATCH_GENERATION_RETIRED\x10\a\x12\x11\n" +
+	"\rWATCH_DELETED\x10\b2\xda\f\n" +
 	"\x05Metad\x12M\n" +
 	"\fCreateStream\x12\x1d.metad.v1.CreateStreamRequest\x1a\x1e.metad.v1.CreateStreamResponse\x12M\n" +
 	"\fOpenForWrite\x12\x1d.metad.v1.OpenForWriteRequest\x1a\x1e.metad.v1.OpenForWriteResponse\x12M\n" +
@@ -5837,7 +6147,8 @@ const file_metad_proto_rawDesc = "" +
 	"\x0eDescribeObject\x12\x1f.metad.v1.DescribeObjectRequest\x1a .metad.v1.DescribeObjectResponse\x12V\n" +
 	"\x0fListQuarantined\x12 .metad.v1.ListQuarantinedRequest\x1a!.metad.v1.ListQuarantinedResponse\x12S\n" +
 	"\x0eLiftQuarantine\x12\x1f.metad.v1.LiftQuarantineRequest\x1a .metad.v1.LiftQuarantineResponse\x12>\n" +
-	"\aResolve\x12\x18.metad.v1.ResolveRequest\x1a\x19.metad.v1.ResolveResponse2\xbe\x03\n" +
+	"\aResolve\x12\x18.metad.v1.ResolveRequest\x1a\x19.metad.v1.ResolveResponse\x127\n" +
+	"\x05Watch\x12\x16.metad.v1.WatchRequest\x1a\x14.metad.v1.WatchEvent0\x012\xbe\x03\n" +
 	"\aCluster\x12;\n" +
 	"\x06Status\x12\x17.metad.v1.StatusRequest\x1a\x18.metad.v1.StatusResponse\x12>\n" +
 	"\aMembers\x12\x18.metad.v1.MembersRequest\x1a\x19.metad.v1.MembersResponse\x12_\n" +
@@ -5865,8 +6176,8 @@ func file_metad_proto_rawDescGZIP() []byte {
 	return file_metad_proto_rawDescData
 }
 
-var file_metad_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
+var file_metad_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_metad_proto_goTypes = []any{
 	(View)(0),                              // 0: metad.v1.View
 	(Consistency)(0),                       // 1: metad.v1.Consistency
@@ -5876,228 +6187,240 @@ var file_metad_proto_goTypes = []any{
 	(RecordStatus)(0),                      // 5: metad.v1.RecordStatus
 	(ObjectStatus)(0),                      // 6: metad.v1.ObjectStatus
 	(Outcome)(0),                           // 7: metad.v1.Outcome
-	(*Range)(nil),                          // 8: metad.v1.Range
-	(*ByteRange)(nil),                      // 9: metad.v1.ByteRange
-	(*ObjectRef)(nil),                      // 10: metad.v1.ObjectRef
-	(*IndexKey)(nil),                       // 11: metad.v1.IndexKey
-	(*IndexRecord)(nil),                    // 12: metad.v1.IndexRecord
-	(*CreateStreamRequest)(nil),            // 13: metad.v1.CreateStreamRequest
-	(*CreateStreamResponse)(nil),           // 14: metad.v1.CreateStreamResponse
-	(*OpenForWriteRequest)(nil),            // 15: metad.v1.OpenForWriteRequest
-	(*OpenForWriteResponse)(nil),           // 16: metad.v1.OpenForWriteResponse
-	(*CommitAppendRequest)(nil),            // 17: metad.v1.CommitAppendRequest
-	(*CommitAppendResponse)(nil),           // 18: metad.v1.CommitAppendResponse
-	(*PublishGenerationRequest)(nil),       // 19: metad.v1.PublishGenerationRequest
-	(*PublishGenerationResponse)(nil),      // 20: metad.v1.PublishGenerationResponse
-	(*RetireGenerationRequest)(nil),        // 21: metad.v1.RetireGenerationRequest
-	(*RetireGenerationResponse)(nil),       // 22: metad.v1.RetireGenerationResponse
-	(*TrimRequest)(nil),                    // 23: metad.v1.TrimRequest
-	(*TrimResponse)(nil),                   // 24: metad.v1.TrimResponse
-	(*SealRequest)(nil),                    // 25: metad.v1.SealRequest
-	(*SealResponse)(nil),                   // 26: metad.v1.SealResponse
-	(*DeleteStreamRequest)(nil),            // 27: metad.v1.DeleteStreamRequest
-	(*DeleteStreamResponse)(nil),           // 28: metad.v1.DeleteStreamResponse
-	(*RegisterObjectRequest)(nil),          // 29: metad.v1.RegisterObjectRequest
-	(*RegisterObjectResponse)(nil),         // 30: metad.v1.RegisterObjectResponse
-	(*PinRequest)(nil),                     // 31: metad.v1.PinRequest
-	(*PinResponse)(nil),                    // 32: metad.v1.PinResponse
-	(*ReleasePinRequest)(nil),              // 33: metad.v1.ReleasePinRequest
-	(*ReleasePinResponse)(nil),             // 34: metad.v1.ReleasePinResponse
-	(*CandidateRef)(nil),                   // 35: metad.v1.CandidateRef
-	(*ReportCandidateFailureRequest)(nil),  // 36: metad.v1.ReportCandidateFailureRequest
-	(*ReportCandidateFailureResponse)(nil), // 37: metad.v1.ReportCandidateFailureResponse
-	(*Stream)(nil),                         // 38: metad.v1.Stream
-	(*Generation)(nil),                     // 39: metad.v1.Generation
-	(*DescribeStreamRequest)(nil),          // 40: metad.v1.DescribeStreamRequest
-	(*DescribeStreamResponse)(nil),         // 41: metad.v1.DescribeStreamResponse
-	(*ListStreamsRequest)(nil),             // 42: metad.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),            // 43: metad.v1.ListStreamsResponse
-	(*StoredIndexRecord)(nil),              // 44: metad.v1.StoredIndexRecord
-	(*ListQuarantinedRequest)(nil),         // 45: metad.v1.ListQuarantinedRequest
-	(*ListQuarantinedResponse)(nil),        // 46: metad.v1.ListQuarantinedResponse
-	(*LiftQuarantineRequest)(nil),          // 47: metad.v1.LiftQuarantineRequest
-	(*LiftQuarantineResponse)(nil),         // 48: metad.v1.LiftQuarantineResponse
-	(*ListIndexRequest)(nil),               // 49: metad.v1.ListIndexRequest
-	(*ListIndexResponse)(nil),              // 50: metad.v1.ListIndexResponse
-	(*Evidence)(nil),                       // 51: metad.v1.Evidence
-	(*ListEvidenceRequest)(nil),            // 52: metad.v1.ListEvidenceRequest
-	(*ListEvidenceResponse)(nil),           // 53: metad.v1.ListEvidenceResponse
-	(*Object)(nil),                         // 54: metad.v1.Object
-	(*DescribeObjectRequest)(nil),          // 55: metad.v1.DescribeObjectRequest
-	(*DescribeObjectResponse)(nil),         // 56: metad.v1.DescribeObjectResponse
-	(*ResolveRequest)(nil),                 // 57: metad.v1.ResolveRequest
-	(*Target)(nil),                         // 58: metad.v1.Target
-	(*Refusal)(nil),                        // 59: metad.v1.Refusal
-	(*ResolveResponse)(nil),                // 60: metad.v1.ResolveResponse
-	(*ResolveDiagnostic)(nil),              // 61: metad.v1.ResolveDiagnostic
-	(*NodeStatus)(nil),                     // 62: metad.v1.NodeStatus
-	(*StatusRequest)(nil),                  // 63: metad.v1.StatusRequest
-	(*StatusResponse)(nil),                 // 64: metad.v1.StatusResponse
-	(*Tombstone)(nil),                      // 65: metad.v1.Tombstone
-	(*Member)(nil),                         // 66: metad.v1.Member
-	(*MembersRequest)(nil),                 // 67: metad.v1.MembersRequest
-	(*MembersResponse)(nil),                // 68: metad.v1.MembersResponse
-	(*TransferLeadershipRequest)(nil),      // 69: metad.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),     // 70: metad.v1.TransferLeadershipResponse
-	(*RemovePeerRequest)(nil),              // 71: metad.v1.RemovePeerRequest
-	(*RemovePeerResponse)(nil),             // 72: metad.v1.RemovePeerResponse
-	(*UntombstoneRequest)(nil),             // 73: metad.v1.UntombstoneRequest
-	(*UntombstoneResponse)(nil),            // 74: metad.v1.UntombstoneResponse
-	(*SnapshotRequest)(nil),                // 75: metad.v1.SnapshotRequest
-	(*RaftServer)(nil),                     // 76: metad.v1.RaftServer
-	(*SnapshotMeta)(nil),                   // 77: metad.v1.SnapshotMeta
-	(*SnapshotChunk)(nil),                  // 78: metad.v1.SnapshotChunk
-	(*RepairRequest)(nil),                  // 79: metad.v1.RepairRequest
-	(*RepairResponse)(nil),                 // 80: metad.v1.RepairResponse
-	(*ProposeRequest)(nil),                 // 81: metad.v1.ProposeRequest
-	(*ProposeResponse)(nil),                // 82: metad.v1.ProposeResponse
-	(*ReadIndexRequest)(nil),               // 83: metad.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),              // 84: metad.v1.ReadIndexResponse
-	(*ConfirmLeadershipRequest)(nil),       // 85: metad.v1.ConfirmLeadershipRequest
-	(*ConfirmLeadershipResponse)(nil),      // 86: metad.v1.ConfirmLeadershipResponse
-	(*LocalStatusRequest)(nil),             // 87: metad.v1.LocalStatusRequest
-	(*durationpb.Duration)(nil),            // 88: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 89: google.protobuf.Timestamp
+	(WatchEventKind)(0),                    // 8: metad.v1.WatchEventKind
+	(*Range)(nil),                          // 9: metad.v1.Range
+	(*ByteRange)(nil),                      // 10: metad.v1.ByteRange
+	(*ObjectRef)(nil),                      // 11: metad.v1.ObjectRef
+	(*IndexKey)(nil),                       // 12: metad.v1.IndexKey
+	(*IndexRecord)(nil),                    // 13: metad.v1.IndexRecord
+	(*CreateStreamRequest)(nil),            // 14: metad.v1.CreateStreamRequest
+	(*CreateStreamResponse)(nil),           // 15: metad.v1.CreateStreamResponse
+	(*OpenForWriteRequest)(nil),            // 16: metad.v1.OpenForWriteRequest
+	(*OpenForWriteResponse)(nil),           // 17: metad.v1.OpenForWriteResponse
+	(*CommitAppendRequest)(nil),            // 18: metad.v1.CommitAppendRequest
+	(*CommitAppendResponse)(nil),           // 19: metad.v1.CommitAppendResponse
+	(*PublishGenerationRequest)(nil),       // 20: metad.v1.PublishGenerationRequest
+	(*PublishGenerationResponse)(nil),      // 21: metad.v1.PublishGenerationResponse
+	(*RetireGenerationRequest)(nil),        // 22: metad.v1.RetireGenerationRequest
+	(*RetireGenerationResponse)(nil),       // 23: metad.v1.RetireGenerationResponse
+	(*TrimRequest)(nil),                    // 24: metad.v1.TrimRequest
+	(*TrimResponse)(nil),                   // 25: metad.v1.TrimResponse
+	(*SealRequest)(nil),                    // 26: metad.v1.SealRequest
+	(*SealResponse)(nil),                   // 27: metad.v1.SealResponse
+	(*DeleteStreamRequest)(nil),            // 28: metad.v1.DeleteStreamRequest
+	(*DeleteStreamResponse)(nil),           // 29: metad.v1.DeleteStreamResponse
+	(*RegisterObjectRequest)(nil),          // 30: metad.v1.RegisterObjectRequest
+	(*RegisterObjectResponse)(nil),         // 31: metad.v1.RegisterObjectResponse
+	(*PinRequest)(nil),                     // 32: metad.v1.PinRequest
+	(*PinResponse)(nil),                    // 33: metad.v1.PinResponse
+	(*ReleasePinRequest)(nil),              // 34: metad.v1.ReleasePinRequest
+	(*ReleasePinResponse)(nil),             // 35: metad.v1.ReleasePinResponse
+	(*CandidateRef)(nil),                   // 36: metad.v1.CandidateRef
+	(*ReportCandidateFailureRequest)(nil),  // 37: metad.v1.ReportCandidateFailureRequest
+	(*ReportCandidateFailureResponse)(nil), // 38: metad.v1.ReportCandidateFailureResponse
+	(*Stream)(nil),                         // 39: metad.v1.Stream
+	(*Generation)(nil),                     // 40: metad.v1.Generation
+	(*DescribeStreamRequest)(nil),          // 41: metad.v1.DescribeStreamRequest
+	(*DescribeStreamResponse)(nil),         // 42: metad.v1.DescribeStreamResponse
+	(*ListStreamsRequest)(nil),             // 43: metad.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),            // 44: metad.v1.ListStreamsResponse
+	(*StoredIndexRecord)(nil),              // 45: metad.v1.StoredIndexRecord
+	(*ListQuarantinedRequest)(nil),         // 46: metad.v1.ListQuarantinedRequest
+	(*ListQuarantinedResponse)(nil),        // 47: metad.v1.ListQuarantinedResponse
+	(*LiftQuarantineRequest)(nil),          // 48: metad.v1.LiftQuarantineRequest
+	(*LiftQuarantineResponse)(nil),         // 49: metad.v1.LiftQuarantineResponse
+	(*ListIndexRequest)(nil),               // 50: metad.v1.ListIndexRequest
+	(*ListIndexResponse)(nil),              // 51: metad.v1.ListIndexResponse
+	(*Evidence)(nil),                       // 52: metad.v1.Evidence
+	(*ListEvidenceRequest)(nil),            // 53: metad.v1.ListEvidenceRequest
+	(*ListEvidenceResponse)(nil),           // 54: metad.v1.ListEvidenceResponse
+	(*Object)(nil),                         // 55: metad.v1.Object
+	(*DescribeObjectRequest)(nil),          // 56: metad.v1.DescribeObjectRequest
+	(*DescribeObjectResponse)(nil),         // 57: metad.v1.DescribeObjectResponse
+	(*ResolveRequest)(nil),                 // 58: metad.v1.ResolveRequest
+	(*Target)(nil),                         // 59: metad.v1.Target
+	(*Refusal)(nil),                        // 60: metad.v1.Refusal
+	(*ResolveResponse)(nil),                // 61: metad.v1.ResolveResponse
+	(*ResolveDiagnostic)(nil),              // 62: metad.v1.ResolveDiagnostic
+	(*NodeStatus)(nil),                     // 63: metad.v1.NodeStatus
+	(*StatusRequest)(nil),                  // 64: metad.v1.StatusRequest
+	(*StatusResponse)(nil),                 // 65: metad.v1.StatusResponse
+	(*Tombstone)(nil),                      // 66: metad.v1.Tombstone
+	(*Member)(nil),                         // 67: metad.v1.Member
+	(*MembersRequest)(nil),                 // 68: metad.v1.MembersRequest
+	(*MembersResponse)(nil),                // 69: metad.v1.MembersResponse
+	(*TransferLeadershipRequest)(nil),      // 70: metad.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),     // 71: metad.v1.TransferLeadershipResponse
+	(*RemovePeerRequest)(nil),              // 72: metad.v1.RemovePeerRequest
+	(*RemovePeerResponse)(nil),             // 73: metad.v1.RemovePeerResponse
+	(*UntombstoneRequest)(nil),             // 74: metad.v1.UntombstoneRequest
+	(*UntombstoneResponse)(nil),            // 75: metad.v1.UntombstoneResponse
+	(*SnapshotRequest)(nil),                // 76: metad.v1.SnapshotRequest
+	(*RaftServer)(nil),                     // 77: metad.v1.RaftServer
+	(*SnapshotMeta)(nil),                   // 78: metad.v1.SnapshotMeta
+	(*SnapshotChunk)(nil),                  // 79: metad.v1.SnapshotChunk
+	(*RepairRequest)(nil),                  // 80: metad.v1.RepairRequest
+	(*RepairResponse)(nil),                 // 81: metad.v1.RepairResponse
+	(*ProposeRequest)(nil),                 // 82: metad.v1.ProposeRequest
+	(*ProposeResponse)(nil),                // 83: metad.v1.ProposeResponse
+	(*ReadIndexRequest)(nil),               // 84: metad.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),              // 85: metad.v1.ReadIndexResponse
+	(*ConfirmLeadershipRequest)(nil),       // 86: metad.v1.ConfirmLeadershipRequest
+	(*ConfirmLeadershipResponse)(nil),      // 87: metad.v1.ConfirmLeadershipResponse
+	(*LocalStatusRequest)(nil),             // 88: metad.v1.LocalStatusRequest
+	(*WatchRequest)(nil),                   // 89: metad.v1.WatchRequest
+	(*WatchEvent)(nil),                     // 90: metad.v1.WatchEvent
+	(*durationpb.Duration)(nil),            // 91: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 92: google.protobuf.Timestamp
 }
 var file_metad_proto_depIdxs = []int32{
 	0,   // 0: metad.v1.IndexKey.view:type_name -> metad.v1.View
-	8,   // 1: metad.v1.IndexRecord.range:type_name -> metad.v1.Range
-	8,   // 2: metad.v1.IndexRecord.survivors:type_name -> metad.v1.Range
-	10,  // 3: metad.v1.IndexRecord.object:type_name -> metad.v1.ObjectRef
-	9,   // 4: metad.v1.IndexRecord.bytes:type_name -> metad.v1.ByteRange
-	10,  // 5: metad.v1.CommitAppendRequest.object:type_name -> metad.v1.ObjectRef
-	9,   // 6: metad.v1.CommitAppendRequest.bytes:type_name -> metad.v1.ByteRange
+	9,   // 1: metad.v1.IndexRecord.range:type_name -> metad.v1.Range
+	9,   // 2: metad.v1.IndexRecord.survivors:type_name -> metad.v1.Range
+	11,  // 3: metad.v1.IndexRecord.object:type_name -> metad.v1.ObjectRef
+	10,  // 4: metad.v1.IndexRecord.bytes:type_name -> metad.v1.ByteRange
+	11,  // 5: metad.v1.CommitAppendRequest.object:type_name -> metad.v1.ObjectRef
+	10,  // 6: metad.v1.CommitAppendRequest.bytes:type_name -> metad.v1.ByteRange
 	0,   // 7: metad.v1.PublishGenerationRequest.view:type_name -> metad.v1.View
-	8,   // 8: metad.v1.PublishGenerationRequest.coverage:type_name -> metad.v1.Range
-	12,  // 9: metad.v1.PublishGenerationRequest.records:type_name -> metad.v1.IndexRecord
+	9,   // 8: metad.v1.PublishGenerationRequest.coverage:type_name -> metad.v1.Range
+	13,  // 9: metad.v1.PublishGenerationRequest.records:type_name -> metad.v1.IndexRecord
 	0,   // 10: metad.v1.RetireGenerationRequest.view:type_name -> metad.v1.View
-	10,  // 11: metad.v1.RegisterObjectRequest.object:type_name -> metad.v1.ObjectRef
-	10,  // 12: metad.v1.PinRequest.object:type_name -> metad.v1.ObjectRef
-	88,  // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
-	89,  // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
-	11,  // 15: metad.v1.CandidateRef.key:type_name -> metad.v1.IndexKey
-	35,  // 16: metad.v1.ReportCandidateFailureRequest.candidate:type_name -> metad.v1.CandidateRef
+	11,  // 11: metad.v1.RegisterObjectRequest.object:type_name -> metad.v1.ObjectRef
+	11,  // 12: metad.v1.PinRequest.object:type_name -> metad.v1.ObjectRef
+	91,  // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
+	92,  // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
+	12,  // 15: metad.v1.CandidateRef.key:type_name -> metad.v1.IndexKey
+	36,  // 16: metad.v1.ReportCandidateFailureRequest.candidate:type_name -> metad.v1.CandidateRef
 	2,   // 17: metad.v1.ReportCandidateFailureRequest.kind:type_name -> metad.v1.FailureKind
 	3,   // 18: metad.v1.Stream.status:type_name -> metad.v1.StreamStatus
 	0,   // 19: metad.v1.Generation.view:type_name -> metad.v1.View
 	4,   // 20: metad.v1.Generation.status:type_name -> metad.v1.GenerationStatus
-	8,   // 21: metad.v1.Generation.coverage:type_name -> metad.v1.Range
+	9,   // 21: metad.v1.Generation.coverage:type_name -> metad.v1.Range
 	1,   // 22: metad.v1.DescribeStreamRequest.consistency:type_name -> metad.v1.Consistency
-	38,  // 23: metad.v1.DescribeStreamResponse.stream:type_name -> metad.v1.Stream
-	39,  // 24: metad.v1.DescribeStreamResponse.generations:type_name -> metad.v1.Generation
-	1,   // 25: metad.v1.ListStreamsRequest.consistency:type_name -> metad.v1.Consistency
-	38,  // 26: metad.v1.ListStreamsResponse.streams:type_name -> metad.v1.Stream
-	11,  // 27: metad.v1.StoredIndexRecord.key:type_name -> metad.v1.IndexKey
-	12,  // 28: metad.v1.StoredIndexRecord.record:type_name -> metad.v1.IndexRecord
-	5,   // 29: metad.v1.StoredIndexRecord.status:type_name -> metad.v1.RecordStatus
-	11,  // 30: metad.v1.ListQuarantinedRequest.after:type_name -> metad.v1.IndexKey
-	44,  // 31: metad.v1.ListQuarantinedResponse.records:type_name -> metad.v1.StoredIndexRecord
-	11,  // 32: metad.v1.ListQuarantinedResponse.next:type_name -> metad.v1.IndexKey
-	11,  // 33: metad.v1.LiftQuarantineRequest.key:type_name -> metad.v1.IndexKey
-	0,   // 34: metad.v1.ListIndexRequest.view:type_name -> metad.v1.View
-	1,   // 35: metad.v1.ListIndexRequest.consistency:type_name -> metad.v1.Consistency
-	44,  // 36: metad.v1.ListIndexResponse.records:type_name -> metad.v1.StoredIndexRecord
-	8,   // 37: metad.v1.Evidence.range:type_name -> metad.v1.Range
-	10,  // 38: metad.v1.Evidence.object:type_name -> metad.v1.ObjectRef
-	9,   // 39: metad.v1.Evidence.bytes:type_name -> metad.v1.ByteRange
-	1,   // 40: metad.v1.ListEvidenceRequest.consistency:type_name -> metad.v1.Consistency
-	51,  // 41: metad.v1.ListEvidenceResponse.evidence:type_name -> metad.v1.Evidence
-	10,  // 42: metad.v1.Object.ref:type_name -> metad.v1.ObjectRef
-	6,   // 43: metad.v1.Object.status:type_name -> metad.v1.ObjectStatus
-	1,   // 44: metad.v1.DescribeObjectRequest.consistency:type_name -> metad.v1.Consistency
-	54,  // 45: metad.v1.DescribeObjectResponse.object:type_name -> metad.v1.Object
-	0,   // 46: metad.v1.ResolveRequest.view:type_name -> metad.v1.View
-	35,  // 47: metad.v1.ResolveRequest.exclude:type_name -> metad.v1.CandidateRef
-	11,  // 48: metad.v1.Target.key:type_name -> metad.v1.IndexKey
-	8,   // 49: metad.v1.Target.record_range:type_name -> metad.v1.Range
-	8,   // 50: metad.v1.Target.resolved:type_name -> metad.v1.Range
-	10,  // 51: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
-	9,   // 52: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
-	89,  // 53: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
-	88,  // 54: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
-	35,  // 55: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
-	7,   // 56: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
-	58,  // 57: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
-	59,  // 58: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
-	89,  // 59: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
-	59,  // 60: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
-	89,  // 61: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
-	88,  // 62: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
-	62,  // 63: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
-	65,  // 64: metad.v1.StatusResponse.tombstones:type_name -> metad.v1.Tombstone
-	89,  // 65: metad.v1.Tombstone.removed_at:type_name -> google.protobuf.Timestamp
-	66,  // 66: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
-	65,  // 67: metad.v1.MembersResponse.tombstones:type_name -> metad.v1.Tombstone
-	89,  // 68: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
-	76,  // 69: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
-	77,  // 70: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
-	13,  // 71: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
-	15,  // 72: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
-	17,  // 73: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
-	19,  // 74: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
-	21,  // 75: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
-	23,  // 76: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
-	25,  // 77: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
-	27,  // 78: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
-	29,  // 79: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
-	31,  // 80: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
-	33,  // 81: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
-	36,  // 82: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
-	40,  // 83: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
-	42,  // 84: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
-	49,  // 85: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
-	52,  // 86: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
-	55,  // 87: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
-	45,  // 88: metad.v1.Metad.ListQuarantined:input_type -> metad.v1.ListQuarantinedRequest
-	47,  // 89: metad.v1.Metad.LiftQuarantine:input_type -> metad.v1.LiftQuarantineRequest
-	57,  // 90: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
-	63,  // 91: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
-	67,  // 92: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
-	69,  // 93: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
-	71,  // 94: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
-	73,  // 95: metad.v1.Cluster.Untombstone:input_type -> metad.v1.UntombstoneRequest
-	75,  // 96: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
-	81,  // 97: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
-	83,  // 98: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
-	85,  // 99: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
-	87,  // 100: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
-	79,  // 101: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
-	14,  // 102: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
-	16,  // 103: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
-	18,  // 104: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
-	20,  // 105: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
-	22,  // 106: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
-	24,  // 107: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
-	26,  // 108: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
-	28,  // 109: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
-	30,  // 110: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
-	32,  // 111: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
-	34,  // 112: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
-	37,  // 113: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
-	41,  // 114: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
-	43,  // 115: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
-	50,  // 116: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
-	53,  // 117: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
-	56,  // 118: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
-	46,  // 119: metad.v1.Metad.ListQuarantined:output_type -> metad.v1.ListQuarantinedResponse
-	48,  // 120: metad.v1.Metad.LiftQuarantine:output_type -> metad.v1.LiftQuarantineResponse
-	60,  // 121: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
-	64,  // 122: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
-	68,  // 123: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
-	70,  // 124: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
-	72,  // 125: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
-	74,  // 126: metad.v1.Cluster.Untombstone:output_type -> metad.v1.UntombstoneResponse
-	78,  // 127: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
-	82,  // 128: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
-	84,  // 129: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
-	86,  // 130: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
-	62,  // 131: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
-	80,  // 132: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
-	102, // [102:133] is the sub-list for method output_type
-	71,  // [71:102] is the sub-list for method input_type
-	71,  // [71:71] is the sub-list for extension type_name
-	71,  // [71:71] is the sub-list for extension extendee
-	0,   // [0:71] is the sub-list for field type_name
+	91,  // 23: metad.v1.DescribeStreamRequest.wait:type_name -> google.protobuf.Duration
+	39,  // 24: metad.v1.DescribeStreamResponse.stream:type_name -> metad.v1.Stream
+	40,  // 25: metad.v1.DescribeStreamResponse.generations:type_name -> metad.v1.Generation
+	1,   // 26: metad.v1.ListStreamsRequest.consistency:type_name -> metad.v1.Consistency
+	39,  // 27: metad.v1.ListStreamsResponse.streams:type_name -> metad.v1.Stream
+	12,  // 28: metad.v1.StoredIndexRecord.key:type_name -> metad.v1.IndexKey
+	13,  // 29: metad.v1.StoredIndexRecord.record:type_name -> metad.v1.IndexRecord
+	5,   // 30: metad.v1.StoredIndexRecord.status:type_name -> metad.v1.RecordStatus
+	12,  // 31: metad.v1.ListQuarantinedRequest.after:type_name -> metad.v1.IndexKey
+	45,  // 32: metad.v1.ListQuarantinedResponse.records:type_name -> metad.v1.StoredIndexRecord
+	12,  // 33: metad.v1.ListQuarantinedResponse.next:type_name -> metad.v1.IndexKey
+	12,  // 34: metad.v1.LiftQuarantineRequest.key:type_name -> metad.v1.IndexKey
+	0,   // 35: metad.v1.ListIndexRequest.view:type_name -> metad.v1.View
+	1,   // 36: metad.v1.ListIndexRequest.consistency:type_name -> metad.v1.Consistency
+	45,  // 37: metad.v1.ListIndexResponse.records:type_name -> metad.v1.StoredIndexRecord
+	9,   // 38: metad.v1.Evidence.range:type_name -> metad.v1.Range
+	11,  // 39: metad.v1.Evidence.object:type_name -> metad.v1.ObjectRef
+	10,  // 40: metad.v1.Evidence.bytes:type_name -> metad.v1.ByteRange
+	1,   // 41: metad.v1.ListEvidenceRequest.consistency:type_name -> metad.v1.Consistency
+	52,  // 42: metad.v1.ListEvidenceResponse.evidence:type_name -> metad.v1.Evidence
+	11,  // 43: metad.v1.Object.ref:type_name -> metad.v1.ObjectRef
+	6,   // 44: metad.v1.Object.status:type_name -> metad.v1.ObjectStatus
+	1,   // 45: metad.v1.DescribeObjectRequest.consistency:type_name -> metad.v1.Consistency
+	55,  // 46: metad.v1.DescribeObjectResponse.object:type_name -> metad.v1.Object
+	0,   // 47: metad.v1.ResolveRequest.view:type_name -> metad.v1.View
+	36,  // 48: metad.v1.ResolveRequest.exclude:type_name -> metad.v1.CandidateRef
+	12,  // 49: metad.v1.Target.key:type_name -> metad.v1.IndexKey
+	9,   // 50: metad.v1.Target.record_range:type_name -> metad.v1.Range
+	9,   // 51: metad.v1.Target.resolved:type_name -> metad.v1.Range
+	11,  // 52: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
+	10,  // 53: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
+	92,  // 54: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
+	91,  // 55: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
+	36,  // 56: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
+	7,   // 57: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
+	59,  // 58: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
+	60,  // 59: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
+	92,  // 60: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
+	60,  // 61: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
+	92,  // 62: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
+	91,  // 63: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
+	63,  // 64: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
+	66,  // 65: metad.v1.StatusResponse.tombstones:type_name -> metad.v1.Tombstone
+	92,  // 66: metad.v1.Tombstone.removed_at:type_name -> google.protobuf.Timestamp
+	67,  // 67: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
+	66,  // 68: metad.v1.MembersResponse.tombstones:type_name -> metad.v1.Tombstone
+	92,  // 69: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
+	77,  // 70: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
+	78,  // 71: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
+	8,   // 72: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
+	3,   // 73: metad.v1.WatchEvent.status:type_name -> metad.v1.StreamStatus
+	9,   // 74: metad.v1.WatchEvent.range:type_name -> metad.v1.Range
+	11,  // 75: metad.v1.WatchEvent.object:type_name -> metad.v1.ObjectRef
+	10,  // 76: metad.v1.WatchEvent.bytes:type_name -> metad.v1.ByteRange
+	0,   // 77: metad.v1.WatchEvent.view:type_name -> metad.v1.View
+	14,  // 78: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
+	16,  // 79: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
+	18,  // 80: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
+	20,  // 81: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
+	22,  // 82: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
+	24,  // 83: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
+	26,  // 84: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
+	28,  // 85: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
+	30,  // 86: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
+	32,  // 87: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
+	34,  // 88: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
+	37,  // 89: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
+	41,  // 90: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
+	43,  // 91: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
+	50,  // 92: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
+	53,  // 93: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
+	56,  // 94: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
+	46,  // 95: metad.v1.Metad.ListQuarantined:input_type -> metad.v1.ListQuarantinedRequest
+	48,  // 96: metad.v1.Metad.LiftQuarantine:input_type -> metad.v1.LiftQuarantineRequest
+	58,  // 97: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
+	89,  // 98: metad.v1.Metad.Watch:input_type -> metad.v1.WatchRequest
+	64,  // 99: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
+	68,  // 100: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
+	70,  // 101: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
+	72,  // 102: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
+	74,  // 103: metad.v1.Cluster.Untombstone:input_type -> metad.v1.UntombstoneRequest
+	76,  // 104: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
+	82,  // 105: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
+	84,  // 106: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
+	86,  // 107: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
+	88,  // 108: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
+	80,  // 109: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
+	15,  // 110: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
+	17,  // 111: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
+	19,  // 112: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
+	21,  // 113: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
+	23,  // 114: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
+	25,  // 115: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
+	27,  // 116: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
+	29,  // 117: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
+	31,  // 118: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
+	33,  // 119: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
+	35,  // 120: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
+	38,  // 121: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
+	42,  // 122: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
+	44,  // 123: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
+	51,  // 124: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
+	54,  // 125: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
+	57,  // 126: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
+	47,  // 127: metad.v1.Metad.ListQuarantined:output_type -> metad.v1.ListQuarantinedResponse
+	49,  // 128: metad.v1.Metad.LiftQuarantine:output_type -> metad.v1.LiftQuarantineResponse
+	61,  // 129: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
+	90,  // 130: metad.v1.Metad.Watch:output_type -> metad.v1.WatchEvent
+	65,  // 131: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
+	69,  // 132: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
+	71,  // 133: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
+	73,  // 134: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
+	75,  // 135: metad.v1.Cluster.Untombstone:output_type -> metad.v1.UntombstoneResponse
+	79,  // 136: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
+	83,  // 137: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
+	85,  // 138: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
+	87,  // 139: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
+	63,  // 140: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
+	81,  // 141: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
+	110, // [110:142] is the sub-list for method output_type
+	78,  // [78:110] is the sub-list for method input_type
+	78,  // [78:78] is the sub-list for extension type_name
+	78,  // [78:78] is the sub-list for extension extendee
+	0,   // [0:78] is the sub-list for field type_name
 }
 
 func init() { file_metad_proto_init() }
@@ -6110,8 +6433,8 @@ func file_metad_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metad_proto_rawDesc), len(file_metad_proto_rawDesc)),
-			NumEnums:      8,
-			NumMessages:   80,
+			NumEnums:      9,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

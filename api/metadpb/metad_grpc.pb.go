@@ -55,6 +55,7 @@ const (
 	Metad_ListQuarantined_FullMethodName        = "/metad.v1.Metad/ListQuarantined"
 	Metad_LiftQuarantine_FullMethodName         = "/metad.v1.Metad/LiftQuarantine"
 	Metad_Resolve_FullMethodName                = "/metad.v1.Metad/Resolve"
+	Metad_Watch_FullMethodName                  = "/metad.v1.Metad/Watch"
 )
 
 // MetadClient is the client API for Metad service.
@@ -92,6 +93,16 @@ type MetadClient interface {
 	// boundary outcome, or a retryable UNAVAILABLE error whose details carry a
 	// ResolveDiagnostic.
 	Resolve(ctx context.Context, in *ResolveRequest, opts ...grpc.CallOption) (*ResolveResponse, error)
+	// Watch delivers every change of one stream in commit order, each with
+	// its version, from a linearizable starting point (DESIGN.md §17). The
+	// events up to the start come from this node's recent history, later ones
+	// as they apply: no gap, no duplicate. A from_version whose successors
+	// this node no longer holds fails FAILED_PRECONDITION / WATCH_COMPACTED
+	// with the stream's current state in ErrorInfo metadata (version,
+	// committed_end, trim, status); a consumer that falls Config.Buffer events
+	// behind is cut off with UNAVAILABLE / WATCH_SLOW_CONSUMER and RetryInfo,
+	// ErrorInfo metadata last_version = the last version sent, to resume from.
+	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEvent], error)
 }
 
 type metadClient struct {
@@ -302,6 +313,25 @@ func (c *metadClient) Resolve(ctx context.Context, in *ResolveRequest, opts ...g
 	return out, nil
 }
 
+func (c *metadClient) Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Metad_ServiceDesc.Streams[0], Metad_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchRequest, WatchEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Metad_WatchClient = grpc.ServerStreamingClient[WatchEvent]
+
 // MetadServer is the server API for Metad service.
 // All implementations must embed UnimplementedMetadServer
 // for forward compatibility.
@@ -337,6 +367,16 @@ type MetadServer interface {
 	// boundary outcome, or a retryable UNAVAILABLE error whose details carry a
 	// ResolveDiagnostic.
 	Resolve(context.Context, *ResolveRequest) (*ResolveResponse, error)
+	// Watch delivers every change of one stream in commit order, each with
+	// its version, from a linearizable starting point (DESIGN.md §17). The
+	// events up to the start come from this node's recent history, later ones
+	// as they apply: no gap, no duplicate. A from_version whose successors
+	// this node no longer holds fails FAILED_PRECONDITION / WATCH_COMPACTED
+	// with the stream's current state in ErrorInfo metadata (version,
+	// committed_end, trim, status); a consumer that falls Config.Buffer events
+	// behind is cut off with UNAVAILABLE / WATCH_SLOW_CONSUMER and RetryInfo,
+	// ErrorInfo metadata last_version = the last version sent, to resume from.
+	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchEvent]) error
 	mustEmbedUnimplementedMetadServer()
 }
 
@@ -406,6 +446,9 @@ func (UnimplementedMetadServer) LiftQuarantine(context.Context, *LiftQuarantineR
 }
 func (UnimplementedMetadServer) Resolve(context.Context, *ResolveRequest) (*ResolveResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Resolve not implemented")
+}
+func (UnimplementedMetadServer) Watch(*WatchRequest, grpc.ServerStreamingServer[WatchEvent]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
 }
 func (UnimplementedMetadServer) mustEmbedUnimplementedMetadServer() {}
 func (UnimplementedMetadServer) testEmbeddedByValue()               {}
@@ -788,6 +831,17 @@ func _Metad_Resolve_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Metad_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(MetadServer).Watch(m, &grpc.GenericServerStream[WatchRequest, WatchEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Metad_WatchServer = grpc.ServerStreamingServer[WatchEvent]
+
 // Metad_ServiceDesc is the grpc.ServiceDesc for Metad service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -876,7 +930,13 @@ var Metad_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Metad_Resolve_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _Metad_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "metad.proto",
 }
 

@@ -118,6 +118,11 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"stream", "seal", "x"}, 2},
 		{[]string{"stream", "delete", "999"}, 3},
 		{[]string{"stream", "delete", "x"}, 2},
+		{[]string{"stream", "watch", "x"}, 2},
+		{[]string{"stream", "watch", id, "--for", "-1s"}, 2},
+		{[]string{"stream", "watch", "999", "--for", "10s"}, 3},
+		{append([]string{"stream", "watch", id, "--for", "2s"}, unreachable...), 4},
+		{[]string{"stream", "watch", id, "--for", "1s"}, 0},
 
 		{[]string{"append", id, "--data", "x", "--object-dir", nodir}, 2},
 		{[]string{"append", id, "--data", "x", "--file", "f", "--object-dir", s.objects}, 2},

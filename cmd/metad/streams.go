@@ -55,7 +55,7 @@ func newStreamCmd(o *clientOpts) *cobra.Command {
 			})
 		},
 	})
-	cmd.AddCommand(newStreamListCmd(o), newTrimCmd(o), newSealCmd(o), newStreamDeleteCmd(o))
+	cmd.AddCommand(newStreamListCmd(o), newTrimCmd(o), newSealCmd(o), newStreamDeleteCmd(o), newStreamWatchCmd(o))
 	return cmd
 }
 
