@@ -37,7 +37,8 @@ var roleTable = map[string]rule{
 	"/metad.v1.Metad/ListQuarantined":        {need: auth.Reader},
 	"/metad.v1.Metad/Watch":                  {need: auth.Reader}, // follows a stream (DESIGN.md §17)
 	"/metad.v1.Cluster/Status":               {need: auth.Reader},
-	"/metad.v1.Cluster/Members":              {need: auth.Reader},
+	// A removed node asks a peer for the tombstones (node/removed.go).
+	"/metad.v1.Cluster/Members": {need: auth.Reader, peerToo: true},
 	// Broker mutations.
 	"/metad.v1.Metad/CreateStream":      {need: auth.Writer},
 	"/metad.v1.Metad/OpenForWrite":      {need: auth.Writer},
@@ -55,6 +56,7 @@ var roleTable = map[string]rule{
 	// under its own (peer) identity.
 	"/metad.v1.Cluster/TransferLeadership": {need: auth.Operator, peerToo: true},
 	"/metad.v1.Cluster/RemovePeer":         {need: auth.Operator, peerToo: true},
+	"/metad.v1.Cluster/Untombstone":        {need: auth.Operator, peerToo: true},
 	"/metad.v1.Cluster/Snapshot":           {need: auth.Operator},
 	// The node-to-node service: peers only.
 	"/metad.v1.Peer/Propose":           {need: auth.Peer},

@@ -44,6 +44,7 @@ func (s *Server) Status(ctx context.Context, req *metadpb.StatusRequest) (*metad
 	resp.Quorum = resp.Voters/2 + 1
 	resp.FailureTolerance = resp.Voters - resp.Quorum
 	resp.ClusterFeatureLevel, _ = s.clusterLevel(ctx)
+	resp.Tombstones = s.tombstones()
 	return resp, nil
 }
 
@@ -67,7 +68,7 @@ func (s *Server) localStatus(withHash bool) *metadpb.NodeStatus {
 	ns := &metadpb.NodeStatus{
 		NodeId: st.NodeID, RaftAddr: st.Address, State: st.State, Voter: st.Voter, Term: st.Term,
 		LastIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LeaderId: st.LeaderID,
-		FeatureLevel: fsm.MaxLevel,
+		FeatureLevel: fsm.MaxLevel, Incarnation: s.incarnation,
 	}
 	if s.peers != nil {
 		ns.GrpcAddr = s.peers.addrOf(st.NodeID)
@@ -96,7 +97,7 @@ func (s *Server) LocalStatus(ctx context.Context, req *metadpb.LocalStatusReques
 
 // Members implements the Cluster service.
 func (s *Server) Members(ctx context.Context, _ *metadpb.MembersRequest) (*metadpb.MembersResponse, error) {
-	return &metadpb.MembersResponse{Members: s.peers.members()}, nil
+	return &metadpb.MembersResponse{Members: s.peers.members(), Tombstones: s.tombstones()}, nil
 }
 
 // TransferLeadership implements the Cluster service (on the leader).
@@ -144,11 +145,34 @@ func (s *Server) RemovePeer(ctx context.Context, req *metadpb.RemovePeerRequest)
 	if !slices.ContainsFunc(servers, func(srv raftstore.Server) bool { return srv.ID == req.NodeId }) {
 		return nil, notFound("node_id", "no server %q in the configuration", req.NodeId)
 	}
+	if onlyVoter(servers, req.NodeId) {
+		_, err := s.store.RemoveServer(ctx, req.NodeId) // refused (LAST_VOTER), and no tombstone left
+		return nil, toStatus(err)
+	}
+	// The tombstone first: once the server is out of the configuration,
+	// the reconcile loop would otherwise re-add it while alive in gossip.
+	tombstoned, inc, err := s.tombstoneBeforeRemoval(ctx, req.NodeId)
+	if err != nil {
+		return nil, toStatus(err)
+	}
 	// Leadership may have moved since the check above: the store then
 	// says NOT_LEADER with the hint, like any other call.
 	index, err := s.store.RemoveServer(ctx, req.NodeId)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &metadpb.RemovePeerResponse{Version: index}, nil
+	return &metadpb.RemovePeerResponse{Version: index, Tombstoned: tombstoned, Incarnation: inc}, nil
+}
+
+// onlyVoter reports whether id is the configuration's only voter, which
+// raft cannot remove.
+func onlyVoter(servers []raftstore.Server, id string) bool {
+	voters, target := 0, false
+	for _, srv := range servers {
+		if srv.Suffrage == raftstore.Voter {
+			voters++
+			target = target || srv.ID == id
+		}
+	}
+	return target && voters == 1
 }

@@ -22,6 +22,13 @@
 // the server imposes DefaultTimeout when there is none and caps it at
 // MaxTimeout.
 //
+// Readiness (readiness.go; gRPC health and /readyz): a member of the Raft
+// configuration, a leader known, and — on a follower — applied within
+// CaughtUpSlack of the leader's commit index, which it asks the leader
+// for (its own commit index is 0 on a restarted follower until the leader
+// next commits). RemovePeer leaves a tombstone, or at feature level 1 the
+// leader's memory, before removing (tombstones.go); Untombstone lifts it.
+//
 // Watch (watch.go) serves one stream's changes from this node's applied
 // state (DESIGN.md §17): it subscribes to package watch's hub inside a
 // linearizable Read, so the events still held after from_version (the
@@ -33,9 +40,10 @@
 // WATCH_SLOW_CONSUMER (Unavailable, RetryInfo, metadata last_version), a
 // state replaced by a snapshot with WATCH_RESET, a draining server with
 // SHUTTING_DOWN, a node without a leader for Config.Watch.StaleAfter (the
-// health loop checks) with NO_LEADER, all resumable. DescribeStream's long poll (min_version,
-// wait) subscribes the same way and answers once the version moves or the
-// wait ends. Limits: Config.Watch; metrics metad_watch_*.
+// health loop checks) with NO_LEADER, all resumable. DescribeStream's long
+// poll (min_version, wait) subscribes the same way and answers once the
+// version moves or the wait ends. Limits: Config.Watch; metrics
+// metad_watch_*.
 //
 // PeerClient is the other direction: it implements raftstore.Peers
 // (leadership confirmations and read indexes over gRPC) and carries

@@ -44,8 +44,9 @@ type Config struct {
 	// HealthInterval is how often health is re-evaluated. Default 500ms;
 	// range [10ms, 1m].
 	HealthInterval time.Duration
-	// CaughtUpSlack is how many committed entries a node may lag and still
-	// report SERVING. Default 1000; range [0, 1<<30].
+	// CaughtUpSlack is how many entries a follower's applied index may lag
+	// the leader's commit index and still report SERVING. Default 1000;
+	// range [0, 1<<30].
 	CaughtUpSlack uint64
 	// VerifyObjects makes resolve check the physical identity (HEAD) of
 	// every target before returning it. Default false.
@@ -116,6 +117,11 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Metrics receives the API's metrics; nil leaves them unregistered.
 	Metrics prometheus.Registerer
+	// Removals, optional, makes remove-peer's removals stick
+	// (tombstones.go); Incarnation is this node's incarnation id, reported
+	// in LocalStatus.
+	Removals    Removals
+	Incarnation string
 	// Auth says how callers are identified (authz.go). Its PeerSecret is
 	// required when TLS is off.
 	Auth auth.Settings
@@ -141,7 +147,12 @@ type Server struct {
 	leases   *leases
 	metrics  *resolveMetrics
 	health   *health.Server
-	auth     auth.Settings
+	// readiness keeps the last readiness reason (readiness.go).
+	readiness readiness
+	// removals and incarnation: see Deps (tombstones.go).
+	removals    Removals
+	incarnation string
+	auth        auth.Settings
 
 	hub          *watch.Hub
 	watchMetrics *watchMetrics
@@ -169,8 +180,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{
 		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
 		log: deps.Logger, health: health.NewServer(), cache: newTargetCache(), leases: newLeases(cfg.LeaseMargin),
-		metrics: newResolveMetrics(deps.Metrics), auth: deps.Auth,
-		hub: deps.Watch, watchMetrics: newWatchMetrics(deps.Metrics, deps.Watch), watchesEnd: make(chan struct{}),
+		metrics: newResolveMetrics(deps.Metrics), removals: deps.Removals, incarnation: deps.Incarnation,
+		auth: deps.Auth,
+		hub:  deps.Watch, watchMetrics: newWatchMetrics(deps.Metrics, deps.Watch), watchesEnd: make(chan struct{}),
+	}
+	if s.removals == nil {
+		s.removals = noRemovals{}
 	}
 	if deps.Metrics != nil {
 		deps.Metrics.MustRegister(newPinCollector(s.store.ReadLocal))
@@ -250,19 +265,19 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 	return h(ctx, req)
 }
 
-// RunHealth keeps the health status current until ctx ends: SERVING when a
-// leader is known, this node's applied index is within CaughtUpSlack of its
-// commit index, and (on the leader) the term's barrier has applied.
+// RunHealth keeps the health status current until ctx ends: SERVING when
+// this node is ready (readiness.go: a member of the configuration, a
+// leader known, applied close to the leader's commit index).
 func (s *Server) RunHealth(ctx context.Context) {
 	t := time.NewTicker(s.cfg.HealthInterval)
 	defer t.Stop()
 	last := healthpb.HealthCheckResponse_UNKNOWN
 	for {
-		st := s.store.Status()
-		s.checkWatchLiveness(st, time.Now())
+		s.checkWatchLiveness(s.store.Status(), time.Now())
 		want := healthpb.HealthCheckResponse_NOT_SERVING
-		caughtUp := st.AppliedIndex+s.cfg.CaughtUpSlack >= st.CommitIndex
-		if st.LeaderID != "" && caughtUp && (!st.Leader || st.ReadReady) {
+		ok, reason := s.ready(ctx)
+		s.readiness.reason.Store(&reason)
+		if ok {
 			want = healthpb.HealthCheckResponse_SERVING
 		}
 		if want != last {

@@ -39,7 +39,8 @@ func ParseRole(s string) (Role, error) {
 
 // Satisfies reports whether a caller with role have may make a call that
 // needs role need. The client roles nest; peer satisfies only peer.
-func (have Role) Satisfies(need Role) bool {
+func (r Role) Satisfies(need Role) bool {
+	have := r
 	if need == None {
 		return true
 	}

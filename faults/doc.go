@@ -21,6 +21,11 @@
 //	               only soak runs use it; raftstore's
 //	               TestSteppedDownLeaderWritesNothingUnderTheNewTerm
 //	               reproduces it every time
+//	accept-old-incarnation
+//	               a server that starts without raft state votes at once
+//	               (no vote guard, raftstore/amnesia.go): a voter whose data
+//	               dir was wiped is taken back as the old voter and can
+//	               elect a leader that lacks a committed entry
 //
 // and the HTTP admin address serves POST /debug/faults/clock-offset?d=5s,
 // which shifts the wall clock this node stamps commands with.

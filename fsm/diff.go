@@ -104,7 +104,7 @@ func records(r io.Reader, hdr *Header, errp *error) iter.Seq[*fsmpb.SnapshotReco
 // writes (and canonicalOrder checks): meta, objects by key, streams by id
 // (each with its evidence by start, then its generations by view and number,
 // each followed by its records by start), pins by id, dedup entries by
-// request id.
+// request id, tombstones by node id.
 type recordKey struct {
 	phase int
 	name  string // object key, dedup request id
@@ -137,10 +137,12 @@ func keyOf(rec *fsmpb.SnapshotRecord) recordKey {
 		return recordKey{phase: phasePins, id: r.Pin.Id}
 	case *fsmpb.SnapshotRecord_Dedup:
 		return recordKey{phase: phaseDedup, name: r.Dedup.RequestId}
+	case *fsmpb.SnapshotRecord_Tombstone:
+		return recordKey{phase: phaseTombstones, name: r.Tombstone.NodeId}
 	}
 	// ReadSnapshot hands over only records it decoded; a record type added
 	// to the proto without a case here sorts last and still shows up.
-	return recordKey{phase: phaseDedup + 1}
+	return recordKey{phase: phaseTombstones + 1}
 }
 
 func (k recordKey) compare(o recordKey) int {
@@ -166,6 +168,8 @@ func (k recordKey) String() string {
 		return fmt.Sprintf("pin %d", k.id)
 	case phaseDedup:
 		return fmt.Sprintf("dedup %q", k.name)
+	case phaseTombstones:
+		return fmt.Sprintf("tombstone %q", k.name)
 	case phaseStreams:
 		switch {
 		case k.part == 0:

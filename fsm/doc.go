@@ -8,7 +8,8 @@
 // committed end and trim point, the append evidence not yet wholly trimmed,
 // and per read view the live generations of index records. Besides streams:
 // the object registry (key → identity, status, reference and pin counts),
-// pins, and the request-id dedup table.
+// pins, the request-id dedup table, and from feature level 2 the
+// tombstones of servers an operator removed (tombstone.go).
 //
 // # How it changes
 //

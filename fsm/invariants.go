@@ -56,6 +56,9 @@ func (m *Machine) CheckInvariants() error {
 	if m.dedup.Len() != m.dedupAge.Len() || m.dedup.Len() > MaxDedupEntries {
 		fail("dedup table has %d entries and %d ages (bound %d)", m.dedup.Len(), m.dedupAge.Len(), MaxDedupEntries)
 	}
+	if err := m.checkTombstones(); err != nil {
+		fail("%v", err)
+	}
 	return errors.Join(errs...)
 }
 

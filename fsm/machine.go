@@ -45,6 +45,9 @@ type Machine struct {
 	dedup     *btree.BTreeG[dedupEntry]
 	// Invariant: dedupAge holds exactly one entry per entry in dedup.
 	dedupAge *btree.BTreeG[dedupDeadline]
+	// tombstones are operator removals of servers (tombstone.go), by node
+	// id. Invariant: empty below feature level 2; keyed by NodeID.
+	tombstones map[string]Tombstone
 
 	// checkInvariants runs CheckInvariants after every Apply. Tests set it;
 	// production does not, because the check is O(state).
@@ -70,6 +73,7 @@ func New(opts ...Option) *Machine {
 		pinExpiry:    btree.NewG(treeDegree, pinDeadlineLess),
 		dedup:        btree.NewG(treeDegree, dedupLess),
 		dedupAge:     btree.NewG(treeDegree, dedupDeadlineLess),
+		tombstones:   make(map[string]Tombstone),
 	}
 	for _, o := range opts {
 		o(m)
@@ -232,6 +236,10 @@ func (m *Machine) handle(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 		return m.setFeatureLevel(index, op.SetFeatureLevel)
 	case *fsmpb.Command_LiftQuarantine:
 		return m.liftQuarantine(index, op.LiftQuarantine)
+	case *fsmpb.Command_AddTombstone:
+		return m.addTombstone(index, cmd.StampUnixNano, op.AddTombstone)
+	case *fsmpb.Command_LiftTombstone:
+		return m.liftTombstone(index, op.LiftTombstone)
 	default:
 		// Unreachable after Validate, which refuses a nil op; an op type added
 		// to the proto without a case here is a programming error.

@@ -203,11 +203,6 @@ func (a *scriptArgs) view(key string) View {
 	return View(n)
 }
 
-func (a *scriptArgs) rng(key string) Range {
-	v := a.str(key, "")
-	return a.parseRange(v)
-}
-
 func (a *scriptArgs) parseRange(v string) Range {
 	s, e, ok := strings.Cut(v, "-")
 	if !ok {
@@ -353,6 +348,11 @@ func (r *scriptRunner) command(name string, a *scriptArgs) *fsmpb.Command {
 		return &fsmpb.Command{Op: &fsmpb.Command_LiftQuarantine{LiftQuarantine: &fsmpb.LiftQuarantine{Key: key.PB(), Version: a.u64("ver", 0)}}}
 	case "level":
 		return &fsmpb.Command{Op: &fsmpb.Command_SetFeatureLevel{SetFeatureLevel: &fsmpb.SetFeatureLevel{Level: uint32(a.u64("to", 0))}}}
+	case "tombstone":
+		return &fsmpb.Command{Op: &fsmpb.Command_AddTombstone{AddTombstone: &fsmpb.AddTombstone{
+			NodeId: a.str("id", ""), Incarnation: a.str("inc", "")}}}
+	case "untombstone":
+		return &fsmpb.Command{Op: &fsmpb.Command_LiftTombstone{LiftTombstone: &fsmpb.LiftTombstone{NodeId: a.str("id", "")}}}
 	case "pin":
 		return cmdPin(a.obj(), a.str("holder", "h"), int64(a.dur("ttl", 0)))
 	case "release":
@@ -439,6 +439,11 @@ func (r *scriptRunner) dump(a *scriptArgs) string {
 			fmt.Fprintf(&b, "dedup %q at=%s -> %s\n", d.requestID, fmtTime(d.at), fmtResult(d.result))
 			return true
 		})
+	}
+	if all || a.has("tombstones") {
+		for _, t := range r.m.Tombstones() {
+			fmt.Fprintf(&b, "tombstone %s inc=%q v=%d at=%s\n", t.NodeID, t.Incarnation, t.Version, fmtTime(t.AtUnixNano))
+		}
 	}
 	if b.Len() == 0 {
 		return "empty"

@@ -8,13 +8,20 @@ import (
 
 // The enums of the log format, under shorter names.
 type (
-	View             = fsmpb.View
-	StreamStatus     = fsmpb.StreamStatus
+	// View is a read view of a stream.
+	View = fsmpb.View
+	// StreamStatus is ACTIVE, SEALED or DELETED.
+	StreamStatus = fsmpb.StreamStatus
+	// GenerationStatus is BUILDING, PUBLISHED or RETIRED.
 	GenerationStatus = fsmpb.GenerationStatus
-	RecordStatus     = fsmpb.RecordStatus
-	ObjectStatus     = fsmpb.ObjectStatus
-	FailureKind      = fsmpb.FailureKind
-	RejectCode       = fsmpb.RejectCode
+	// RecordStatus is VALID, RETIRED or QUARANTINED.
+	RecordStatus = fsmpb.RecordStatus
+	// ObjectStatus is LIVE, DELETING or DELETED.
+	ObjectStatus = fsmpb.ObjectStatus
+	// FailureKind is why a reader could not use a candidate.
+	FailureKind = fsmpb.FailureKind
+	// RejectCode classifies a deterministic refusal.
+	RejectCode = fsmpb.RejectCode
 )
 
 const (

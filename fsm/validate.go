@@ -35,6 +35,7 @@ func under(prefix string, err *fieldError) *fieldError {
 	return err
 }
 
+//nolint:gocyclo // one case per operation: the readable form of a table
 func validate(cmd *fsmpb.Command) *fieldError {
 	if len(cmd.RequestId) > MaxRequestIDLen {
 		return bad("request_id", "longer than %d bytes", MaxRequestIDLen)
@@ -88,6 +89,13 @@ func validate(cmd *fsmpb.Command) *fieldError {
 			return bad("set_feature_level.level", "must be at least %d", BaseLevel)
 		}
 		return nil
+	case *fsmpb.Command_AddTombstone:
+		if len(op.AddTombstone.Incarnation) > MaxNodeIDLen {
+			return bad("add_tombstone.incarnation", "longer than %d bytes", MaxNodeIDLen)
+		}
+		return under("add_tombstone", validateTombstoneID("node_id", op.AddTombstone.NodeId))
+	case *fsmpb.Command_LiftTombstone:
+		return under("lift_tombstone", validateTombstoneID("node_id", op.LiftTombstone.NodeId))
 	default:
 		return bad("op", "unknown operation %T", op)
 	}

@@ -31,6 +31,10 @@ type Hooks struct {
 	// m.Meta.GRPCAddr answered with that server's own Raft.Stats). The leader calls it
 	// for each alive non-voter every reconcile round, with a deadline.
 	FetchStats func(ctx context.Context, m Member) (*ServerStats, error)
+	// Tombstones, optional, lists the operator removals in the replicated
+	// state (feature level 2); the loop never re-adds a tombstoned
+	// incarnation. It reads local state and must be fast.
+	Tombstones func() []Tombstone
 }
 
 // Agent is one node's membership: its memberlist instance, its gossip view,
@@ -59,6 +63,11 @@ type Agent struct {
 	lifeMu  sync.Mutex
 	closed  bool
 	left    atomic.Bool
+
+	// removals: operator removals and seen incarnations (removal.go).
+	removals *removals
+	// decisions counts the reconcile loop's decisions (metrics.go).
+	decisions *decisionMetrics
 
 	// Owned by the loop goroutine (run); nothing else touches it.
 	loop loopState
@@ -99,7 +108,8 @@ func New(cfg Config, r Raft, hooks Hooks, logger *slog.Logger) (*Agent, error) {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	logger = logger.With("node", cfg.NodeID)
-	a := &Agent{cfg: cfg, raft: r, hooks: hooks, log: logger, nudgeCh: make(chan struct{}, 1)}
+	a := &Agent{cfg: cfg, raft: r, hooks: hooks, log: logger, nudgeCh: make(chan struct{}, 1),
+		removals: newRemovals(), decisions: newDecisionMetrics()}
 	a.table = newTable(logger, time.Now, a.nudge)
 	hasState := hooks.HasState()
 	a.loop.bootstrapped = hasState
@@ -110,6 +120,7 @@ func New(cfg Config, r Raft, hooks Hooks, logger *slog.Logger) (*Agent, error) {
 		return nil, err
 	}
 	a.meta = meta
+	meta.onMsg = a.table.noteMessage
 	if a.ml, err = a.createMemberlist(); err != nil {
 		return nil, err
 	}
@@ -219,10 +230,27 @@ func (a *Agent) Leave(timeout time.Duration) error {
 	if err := a.ml.UpdateNode(max(time.Until(deadline), time.Millisecond)); err != nil {
 		a.log.Warn("leave announcement not confirmed; leaving anyway", "err", err)
 	}
+	a.tellPeersLeaving(deadline)
 	if err := a.ml.Leave(max(time.Until(deadline), time.Millisecond)); err != nil {
 		return fmt.Errorf("membership: leave: %w", err)
 	}
 	return nil
+}
+
+// tellPeersLeaving sends each alive peer a direct "leaving" message over
+// TCP, so that it records this node as left whatever order gossip delivers
+// the metadata update and the leave in (a peer that missed the former saw a
+// failure, and a failure has a 72-times longer removal timeout).
+func (a *Agent) tellPeersLeaving(deadline time.Time) {
+	msg := []byte(leaveMsgPrefix + a.cfg.NodeID)
+	for _, n := range a.ml.Members() {
+		if n.Name == a.cfg.NodeID || time.Now().After(deadline) {
+			continue
+		}
+		if err := a.ml.SendReliable(n, msg); err != nil {
+			a.log.Debug("leave message not delivered; the peer learns of the leave by gossip", "peer", n.Name, "err", err)
+		}
+	}
 }
 
 // Close stops the agent's goroutines, waits for them, and shuts memberlist
@@ -260,12 +288,15 @@ type metaSource struct {
 
 	mu   sync.Mutex // serialises updates
 	meta Meta
+
+	// onMsg receives peers' user messages (set before memberlist starts).
+	onMsg func([]byte)
 }
 
 var _ memberlist.Delegate = (*metaSource)(nil)
 
 func newMetaSource(m Meta) (*metaSource, error) {
-	s := &metaSource{}
+	s := &metaSource{onMsg: func([]byte) {}}
 	return s, s.update(func(cur *Meta) { *cur = m })
 }
 
@@ -295,7 +326,7 @@ func (s *metaSource) NodeMeta(limit int) []byte {
 	return b
 }
 
-func (s *metaSource) NotifyMsg([]byte)                    {}
+func (s *metaSource) NotifyMsg(b []byte)                  { s.onMsg(append([]byte(nil), b...)) }
 func (s *metaSource) GetBroadcasts(int, int) [][]byte     { return nil }
 func (s *metaSource) LocalState(bool) []byte              { return nil }
 func (s *metaSource) MergeRemoteState(buf []byte, _ bool) {}

@@ -26,6 +26,18 @@ const (
 	MaxAddrLen = 200
 	// MaxJoinAddrs bounds Config.Join.
 	MaxJoinAddrs = 64
+
+	// DefaultDeadServerTimeout is Consul's reap time for failed servers
+	// (serf's reconnect_timeout): a weekend-long outage or partition is
+	// ridden out without losing a voter. Only remove-peer removes sooner.
+	DefaultDeadServerTimeout = 72 * time.Hour
+	// DefaultLeftServerTimeout: a graceful leave is usually a restart or
+	// an upgrade step (minutes, including the restore of a large state:
+	// 4M records take ~3 minutes); a server that left and stayed away an
+	// hour was taken out of service.
+	DefaultLeftServerTimeout = time.Hour
+	// maxRemovalTimeout bounds both removal timeouts (30 days).
+	maxRemovalTimeout = 720 * time.Hour
 )
 
 // ErrInvalidConfig is wrapped by every error Config.Validate returns.
@@ -81,10 +93,17 @@ type Config struct {
 	// leader. Range [0, MaxBootstrapExpect].
 	BootstrapExpect int
 
-	// DeadServerTimeout is how long a server must have been dead or left in
-	// this leader's gossip view before the leader removes it from raft.
-	// Default 30s; range [10ms, 72h].
+	// DeadServerTimeout is how long a server must have been dead (failed
+	// probes, or absent) in this leader's gossip view before the leader
+	// removes it from raft. Default DefaultDeadServerTimeout (72h);
+	// range [10ms, 720h]. It must outlast any partition, restart or
+	// restore an operator wants the cluster to ride out: a server removed
+	// by mistake costs the cluster a voter until it is re-added.
 	DeadServerTimeout time.Duration
+	// LeftServerTimeout is how long a server that left gracefully (every
+	// SIGTERM leaves gossip) may stay away before the leader removes it.
+	// Default DefaultLeftServerTimeout (1h); range [10ms, 720h].
+	LeftServerTimeout time.Duration
 	// ReconcileInterval is the period of the bootstrap/reconcile loop; a
 	// gossip change also runs it at once. Default 2s; range [10ms, 1m].
 	ReconcileInterval time.Duration
@@ -133,7 +152,8 @@ func DefaultConfig() Config {
 		JoinRetryMin:            500 * time.Millisecond,
 		JoinRetryMax:            15 * time.Second,
 		ReconnectInterval:       15 * time.Second,
-		DeadServerTimeout:       30 * time.Second,
+		DeadServerTimeout:       DefaultDeadServerTimeout,
+		LeftServerTimeout:       DefaultLeftServerTimeout,
 		ReconcileInterval:       2 * time.Second,
 		LastContactThreshold:    200 * time.Millisecond,
 		MaxTrailingLogs:         250,
@@ -214,7 +234,8 @@ func (c Config) validateDurations(bad func(string, ...any)) {
 		{"JoinRetryMin", c.JoinRetryMin, 10 * time.Millisecond, time.Minute},
 		{"JoinRetryMax", c.JoinRetryMax, max(c.JoinRetryMin, 10*time.Millisecond), 10 * time.Minute},
 		{"ReconnectInterval", c.ReconnectInterval, 10 * time.Millisecond, time.Hour},
-		{"DeadServerTimeout", c.DeadServerTimeout, 10 * time.Millisecond, 72 * time.Hour},
+		{"DeadServerTimeout", c.DeadServerTimeout, 10 * time.Millisecond, maxRemovalTimeout},
+		{"LeftServerTimeout", c.LeftServerTimeout, 10 * time.Millisecond, maxRemovalTimeout},
 		{"ReconcileInterval", c.ReconcileInterval, 10 * time.Millisecond, time.Minute},
 		{"LastContactThreshold", c.LastContactThreshold, time.Millisecond, time.Hour},
 		{"ServerStabilizationTime", c.ServerStabilizationTime, 0, time.Hour},

@@ -34,6 +34,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	c.BootstrapExpect = MaxBootstrapExpect + 1
 	c.MinQuorum = -1
 	c.DeadServerTimeout = 0
+	c.LeftServerTimeout = 721 * time.Hour
 	c.ReconcileInterval = time.Hour
 	c.JoinRetryMin = time.Second
 	c.JoinRetryMax = time.Millisecond
@@ -45,7 +46,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		t.Fatalf("error %v does not wrap ErrInvalidConfig", err)
 	}
 	for _, want := range []string{"NodeID", "AdvertiseAddr: required", "RaftAddr", "GRPCAddr", "Join[1]",
-		"BootstrapExpect", "MinQuorum", "DeadServerTimeout", "ReconcileInterval", "JoinRetryMax",
+		"BootstrapExpect", "MinQuorum", "DeadServerTimeout", "LeftServerTimeout", "ReconcileInterval", "JoinRetryMax",
 		"ProbeTimeout", "SuspicionMult", "MaxTrailingLogs"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)

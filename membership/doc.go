@@ -48,13 +48,62 @@
 // takes one uncommitted configuration change at a time.) The planner (plan.go) is a pure
 // function in the spirit of raft-autopilot's: it updates a server's
 // address in place when it comes back elsewhere (servers are keyed by id),
-// removes servers dead or left for DeadServerTimeout — non-voters freely,
-// voters only while the voters alive in gossip remain a quorum and at
-// least MinQuorum voters would remain — adds alive newcomers as non-voters,
-// and promotes non-voters once healthy (raft-autopilot's health rule:
-// recent contact, same term, few trailing logs) for ServerStabilizationTime.
-// Every decision, including each decision not to act, is logged once at
-// INFO with its reason.
+// removes servers down long enough — non-voters freely, voters only while
+// the voters alive in gossip remain a quorum and at least max(MinQuorum,
+// BootstrapExpect) voters would remain — adds alive newcomers as
+// non-voters unless an operator removed them, and promotes non-voters
+// once healthy (raft-autopilot's health rule: recent contact, same term,
+// few trailing logs) for ServerStabilizationTime. Every decision,
+// including each decision not to act, is logged once at INFO with its
+// reason and counted in metad_membership_decisions_total (metrics.go).
+//
+// # Removal policy
+//
+// "Down long enough" is DeadServerTimeout (default 72h, Consul's reap
+// time) for a server dead or absent in gossip, and LeftServerTimeout
+// (default 1h) for one that left gracefully. Both are hours because a
+// removal is costly and its cause usually passes: a partitioned follower,
+// a server restoring a large snapshot, a rolling restart (every SIGTERM
+// leaves) all come back, and removing them left a three-voter cluster on
+// two voters, tolerating no failure, until re-added and promoted (the 30s
+// default of 0.1.0 did exactly that). A server alive in gossip is never
+// removed, and node starts the agent before it opens raft, so a server
+// restoring a large snapshot is alive in gossip meanwhile (the Raft
+// adapter answers "still opening" until then). An operator removes
+// sooner with remove-peer. The policy is the
+// table in policy_test.go. A leaving node also tells each peer directly
+// (a TCP user message, member.go): gossip may deliver its leave before the
+// metadata that marks it leaving, and a leave mistaken for a failure would
+// get the 72h timeout.
+//
+// # Removed stays removed
+//
+// remove-peer (api) first records the removal, then removes the server:
+// at feature level 2 a tombstone (node id + incarnation) in the replicated
+// state, which Hooks.Tombstones feeds to the planner; at level 1 (a 0.1.0
+// server remains, tombstones cannot be proposed) only NoteRemoved, this
+// leader's memory for RecentRemovalWindow, lost with leadership. Either
+// way the planner never adds a covered incarnation (removal.go), whatever
+// gossip says; a new incarnation of the id (a wiped data dir) is added.
+//
+// # Incarnations
+//
+// The leader asks every alive server of the configuration (and every alive
+// newcomer with a recorded removal) for its stats each round; the answer
+// carries the server's incarnation, which the leader remembers (Agent.
+// Incarnation, shown by metad members) and remove-peer tombstones. Gossip
+// metadata does not carry it: it stays byte-for-byte the version-1 format,
+// which release 0.1.0 requires.
+//
+// A server whose data dir was wiped comes back under its old id with an
+// empty log. etcd refuses such a member until an operator removes and
+// re-adds it; here the server protects itself (raftstore's vote guard: no
+// raft state and no bootstrap → it neither grants nor asks votes until
+// its log reaches the commit index of the first leader that contacts it),
+// so it can never help elect a leader that lacks an entry it had
+// acknowledged, and once caught up it is as good a voter as before. The
+// leader does not remove and re-add it: with the guard that would only
+// cost a voter for the time of a promotion.
 //
 // raft-autopilot itself is not used, only its rules (and the shape of its
 // ServerStats, restated in stats.go: importing the module would link its

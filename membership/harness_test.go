@@ -102,6 +102,7 @@ func testConfig(id, gossip string) Config {
 	c.ReconnectInterval = 500 * time.Millisecond
 	c.ReconcileInterval = 100 * time.Millisecond
 	c.DeadServerTimeout = 1500 * time.Millisecond
+	c.LeftServerTimeout = 1500 * time.Millisecond
 	c.LastContactThreshold = time.Second
 	c.ServerStabilizationTime = 500 * time.Millisecond
 	c.ProbeInterval = 300 * time.Millisecond

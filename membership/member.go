@@ -7,6 +7,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,7 +63,7 @@ type Member struct {
 // outlives any sane DeadServerTimeout so the leader's removal decision and
 // the reconnect attempts still see it; serf keeps its failed members for
 // 72h for the same reason.
-const forgetAfter = 72 * time.Hour
+const forgetAfter = maxRemovalTimeout + time.Hour
 
 // table is the gossip view, fed by memberlist's event callbacks. Those run
 // on memberlist's goroutines with its node lock held, so every method here
@@ -80,13 +81,18 @@ type table struct {
 	// badSeen remembers (name, metadata hash) pairs already logged as
 	// invalid, so a misbehaving node is logged once, not per gossip round.
 	badSeen map[string]uint64
+	// leaving holds ids that told this node directly (leaveMsg) that they
+	// are leaving: their next "dead" is a leave even if the Leaving flag in
+	// their metadata has not reached this node yet (gossip may deliver the
+	// leave before the metadata update). Cleared when the node is back.
+	leaving map[string]bool
 }
 
 var _ memberlist.EventDelegate = (*table)(nil)
 
 func newTable(log *slog.Logger, now func() time.Time, nudge func()) *table {
 	return &table{log: log, now: now, nudge: nudge,
-		members: make(map[string]Member), badSeen: make(map[string]uint64)}
+		members: make(map[string]Member), badSeen: make(map[string]uint64), leaving: make(map[string]bool)}
 }
 
 func (t *table) NotifyJoin(n *memberlist.Node)   { t.upsert(n, StatusAlive) }
@@ -113,12 +119,15 @@ func (t *table) upsert(n *memberlist.Node, status Status) {
 		return
 	}
 	delete(t.badSeen, n.Name)
-	if meta.Leaving {
+	old, found := t.members[n.Name]
+	switch {
+	case meta.Leaving || (status == StatusDead && t.leaving[n.Name]):
 		// Announced its leave: left from now on, even while memberlist
 		// still has it alive for the moment its leave takes to spread.
 		status = StatusLeft
+	case status == StatusAlive && found && old.Status != StatusAlive:
+		delete(t.leaving, n.Name) // back after a leave or a failure
 	}
-	old, found := t.members[n.Name]
 	m := Member{ID: n.Name, GossipAddr: gossip, Status: status, Since: old.Since, Meta: meta}
 	if !found || old.Status != status {
 		m.Since = t.now()
@@ -145,6 +154,30 @@ func (t *table) dropBadLocked(n *memberlist.Node, gossip string, err error) {
 			"name", n.Name, "gossip", gossip, "meta_len", len(n.Meta), "err", err)
 	}
 	if had {
+		t.nudge()
+	}
+}
+
+// leaveMsgPrefix starts the user message a leaving node sends each peer
+// directly (memberlist SendReliable) before it leaves; the node id follows.
+// Releases that do not know it ignore user messages.
+const leaveMsgPrefix = "metad-leaving:"
+
+// noteMessage handles a user message from a peer: only leaveMsg is known.
+func (t *table) noteMessage(b []byte) {
+	id, ok := strings.CutPrefix(string(b), leaveMsgPrefix)
+	if !ok || validateID(id) != nil {
+		return
+	}
+	t.mu.Lock()
+	t.leaving[id] = true
+	m, found := t.members[id]
+	if found && m.Status == StatusDead {
+		m.Status, m.Since = StatusLeft, t.now()
+		t.members[id] = m
+	}
+	t.mu.Unlock()
+	if found && m.Status == StatusLeft {
 		t.nudge()
 	}
 }

@@ -51,6 +51,7 @@ const (
 	holdMinQuorum    holdClass = "min-quorum"
 	holdAddrConflict holdClass = "address-conflict"
 	holdNotStable    holdClass = "not-stable"
+	holdTombstoned   holdClass = "tombstoned"
 )
 
 // decision is one planner output. Reason is a sentence for the log.
@@ -91,9 +92,20 @@ type planInput struct {
 	// Health is the tracked health of non-voters.
 	Health map[string]health
 
+	// DeadServerTimeout applies to a server dead or absent in gossip,
+	// LeftServerTimeout to one that announced a graceful leave.
 	DeadServerTimeout       time.Duration
+	LeftServerTimeout       time.Duration
 	ServerStabilizationTime time.Duration
-	MinQuorum               int
+	// MinQuorum and BootstrapExpect are floors: no voter is removed when
+	// fewer than the larger of the two would remain.
+	MinQuorum       int
+	BootstrapExpect int
+	// Removed says whether a member may not be (re-)added: its
+	// incarnation is tombstoned (remove-peer at level 2), or, at level 1,
+	// it was removed by remove-peer recently (the leader's memory). It
+	// gives the reason for the log; nil means nothing is removed.
+	Removed func(m Member) (string, bool)
 }
 
 // plan computes the leader's membership decisions, as raft-autopilot's
@@ -102,14 +114,18 @@ type planInput struct {
 //  1. Servers are keyed by id. An alive member whose advertised raft
 //     address differs from its configured one is updated in place
 //     (same id, same suffrage), unless another id holds the new address.
-//  2. A server dead or left (or absent) in gossip for at least
-//     DeadServerTimeout is removed: non-voters freely, voters only if the
+//  2. A server dead (or absent) in gossip for at least DeadServerTimeout,
+//     or left (a graceful leave) for at least LeftServerTimeout, is
+//     removed: non-voters freely, voters only if the
 //     voters alive in gossip are a quorum of the current voters (i.e. the
 //     dead voters do not exceed the configuration's failure tolerance
 //     (V-1)/2; otherwise the cluster has lost quorum and removing would
-//     only act on a stale view) and at least MinQuorum voters remain.
-//     The leader itself is never removed.
-//  3. An alive member not in the configuration is added as a non-voter.
+//     only act on a stale view) and at least max(MinQuorum,
+//     BootstrapExpect) voters remain. A server alive in gossip is never
+//     removed, however long it has been behind (it may be restoring a
+//     large snapshot). The leader itself is never removed.
+//  3. An alive member not in the configuration is added as a non-voter,
+//     unless Removed says it was removed by an operator (tombstone).
 //  4. A non-voter alive and healthy for ServerStabilizationTime is
 //     promoted to voter.
 //
@@ -182,6 +198,16 @@ func (p *planner) downSince(s Server) (time.Time, string, bool) {
 	return m.Since, m.Status.String() + " in gossip", true
 }
 
+// removalTimeout is how long s must have been down before it is removed:
+// a graceful leave is a planned absence (every SIGTERM leaves), a failure
+// is not, and the two get their own windows.
+func (p *planner) removalTimeout(s Server) time.Duration {
+	if m, ok := p.members[s.ID]; ok && m.Status == StatusLeft {
+		return p.in.LeftServerTimeout
+	}
+	return p.in.DeadServerTimeout
+}
+
 func (p *planner) removeDead() {
 	voters, deadVoters := 0, 0
 	for _, s := range p.servers {
@@ -193,6 +219,7 @@ func (p *planner) removeDead() {
 		}
 	}
 	tolerance := (voters - 1) / 2
+	floor := max(p.in.MinQuorum, p.in.BootstrapExpect)
 	// Non-voters first: removing them never changes the quorum.
 	for _, wantVoter := range []bool{false, true} {
 		for _, s := range p.servers {
@@ -205,27 +232,33 @@ func (p *planner) removeDead() {
 			}
 			d := decision{ID: s.ID, Addr: s.Address}
 			elapsed := p.in.Now.Sub(since)
+			timeout := p.removalTimeout(s)
 			switch {
-			case elapsed < p.in.DeadServerTimeout:
+			case elapsed < timeout:
 				d.Hold = holdDeadWaiting
 				d.Reason = fmt.Sprintf("%s is %s; removing it from raft after %v unless it returns",
-					s.ID, how, p.in.DeadServerTimeout)
+					s.ID, how, timeout)
 				p.hold(d)
 			case wantVoter && deadVoters > tolerance:
 				d.Hold = holdQuorumGuard
 				d.Reason = fmt.Sprintf("not removing voter %s (%s for %v): %d of %d voters are down, more than the %d the configuration tolerates; quorum is lost, so this view may be stale",
 					s.ID, how, elapsed.Round(time.Millisecond), deadVoters, voters, tolerance)
 				p.hold(d)
-			case wantVoter && voters-1 < p.in.MinQuorum:
+			case wantVoter && voters-1 < floor:
 				d.Hold = holdMinQuorum
-				d.Reason = fmt.Sprintf("not removing voter %s (%s for %v): %d voters would remain, below MinQuorum %d",
-					s.ID, how, elapsed.Round(time.Millisecond), voters-1, p.in.MinQuorum)
+				d.Reason = fmt.Sprintf("not removing voter %s (%s for %v): %d voters would remain, below the floor %d (max of MinQuorum %d and bootstrap-expect %d)",
+					s.ID, how, elapsed.Round(time.Millisecond), voters-1, floor, p.in.MinQuorum, p.in.BootstrapExpect)
 				p.hold(d)
 			default:
 				d.Kind = actRemove
-				d.Reason = fmt.Sprintf("removing %s from raft: %s for %v (dead-server timeout %v)",
-					s.ID, how, elapsed.Round(time.Millisecond), p.in.DeadServerTimeout)
+				d.Reason = fmt.Sprintf("removing %s from raft: %s for %v (timeout %v)",
+					s.ID, how, elapsed.Round(time.Millisecond), timeout)
 				p.act(d)
+				if wantVoter {
+					voters-- // later removals this round see the smaller configuration
+					deadVoters--
+					tolerance = (voters - 1) / 2
+				}
 			}
 		}
 	}
@@ -247,6 +280,13 @@ func (p *planner) addNew() {
 			continue
 		}
 		addr := m.Meta.RaftAddr
+		if p.in.Removed != nil {
+			if why, removed := p.in.Removed(m); removed {
+				p.hold(decision{Hold: holdTombstoned, ID: id, Addr: addr, Reason: fmt.Sprintf(
+					"not adding %s: %s", id, why)})
+				continue
+			}
+		}
 		if o, taken := p.owner[addr]; taken {
 			p.hold(decision{Hold: holdAddrConflict, ID: id, Addr: addr, Reason: fmt.Sprintf(
 				"not adding %s: its raft address %s is held by %s in the raft configuration; waiting for %s's removal",

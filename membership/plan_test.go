@@ -37,7 +37,7 @@ func alive(id string) Member { return down(id, StatusAlive, time.Hour) }
 func baseInput(servers []Server, members ...Member) planInput {
 	return planInput{Now: t0.Add(time.Hour), Leader: "a", Servers: servers, Members: members,
 		AbsentSince: map[string]time.Time{}, Health: map[string]health{},
-		DeadServerTimeout: testTimeout, ServerStabilizationTime: 10 * time.Second}
+		DeadServerTimeout: testTimeout, LeftServerTimeout: testTimeout, ServerStabilizationTime: 10 * time.Second}
 }
 
 func describe(ds []decision) string {

@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -32,8 +33,10 @@ func (a *Agent) reconcile(ctx context.Context) {
 	acts, holds := plan(planInput{
 		Now: now, Leader: a.cfg.NodeID, Servers: servers, Members: members,
 		AbsentSince: a.loop.absentSince, Health: a.loop.health,
-		DeadServerTimeout: a.cfg.DeadServerTimeout, ServerStabilizationTime: a.cfg.ServerStabilizationTime,
-		MinQuorum: a.cfg.MinQuorum,
+		DeadServerTimeout: a.cfg.DeadServerTimeout, LeftServerTimeout: a.cfg.LeftServerTimeout,
+		ServerStabilizationTime: a.cfg.ServerStabilizationTime,
+		MinQuorum:               a.cfg.MinQuorum, BootstrapExpect: a.cfg.BootstrapExpect,
+		Removed: a.removedCheck(now),
 	})
 	a.logHolds(holds, acts)
 	if len(acts) == 0 || ctx.Err() != nil {
@@ -63,37 +66,80 @@ func (a *Agent) trackAbsent(servers []Server, members []Member, now time.Time) {
 	}
 }
 
-// trackHealth fetches stats for every alive non-voter and updates its
-// tracked health. Only non-voters need it: health gates promotion, and
-// removal is decided by gossip status alone.
+// trackHealth fetches stats, concurrently, from every alive server of the
+// configuration and from alive newcomers with a recorded removal, learns
+// their incarnations, and updates the tracked health of non-voters.
+// Health gates promotion; removal is decided by gossip status alone; the
+// incarnation tells a removed server from a new one.
 func (a *Agent) trackHealth(ctx context.Context, servers []Server, members []Member, now time.Time) {
-	byID := make(map[string]Member, len(members))
-	for _, m := range members {
-		byID[m.ID] = m
-	}
 	leaderStats, err := a.raft.Stats()
 	if err != nil {
 		a.log.Warn("reconcile: cannot read own raft stats", "err", err)
 		return
 	}
+	targets, nonVoter := a.statsTargets(servers, members)
+	type answer struct {
+		st  *ServerStats
+		err error
+	}
+	answers := make([]answer, len(targets))
+	var wg sync.WaitGroup
+	for i, m := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fetchCtx, cancel := context.WithTimeout(ctx, max(a.cfg.ReconcileInterval/2, 50*time.Millisecond))
+			defer cancel()
+			answers[i].st, answers[i].err = a.hooks.FetchStats(fetchCtx, m)
+		}()
+	}
+	wg.Wait()
 	limits := healthLimits{LastContactThreshold: a.cfg.LastContactThreshold, MaxTrailingLogs: a.cfg.MaxTrailingLogs}
 	next := make(map[string]health)
-	for _, s := range servers {
-		m, ok := byID[s.ID]
-		if s.Voter || !ok || m.Status != StatusAlive {
+	for i, m := range targets {
+		st, err := answers[i].st, answers[i].err
+		if err == nil && st != nil {
+			a.log.Debug("reconcile: stats", "server", m.ID, "incarnation", st.Incarnation)
+			a.learnIncarnation(m.ID, st.Incarnation)
+		} else {
+			a.log.Debug("reconcile: stats unavailable", "server", m.ID, "err", err)
+		}
+		if !nonVoter[m.ID] {
 			continue
 		}
-		fetchCtx, cancel := context.WithTimeout(ctx, max(a.cfg.ReconcileInterval/2, 50*time.Millisecond))
-		st, err := a.hooks.FetchStats(fetchCtx, m)
-		cancel()
 		healthy, reason := judgeHealth(st, leaderStats.LastTerm, leaderStats.LastIndex, limits)
 		if err != nil {
 			healthy, reason = false, fmt.Sprintf("stats unavailable: %v", err)
 		}
-		prev, seen := a.loop.health[s.ID]
-		next[s.ID] = trackHealth(prev, seen, healthy, reason, now)
+		prev, seen := a.loop.health[m.ID]
+		next[m.ID] = trackHealth(prev, seen, healthy, reason, now)
 	}
 	a.loop.health = next
+}
+
+// statsTargets lists the alive members to ask for stats, and which of them
+// are non-voters of the configuration.
+func (a *Agent) statsTargets(servers []Server, members []Member) ([]Member, map[string]bool) {
+	configured := make(map[string]Server, len(servers))
+	for _, s := range servers {
+		configured[s.ID] = s
+	}
+	var targets []Member
+	nonVoter := make(map[string]bool)
+	for _, m := range members {
+		if m.Status != StatusAlive || m.ID == a.cfg.NodeID {
+			continue
+		}
+		s, inConfig := configured[m.ID]
+		if !inConfig && !a.removalRecorded(m.ID) {
+			continue
+		}
+		targets = append(targets, m)
+		if inConfig && !s.Voter {
+			nonVoter[m.ID] = true
+		}
+	}
+	return targets, nonVoter
 }
 
 // logHolds logs each hold decision once while it stays in force, and
@@ -106,6 +152,7 @@ func (a *Agent) logHolds(holds, acts []decision) {
 		current[k] = true
 		if !a.loop.logged[k] {
 			a.log.Info(h.Reason, "decision", h.Kind.String(), "hold", string(h.Hold), "server", h.ID)
+			a.decisions.count(h, "")
 		}
 	}
 	a.loop.logged = current
@@ -146,9 +193,11 @@ func (a *Agent) apply(ctx context.Context, d decision) bool {
 			a.loop.failed[k] = err.Error()
 			a.log.Warn("membership change failed; will re-plan", "decision", d.Kind.String(),
 				"server", d.ID, "reason", d.Reason, "err", err)
+			a.decisions.count(d, "failed")
 		}
 		return false
 	}
 	a.log.Info(d.Reason, "decision", d.Kind.String(), "server", d.ID, "addr", d.Addr, "index", index)
+	a.decisions.count(d, "applied")
 	return true
 }

@@ -14,4 +14,7 @@ type ServerStats struct {
 	LastTerm uint64
 	// LastIndex is the index of the server's last log entry.
 	LastIndex uint64
+	// Incarnation is the server's incarnation id (its data dir's), ""
+	// from a release that does not report one.
+	Incarnation string
 }

@@ -18,11 +18,14 @@
 // (ChooseNodeID picks it without writing; StoreNodeID writes it). A start
 // that cannot succeed thus leaves the data dir as it was. Then it opens the
 // parts in dependency order (the peer client before Raft, which needs it
-// for read confirmations; membership after Raft, which it drives through
-// membershipRaft (membership.go), a type-converting adapter of the raft
-// store to the interface membership declares, since neither of the two may
-// import the other; the directory that maps node ids to addresses once
-// membership exists). Like every package but raftstore, node does not
+// for read confirmations; membership before Raft, so that the node
+// announces itself in gossip while opening Raft restores its latest
+// snapshot — minutes for a large state — and the leader sees it alive;
+// membership drives Raft through membershipRaft (membership.go), a
+// type-converting adapter of the raft store to the interface membership
+// declares, which answers "still opening" until the store is set, since
+// neither of the two may import the other; the directory that maps node
+// ids to addresses once membership exists). Like every package but raftstore, node does not
 // import hashicorp/raft.
 // Shutdown reverses it gracefully: report NOT_SERVING (so /readyz and
 // balancers stop sending calls) and STOPPING=1 to systemd, hand over
@@ -38,6 +41,12 @@
 // that global, once per process, and register it, so raft_commitTime,
 // raft_fsm_apply, raft_leader_lastContact, raft_snapshot_* and the rest
 // appear next to metad_*. metad_build_info names the library in use.
+//
+// Identity: the data dir holds the node id (nodeid.go) and an incarnation
+// id made at the dir's creation (incarnation.go), reported in LocalStatus:
+// a wiped or copied dir is a new incarnation. A node whose incarnation a
+// peer's replicated state tombstones (remove-peer) stops with a message
+// saying how to rejoin (removed.go).
 //
 // Readiness: with Config.NotifySocket set (cmd/metad passes
 // $NOTIFY_SOCKET), the node speaks systemd's notify protocol itself

@@ -14,8 +14,9 @@ import (
 )
 
 // startHTTP serves the admin endpoints: /metrics (Prometheus), /healthz
-// (the process is alive), /readyz (a leader is known and this node has
-// caught up: the same verdict as gRPC health), and /debug/pprof only when
+// (the process is alive), /readyz (a member of the configuration, a leader
+// known, applied close to the leader's commit index: the same verdict as
+// gRPC health; when not ready it says why), and /debug/pprof only when
 // enabled.
 func (n *Server) startHTTP(reg *prometheus.Registry) error {
 	mux := http.NewServeMux()
@@ -25,7 +26,7 @@ func (n *Server) startHTTP(reg *prometheus.Registry) error {
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !n.api.Serving() {
-			http.Error(w, "not ready: no leader known, or not caught up", http.StatusServiceUnavailable)
+			http.Error(w, "not ready: "+n.api.NotReadyReason(), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")

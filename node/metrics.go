@@ -36,3 +36,12 @@ func (n *Server) registerMetrics(reg prometheus.Registerer) error {
 	}
 	return nil
 }
+
+// registerMembershipMetrics registers the membership agent's series
+// (metad_membership_*); the agent starts after the other metrics.
+func (n *Server) registerMembershipMetrics(reg prometheus.Registerer) error {
+	if err := n.agent.RegisterMetrics(reg); err != nil {
+		return fmt.Errorf("node: metrics: %w", err)
+	}
+	return nil
+}

@@ -42,6 +42,10 @@ type Server struct {
 	objects objectstore.Store
 	rpc     *api.RPCMetrics
 	notify  *notifier
+	// incarnation is this data dir's incarnation id (incarnation.go).
+	incarnation string
+	// raftRef hands the store to membership once open (membership.go).
+	raftRef *storeRef
 	sec     *security
 	// Claimed by preflight before anything is written.
 	grpcLis, httpLis net.Listener
@@ -73,6 +77,9 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	if n.objects, err = openObjects(cfg.Objects); err != nil {
 		return nil, err
 	}
+	if n.incarnation, err = LoadIncarnation(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	var dial func(string) string
 	if len(cfg.DialMap) > 0 {
 		dial = cfg.dial
@@ -83,6 +90,19 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	}
 	n.peers.SetCredentials(n.sec.peerDialOptions()...)
 	cfg.Raft.TLS = n.sec.raftTLS()
+	// Gossip first: opening raft restores the latest snapshot (minutes for
+	// a large state), and a server that announces itself meanwhile is
+	// alive to the leader, never a removal candidate.
+	hadState, err := raftstore.HasStateIn(cfg.Raft.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	n.raftRef = &storeRef{}
+	mr := membershipRaft{n.raftRef}
+	if n.agent, err = membership.New(cfg.Membership, mr, n.hooks(mr, hadState), log.With("component", "membership")); err != nil {
+		return nil, err
+	}
+	n.peers.SetDirectory(directory{agent: n.agent, selfID: cfg.NodeID, selfAddr: cfg.GRPCAdvertise, selfInc: n.incarnation})
 	// The change feed observes the apply path from before raft starts, so
 	// it sees the startup restore and the log replayed after it.
 	if n.hub, err = watch.New(cfg.API.Watch); err != nil {
@@ -91,13 +111,13 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	if n.store, err = raftstore.OpenObserved(cfg.Raft, n.peers, log.With("component", "raft"), n.hub); err != nil {
 		return nil, err
 	}
+	n.raftRef.p.Store(n.store)
 	if err = n.registerMetrics(reg); err != nil {
 		return nil, err
 	}
-	if n.agent, err = membership.New(cfg.Membership, membershipRaft{n.store}, n.hooks(), log.With("component", "membership")); err != nil {
+	if err = n.registerMembershipMetrics(reg); err != nil {
 		return nil, err
 	}
-	n.peers.SetDirectory(directory{agent: n.agent, selfID: cfg.NodeID, selfAddr: cfg.GRPCAdvertise})
 	if err = n.startServing(reg); err != nil {
 		return nil, err
 	}
@@ -117,7 +137,8 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		return err
 	}
 	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects,
-		Logger: log.With("component", "api"), Metrics: reg, Auth: n.authSettings(), Watch: n.hub})
+		Logger: log.With("component", "api"), Metrics: reg, Auth: n.authSettings(),
+		Removals: n.agent, Incarnation: n.incarnation, Watch: n.hub})
 	if err != nil {
 		return err
 	}
@@ -144,6 +165,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		}
 	})
 	n.goLoop(func() { n.announceReady(ctx, cfg.API.HealthInterval) })
+	n.goLoop(func() { n.watchRemoval(ctx) })
 	if cfg.HTTPAddr != "" {
 		if err := n.startHTTP(reg); err != nil {
 			return err
@@ -207,11 +229,13 @@ func (n *Server) raiseFeatureLevel(ctx context.Context) {
 	}
 }
 
-// hooks are membership's ties to this node's Raft store and peers.
-func (n *Server) hooks() membership.Hooks {
+// hooks are membership's ties to this node's Raft store and peers. They
+// work before the store is open: HasState from the data dir, the rest
+// failing or empty until then.
+func (n *Server) hooks(mr membershipRaft, hadState bool) membership.Hooks {
 	return membership.Hooks{
-		HasState:  n.store.HasState,
-		Bootstrap: membershipRaft{n.store}.bootstrap,
+		HasState:  mr.hasState(hadState),
+		Bootstrap: mr.bootstrap,
 		FetchStats: func(ctx context.Context, m membership.Member) (*membership.ServerStats, error) {
 			st, err := n.peers.NodeStatus(ctx, m.ID, false)
 			if err != nil {
@@ -219,9 +243,27 @@ func (n *Server) hooks() membership.Hooks {
 			}
 			return &membership.ServerStats{
 				LastContact: st.SinceLastContact.AsDuration(), LastTerm: st.LastLogTerm, LastIndex: st.LastIndex,
+				Incarnation: st.Incarnation,
 			}, nil
 		},
+		Tombstones: n.tombstones,
 	}
+}
+
+// tombstones is membership's Hooks.Tombstones: the local replicated state's.
+func (n *Server) tombstones() []membership.Tombstone {
+	st := n.raftRef.p.Load()
+	if st == nil {
+		return nil
+	}
+	var out []membership.Tombstone
+	_ = st.ReadLocal(func(m *fsm.Machine) error {
+		for _, t := range m.Tombstones() {
+			out = append(out, membership.Tombstone{NodeID: t.NodeID, Incarnation: t.Incarnation})
+		}
+		return nil
+	})
+	return out
 }
 
 // Err returns a channel that yields a fatal serving error.
@@ -358,6 +400,7 @@ type directory struct {
 	agent    *membership.Agent
 	selfID   string
 	selfAddr string
+	selfInc  string
 }
 
 func (d directory) GRPCAddr(id string) (string, bool) {
@@ -374,8 +417,12 @@ func (d directory) GRPCAddr(id string) (string, bool) {
 func (d directory) Members() []*metadpb.Member {
 	var out []*metadpb.Member
 	for _, m := range d.agent.Members() {
+		inc := d.agent.Incarnation(m.ID)
+		if m.ID == d.selfID {
+			inc = d.selfInc
+		}
 		out = append(out, &metadpb.Member{NodeId: m.ID, GossipAddr: m.GossipAddr, RaftAddr: m.Meta.RaftAddr,
-			GrpcAddr: m.Meta.GRPCAddr, Status: m.Status.String()})
+			GrpcAddr: m.Meta.GRPCAddr, Status: m.Status.String(), Incarnation: inc})
 	}
 	return out
 }

@@ -155,6 +155,19 @@
 // goroutine; TestSteppedDownLeaderWritesNothingUnderTheNewTerm stages the
 // race against both transports.
 //
+// # No vote before catching up (amnesia.go)
+//
+// A server that opens with no raft state and does not bootstrap a new
+// cluster may be a voter whose disk was lost and who restarted under its
+// old id: hashicorp/raft would let it vote at once with an empty log, and
+// its vote can elect a leader that lacks an entry it had acknowledged
+// (lost write). Its transport is wrapped in a vote guard that refuses
+// vote and pre-vote requests (answering them itself, before raft) and
+// sends none, until its log reaches the commit index carried by the first
+// leader's AppendEntries. Bootstrap lifts it. The planted bug
+// accept-old-incarnation leaves it off, and integration's
+// TestAmnesiacVoterCannotLoseACommittedWrite shows the loss it prevents.
+//
 // # Applied index
 //
 // Raft.AppliedIndex is advanced when raft hands entries to its FSM

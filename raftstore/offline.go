@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/metad/metad/fsm"
 )
@@ -66,7 +67,7 @@ func openOffline(dir string, create bool, logger *slog.Logger) (*offlineStores, 
 	}
 	bolt, err := raftboltdb.New(raftboltdb.Options{Path: path,
 		BoltOptions: &bbolt.Options{NoFreelistSync: true, Timeout: time.Second}})
-	if errors.Is(err, bbolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s is locked", ErrDirInUse, path)
 	}
 	if err != nil {
@@ -531,4 +532,20 @@ func fromRaftServers(in []raft.Server) []Server {
 		out = append(out, Server{ID: string(s.ID), Address: string(s.Address), Suffrage: suffrageOf(s.Suffrage)})
 	}
 	return out
+}
+
+// HasStateIn reports whether dir holds raft state, without starting raft
+// (and without creating anything): node asks it before opening the store,
+// to start gossip first, since opening restores the latest snapshot and
+// may take minutes.
+func HasStateIn(dir string) (bool, error) {
+	o, err := openOffline(dir, false, nil)
+	if errors.Is(err, ErrNoState) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer o.close()
+	return raft.HasExistingState(o.bolt, o.bolt, o.snaps)
 }

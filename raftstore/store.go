@@ -65,6 +65,7 @@ type Store struct {
 	peers         Peers
 	raft          *raft.Raft
 	fsm           *fsmAdapter
+	guard         *voteGuard // nil unless opened without raft state (amnesia.go)
 	bolt          *raftboltdb.BoltStore
 	logs          raft.LogStore
 	snaps         raft.SnapshotStore
@@ -174,6 +175,10 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt
 			return nil, err
 		}
 	}
+	trans, guard, err := guardIfAmnesiac(trans, logs, bolt, snaps, logger)
+	if err != nil {
+		return nil, err
+	}
 	adapter := newFSMAdapter(logger, o.fsmOptions...)
 	adapter.observer = o.observer
 	if faults.Bug("diverge-" + cfg.NodeID) {
@@ -187,8 +192,11 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt
 		}
 		return nil, fmt.Errorf("raftstore: start raft: %w", err)
 	}
+	if guard != nil {
+		guard.raft.Store(r)
+	}
 	s := &Store{
-		cfg: cfg, logger: logger, peers: peers, raft: r, fsm: adapter,
+		cfg: cfg, logger: logger, peers: peers, raft: r, fsm: adapter, guard: guard,
 		bolt: bolt, logs: logs, snaps: snaps, addr: string(trans.LocalAddr()),
 		beforeBarrier: o.beforeBarrier,
 		metrics:       newMetrics(),
@@ -365,6 +373,7 @@ func (s *Store) Bootstrap(servers []Server) error {
 	if s.HasState() {
 		return ErrAlreadyBootstrapped
 	}
+	s.guard.disarm("bootstrapping a new cluster")
 	var conf raft.Configuration
 	for _, sv := range servers {
 		suffrage, err := raftSuffrage(sv.Suffrage)

@@ -4021,7 +4021,11 @@ type NodeStatus struct {
 	SinceLastContact *durationpb.Duration `protobuf:"bytes,15,opt,name=since_last_contact,json=sinceLastContact,proto3" json:"since_last_contact,omitempty"`
 	// feature_level is the highest cluster feature level this node's binary
 	// applies (0 from a release before feature levels: level 1).
-	FeatureLevel  uint32 `protobuf:"varint,16,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	FeatureLevel uint32 `protobuf:"varint,16,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	// incarnation is the node's data-dir incarnation id: a new one for every
+	// data dir created (a wiped or copied dir is a new incarnation). Empty
+	// from a release before incarnations.
+	Incarnation   string `protobuf:"bytes,17,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4168,6 +4172,13 @@ func (x *NodeStatus) GetFeatureLevel() uint32 {
 	return 0
 }
 
+func (x *NodeStatus) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
 type StatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// with_hash asks every node for its state hash (O(state) each).
@@ -4225,8 +4236,10 @@ type StatusResponse struct {
 	// every server of the configuration applies a higher one (rolling
 	// upgrades).
 	ClusterFeatureLevel uint32 `protobuf:"varint,6,opt,name=cluster_feature_level,json=clusterFeatureLevel,proto3" json:"cluster_feature_level,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// tombstones are the operator removals in the replicated state.
+	Tombstones    []*Tombstone `protobuf:"bytes,7,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -4301,20 +4314,101 @@ func (x *StatusResponse) GetClusterFeatureLevel() uint32 {
 	return 0
 }
 
-type Member struct {
+func (x *StatusResponse) GetTombstones() []*Tombstone {
+	if x != nil {
+		return x.Tombstones
+	}
+	return nil
+}
+
+// Tombstone: an operator removed incarnation `incarnation` of node_id
+// (remove-peer); the leader never re-adds it. An empty incarnation covers
+// every incarnation of the id. `metad raft untombstone` lifts it.
+type Tombstone struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	GossipAddr    string                 `protobuf:"bytes,2,opt,name=gossip_addr,json=gossipAddr,proto3" json:"gossip_addr,omitempty"`
-	RaftAddr      string                 `protobuf:"bytes,3,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
-	GrpcAddr      string                 `protobuf:"bytes,4,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
-	Status        string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	Incarnation   string                 `protobuf:"bytes,2,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	RemovedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=removed_at,json=removedAt,proto3" json:"removed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tombstone) Reset() {
+	*x = Tombstone{}
+	mi := &file_metad_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tombstone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tombstone) ProtoMessage() {}
+
+func (x *Tombstone) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tombstone.ProtoReflect.Descriptor instead.
+func (*Tombstone) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *Tombstone) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *Tombstone) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
+func (x *Tombstone) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *Tombstone) GetRemovedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RemovedAt
+	}
+	return nil
+}
+
+type Member struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	NodeId     string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	GossipAddr string                 `protobuf:"bytes,2,opt,name=gossip_addr,json=gossipAddr,proto3" json:"gossip_addr,omitempty"`
+	RaftAddr   string                 `protobuf:"bytes,3,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	GrpcAddr   string                 `protobuf:"bytes,4,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	Status     string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	// incarnation is the member's incarnation as the answering node last
+	// learned it (a leader asks every server; others may not know it).
+	Incarnation   string `protobuf:"bytes,6,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_metad_proto_msgTypes[57]
+	mi := &file_metad_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4326,7 +4420,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[57]
+	mi := &file_metad_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4339,7 +4433,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{57}
+	return file_metad_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Member) GetNodeId() string {
@@ -4377,6 +4471,13 @@ func (x *Member) GetStatus() string {
 	return ""
 }
 
+func (x *Member) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
 type MembersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -4385,7 +4486,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_metad_proto_msgTypes[58]
+	mi := &file_metad_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4397,7 +4498,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[58]
+	mi := &file_metad_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4410,19 +4511,21 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{58}
+	return file_metad_proto_rawDescGZIP(), []int{59}
 }
 
 type MembersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Members       []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Members []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	// tombstones are the operator removals in the replicated state.
+	Tombstones    []*Tombstone `protobuf:"bytes,2,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_metad_proto_msgTypes[59]
+	mi := &file_metad_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4434,7 +4537,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[59]
+	mi := &file_metad_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4447,12 +4550,19 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{59}
+	return file_metad_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *MembersResponse) GetMembers() []*Member {
 	if x != nil {
 		return x.Members
+	}
+	return nil
+}
+
+func (x *MembersResponse) GetTombstones() []*Tombstone {
+	if x != nil {
+		return x.Tombstones
 	}
 	return nil
 }
@@ -4467,7 +4577,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_metad_proto_msgTypes[60]
+	mi := &file_metad_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4479,7 +4589,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[60]
+	mi := &file_metad_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4492,7 +4602,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{60}
+	return file_metad_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *TransferLeadershipRequest) GetToNodeId() string {
@@ -4511,7 +4621,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_metad_proto_msgTypes[61]
+	mi := &file_metad_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4523,7 +4633,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[61]
+	mi := &file_metad_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4536,7 +4646,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{61}
+	return file_metad_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -4555,7 +4665,7 @@ type RemovePeerRequest struct {
 
 func (x *RemovePeerRequest) Reset() {
 	*x = RemovePeerRequest{}
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4567,7 +4677,7 @@ func (x *RemovePeerRequest) String() string {
 func (*RemovePeerRequest) ProtoMessage() {}
 
 func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4580,7 +4690,7 @@ func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerRequest.ProtoReflect.Descriptor instead.
 func (*RemovePeerRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{62}
+	return file_metad_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RemovePeerRequest) GetNodeId() string {
@@ -4591,15 +4701,20 @@ func (x *RemovePeerRequest) GetNodeId() string {
 }
 
 type RemovePeerResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Version       uint64                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Version uint64                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	// tombstoned: the removal left a tombstone on `incarnation` (empty: every
+	// incarnation) in the replicated state. False at feature level 1, where
+	// the leader only remembers the removal (README, Membership).
+	Tombstoned    bool   `protobuf:"varint,2,opt,name=tombstoned,proto3" json:"tombstoned,omitempty"`
+	Incarnation   string `protobuf:"bytes,3,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RemovePeerResponse) Reset() {
 	*x = RemovePeerResponse{}
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4611,7 +4726,7 @@ func (x *RemovePeerResponse) String() string {
 func (*RemovePeerResponse) ProtoMessage() {}
 
 func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4624,10 +4739,112 @@ func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerResponse.ProtoReflect.Descriptor instead.
 func (*RemovePeerResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{63}
+	return file_metad_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RemovePeerResponse) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *RemovePeerResponse) GetTombstoned() bool {
+	if x != nil {
+		return x.Tombstoned
+	}
+	return false
+}
+
+func (x *RemovePeerResponse) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
+type UntombstoneRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UntombstoneRequest) Reset() {
+	*x = UntombstoneRequest{}
+	mi := &file_metad_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UntombstoneRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UntombstoneRequest) ProtoMessage() {}
+
+func (x *UntombstoneRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UntombstoneRequest.ProtoReflect.Descriptor instead.
+func (*UntombstoneRequest) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *UntombstoneRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+type UntombstoneResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       uint64                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UntombstoneResponse) Reset() {
+	*x = UntombstoneResponse{}
+	mi := &file_metad_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UntombstoneResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UntombstoneResponse) ProtoMessage() {}
+
+func (x *UntombstoneResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UntombstoneResponse.ProtoReflect.Descriptor instead.
+func (*UntombstoneResponse) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *UntombstoneResponse) GetVersion() uint64 {
 	if x != nil {
 		return x.Version
 	}
@@ -4642,7 +4859,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4654,7 +4871,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4667,7 +4884,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{64}
+	return file_metad_proto_rawDescGZIP(), []int{67}
 }
 
 // RaftServer is one server of a Raft configuration.
@@ -4683,7 +4900,7 @@ type RaftServer struct {
 
 func (x *RaftServer) Reset() {
 	*x = RaftServer{}
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4695,7 +4912,7 @@ func (x *RaftServer) String() string {
 func (*RaftServer) ProtoMessage() {}
 
 func (x *RaftServer) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4708,7 +4925,7 @@ func (x *RaftServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftServer.ProtoReflect.Descriptor instead.
 func (*RaftServer) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{65}
+	return file_metad_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RaftServer) GetNodeId() string {
@@ -4748,7 +4965,7 @@ type SnapshotMeta struct {
 
 func (x *SnapshotMeta) Reset() {
 	*x = SnapshotMeta{}
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4760,7 +4977,7 @@ func (x *SnapshotMeta) String() string {
 func (*SnapshotMeta) ProtoMessage() {}
 
 func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4773,7 +4990,7 @@ func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotMeta.ProtoReflect.Descriptor instead.
 func (*SnapshotMeta) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{66}
+	return file_metad_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SnapshotMeta) GetNodeId() string {
@@ -4822,7 +5039,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_metad_proto_msgTypes[67]
+	mi := &file_metad_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4834,7 +5051,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[67]
+	mi := &file_metad_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4847,7 +5064,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{67}
+	return file_metad_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *SnapshotChunk) GetMeta() *SnapshotMeta {
@@ -4874,7 +5091,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_metad_proto_msgTypes[68]
+	mi := &file_metad_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4886,7 +5103,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[68]
+	mi := &file_metad_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4899,7 +5116,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{68}
+	return file_metad_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *RepairRequest) GetStreamId() uint64 {
@@ -4924,7 +5141,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_metad_proto_msgTypes[69]
+	mi := &file_metad_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4936,7 +5153,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[69]
+	mi := &file_metad_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4949,7 +5166,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{69}
+	return file_metad_proto_rawDescGZIP(), []int{72}
 }
 
 type ProposeRequest struct {
@@ -4961,7 +5178,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_metad_proto_msgTypes[70]
+	mi := &file_metad_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4973,7 +5190,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[70]
+	mi := &file_metad_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4986,7 +5203,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{70}
+	return file_metad_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ProposeRequest) GetCommand() []byte {
@@ -5005,7 +5222,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_metad_proto_msgTypes[71]
+	mi := &file_metad_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5017,7 +5234,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[71]
+	mi := &file_metad_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5030,7 +5247,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{71}
+	return file_metad_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ProposeResponse) GetResult() []byte {
@@ -5048,7 +5265,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_metad_proto_msgTypes[72]
+	mi := &file_metad_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5060,7 +5277,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[72]
+	mi := &file_metad_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5073,7 +5290,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{72}
+	return file_metad_proto_rawDescGZIP(), []int{75}
 }
 
 type ReadIndexResponse struct {
@@ -5085,7 +5302,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_metad_proto_msgTypes[73]
+	mi := &file_metad_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5097,7 +5314,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[73]
+	mi := &file_metad_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5110,7 +5327,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{73}
+	return file_metad_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -5130,7 +5347,7 @@ type ConfirmLeadershipRequest struct {
 
 func (x *ConfirmLeadershipRequest) Reset() {
 	*x = ConfirmLeadershipRequest{}
-	mi := &file_metad_proto_msgTypes[74]
+	mi := &file_metad_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5142,7 +5359,7 @@ func (x *ConfirmLeadershipRequest) String() string {
 func (*ConfirmLeadershipRequest) ProtoMessage() {}
 
 func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[74]
+	mi := &file_metad_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5155,7 +5372,7 @@ func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{74}
+	return file_metad_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ConfirmLeadershipRequest) GetTerm() uint64 {
@@ -5182,7 +5399,7 @@ type ConfirmLeadershipResponse struct {
 
 func (x *ConfirmLeadershipResponse) Reset() {
 	*x = ConfirmLeadershipResponse{}
-	mi := &file_metad_proto_msgTypes[75]
+	mi := &file_metad_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5194,7 +5411,7 @@ func (x *ConfirmLeadershipResponse) String() string {
 func (*ConfirmLeadershipResponse) ProtoMessage() {}
 
 func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[75]
+	mi := &file_metad_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5207,7 +5424,7 @@ func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{75}
+	return file_metad_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ConfirmLeadershipResponse) GetOk() bool {
@@ -5233,7 +5450,7 @@ type LocalStatusRequest struct {
 
 func (x *LocalStatusRequest) Reset() {
 	*x = LocalStatusRequest{}
-	mi := &file_metad_proto_msgTypes[76]
+	mi := &file_metad_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5245,7 +5462,7 @@ func (x *LocalStatusRequest) String() string {
 func (*LocalStatusRequest) ProtoMessage() {}
 
 func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[76]
+	mi := &file_metad_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5258,7 +5475,7 @@ func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalStatusRequest.ProtoReflect.Descriptor instead.
 func (*LocalStatusRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{76}
+	return file_metad_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *LocalStatusRequest) GetWithHash() bool {
@@ -5279,7 +5496,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_metad_proto_msgTypes[77]
+	mi := &file_metad_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5291,7 +5508,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[77]
+	mi := &file_metad_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5304,7 +5521,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{77}
+	return file_metad_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *WatchRequest) GetStreamId() uint64 {
@@ -5345,7 +5562,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_metad_proto_msgTypes[78]
+	mi := &file_metad_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5357,7 +5574,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[78]
+	mi := &file_metad_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5370,7 +5587,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{78}
+	return file_metad_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *WatchEvent) GetKind() WatchEventKind {
@@ -5732,7 +5949,7 @@ const file_metad_proto_rawDesc = "" +
 	"\bdeadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x1a\n" +
 	"\battempts\x18\x02 \x01(\rR\battempts\x12'\n" +
 	"\x05tried\x18\x03 \x03(\v2\x11.metad.v1.RefusalR\x05tried\x12\x14\n" +
-	"\x05cause\x18\x04 \x01(\tR\x05cause\"\xa9\x04\n" +
+	"\x05cause\x18\x04 \x01(\tR\x05cause\"\xcb\x04\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
@@ -5753,34 +5970,56 @@ const file_metad_proto_rawDesc = "" +
 	"\x05error\x18\r \x01(\tR\x05error\x12\"\n" +
 	"\rlast_log_term\x18\x0e \x01(\x04R\vlastLogTerm\x12G\n" +
 	"\x12since_last_contact\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x10sinceLastContact\x12#\n" +
-	"\rfeature_level\x18\x10 \x01(\rR\ffeatureLevel\",\n" +
+	"\rfeature_level\x18\x10 \x01(\rR\ffeatureLevel\x12 \n" +
+	"\vincarnation\x18\x11 \x01(\tR\vincarnation\",\n" +
 	"\rStatusRequest\x12\x1b\n" +
-	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"\xea\x01\n" +
+	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"\x9f\x02\n" +
 	"\x0eStatusResponse\x12*\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x14.metad.v1.NodeStatusR\x05nodes\x12\x1b\n" +
 	"\tleader_id\x18\x02 \x01(\tR\bleaderId\x12\x16\n" +
 	"\x06voters\x18\x03 \x01(\rR\x06voters\x12\x16\n" +
 	"\x06quorum\x18\x04 \x01(\rR\x06quorum\x12+\n" +
 	"\x11failure_tolerance\x18\x05 \x01(\rR\x10failureTolerance\x122\n" +
-	"\x15cluster_feature_level\x18\x06 \x01(\rR\x13clusterFeatureLevel\"\x94\x01\n" +
+	"\x15cluster_feature_level\x18\x06 \x01(\rR\x13clusterFeatureLevel\x123\n" +
+	"\n" +
+	"tombstones\x18\a \x03(\v2\x13.metad.v1.TombstoneR\n" +
+	"tombstones\"\x9b\x01\n" +
+	"\tTombstone\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12 \n" +
+	"\vincarnation\x18\x02 \x01(\tR\vincarnation\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\x129\n" +
+	"\n" +
+	"removed_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tremovedAt\"\xb6\x01\n" +
 	"\x06Member\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1f\n" +
 	"\vgossip_addr\x18\x02 \x01(\tR\n" +
 	"gossipAddr\x12\x1b\n" +
 	"\traft_addr\x18\x03 \x01(\tR\braftAddr\x12\x1b\n" +
 	"\tgrpc_addr\x18\x04 \x01(\tR\bgrpcAddr\x12\x16\n" +
-	"\x06status\x18\x05 \x01(\tR\x06status\"\x10\n" +
-	"\x0eMembersRequest\"=\n" +
+	"\x06status\x18\x05 \x01(\tR\x06status\x12 \n" +
+	"\vincarnation\x18\x06 \x01(\tR\vincarnation\"\x10\n" +
+	"\x0eMembersRequest\"r\n" +
 	"\x0fMembersResponse\x12*\n" +
-	"\amembers\x18\x01 \x03(\v2\x10.metad.v1.MemberR\amembers\"9\n" +
+	"\amembers\x18\x01 \x03(\v2\x10.metad.v1.MemberR\amembers\x123\n" +
+	"\n" +
+	"tombstones\x18\x02 \x03(\v2\x13.metad.v1.TombstoneR\n" +
+	"tombstones\"9\n" +
 	"\x19TransferLeadershipRequest\x12\x1c\n" +
 	"\n" +
 	"to_node_id\x18\x01 \x01(\tR\btoNodeId\"9\n" +
 	"\x1aTransferLeadershipResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\",\n" +
 	"\x11RemovePeerRequest\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\tR\x06nodeId\".\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"p\n" +
 	"\x12RemovePeerResponse\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\x04R\aversion\x12\x1e\n" +
+	"\n" +
+	"tombstoned\x18\x02 \x01(\bR\n" +
+	"tombstoned\x12 \n" +
+	"\vincarnation\x18\x03 \x01(\tR\vincarnation\"-\n" +
+	"\x12UntombstoneRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"/\n" +
+	"\x13UntombstoneResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\"\x11\n" +
 	"\x0fSnapshotRequest\"^\n" +
 	"\n" +
@@ -5909,13 +6148,14 @@ const file_metad_proto_rawDesc = "" +
 	"\x0fListQuarantined\x12 .metad.v1.ListQuarantinedRequest\x1a!.metad.v1.ListQuarantinedResponse\x12S\n" +
 	"\x0eLiftQuarantine\x12\x1f.metad.v1.LiftQuarantineRequest\x1a .metad.v1.LiftQuarantineResponse\x12>\n" +
 	"\aResolve\x12\x18.metad.v1.ResolveRequest\x1a\x19.metad.v1.ResolveResponse\x127\n" +
-	"\x05Watch\x12\x16.metad.v1.WatchRequest\x1a\x14.metad.v1.WatchEvent0\x012\xf2\x02\n" +
+	"\x05Watch\x12\x16.metad.v1.WatchRequest\x1a\x14.metad.v1.WatchEvent0\x012\xbe\x03\n" +
 	"\aCluster\x12;\n" +
 	"\x06Status\x12\x17.metad.v1.StatusRequest\x1a\x18.metad.v1.StatusResponse\x12>\n" +
 	"\aMembers\x12\x18.metad.v1.MembersRequest\x1a\x19.metad.v1.MembersResponse\x12_\n" +
 	"\x12TransferLeadership\x12#.metad.v1.TransferLeadershipRequest\x1a$.metad.v1.TransferLeadershipResponse\x12G\n" +
 	"\n" +
-	"RemovePeer\x12\x1b.metad.v1.RemovePeerRequest\x1a\x1c.metad.v1.RemovePeerResponse\x12@\n" +
+	"RemovePeer\x12\x1b.metad.v1.RemovePeerRequest\x1a\x1c.metad.v1.RemovePeerResponse\x12J\n" +
+	"\vUntombstone\x12\x1c.metad.v1.UntombstoneRequest\x1a\x1d.metad.v1.UntombstoneResponse\x12@\n" +
 	"\bSnapshot\x12\x19.metad.v1.SnapshotRequest\x1a\x17.metad.v1.SnapshotChunk0\x012\xea\x02\n" +
 	"\x04Peer\x12>\n" +
 	"\aPropose\x12\x18.metad.v1.ProposeRequest\x1a\x19.metad.v1.ProposeResponse\x12D\n" +
@@ -5937,7 +6177,7 @@ func file_metad_proto_rawDescGZIP() []byte {
 }
 
 var file_metad_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
+var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_metad_proto_goTypes = []any{
 	(View)(0),                              // 0: metad.v1.View
 	(Consistency)(0),                       // 1: metad.v1.Consistency
@@ -6005,30 +6245,33 @@ var file_metad_proto_goTypes = []any{
 	(*NodeStatus)(nil),                     // 63: metad.v1.NodeStatus
 	(*StatusRequest)(nil),                  // 64: metad.v1.StatusRequest
 	(*StatusResponse)(nil),                 // 65: metad.v1.StatusResponse
-	(*Member)(nil),                         // 66: metad.v1.Member
-	(*MembersRequest)(nil),                 // 67: metad.v1.MembersRequest
-	(*MembersResponse)(nil),                // 68: metad.v1.MembersResponse
-	(*TransferLeadershipRequest)(nil),      // 69: metad.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),     // 70: metad.v1.TransferLeadershipResponse
-	(*RemovePeerRequest)(nil),              // 71: metad.v1.RemovePeerRequest
-	(*RemovePeerResponse)(nil),             // 72: metad.v1.RemovePeerResponse
-	(*SnapshotRequest)(nil),                // 73: metad.v1.SnapshotRequest
-	(*RaftServer)(nil),                     // 74: metad.v1.RaftServer
-	(*SnapshotMeta)(nil),                   // 75: metad.v1.SnapshotMeta
-	(*SnapshotChunk)(nil),                  // 76: metad.v1.SnapshotChunk
-	(*RepairRequest)(nil),                  // 77: metad.v1.RepairRequest
-	(*RepairResponse)(nil),                 // 78: metad.v1.RepairResponse
-	(*ProposeRequest)(nil),                 // 79: metad.v1.ProposeRequest
-	(*ProposeResponse)(nil),                // 80: metad.v1.ProposeResponse
-	(*ReadIndexRequest)(nil),               // 81: metad.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),              // 82: metad.v1.ReadIndexResponse
-	(*ConfirmLeadershipRequest)(nil),       // 83: metad.v1.ConfirmLeadershipRequest
-	(*ConfirmLeadershipResponse)(nil),      // 84: metad.v1.ConfirmLeadershipResponse
-	(*LocalStatusRequest)(nil),             // 85: metad.v1.LocalStatusRequest
-	(*WatchRequest)(nil),                   // 86: metad.v1.WatchRequest
-	(*WatchEvent)(nil),                     // 87: metad.v1.WatchEvent
-	(*durationpb.Duration)(nil),            // 88: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 89: google.protobuf.Timestamp
+	(*Tombstone)(nil),                      // 66: metad.v1.Tombstone
+	(*Member)(nil),                         // 67: metad.v1.Member
+	(*MembersRequest)(nil),                 // 68: metad.v1.MembersRequest
+	(*MembersResponse)(nil),                // 69: metad.v1.MembersResponse
+	(*TransferLeadershipRequest)(nil),      // 70: metad.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),     // 71: metad.v1.TransferLeadershipResponse
+	(*RemovePeerRequest)(nil),              // 72: metad.v1.RemovePeerRequest
+	(*RemovePeerResponse)(nil),             // 73: metad.v1.RemovePeerResponse
+	(*UntombstoneRequest)(nil),             // 74: metad.v1.UntombstoneRequest
+	(*UntombstoneResponse)(nil),            // 75: metad.v1.UntombstoneResponse
+	(*SnapshotRequest)(nil),                // 76: metad.v1.SnapshotRequest
+	(*RaftServer)(nil),                     // 77: metad.v1.RaftServer
+	(*SnapshotMeta)(nil),                   // 78: metad.v1.SnapshotMeta
+	(*SnapshotChunk)(nil),                  // 79: metad.v1.SnapshotChunk
+	(*RepairRequest)(nil),                  // 80: metad.v1.RepairRequest
+	(*RepairResponse)(nil),                 // 81: metad.v1.RepairResponse
+	(*ProposeRequest)(nil),                 // 82: metad.v1.ProposeRequest
+	(*ProposeResponse)(nil),                // 83: metad.v1.ProposeResponse
+	(*ReadIndexRequest)(nil),               // 84: metad.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),              // 85: metad.v1.ReadIndexResponse
+	(*ConfirmLeadershipRequest)(nil),       // 86: metad.v1.ConfirmLeadershipRequest
+	(*ConfirmLeadershipResponse)(nil),      // 87: metad.v1.ConfirmLeadershipResponse
+	(*LocalStatusRequest)(nil),             // 88: metad.v1.LocalStatusRequest
+	(*WatchRequest)(nil),                   // 89: metad.v1.WatchRequest
+	(*WatchEvent)(nil),                     // 90: metad.v1.WatchEvent
+	(*durationpb.Duration)(nil),            // 91: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 92: google.protobuf.Timestamp
 }
 var file_metad_proto_depIdxs = []int32{
 	0,   // 0: metad.v1.IndexKey.view:type_name -> metad.v1.View
@@ -6044,8 +6287,8 @@ var file_metad_proto_depIdxs = []int32{
 	0,   // 10: metad.v1.RetireGenerationRequest.view:type_name -> metad.v1.View
 	11,  // 11: metad.v1.RegisterObjectRequest.object:type_name -> metad.v1.ObjectRef
 	11,  // 12: metad.v1.PinRequest.object:type_name -> metad.v1.ObjectRef
-	88,  // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
-	89,  // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
+	91,  // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
+	92,  // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
 	12,  // 15: metad.v1.CandidateRef.key:type_name -> metad.v1.IndexKey
 	36,  // 16: metad.v1.ReportCandidateFailureRequest.candidate:type_name -> metad.v1.CandidateRef
 	2,   // 17: metad.v1.ReportCandidateFailureRequest.kind:type_name -> metad.v1.FailureKind
@@ -6054,7 +6297,7 @@ var file_metad_proto_depIdxs = []int32{
 	4,   // 20: metad.v1.Generation.status:type_name -> metad.v1.GenerationStatus
 	9,   // 21: metad.v1.Generation.coverage:type_name -> metad.v1.Range
 	1,   // 22: metad.v1.DescribeStreamRequest.consistency:type_name -> metad.v1.Consistency
-	88,  // 23: metad.v1.DescribeStreamRequest.wait:type_name -> google.protobuf.Duration
+	91,  // 23: metad.v1.DescribeStreamRequest.wait:type_name -> google.protobuf.Duration
 	39,  // 24: metad.v1.DescribeStreamResponse.stream:type_name -> metad.v1.Stream
 	40,  // 25: metad.v1.DescribeStreamResponse.generations:type_name -> metad.v1.Generation
 	1,   // 26: metad.v1.ListStreamsRequest.consistency:type_name -> metad.v1.Consistency
@@ -6085,94 +6328,99 @@ var file_metad_proto_depIdxs = []int32{
 	9,   // 51: metad.v1.Target.resolved:type_name -> metad.v1.Range
 	11,  // 52: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
 	10,  // 53: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
-	89,  // 54: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
-	88,  // 55: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
+	92,  // 54: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
+	91,  // 55: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
 	36,  // 56: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
 	7,   // 57: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
 	59,  // 58: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
 	60,  // 59: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
-	89,  // 60: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
+	92,  // 60: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
 	60,  // 61: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
-	89,  // 62: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
-	88,  // 63: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
+	92,  // 62: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
+	91,  // 63: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
 	63,  // 64: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
-	66,  // 65: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
-	89,  // 66: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
-	74,  // 67: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
-	75,  // 68: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
-	8,   // 69: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
-	3,   // 70: metad.v1.WatchEvent.status:type_name -> metad.v1.StreamStatus
-	9,   // 71: metad.v1.WatchEvent.range:type_name -> metad.v1.Range
-	11,  // 72: metad.v1.WatchEvent.object:type_name -> metad.v1.ObjectRef
-	10,  // 73: metad.v1.WatchEvent.bytes:type_name -> metad.v1.ByteRange
-	0,   // 74: metad.v1.WatchEvent.view:type_name -> metad.v1.View
-	14,  // 75: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
-	16,  // 76: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
-	18,  // 77: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
-	20,  // 78: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
-	22,  // 79: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
-	24,  // 80: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
-	26,  // 81: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
-	28,  // 82: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
-	30,  // 83: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
-	32,  // 84: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
-	34,  // 85: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
-	37,  // 86: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
-	41,  // 87: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
-	43,  // 88: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
-	50,  // 89: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
-	53,  // 90: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
-	56,  // 91: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
-	46,  // 92: metad.v1.Metad.ListQuarantined:input_type -> metad.v1.ListQuarantinedRequest
-	48,  // 93: metad.v1.Metad.LiftQuarantine:input_type -> metad.v1.LiftQuarantineRequest
-	58,  // 94: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
-	86,  // 95: metad.v1.Metad.Watch:input_type -> metad.v1.WatchRequest
-	64,  // 96: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
-	67,  // 97: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
-	69,  // 98: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
-	71,  // 99: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
-	73,  // 100: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
-	79,  // 101: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
-	81,  // 102: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
-	83,  // 103: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
-	85,  // 104: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
-	77,  // 105: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
-	15,  // 106: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
-	17,  // 107: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
-	19,  // 108: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
-	21,  // 109: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
-	23,  // 110: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
-	25,  // 111: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
-	27,  // 112: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
-	29,  // 113: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
-	31,  // 114: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
-	33,  // 115: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
-	35,  // 116: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
-	38,  // 117: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
-	42,  // 118: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
-	44,  // 119: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
-	51,  // 120: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
-	54,  // 121: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
-	57,  // 122: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
-	47,  // 123: metad.v1.Metad.ListQuarantined:output_type -> metad.v1.ListQuarantinedResponse
-	49,  // 124: metad.v1.Metad.LiftQuarantine:output_type -> metad.v1.LiftQuarantineResponse
-	61,  // 125: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
-	87,  // 126: metad.v1.Metad.Watch:output_type -> metad.v1.WatchEvent
-	65,  // 127: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
-	68,  // 128: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
-	70,  // 129: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
-	72,  // 130: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
-	76,  // 131: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
-	80,  // 132: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
-	82,  // 133: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
-	84,  // 134: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
-	63,  // 135: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
-	78,  // 136: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
-	106, // [106:137] is the sub-list for method output_type
-	75,  // [75:106] is the sub-list for method input_type
-	75,  // [75:75] is the sub-list for extension type_name
-	75,  // [75:75] is the sub-list for extension extendee
-	0,   // [0:75] is the sub-list for field type_name
+	66,  // 65: metad.v1.StatusResponse.tombstones:type_name -> metad.v1.Tombstone
+	92,  // 66: metad.v1.Tombstone.removed_at:type_name -> google.protobuf.Timestamp
+	67,  // 67: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
+	66,  // 68: metad.v1.MembersResponse.tombstones:type_name -> metad.v1.Tombstone
+	92,  // 69: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
+	77,  // 70: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
+	78,  // 71: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
+	8,   // 72: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
+	3,   // 73: metad.v1.WatchEvent.status:type_name -> metad.v1.StreamStatus
+	9,   // 74: metad.v1.WatchEvent.range:type_name -> metad.v1.Range
+	11,  // 75: metad.v1.WatchEvent.object:type_name -> metad.v1.ObjectRef
+	10,  // 76: metad.v1.WatchEvent.bytes:type_name -> metad.v1.ByteRange
+	0,   // 77: metad.v1.WatchEvent.view:type_name -> metad.v1.View
+	14,  // 78: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
+	16,  // 79: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
+	18,  // 80: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
+	20,  // 81: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
+	22,  // 82: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
+	24,  // 83: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
+	26,  // 84: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
+	28,  // 85: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
+	30,  // 86: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
+	32,  // 87: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
+	34,  // 88: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
+	37,  // 89: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
+	41,  // 90: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
+	43,  // 91: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
+	50,  // 92: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
+	53,  // 93: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
+	56,  // 94: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
+	46,  // 95: metad.v1.Metad.ListQuarantined:input_type -> metad.v1.ListQuarantinedRequest
+	48,  // 96: metad.v1.Metad.LiftQuarantine:input_type -> metad.v1.LiftQuarantineRequest
+	58,  // 97: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
+	89,  // 98: metad.v1.Metad.Watch:input_type -> metad.v1.WatchRequest
+	64,  // 99: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
+	68,  // 100: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
+	70,  // 101: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
+	72,  // 102: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
+	74,  // 103: metad.v1.Cluster.Untombstone:input_type -> metad.v1.UntombstoneRequest
+	76,  // 104: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
+	82,  // 105: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
+	84,  // 106: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
+	86,  // 107: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
+	88,  // 108: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
+	80,  // 109: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
+	15,  // 110: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
+	17,  // 111: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
+	19,  // 112: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
+	21,  // 113: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
+	23,  // 114: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
+	25,  // 115: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
+	27,  // 116: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
+	29,  // 117: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
+	31,  // 118: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
+	33,  // 119: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
+	35,  // 120: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
+	38,  // 121: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
+	42,  // 122: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
+	44,  // 123: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
+	51,  // 124: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
+	54,  // 125: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
+	57,  // 126: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
+	47,  // 127: metad.v1.Metad.ListQuarantined:output_type -> metad.v1.ListQuarantinedResponse
+	49,  // 128: metad.v1.Metad.LiftQuarantine:output_type -> metad.v1.LiftQuarantineResponse
+	61,  // 129: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
+	90,  // 130: metad.v1.Metad.Watch:output_type -> metad.v1.WatchEvent
+	65,  // 131: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
+	69,  // 132: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
+	71,  // 133: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
+	73,  // 134: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
+	75,  // 135: metad.v1.Cluster.Untombstone:output_type -> metad.v1.UntombstoneResponse
+	79,  // 136: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
+	83,  // 137: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
+	85,  // 138: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
+	87,  // 139: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
+	63,  // 140: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
+	81,  // 141: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
+	110, // [110:142] is the sub-list for method output_type
+	78,  // [78:110] is the sub-list for method input_type
+	78,  // [78:78] is the sub-list for extension type_name
+	78,  // [78:78] is the sub-list for extension extendee
+	0,   // [0:78] is the sub-list for field type_name
 }
 
 func init() { file_metad_proto_init() }
@@ -6186,7 +6434,7 @@ func file_metad_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metad_proto_rawDesc), len(file_metad_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   79,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

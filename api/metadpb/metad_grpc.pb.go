@@ -945,6 +945,7 @@ const (
 	Cluster_Members_FullMethodName            = "/metad.v1.Cluster/Members"
 	Cluster_TransferLeadership_FullMethodName = "/metad.v1.Cluster/TransferLeadership"
 	Cluster_RemovePeer_FullMethodName         = "/metad.v1.Cluster/RemovePeer"
+	Cluster_Untombstone_FullMethodName        = "/metad.v1.Cluster/Untombstone"
 	Cluster_Snapshot_FullMethodName           = "/metad.v1.Cluster/Snapshot"
 )
 
@@ -959,6 +960,10 @@ type ClusterClient interface {
 	Members(ctx context.Context, in *MembersRequest, opts ...grpc.CallOption) (*MembersResponse, error)
 	TransferLeadership(ctx context.Context, in *TransferLeadershipRequest, opts ...grpc.CallOption) (*TransferLeadershipResponse, error)
 	RemovePeer(ctx context.Context, in *RemovePeerRequest, opts ...grpc.CallOption) (*RemovePeerResponse, error)
+	// Untombstone lifts an operator removal's tombstone (on the leader; needs
+	// feature level 2): the removed incarnation may be added again.
+	// NOT_FOUND if node_id has no tombstone.
+	Untombstone(ctx context.Context, in *UntombstoneRequest, opts ...grpc.CallOption) (*UntombstoneResponse, error)
 	// Snapshot streams a consistent snapshot of the replicated state, taken
 	// by the answering node (any member) at a linearizable read index: it
 	// holds every write acknowledged before the call. The first message
@@ -1015,6 +1020,16 @@ func (c *clusterClient) RemovePeer(ctx context.Context, in *RemovePeerRequest, o
 	return out, nil
 }
 
+func (c *clusterClient) Untombstone(ctx context.Context, in *UntombstoneRequest, opts ...grpc.CallOption) (*UntombstoneResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UntombstoneResponse)
+	err := c.cc.Invoke(ctx, Cluster_Untombstone_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *clusterClient) Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Cluster_ServiceDesc.Streams[0], Cluster_Snapshot_FullMethodName, cOpts...)
@@ -1045,6 +1060,10 @@ type ClusterServer interface {
 	Members(context.Context, *MembersRequest) (*MembersResponse, error)
 	TransferLeadership(context.Context, *TransferLeadershipRequest) (*TransferLeadershipResponse, error)
 	RemovePeer(context.Context, *RemovePeerRequest) (*RemovePeerResponse, error)
+	// Untombstone lifts an operator removal's tombstone (on the leader; needs
+	// feature level 2): the removed incarnation may be added again.
+	// NOT_FOUND if node_id has no tombstone.
+	Untombstone(context.Context, *UntombstoneRequest) (*UntombstoneResponse, error)
 	// Snapshot streams a consistent snapshot of the replicated state, taken
 	// by the answering node (any member) at a linearizable read index: it
 	// holds every write acknowledged before the call. The first message
@@ -1072,6 +1091,9 @@ func (UnimplementedClusterServer) TransferLeadership(context.Context, *TransferL
 }
 func (UnimplementedClusterServer) RemovePeer(context.Context, *RemovePeerRequest) (*RemovePeerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemovePeer not implemented")
+}
+func (UnimplementedClusterServer) Untombstone(context.Context, *UntombstoneRequest) (*UntombstoneResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Untombstone not implemented")
 }
 func (UnimplementedClusterServer) Snapshot(*SnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
 	return status.Error(codes.Unimplemented, "method Snapshot not implemented")
@@ -1169,6 +1191,24 @@ func _Cluster_RemovePeer_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cluster_Untombstone_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UntombstoneRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServer).Untombstone(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cluster_Untombstone_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServer).Untombstone(ctx, req.(*UntombstoneRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Cluster_Snapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(SnapshotRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -1202,6 +1242,10 @@ var Cluster_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemovePeer",
 			Handler:    _Cluster_RemovePeer_Handler,
+		},
+		{
+			MethodName: "Untombstone",
+			Handler:    _Cluster_Untombstone_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -127,6 +127,17 @@ func (b benchOpts) validate() error {
 	if b.warmup < 0 || b.warmup > load.MaxWarmup {
 		bad("--warmup %v: want 0..%v", b.warmup, load.MaxWarmup)
 	}
+	errs = append(errs, b.validateShape()...)
+	if err := errors.Join(errs...); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// validateShape checks the sizes of what each run writes and reads.
+func (b benchOpts) validateShape() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if b.payload < 1 || b.payload > 64<<20 {
 		bad("--payload %d: want 1..64MiB", b.payload)
 	}
@@ -139,10 +150,7 @@ func (b benchOpts) validate() error {
 	if b.readRatio < 0 || b.readRatio > 1 {
 		bad("--read-ratio %v: want 0..1", b.readRatio)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return usageError{err}
-	}
-	return nil
+	return errs
 }
 
 // benchReport is what `metad bench -o json` prints: the shared load.Result

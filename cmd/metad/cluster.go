@@ -30,10 +30,15 @@ the Raft configuration (metad raft list-peers) decides who votes.`,
 					return err
 				}
 				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
-					fmt.Fprintln(tw, "ID\tSTATUS\tGOSSIP\tRAFT\tGRPC")
+					fmt.Fprintln(tw, "ID\tSTATUS\tGOSSIP\tRAFT\tGRPC\tINCARNATION")
 					for _, m := range resp.Members {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.NodeId, m.Status, m.GossipAddr, m.RaftAddr, m.GrpcAddr)
+						inc := m.Incarnation
+						if inc == "" {
+							inc = "-"
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.NodeId, m.Status, m.GossipAddr, m.RaftAddr, m.GrpcAddr, inc)
 					}
+					tombstoneTable(tw, resp.Tombstones)
 				})
 			})
 		},
@@ -74,10 +79,14 @@ forwarded to the leader). Servers are keyed by node id, never by address.`,
 		Use:   "remove-peer ID",
 		Short: "Remove a server from the Raft configuration (on the leader)",
 		Long: `Remove a server from the Raft configuration, through the leader. Use it for a
-server that is gone for good (the leader also removes servers dead longer than
---dead-server-timeout on its own, never below quorum). A server that is still
-running and alive in gossip is added back as a non-voter by the leader: stop it
-first. An id not in the configuration is refused (exit 3).`,
+server that is gone for good (the leader also removes servers unreachable longer
+than --dead-server-timeout on its own, never below quorum). The removal leaves
+a tombstone on the server's incarnation: the leader never adds that incarnation
+back, whatever gossip says, and the server, if it runs, stops with a message.
+To bring it back, wipe its data dir and start it again (a new incarnation), or
+lift the tombstone (metad raft untombstone). At feature level 1 (a 0.1.0 server
+remains) only the leader remembers the removal, for 72h or until it steps down.
+An id not in the configuration is refused (exit 3).`,
 		Example: `  metad raft remove-peer node-3`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -91,6 +100,14 @@ first. An id not in the configuration is refused (exit 3).`,
 				}
 				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
 					fmt.Fprintf(tw, "removed %s at index %d\n", args[0], resp.Version)
+					switch {
+					case resp.Tombstoned && resp.Incarnation != "":
+						fmt.Fprintf(tw, "tombstone on incarnation %s: it is never added back\n", resp.Incarnation)
+					case resp.Tombstoned:
+						fmt.Fprintf(tw, "tombstone on every incarnation of %s (its incarnation was unknown): lift it with metad raft untombstone %s\n", args[0], args[0])
+					default:
+						fmt.Fprintln(tw, "no tombstone (cluster feature level 1): the leader remembers the removal until it steps down")
+					}
 				})
 			})
 		},
@@ -131,6 +148,7 @@ with a retryable NO_LEADER for the moment of the hand-off.`,
 	}
 	transfer.Flags().StringVar(&to, "to", "", "node id of the new leader (default: raft chooses)")
 	cmd.AddCommand(transfer)
+	cmd.AddCommand(newUntombstoneCmd(o))
 	return cmd
 }
 

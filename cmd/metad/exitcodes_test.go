@@ -182,6 +182,9 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"raft", "transfer-leader", "--to", "n1"}, 1}, // ALREADY_LEADER
 		{[]string{"raft", "remove-peer", "n1"}, 1},             // LAST_VOTER
 		{[]string{"raft", "remove-peer", "n9"}, 3},
+		{[]string{"raft", "untombstone"}, 2},
+		{append([]string{"raft", "untombstone", "n9"}, unreachable...), 4},
+		{[]string{"raft", "untombstone", "n9"}, 3}, // no tombstone
 
 		{[]string{"bench", "--bogus"}, 2},
 

@@ -11,7 +11,7 @@
 //	metad resolve STREAM VIEW OFFSET resolve one read
 //	metad object describe|register|pin|release|report
 //	metad evidence list STREAM       a stream's append evidence
-//	metad raft list-peers|remove-peer|transfer-leader
+//	metad raft list-peers|remove-peer|untombstone|transfer-leader
 //	metad snapshot save|inspect|diff|restore  backups of a live cluster
 //	metad tls ca create|cert create  certificates for a development cluster
 //	metad data inspect|recover       a stopped server's data dir; quorum-loss recovery

@@ -166,6 +166,7 @@ func statusTable(tw *tabwriter.Writer, st *metadpb.StatusResponse, hashes map[st
 	}
 	tw.Flush()
 	fmt.Fprintf(tw, "\n%s\n", h.summary(st.LeaderId))
+	tombstoneTable(tw, st.Tombstones)
 }
 
 func lastContact(n *metadpb.NodeStatus) string {

@@ -797,6 +797,8 @@ type Command struct {
 	//	*Command_RepairGen0
 	//	*Command_SetFeatureLevel
 	//	*Command_LiftQuarantine
+	//	*Command_AddTombstone
+	//	*Command_LiftTombstone
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1006,6 +1008,24 @@ func (x *Command) GetLiftQuarantine() *LiftQuarantine {
 	return nil
 }
 
+func (x *Command) GetAddTombstone() *AddTombstone {
+	if x != nil {
+		if x, ok := x.Op.(*Command_AddTombstone); ok {
+			return x.AddTombstone
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetLiftTombstone() *LiftTombstone {
+	if x != nil {
+		if x, ok := x.Op.(*Command_LiftTombstone); ok {
+			return x.LiftTombstone
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -1079,6 +1099,14 @@ type Command_LiftQuarantine struct {
 	LiftQuarantine *LiftQuarantine `protobuf:"bytes,26,opt,name=lift_quarantine,json=liftQuarantine,proto3,oneof"`
 }
 
+type Command_AddTombstone struct {
+	AddTombstone *AddTombstone `protobuf:"bytes,27,opt,name=add_tombstone,json=addTombstone,proto3,oneof"`
+}
+
+type Command_LiftTombstone struct {
+	LiftTombstone *LiftTombstone `protobuf:"bytes,28,opt,name=lift_tombstone,json=liftTombstone,proto3,oneof"`
+}
+
 func (*Command_CreateStream) isCommand_Op() {}
 
 func (*Command_OpenForWrite) isCommand_Op() {}
@@ -1112,6 +1140,10 @@ func (*Command_RepairGen0) isCommand_Op() {}
 func (*Command_SetFeatureLevel) isCommand_Op() {}
 
 func (*Command_LiftQuarantine) isCommand_Op() {}
+
+func (*Command_AddTombstone) isCommand_Op() {}
+
+func (*Command_LiftTombstone) isCommand_Op() {}
 
 // LiftQuarantine makes a quarantined index record valid again: its bytes
 // were verified against the object store after the report that
@@ -1170,6 +1202,109 @@ func (x *LiftQuarantine) GetVersion() uint64 {
 	return 0
 }
 
+// AddTombstone records that an operator removed a server (remove-peer):
+// the reconcile loop never re-adds incarnation `incarnation` of node
+// `node_id`. An empty incarnation (unknown when the server was removed)
+// covers every incarnation of the id. A node id has at most one
+// tombstone; a later one replaces it. Level 2.
+type AddTombstone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Incarnation   string                 `protobuf:"bytes,2,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddTombstone) Reset() {
+	*x = AddTombstone{}
+	mi := &file_fsm_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddTombstone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddTombstone) ProtoMessage() {}
+
+func (x *AddTombstone) ProtoReflect() protoreflect.Message {
+	mi := &file_fsm_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddTombstone.ProtoReflect.Descriptor instead.
+func (*AddTombstone) Descriptor() ([]byte, []int) {
+	return file_fsm_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AddTombstone) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *AddTombstone) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
+// LiftTombstone removes node_id's tombstone (metad raft untombstone).
+// Lifting a tombstone that does not exist changes nothing. Level 2.
+type LiftTombstone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiftTombstone) Reset() {
+	*x = LiftTombstone{}
+	mi := &file_fsm_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiftTombstone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiftTombstone) ProtoMessage() {}
+
+func (x *LiftTombstone) ProtoReflect() protoreflect.Message {
+	mi := &file_fsm_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiftTombstone.ProtoReflect.Descriptor instead.
+func (*LiftTombstone) Descriptor() ([]byte, []int) {
+	return file_fsm_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *LiftTombstone) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
 // SetFeatureLevel raises the cluster's feature level: the set of command
 // kinds and command semantics every replica applies. A leader proposes it
 // only once every voter reports that it can apply that level; commands
@@ -1184,7 +1319,7 @@ type SetFeatureLevel struct {
 
 func (x *SetFeatureLevel) Reset() {
 	*x = SetFeatureLevel{}
-	mi := &file_fsm_proto_msgTypes[7]
+	mi := &file_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1196,7 +1331,7 @@ func (x *SetFeatureLevel) String() string {
 func (*SetFeatureLevel) ProtoMessage() {}
 
 func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[7]
+	mi := &file_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1209,7 +1344,7 @@ func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFeatureLevel.ProtoReflect.Descriptor instead.
 func (*SetFeatureLevel) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{7}
+	return file_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SetFeatureLevel) GetLevel() uint32 {
@@ -1229,7 +1364,7 @@ type CreateStream struct {
 
 func (x *CreateStream) Reset() {
 	*x = CreateStream{}
-	mi := &file_fsm_proto_msgTypes[8]
+	mi := &file_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1376,7 @@ func (x *CreateStream) String() string {
 func (*CreateStream) ProtoMessage() {}
 
 func (x *CreateStream) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[8]
+	mi := &file_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1389,7 @@ func (x *CreateStream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateStream.ProtoReflect.Descriptor instead.
 func (*CreateStream) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{8}
+	return file_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateStream) GetName() string {
@@ -1274,7 +1409,7 @@ type OpenForWrite struct {
 
 func (x *OpenForWrite) Reset() {
 	*x = OpenForWrite{}
-	mi := &file_fsm_proto_msgTypes[9]
+	mi := &file_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1421,7 @@ func (x *OpenForWrite) String() string {
 func (*OpenForWrite) ProtoMessage() {}
 
 func (x *OpenForWrite) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[9]
+	mi := &file_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1434,7 @@ func (x *OpenForWrite) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenForWrite.ProtoReflect.Descriptor instead.
 func (*OpenForWrite) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{9}
+	return file_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *OpenForWrite) GetStreamId() uint64 {
@@ -1327,7 +1462,7 @@ type CommitAppend struct {
 
 func (x *CommitAppend) Reset() {
 	*x = CommitAppend{}
-	mi := &file_fsm_proto_msgTypes[10]
+	mi := &file_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1474,7 @@ func (x *CommitAppend) String() string {
 func (*CommitAppend) ProtoMessage() {}
 
 func (x *CommitAppend) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[10]
+	mi := &file_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1487,7 @@ func (x *CommitAppend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitAppend.ProtoReflect.Descriptor instead.
 func (*CommitAppend) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{10}
+	return file_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CommitAppend) GetStreamId() uint64 {
@@ -1425,7 +1560,7 @@ type PublishGeneration struct {
 
 func (x *PublishGeneration) Reset() {
 	*x = PublishGeneration{}
-	mi := &file_fsm_proto_msgTypes[11]
+	mi := &file_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1437,7 +1572,7 @@ func (x *PublishGeneration) String() string {
 func (*PublishGeneration) ProtoMessage() {}
 
 func (x *PublishGeneration) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[11]
+	mi := &file_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1450,7 +1585,7 @@ func (x *PublishGeneration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishGeneration.ProtoReflect.Descriptor instead.
 func (*PublishGeneration) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{11}
+	return file_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PublishGeneration) GetStreamId() uint64 {
@@ -1513,7 +1648,7 @@ type RetireGeneration struct {
 
 func (x *RetireGeneration) Reset() {
 	*x = RetireGeneration{}
-	mi := &file_fsm_proto_msgTypes[12]
+	mi := &file_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1525,7 +1660,7 @@ func (x *RetireGeneration) String() string {
 func (*RetireGeneration) ProtoMessage() {}
 
 func (x *RetireGeneration) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[12]
+	mi := &file_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1538,7 +1673,7 @@ func (x *RetireGeneration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetireGeneration.ProtoReflect.Descriptor instead.
 func (*RetireGeneration) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{12}
+	return file_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RetireGeneration) GetStreamId() uint64 {
@@ -1572,7 +1707,7 @@ type Trim struct {
 
 func (x *Trim) Reset() {
 	*x = Trim{}
-	mi := &file_fsm_proto_msgTypes[13]
+	mi := &file_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1584,7 +1719,7 @@ func (x *Trim) String() string {
 func (*Trim) ProtoMessage() {}
 
 func (x *Trim) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[13]
+	mi := &file_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1597,7 +1732,7 @@ func (x *Trim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Trim.ProtoReflect.Descriptor instead.
 func (*Trim) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{13}
+	return file_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Trim) GetStreamId() uint64 {
@@ -1623,7 +1758,7 @@ type Seal struct {
 
 func (x *Seal) Reset() {
 	*x = Seal{}
-	mi := &file_fsm_proto_msgTypes[14]
+	mi := &file_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1635,7 +1770,7 @@ func (x *Seal) String() string {
 func (*Seal) ProtoMessage() {}
 
 func (x *Seal) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[14]
+	mi := &file_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1648,7 +1783,7 @@ func (x *Seal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Seal.ProtoReflect.Descriptor instead.
 func (*Seal) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{14}
+	return file_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Seal) GetStreamId() uint64 {
@@ -1667,7 +1802,7 @@ type DeleteStream struct {
 
 func (x *DeleteStream) Reset() {
 	*x = DeleteStream{}
-	mi := &file_fsm_proto_msgTypes[15]
+	mi := &file_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1679,7 +1814,7 @@ func (x *DeleteStream) String() string {
 func (*DeleteStream) ProtoMessage() {}
 
 func (x *DeleteStream) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[15]
+	mi := &file_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1692,7 +1827,7 @@ func (x *DeleteStream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStream.ProtoReflect.Descriptor instead.
 func (*DeleteStream) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{15}
+	return file_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteStream) GetStreamId() uint64 {
@@ -1712,7 +1847,7 @@ type RegisterObject struct {
 
 func (x *RegisterObject) Reset() {
 	*x = RegisterObject{}
-	mi := &file_fsm_proto_msgTypes[16]
+	mi := &file_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1724,7 +1859,7 @@ func (x *RegisterObject) String() string {
 func (*RegisterObject) ProtoMessage() {}
 
 func (x *RegisterObject) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[16]
+	mi := &file_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1737,7 +1872,7 @@ func (x *RegisterObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterObject.ProtoReflect.Descriptor instead.
 func (*RegisterObject) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{16}
+	return file_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RegisterObject) GetObject() *ObjectRef {
@@ -1765,7 +1900,7 @@ type PinObject struct {
 
 func (x *PinObject) Reset() {
 	*x = PinObject{}
-	mi := &file_fsm_proto_msgTypes[17]
+	mi := &file_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +1912,7 @@ func (x *PinObject) String() string {
 func (*PinObject) ProtoMessage() {}
 
 func (x *PinObject) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[17]
+	mi := &file_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +1925,7 @@ func (x *PinObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinObject.ProtoReflect.Descriptor instead.
 func (*PinObject) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{17}
+	return file_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PinObject) GetObject() *ObjectRef {
@@ -1823,7 +1958,7 @@ type ReleasePin struct {
 
 func (x *ReleasePin) Reset() {
 	*x = ReleasePin{}
-	mi := &file_fsm_proto_msgTypes[18]
+	mi := &file_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1835,7 +1970,7 @@ func (x *ReleasePin) String() string {
 func (*ReleasePin) ProtoMessage() {}
 
 func (x *ReleasePin) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[18]
+	mi := &file_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1848,7 +1983,7 @@ func (x *ReleasePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleasePin.ProtoReflect.Descriptor instead.
 func (*ReleasePin) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{18}
+	return file_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReleasePin) GetPinId() uint64 {
@@ -1867,7 +2002,7 @@ type MarkObjectDeleting struct {
 
 func (x *MarkObjectDeleting) Reset() {
 	*x = MarkObjectDeleting{}
-	mi := &file_fsm_proto_msgTypes[19]
+	mi := &file_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1879,7 +2014,7 @@ func (x *MarkObjectDeleting) String() string {
 func (*MarkObjectDeleting) ProtoMessage() {}
 
 func (x *MarkObjectDeleting) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[19]
+	mi := &file_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1892,7 +2027,7 @@ func (x *MarkObjectDeleting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkObjectDeleting.ProtoReflect.Descriptor instead.
 func (*MarkObjectDeleting) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{19}
+	return file_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *MarkObjectDeleting) GetObject() *ObjectRef {
@@ -1911,7 +2046,7 @@ type MarkObjectDeleted struct {
 
 func (x *MarkObjectDeleted) Reset() {
 	*x = MarkObjectDeleted{}
-	mi := &file_fsm_proto_msgTypes[20]
+	mi := &file_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1923,7 +2058,7 @@ func (x *MarkObjectDeleted) String() string {
 func (*MarkObjectDeleted) ProtoMessage() {}
 
 func (x *MarkObjectDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[20]
+	mi := &file_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1936,7 +2071,7 @@ func (x *MarkObjectDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkObjectDeleted.ProtoReflect.Descriptor instead.
 func (*MarkObjectDeleted) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{20}
+	return file_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MarkObjectDeleted) GetObject() *ObjectRef {
@@ -1960,7 +2095,7 @@ type ReportCandidateFailure struct {
 
 func (x *ReportCandidateFailure) Reset() {
 	*x = ReportCandidateFailure{}
-	mi := &file_fsm_proto_msgTypes[21]
+	mi := &file_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1972,7 +2107,7 @@ func (x *ReportCandidateFailure) String() string {
 func (*ReportCandidateFailure) ProtoMessage() {}
 
 func (x *ReportCandidateFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[21]
+	mi := &file_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1985,7 +2120,7 @@ func (x *ReportCandidateFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCandidateFailure.ProtoReflect.Descriptor instead.
 func (*ReportCandidateFailure) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{21}
+	return file_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReportCandidateFailure) GetKey() *IndexKey {
@@ -2027,7 +2162,7 @@ type RecordVersion struct {
 
 func (x *RecordVersion) Reset() {
 	*x = RecordVersion{}
-	mi := &file_fsm_proto_msgTypes[22]
+	mi := &file_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2174,7 @@ func (x *RecordVersion) String() string {
 func (*RecordVersion) ProtoMessage() {}
 
 func (x *RecordVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[22]
+	mi := &file_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2187,7 @@ func (x *RecordVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordVersion.ProtoReflect.Descriptor instead.
 func (*RecordVersion) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{22}
+	return file_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RecordVersion) GetStart() uint64 {
@@ -2088,7 +2223,7 @@ type RepairGen0 struct {
 
 func (x *RepairGen0) Reset() {
 	*x = RepairGen0{}
-	mi := &file_fsm_proto_msgTypes[23]
+	mi := &file_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2100,7 +2235,7 @@ func (x *RepairGen0) String() string {
 func (*RepairGen0) ProtoMessage() {}
 
 func (x *RepairGen0) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[23]
+	mi := &file_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2113,7 +2248,7 @@ func (x *RepairGen0) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairGen0.ProtoReflect.Descriptor instead.
 func (*RepairGen0) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{23}
+	return file_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RepairGen0) GetStreamId() uint64 {
@@ -2163,7 +2298,7 @@ type Rejection struct {
 
 func (x *Rejection) Reset() {
 	*x = Rejection{}
-	mi := &file_fsm_proto_msgTypes[24]
+	mi := &file_fsm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2310,7 @@ func (x *Rejection) String() string {
 func (*Rejection) ProtoMessage() {}
 
 func (x *Rejection) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[24]
+	mi := &file_fsm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2323,7 @@ func (x *Rejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejection.ProtoReflect.Descriptor instead.
 func (*Rejection) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{24}
+	return file_fsm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Rejection) GetCode() RejectCode {
@@ -2234,7 +2369,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_fsm_proto_msgTypes[25]
+	mi := &file_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2381,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[25]
+	mi := &file_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2394,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{25}
+	return file_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Result) GetVersion() uint64 {
@@ -2353,7 +2488,7 @@ type MachineMeta struct {
 
 func (x *MachineMeta) Reset() {
 	*x = MachineMeta{}
-	mi := &file_fsm_proto_msgTypes[26]
+	mi := &file_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2365,7 +2500,7 @@ func (x *MachineMeta) String() string {
 func (*MachineMeta) ProtoMessage() {}
 
 func (x *MachineMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[26]
+	mi := &file_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2378,7 +2513,7 @@ func (x *MachineMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineMeta.ProtoReflect.Descriptor instead.
 func (*MachineMeta) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{26}
+	return file_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MachineMeta) GetClockUnixNano() int64 {
@@ -2428,7 +2563,7 @@ type StreamState struct {
 
 func (x *StreamState) Reset() {
 	*x = StreamState{}
-	mi := &file_fsm_proto_msgTypes[27]
+	mi := &file_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2440,7 +2575,7 @@ func (x *StreamState) String() string {
 func (*StreamState) ProtoMessage() {}
 
 func (x *StreamState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[27]
+	mi := &file_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2453,7 +2588,7 @@ func (x *StreamState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamState.ProtoReflect.Descriptor instead.
 func (*StreamState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{27}
+	return file_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *StreamState) GetId() uint64 {
@@ -2547,7 +2682,7 @@ type EvidenceState struct {
 
 func (x *EvidenceState) Reset() {
 	*x = EvidenceState{}
-	mi := &file_fsm_proto_msgTypes[28]
+	mi := &file_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2559,7 +2694,7 @@ func (x *EvidenceState) String() string {
 func (*EvidenceState) ProtoMessage() {}
 
 func (x *EvidenceState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[28]
+	mi := &file_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2572,7 +2707,7 @@ func (x *EvidenceState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvidenceState.ProtoReflect.Descriptor instead.
 func (*EvidenceState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{28}
+	return file_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *EvidenceState) GetStreamId() uint64 {
@@ -2631,7 +2766,7 @@ type GenerationState struct {
 
 func (x *GenerationState) Reset() {
 	*x = GenerationState{}
-	mi := &file_fsm_proto_msgTypes[29]
+	mi := &file_fsm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2643,7 +2778,7 @@ func (x *GenerationState) String() string {
 func (*GenerationState) ProtoMessage() {}
 
 func (x *GenerationState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[29]
+	mi := &file_fsm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2656,7 +2791,7 @@ func (x *GenerationState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationState.ProtoReflect.Descriptor instead.
 func (*GenerationState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{29}
+	return file_fsm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GenerationState) GetStreamId() uint64 {
@@ -2713,7 +2848,7 @@ type IndexRecordState struct {
 
 func (x *IndexRecordState) Reset() {
 	*x = IndexRecordState{}
-	mi := &file_fsm_proto_msgTypes[30]
+	mi := &file_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2725,7 +2860,7 @@ func (x *IndexRecordState) String() string {
 func (*IndexRecordState) ProtoMessage() {}
 
 func (x *IndexRecordState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[30]
+	mi := &file_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2738,7 +2873,7 @@ func (x *IndexRecordState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexRecordState.ProtoReflect.Descriptor instead.
 func (*IndexRecordState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{30}
+	return file_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *IndexRecordState) GetKey() *IndexKey {
@@ -2784,7 +2919,7 @@ type ObjectState struct {
 
 func (x *ObjectState) Reset() {
 	*x = ObjectState{}
-	mi := &file_fsm_proto_msgTypes[31]
+	mi := &file_fsm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2796,7 +2931,7 @@ func (x *ObjectState) String() string {
 func (*ObjectState) ProtoMessage() {}
 
 func (x *ObjectState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[31]
+	mi := &file_fsm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2809,7 +2944,7 @@ func (x *ObjectState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectState.ProtoReflect.Descriptor instead.
 func (*ObjectState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{31}
+	return file_fsm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ObjectState) GetObject() *ObjectRef {
@@ -2875,7 +3010,7 @@ type PinState struct {
 
 func (x *PinState) Reset() {
 	*x = PinState{}
-	mi := &file_fsm_proto_msgTypes[32]
+	mi := &file_fsm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2887,7 +3022,7 @@ func (x *PinState) String() string {
 func (*PinState) ProtoMessage() {}
 
 func (x *PinState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[32]
+	mi := &file_fsm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2900,7 +3035,7 @@ func (x *PinState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinState.ProtoReflect.Descriptor instead.
 func (*PinState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{32}
+	return file_fsm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PinState) GetId() uint64 {
@@ -2957,7 +3092,7 @@ type DedupState struct {
 
 func (x *DedupState) Reset() {
 	*x = DedupState{}
-	mi := &file_fsm_proto_msgTypes[33]
+	mi := &file_fsm_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2969,7 +3104,7 @@ func (x *DedupState) String() string {
 func (*DedupState) ProtoMessage() {}
 
 func (x *DedupState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[33]
+	mi := &file_fsm_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2982,7 +3117,7 @@ func (x *DedupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DedupState.ProtoReflect.Descriptor instead.
 func (*DedupState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{33}
+	return file_fsm_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DedupState) GetRequestId() string {
@@ -3025,6 +3160,7 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_Object
 	//	*SnapshotRecord_Pin
 	//	*SnapshotRecord_Dedup
+	//	*SnapshotRecord_Tombstone
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3032,7 +3168,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_fsm_proto_msgTypes[34]
+	mi := &file_fsm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3044,7 +3180,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[34]
+	mi := &file_fsm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3057,7 +3193,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{34}
+	return file_fsm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -3139,6 +3275,15 @@ func (x *SnapshotRecord) GetDedup() *DedupState {
 	return nil
 }
 
+func (x *SnapshotRecord) GetTombstone() *TombstoneState {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Tombstone); ok {
+			return x.Tombstone
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -3175,6 +3320,12 @@ type SnapshotRecord_Dedup struct {
 	Dedup *DedupState `protobuf:"bytes,8,opt,name=dedup,proto3,oneof"`
 }
 
+type SnapshotRecord_Tombstone struct {
+	// Level 2: written after the dedup entries, by node id; a level-1
+	// state has none, so its snapshot is unchanged.
+	Tombstone *TombstoneState `protobuf:"bytes,9,opt,name=tombstone,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Meta) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Stream) isSnapshotRecord_Record() {}
@@ -3190,6 +3341,77 @@ func (*SnapshotRecord_Object) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_Pin) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Dedup) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Tombstone) isSnapshotRecord_Record() {}
+
+type TombstoneState struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	NodeId      string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Incarnation string                 `protobuf:"bytes,2,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	// version is the index of the AddTombstone; at_unix_nano its stamp.
+	Version       uint64 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	AtUnixNano    int64  `protobuf:"varint,4,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TombstoneState) Reset() {
+	*x = TombstoneState{}
+	mi := &file_fsm_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TombstoneState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TombstoneState) ProtoMessage() {}
+
+func (x *TombstoneState) ProtoReflect() protoreflect.Message {
+	mi := &file_fsm_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TombstoneState.ProtoReflect.Descriptor instead.
+func (*TombstoneState) Descriptor() ([]byte, []int) {
+	return file_fsm_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *TombstoneState) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *TombstoneState) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
+func (x *TombstoneState) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *TombstoneState) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
 
 var File_fsm_proto protoreflect.FileDescriptor
 
@@ -3217,7 +3439,8 @@ const file_fsm_proto_rawDesc = "" +
 	"\tsurvivors\x18\x02 \x03(\v2\x13.metad.fsm.v1.RangeR\tsurvivors\x12/\n" +
 	"\x06object\x18\x03 \x01(\v2\x17.metad.fsm.v1.ObjectRefR\x06object\x12-\n" +
 	"\x05bytes\x18\x04 \x01(\v2\x17.metad.fsm.v1.ByteRangeR\x05bytes\x12\x1a\n" +
-	"\bchecksum\x18\x05 \x01(\rR\bchecksum\"\xf6\t\n" +
+	"\bchecksum\x18\x05 \x01(\rR\bchecksum\"\xff\n" +
+	"\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12&\n" +
@@ -3242,11 +3465,18 @@ const file_fsm_proto_rawDesc = "" +
 	"\vrepair_gen0\x18\x18 \x01(\v2\x18.metad.fsm.v1.RepairGen0H\x00R\n" +
 	"repairGen0\x12K\n" +
 	"\x11set_feature_level\x18\x19 \x01(\v2\x1d.metad.fsm.v1.SetFeatureLevelH\x00R\x0fsetFeatureLevel\x12G\n" +
-	"\x0flift_quarantine\x18\x1a \x01(\v2\x1c.metad.fsm.v1.LiftQuarantineH\x00R\x0eliftQuarantineB\x04\n" +
+	"\x0flift_quarantine\x18\x1a \x01(\v2\x1c.metad.fsm.v1.LiftQuarantineH\x00R\x0eliftQuarantine\x12A\n" +
+	"\radd_tombstone\x18\x1b \x01(\v2\x1a.metad.fsm.v1.AddTombstoneH\x00R\faddTombstone\x12D\n" +
+	"\x0elift_tombstone\x18\x1c \x01(\v2\x1b.metad.fsm.v1.LiftTombstoneH\x00R\rliftTombstoneB\x04\n" +
 	"\x02op\"T\n" +
 	"\x0eLiftQuarantine\x12(\n" +
 	"\x03key\x18\x01 \x01(\v2\x16.metad.fsm.v1.IndexKeyR\x03key\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x04R\aversion\"'\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\"I\n" +
+	"\fAddTombstone\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12 \n" +
+	"\vincarnation\x18\x02 \x01(\tR\vincarnation\"(\n" +
+	"\rLiftTombstone\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"'\n" +
 	"\x0fSetFeatureLevel\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\rR\x05level\"\"\n" +
 	"\fCreateStream\x12\x12\n" +
@@ -3394,7 +3624,7 @@ const file_fsm_proto_rawDesc = "" +
 	"\x0ecommand_digest\x18\x02 \x01(\fR\rcommandDigest\x12 \n" +
 	"\fat_unix_nano\x18\x03 \x01(\x03R\n" +
 	"atUnixNano\x12,\n" +
-	"\x06result\x18\x04 \x01(\v2\x14.metad.fsm.v1.ResultR\x06result\"\xd4\x03\n" +
+	"\x06result\x18\x04 \x01(\v2\x14.metad.fsm.v1.ResultR\x06result\"\x92\x04\n" +
 	"\x0eSnapshotRecord\x12/\n" +
 	"\x04meta\x18\x01 \x01(\v2\x19.metad.fsm.v1.MachineMetaH\x00R\x04meta\x123\n" +
 	"\x06stream\x18\x02 \x01(\v2\x19.metad.fsm.v1.StreamStateH\x00R\x06stream\x129\n" +
@@ -3405,8 +3635,15 @@ const file_fsm_proto_rawDesc = "" +
 	"\findex_record\x18\x05 \x01(\v2\x1e.metad.fsm.v1.IndexRecordStateH\x00R\vindexRecord\x123\n" +
 	"\x06object\x18\x06 \x01(\v2\x19.metad.fsm.v1.ObjectStateH\x00R\x06object\x12*\n" +
 	"\x03pin\x18\a \x01(\v2\x16.metad.fsm.v1.PinStateH\x00R\x03pin\x120\n" +
-	"\x05dedup\x18\b \x01(\v2\x18.metad.fsm.v1.DedupStateH\x00R\x05dedupB\b\n" +
-	"\x06record*@\n" +
+	"\x05dedup\x18\b \x01(\v2\x18.metad.fsm.v1.DedupStateH\x00R\x05dedup\x12<\n" +
+	"\ttombstone\x18\t \x01(\v2\x1c.metad.fsm.v1.TombstoneStateH\x00R\ttombstoneB\b\n" +
+	"\x06record\"\x87\x01\n" +
+	"\x0eTombstoneState\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12 \n" +
+	"\vincarnation\x18\x02 \x01(\tR\vincarnation\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\x12 \n" +
+	"\fat_unix_nano\x18\x04 \x01(\x03R\n" +
+	"atUnixNano*@\n" +
 	"\x04View\x12\x14\n" +
 	"\x10VIEW_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tCOMMITTED\x10\x01\x12\x13\n" +
@@ -3477,7 +3714,7 @@ func file_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_fsm_proto_goTypes = []any{
 	(View)(0),                      // 0: metad.fsm.v1.View
 	(StreamStatus)(0),              // 1: metad.fsm.v1.StreamStatus
@@ -3493,34 +3730,37 @@ var file_fsm_proto_goTypes = []any{
 	(*IndexRecord)(nil),            // 11: metad.fsm.v1.IndexRecord
 	(*Command)(nil),                // 12: metad.fsm.v1.Command
 	(*LiftQuarantine)(nil),         // 13: metad.fsm.v1.LiftQuarantine
-	(*SetFeatureLevel)(nil),        // 14: metad.fsm.v1.SetFeatureLevel
-	(*CreateStream)(nil),           // 15: metad.fsm.v1.CreateStream
-	(*OpenForWrite)(nil),           // 16: metad.fsm.v1.OpenForWrite
-	(*CommitAppend)(nil),           // 17: metad.fsm.v1.CommitAppend
-	(*PublishGeneration)(nil),      // 18: metad.fsm.v1.PublishGeneration
-	(*RetireGeneration)(nil),       // 19: metad.fsm.v1.RetireGeneration
-	(*Trim)(nil),                   // 20: metad.fsm.v1.Trim
-	(*Seal)(nil),                   // 21: metad.fsm.v1.Seal
-	(*DeleteStream)(nil),           // 22: metad.fsm.v1.DeleteStream
-	(*RegisterObject)(nil),         // 23: metad.fsm.v1.RegisterObject
-	(*PinObject)(nil),              // 24: metad.fsm.v1.PinObject
-	(*ReleasePin)(nil),             // 25: metad.fsm.v1.ReleasePin
-	(*MarkObjectDeleting)(nil),     // 26: metad.fsm.v1.MarkObjectDeleting
-	(*MarkObjectDeleted)(nil),      // 27: metad.fsm.v1.MarkObjectDeleted
-	(*ReportCandidateFailure)(nil), // 28: metad.fsm.v1.ReportCandidateFailure
-	(*RecordVersion)(nil),          // 29: metad.fsm.v1.RecordVersion
-	(*RepairGen0)(nil),             // 30: metad.fsm.v1.RepairGen0
-	(*Rejection)(nil),              // 31: metad.fsm.v1.Rejection
-	(*Result)(nil),                 // 32: metad.fsm.v1.Result
-	(*MachineMeta)(nil),            // 33: metad.fsm.v1.MachineMeta
-	(*StreamState)(nil),            // 34: metad.fsm.v1.StreamState
-	(*EvidenceState)(nil),          // 35: metad.fsm.v1.EvidenceState
-	(*GenerationState)(nil),        // 36: metad.fsm.v1.GenerationState
-	(*IndexRecordState)(nil),       // 37: metad.fsm.v1.IndexRecordState
-	(*ObjectState)(nil),            // 38: metad.fsm.v1.ObjectState
-	(*PinState)(nil),               // 39: metad.fsm.v1.PinState
-	(*DedupState)(nil),             // 40: metad.fsm.v1.DedupState
-	(*SnapshotRecord)(nil),         // 41: metad.fsm.v1.SnapshotRecord
+	(*AddTombstone)(nil),           // 14: metad.fsm.v1.AddTombstone
+	(*LiftTombstone)(nil),          // 15: metad.fsm.v1.LiftTombstone
+	(*SetFeatureLevel)(nil),        // 16: metad.fsm.v1.SetFeatureLevel
+	(*CreateStream)(nil),           // 17: metad.fsm.v1.CreateStream
+	(*OpenForWrite)(nil),           // 18: metad.fsm.v1.OpenForWrite
+	(*CommitAppend)(nil),           // 19: metad.fsm.v1.CommitAppend
+	(*PublishGeneration)(nil),      // 20: metad.fsm.v1.PublishGeneration
+	(*RetireGeneration)(nil),       // 21: metad.fsm.v1.RetireGeneration
+	(*Trim)(nil),                   // 22: metad.fsm.v1.Trim
+	(*Seal)(nil),                   // 23: metad.fsm.v1.Seal
+	(*DeleteStream)(nil),           // 24: metad.fsm.v1.DeleteStream
+	(*RegisterObject)(nil),         // 25: metad.fsm.v1.RegisterObject
+	(*PinObject)(nil),              // 26: metad.fsm.v1.PinObject
+	(*ReleasePin)(nil),             // 27: metad.fsm.v1.ReleasePin
+	(*MarkObjectDeleting)(nil),     // 28: metad.fsm.v1.MarkObjectDeleting
+	(*MarkObjectDeleted)(nil),      // 29: metad.fsm.v1.MarkObjectDeleted
+	(*ReportCandidateFailure)(nil), // 30: metad.fsm.v1.ReportCandidateFailure
+	(*RecordVersion)(nil),          // 31: metad.fsm.v1.RecordVersion
+	(*RepairGen0)(nil),             // 32: metad.fsm.v1.RepairGen0
+	(*Rejection)(nil),              // 33: metad.fsm.v1.Rejection
+	(*Result)(nil),                 // 34: metad.fsm.v1.Result
+	(*MachineMeta)(nil),            // 35: metad.fsm.v1.MachineMeta
+	(*StreamState)(nil),            // 36: metad.fsm.v1.StreamState
+	(*EvidenceState)(nil),          // 37: metad.fsm.v1.EvidenceState
+	(*GenerationState)(nil),        // 38: metad.fsm.v1.GenerationState
+	(*IndexRecordState)(nil),       // 39: metad.fsm.v1.IndexRecordState
+	(*ObjectState)(nil),            // 40: metad.fsm.v1.ObjectState
+	(*PinState)(nil),               // 41: metad.fsm.v1.PinState
+	(*DedupState)(nil),             // 42: metad.fsm.v1.DedupState
+	(*SnapshotRecord)(nil),         // 43: metad.fsm.v1.SnapshotRecord
+	(*TombstoneState)(nil),         // 44: metad.fsm.v1.TombstoneState
 }
 var file_fsm_proto_depIdxs = []int32{
 	0,  // 0: metad.fsm.v1.IndexKey.view:type_name -> metad.fsm.v1.View
@@ -3528,67 +3768,70 @@ var file_fsm_proto_depIdxs = []int32{
 	7,  // 2: metad.fsm.v1.IndexRecord.survivors:type_name -> metad.fsm.v1.Range
 	9,  // 3: metad.fsm.v1.IndexRecord.object:type_name -> metad.fsm.v1.ObjectRef
 	8,  // 4: metad.fsm.v1.IndexRecord.bytes:type_name -> metad.fsm.v1.ByteRange
-	15, // 5: metad.fsm.v1.Command.create_stream:type_name -> metad.fsm.v1.CreateStream
-	16, // 6: metad.fsm.v1.Command.open_for_write:type_name -> metad.fsm.v1.OpenForWrite
-	17, // 7: metad.fsm.v1.Command.commit_append:type_name -> metad.fsm.v1.CommitAppend
-	18, // 8: metad.fsm.v1.Command.publish_generation:type_name -> metad.fsm.v1.PublishGeneration
-	19, // 9: metad.fsm.v1.Command.retire_generation:type_name -> metad.fsm.v1.RetireGeneration
-	20, // 10: metad.fsm.v1.Command.trim:type_name -> metad.fsm.v1.Trim
-	21, // 11: metad.fsm.v1.Command.seal:type_name -> metad.fsm.v1.Seal
-	22, // 12: metad.fsm.v1.Command.delete_stream:type_name -> metad.fsm.v1.DeleteStream
-	23, // 13: metad.fsm.v1.Command.register_object:type_name -> metad.fsm.v1.RegisterObject
-	24, // 14: metad.fsm.v1.Command.pin_object:type_name -> metad.fsm.v1.PinObject
-	25, // 15: metad.fsm.v1.Command.release_pin:type_name -> metad.fsm.v1.ReleasePin
-	26, // 16: metad.fsm.v1.Command.mark_object_deleting:type_name -> metad.fsm.v1.MarkObjectDeleting
-	27, // 17: metad.fsm.v1.Command.mark_object_deleted:type_name -> metad.fsm.v1.MarkObjectDeleted
-	28, // 18: metad.fsm.v1.Command.report_candidate_failure:type_name -> metad.fsm.v1.ReportCandidateFailure
-	30, // 19: metad.fsm.v1.Command.repair_gen0:type_name -> metad.fsm.v1.RepairGen0
-	14, // 20: metad.fsm.v1.Command.set_feature_level:type_name -> metad.fsm.v1.SetFeatureLevel
+	17, // 5: metad.fsm.v1.Command.create_stream:type_name -> metad.fsm.v1.CreateStream
+	18, // 6: metad.fsm.v1.Command.open_for_write:type_name -> metad.fsm.v1.OpenForWrite
+	19, // 7: metad.fsm.v1.Command.commit_append:type_name -> metad.fsm.v1.CommitAppend
+	20, // 8: metad.fsm.v1.Command.publish_generation:type_name -> metad.fsm.v1.PublishGeneration
+	21, // 9: metad.fsm.v1.Command.retire_generation:type_name -> metad.fsm.v1.RetireGeneration
+	22, // 10: metad.fsm.v1.Command.trim:type_name -> metad.fsm.v1.Trim
+	23, // 11: metad.fsm.v1.Command.seal:type_name -> metad.fsm.v1.Seal
+	24, // 12: metad.fsm.v1.Command.delete_stream:type_name -> metad.fsm.v1.DeleteStream
+	25, // 13: metad.fsm.v1.Command.register_object:type_name -> metad.fsm.v1.RegisterObject
+	26, // 14: metad.fsm.v1.Command.pin_object:type_name -> metad.fsm.v1.PinObject
+	27, // 15: metad.fsm.v1.Command.release_pin:type_name -> metad.fsm.v1.ReleasePin
+	28, // 16: metad.fsm.v1.Command.mark_object_deleting:type_name -> metad.fsm.v1.MarkObjectDeleting
+	29, // 17: metad.fsm.v1.Command.mark_object_deleted:type_name -> metad.fsm.v1.MarkObjectDeleted
+	30, // 18: metad.fsm.v1.Command.report_candidate_failure:type_name -> metad.fsm.v1.ReportCandidateFailure
+	32, // 19: metad.fsm.v1.Command.repair_gen0:type_name -> metad.fsm.v1.RepairGen0
+	16, // 20: metad.fsm.v1.Command.set_feature_level:type_name -> metad.fsm.v1.SetFeatureLevel
 	13, // 21: metad.fsm.v1.Command.lift_quarantine:type_name -> metad.fsm.v1.LiftQuarantine
-	10, // 22: metad.fsm.v1.LiftQuarantine.key:type_name -> metad.fsm.v1.IndexKey
-	9,  // 23: metad.fsm.v1.CommitAppend.object:type_name -> metad.fsm.v1.ObjectRef
-	8,  // 24: metad.fsm.v1.CommitAppend.bytes:type_name -> metad.fsm.v1.ByteRange
-	0,  // 25: metad.fsm.v1.PublishGeneration.view:type_name -> metad.fsm.v1.View
-	7,  // 26: metad.fsm.v1.PublishGeneration.coverage:type_name -> metad.fsm.v1.Range
-	11, // 27: metad.fsm.v1.PublishGeneration.records:type_name -> metad.fsm.v1.IndexRecord
-	0,  // 28: metad.fsm.v1.RetireGeneration.view:type_name -> metad.fsm.v1.View
-	9,  // 29: metad.fsm.v1.RegisterObject.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 30: metad.fsm.v1.PinObject.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 31: metad.fsm.v1.MarkObjectDeleting.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 32: metad.fsm.v1.MarkObjectDeleted.object:type_name -> metad.fsm.v1.ObjectRef
-	10, // 33: metad.fsm.v1.ReportCandidateFailure.key:type_name -> metad.fsm.v1.IndexKey
-	5,  // 34: metad.fsm.v1.ReportCandidateFailure.kind:type_name -> metad.fsm.v1.FailureKind
-	29, // 35: metad.fsm.v1.RepairGen0.replace:type_name -> metad.fsm.v1.RecordVersion
-	11, // 36: metad.fsm.v1.RepairGen0.record:type_name -> metad.fsm.v1.IndexRecord
-	6,  // 37: metad.fsm.v1.Rejection.code:type_name -> metad.fsm.v1.RejectCode
-	31, // 38: metad.fsm.v1.Result.rejection:type_name -> metad.fsm.v1.Rejection
-	1,  // 39: metad.fsm.v1.StreamState.status:type_name -> metad.fsm.v1.StreamStatus
-	7,  // 40: metad.fsm.v1.EvidenceState.range:type_name -> metad.fsm.v1.Range
-	9,  // 41: metad.fsm.v1.EvidenceState.object:type_name -> metad.fsm.v1.ObjectRef
-	8,  // 42: metad.fsm.v1.EvidenceState.bytes:type_name -> metad.fsm.v1.ByteRange
-	0,  // 43: metad.fsm.v1.GenerationState.view:type_name -> metad.fsm.v1.View
-	2,  // 44: metad.fsm.v1.GenerationState.status:type_name -> metad.fsm.v1.GenerationStatus
-	7,  // 45: metad.fsm.v1.GenerationState.coverage:type_name -> metad.fsm.v1.Range
-	10, // 46: metad.fsm.v1.IndexRecordState.key:type_name -> metad.fsm.v1.IndexKey
-	11, // 47: metad.fsm.v1.IndexRecordState.record:type_name -> metad.fsm.v1.IndexRecord
-	3,  // 48: metad.fsm.v1.IndexRecordState.status:type_name -> metad.fsm.v1.RecordStatus
-	9,  // 49: metad.fsm.v1.ObjectState.object:type_name -> metad.fsm.v1.ObjectRef
-	4,  // 50: metad.fsm.v1.ObjectState.status:type_name -> metad.fsm.v1.ObjectStatus
-	9,  // 51: metad.fsm.v1.PinState.object:type_name -> metad.fsm.v1.ObjectRef
-	32, // 52: metad.fsm.v1.DedupState.result:type_name -> metad.fsm.v1.Result
-	33, // 53: metad.fsm.v1.SnapshotRecord.meta:type_name -> metad.fsm.v1.MachineMeta
-	34, // 54: metad.fsm.v1.SnapshotRecord.stream:type_name -> metad.fsm.v1.StreamState
-	35, // 55: metad.fsm.v1.SnapshotRecord.evidence:type_name -> metad.fsm.v1.EvidenceState
-	36, // 56: metad.fsm.v1.SnapshotRecord.generation:type_name -> metad.fsm.v1.GenerationState
-	37, // 57: metad.fsm.v1.SnapshotRecord.index_record:type_name -> metad.fsm.v1.IndexRecordState
-	38, // 58: metad.fsm.v1.SnapshotRecord.object:type_name -> metad.fsm.v1.ObjectState
-	39, // 59: metad.fsm.v1.SnapshotRecord.pin:type_name -> metad.fsm.v1.PinState
-	40, // 60: metad.fsm.v1.SnapshotRecord.dedup:type_name -> metad.fsm.v1.DedupState
-	61, // [61:61] is the sub-list for method output_type
-	61, // [61:61] is the sub-list for method input_type
-	61, // [61:61] is the sub-list for extension type_name
-	61, // [61:61] is the sub-list for extension extendee
-	0,  // [0:61] is the sub-list for field type_name
+	14, // 22: metad.fsm.v1.Command.add_tombstone:type_name -> metad.fsm.v1.AddTombstone
+	15, // 23: metad.fsm.v1.Command.lift_tombstone:type_name -> metad.fsm.v1.LiftTombstone
+	10, // 24: metad.fsm.v1.LiftQuarantine.key:type_name -> metad.fsm.v1.IndexKey
+	9,  // 25: metad.fsm.v1.CommitAppend.object:type_name -> metad.fsm.v1.ObjectRef
+	8,  // 26: metad.fsm.v1.CommitAppend.bytes:type_name -> metad.fsm.v1.ByteRange
+	0,  // 27: metad.fsm.v1.PublishGeneration.view:type_name -> metad.fsm.v1.View
+	7,  // 28: metad.fsm.v1.PublishGeneration.coverage:type_name -> metad.fsm.v1.Range
+	11, // 29: metad.fsm.v1.PublishGeneration.records:type_name -> metad.fsm.v1.IndexRecord
+	0,  // 30: metad.fsm.v1.RetireGeneration.view:type_name -> metad.fsm.v1.View
+	9,  // 31: metad.fsm.v1.RegisterObject.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 32: metad.fsm.v1.PinObject.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 33: metad.fsm.v1.MarkObjectDeleting.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 34: metad.fsm.v1.MarkObjectDeleted.object:type_name -> metad.fsm.v1.ObjectRef
+	10, // 35: metad.fsm.v1.ReportCandidateFailure.key:type_name -> metad.fsm.v1.IndexKey
+	5,  // 36: metad.fsm.v1.ReportCandidateFailure.kind:type_name -> metad.fsm.v1.FailureKind
+	31, // 37: metad.fsm.v1.RepairGen0.replace:type_name -> metad.fsm.v1.RecordVersion
+	11, // 38: metad.fsm.v1.RepairGen0.record:type_name -> metad.fsm.v1.IndexRecord
+	6,  // 39: metad.fsm.v1.Rejection.code:type_name -> metad.fsm.v1.RejectCode
+	33, // 40: metad.fsm.v1.Result.rejection:type_name -> metad.fsm.v1.Rejection
+	1,  // 41: metad.fsm.v1.StreamState.status:type_name -> metad.fsm.v1.StreamStatus
+	7,  // 42: metad.fsm.v1.EvidenceState.range:type_name -> metad.fsm.v1.Range
+	9,  // 43: metad.fsm.v1.EvidenceState.object:type_name -> metad.fsm.v1.ObjectRef
+	8,  // 44: metad.fsm.v1.EvidenceState.bytes:type_name -> metad.fsm.v1.ByteRange
+	0,  // 45: metad.fsm.v1.GenerationState.view:type_name -> metad.fsm.v1.View
+	2,  // 46: metad.fsm.v1.GenerationState.status:type_name -> metad.fsm.v1.GenerationStatus
+	7,  // 47: metad.fsm.v1.GenerationState.coverage:type_name -> metad.fsm.v1.Range
+	10, // 48: metad.fsm.v1.IndexRecordState.key:type_name -> metad.fsm.v1.IndexKey
+	11, // 49: metad.fsm.v1.IndexRecordState.record:type_name -> metad.fsm.v1.IndexRecord
+	3,  // 50: metad.fsm.v1.IndexRecordState.status:type_name -> metad.fsm.v1.RecordStatus
+	9,  // 51: metad.fsm.v1.ObjectState.object:type_name -> metad.fsm.v1.ObjectRef
+	4,  // 52: metad.fsm.v1.ObjectState.status:type_name -> metad.fsm.v1.ObjectStatus
+	9,  // 53: metad.fsm.v1.PinState.object:type_name -> metad.fsm.v1.ObjectRef
+	34, // 54: metad.fsm.v1.DedupState.result:type_name -> metad.fsm.v1.Result
+	35, // 55: metad.fsm.v1.SnapshotRecord.meta:type_name -> metad.fsm.v1.MachineMeta
+	36, // 56: metad.fsm.v1.SnapshotRecord.stream:type_name -> metad.fsm.v1.StreamState
+	37, // 57: metad.fsm.v1.SnapshotRecord.evidence:type_name -> metad.fsm.v1.EvidenceState
+	38, // 58: metad.fsm.v1.SnapshotRecord.generation:type_name -> metad.fsm.v1.GenerationState
+	39, // 59: metad.fsm.v1.SnapshotRecord.index_record:type_name -> metad.fsm.v1.IndexRecordState
+	40, // 60: metad.fsm.v1.SnapshotRecord.object:type_name -> metad.fsm.v1.ObjectState
+	41, // 61: metad.fsm.v1.SnapshotRecord.pin:type_name -> metad.fsm.v1.PinState
+	42, // 62: metad.fsm.v1.SnapshotRecord.dedup:type_name -> metad.fsm.v1.DedupState
+	44, // 63: metad.fsm.v1.SnapshotRecord.tombstone:type_name -> metad.fsm.v1.TombstoneState
+	64, // [64:64] is the sub-list for method output_type
+	64, // [64:64] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_fsm_proto_init() }
@@ -3614,8 +3857,10 @@ func file_fsm_proto_init() {
 		(*Command_RepairGen0)(nil),
 		(*Command_SetFeatureLevel)(nil),
 		(*Command_LiftQuarantine)(nil),
+		(*Command_AddTombstone)(nil),
+		(*Command_LiftTombstone)(nil),
 	}
-	file_fsm_proto_msgTypes[34].OneofWrappers = []any{
+	file_fsm_proto_msgTypes[36].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Stream)(nil),
 		(*SnapshotRecord_Evidence)(nil),
@@ -3624,6 +3869,7 @@ func file_fsm_proto_init() {
 		(*SnapshotRecord_Object)(nil),
 		(*SnapshotRecord_Pin)(nil),
 		(*SnapshotRecord_Dedup)(nil),
+		(*SnapshotRecord_Tombstone)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3631,7 +3877,7 @@ func file_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fsm_proto_rawDesc), len(file_fsm_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   35,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

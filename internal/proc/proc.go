@@ -76,6 +76,7 @@ type Node struct {
 	DataDir                  string
 	Args                     []string // flags, fixed at creation
 	Bin                      string   // the binary to run; "" is the Cluster's (Binary)
+	Env                      []string // added to the environment, e.g. METAD_FAULTS=... (with FaultsBinary)
 	mu                       sync.Mutex
 	cmd                      *exec.Cmd
 	done                     chan struct{}
@@ -185,6 +186,9 @@ func (c *Cluster) Start(i int) {
 		bin = nd.Bin
 	}
 	cmd := exec.Command(bin, nd.Args...)
+	if len(nd.Env) > 0 {
+		cmd.Env = append(os.Environ(), nd.Env...)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Dir = c.Dir
 	if err := cmd.Start(); err != nil {

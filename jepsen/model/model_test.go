@@ -11,7 +11,6 @@ import (
 // builder makes small histories by hand.
 type builder struct {
 	h history.History
-	t int64
 }
 
 func (b *builder) add(op history.Op, call, ret int64) *history.Op {

@@ -207,20 +207,9 @@ func (s Stream) publish(in *history.Input) effect {
 	default:
 		g = Gen{Number: in.Generation, Coverage: cov}
 	}
-	notLive := false
-	for _, r := range in.Records {
-		if r.Range.Start < cov.Start || r.Range.End > cov.End {
-			return effect{reason: ReasonOutOfRange}
-		}
-		for _, x := range g.Records {
-			if x.Range.Start < r.Range.End && r.Range.Start < x.Range.End {
-				return effect{reason: ReasonOverlap}
-			}
-		}
-		if !s.identityOK(r.Object) {
-			return effect{reason: ReasonIdentityDiffer}
-		}
-		notLive = notLive || !s.referenced(r.Object.Key)
+	notLive, reason := s.admitRecords(g, cov, in.Records)
+	if reason != "" {
+		return effect{reason: reason}
 	}
 	recs := slices.Clone(g.Records)
 	for _, r := range in.Records {
@@ -247,6 +236,27 @@ func (s Stream) publish(in *history.Input) effect {
 		}
 		return ""
 	}}
+}
+
+// admitRecords checks a publish's records against the generation g they
+// join and its coverage: the refusal reason, or whether any names an object
+// the model cannot prove live (the server may then refuse it).
+func (s Stream) admitRecords(g Gen, cov history.Range, records []history.Record) (notLive bool, reason string) {
+	for _, r := range records {
+		if r.Range.Start < cov.Start || r.Range.End > cov.End {
+			return false, ReasonOutOfRange
+		}
+		for _, x := range g.Records {
+			if x.Range.Start < r.Range.End && r.Range.Start < x.Range.End {
+				return false, ReasonOverlap
+			}
+		}
+		if !s.identityOK(r.Object) {
+			return false, ReasonIdentityDiffer
+		}
+		notLive = notLive || !s.referenced(r.Object.Key)
+	}
+	return notLive, ""
 }
 
 func (s Stream) retire(view string, number uint64) effect {
