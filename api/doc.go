@@ -40,9 +40,10 @@
 // WATCH_SLOW_CONSUMER (Unavailable, RetryInfo, metadata last_version), a
 // state replaced by a snapshot with WATCH_RESET, a draining server with
 // SHUTTING_DOWN, a node without a leader for Config.Watch.StaleAfter (the
-// health loop checks) with NO_LEADER, all resumable. DescribeStream's long poll (min_version,
-// wait) subscribes the same way and answers once the version moves or the
-// wait ends. Limits: Config.Watch; metrics metad_watch_*.
+// health loop checks) with NO_LEADER, all resumable. DescribeStream's long
+// poll (min_version, wait) subscribes the same way and answers once the
+// version moves or the wait ends. Limits: Config.Watch; metrics
+// metad_watch_*.
 //
 // PeerClient is the other direction: it implements raftstore.Peers
 // (leadership confirmations and read indexes over gRPC) and carries

@@ -273,8 +273,7 @@ func (s *Server) RunHealth(ctx context.Context) {
 	defer t.Stop()
 	last := healthpb.HealthCheckResponse_UNKNOWN
 	for {
-		st := s.store.Status()
-		s.checkWatchLiveness(st, time.Now())
+		s.checkWatchLiveness(s.store.Status(), time.Now())
 		want := healthpb.HealthCheckResponse_NOT_SERVING
 		ok, reason := s.ready(ctx)
 		s.readiness.reason.Store(&reason)

@@ -275,20 +275,38 @@ func startedPB(st watchStart) *metadpb.WatchEvent {
 // is <= min_version, wait (up to wait and most of the call's deadline) for
 // a change that moves it. The answer is then read as usual.
 func (s *Server) awaitVersion(ctx context.Context, req *metadpb.DescribeStreamRequest) error {
+	wait, err := longPollWait(ctx, req)
+	if err != nil || wait <= 0 || s.hub == nil {
+		return err
+	}
+	w, err := s.subscribeIfUnmoved(ctx, req)
+	if err != nil || w == nil {
+		return err
+	}
+	defer w.Close()
+	return s.waitForMove(ctx, w, wait)
+}
+
+// longPollWait is how long a DescribeStream may wait: its wait, within most
+// of the call's deadline (a tenth is kept for the answer's own read).
+func longPollWait(ctx context.Context, req *metadpb.DescribeStreamRequest) (time.Duration, error) {
 	if req.Wait == nil {
-		return nil
+		return 0, nil
 	}
 	if err := req.Wait.CheckValid(); err != nil || req.Wait.AsDuration() < 0 {
-		return invalidArgument("wait", "must be a valid, non-negative duration")
+		return 0, invalidArgument("wait", "must be a valid, non-negative duration")
 	}
 	wait := req.Wait.AsDuration()
 	if deadline, ok := ctx.Deadline(); ok {
-		// Keep a tenth of the call for the answer's own read.
 		wait = min(wait, time.Until(deadline)*9/10)
 	}
-	if wait <= 0 || s.hub == nil {
-		return nil
-	}
+	return wait, nil
+}
+
+// subscribeIfUnmoved subscribes to the stream if its version is still at
+// most min_version; nil (answer now) if it moved, does not exist, or there
+// is no room for another watcher.
+func (s *Server) subscribeIfUnmoved(ctx context.Context, req *metadpb.DescribeStreamRequest) (*watch.Watcher, error) {
 	var w *watch.Watcher
 	err := s.read(ctx, req.Consistency, func(m *fsm.Machine) error {
 		info, ok := m.Stream(req.StreamId)
@@ -305,17 +323,22 @@ func (s *Server) awaitVersion(ctx context.Context, req *metadpb.DescribeStreamRe
 		}
 		return err
 	})
-	if err != nil || w == nil {
-		return toStatus(err)
+	if err != nil {
+		return nil, toStatus(err)
 	}
-	defer w.Close()
+	return w, nil
+}
+
+// waitForMove returns once a change moves the stream's version (generation
+// events do not), the wait ends, or the watcher or server stops.
+func (s *Server) waitForMove(ctx context.Context, w *watch.Watcher, wait time.Duration) error {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		select {
 		case ev := <-w.Events():
 			if ev.Kind != watch.Published && ev.Kind != watch.Retired {
-				return nil // the stream's version moved
+				return nil
 			}
 		case <-w.Done():
 			return nil

@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metad/metad/api/metadpb"
-	"github.com/metad/metad/client"
-	"github.com/metad/metad/internal/proc"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/client"
+	"github.com/metad/metad/internal/proc"
 )
 
 // recorder collects one watcher's events.
