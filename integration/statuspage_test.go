@@ -28,7 +28,7 @@ const chromiumPath = "/usr/bin/chromium"
 // TestStatusPageInChromium starts three servers, creates two streams, and
 // loads a follower's admin page / in headless Chromium: the DOM after load
 // names the leader, every server with its state, the release and the
-// stream count.
+// stream count; other paths stay 404.
 func TestStatusPageInChromium(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("headless Chromium is needed at %s (%v): apt-get install chromium", chromiumPath, err)
@@ -77,6 +77,10 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("DOM:\n%s", dom)
+	}
+	// Only / itself is the page: other unknown paths stay 404.
+	if _, err := getPage(url + "no-such-page"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("GET /no-such-page: %v, want 404 Not Found", err)
 	}
 }
 
@@ -128,16 +132,16 @@ func dumpDOM(t *testing.T, url string) []byte {
 	return out
 }
 
-// statusPage is what the test reads from the page, by element id and class.
-type statusPage struct {
+// pageView is what the test reads from the page, by element id and class.
+type pageView struct {
 	nodeID, leader, release, streams, err string
-	servers                               []pageServer
+	servers                               []pageRow
 	lastChange                            string // the newest leader change's leader
 }
 
-type pageServer struct{ id, state string }
+type pageRow struct{ id, state string }
 
-func (p statusPage) ids() []string {
+func (p pageView) ids() []string {
 	var s []string
 	for _, sv := range p.servers {
 		s = append(s, sv.id)
@@ -145,7 +149,7 @@ func (p statusPage) ids() []string {
 	return s
 }
 
-func (p statusPage) states() []string {
+func (p pageView) states() []string {
 	var s []string
 	for _, sv := range p.servers {
 		s = append(s, sv.state)
@@ -153,39 +157,39 @@ func (p statusPage) states() []string {
 	return s
 }
 
-func readStatusPage(doc []byte) statusPage {
+func readStatusPage(doc []byte) pageView {
 	root, err := html.Parse(bytes.NewReader(doc))
 	if err != nil {
-		return statusPage{err: "unparsable: " + err.Error()}
+		return pageView{err: "unparsable: " + err.Error()}
 	}
 	byID := func(id string) string {
-		if n := find(root, func(n *html.Node) bool { return attr(n, "id") == id }); n != nil {
-			return text(n)
+		if n := domFind(root, func(n *html.Node) bool { return domAttr(n, "id") == id }); n != nil {
+			return domText(n)
 		}
 		return ""
 	}
-	p := statusPage{nodeID: byID("node-id"), leader: byID("leader"), release: byID("release"),
+	p := pageView{nodeID: byID("node-id"), leader: byID("leader"), release: byID("release"),
 		streams: byID("streams"), err: byID("error")}
-	for _, row := range findAll(root, func(n *html.Node) bool { return hasClass(n, "server") }) {
+	for _, row := range domFindAll(root, func(n *html.Node) bool { return domHasClass(n, "server") }) {
 		cell := func(class string) string {
-			if n := find(row, func(n *html.Node) bool { return hasClass(n, class) }); n != nil {
-				return text(n)
+			if n := domFind(row, func(n *html.Node) bool { return domHasClass(n, class) }); n != nil {
+				return domText(n)
 			}
 			return ""
 		}
-		p.servers = append(p.servers, pageServer{id: cell("node-id"), state: cell("state")})
+		p.servers = append(p.servers, pageRow{id: cell("node-id"), state: cell("state")})
 	}
-	if changes := find(root, func(n *html.Node) bool { return attr(n, "id") == "leader-changes" }); changes != nil {
-		if li := find(changes, func(n *html.Node) bool { return hasClass(n, "leader-change") }); li != nil {
-			if l := find(li, func(n *html.Node) bool { return hasClass(n, "leader") }); l != nil {
-				p.lastChange = text(l)
+	if changes := domFind(root, func(n *html.Node) bool { return domAttr(n, "id") == "leader-changes" }); changes != nil {
+		if li := domFind(changes, func(n *html.Node) bool { return domHasClass(n, "leader-change") }); li != nil {
+			if l := domFind(li, func(n *html.Node) bool { return domHasClass(n, "leader") }); l != nil {
+				p.lastChange = domText(l)
 			}
 		}
 	}
 	return p
 }
 
-func attr(n *html.Node, key string) string {
+func domAttr(n *html.Node, key string) string {
 	for _, a := range n.Attr {
 		if a.Key == key {
 			return a.Val
@@ -194,31 +198,31 @@ func attr(n *html.Node, key string) string {
 	return ""
 }
 
-func hasClass(n *html.Node, class string) bool {
-	return n.Type == html.ElementNode && slices.Contains(strings.Fields(attr(n, "class")), class)
+func domHasClass(n *html.Node, class string) bool {
+	return n.Type == html.ElementNode && slices.Contains(strings.Fields(domAttr(n, "class")), class)
 }
 
-// find returns the first node under n (n included), in document order,
+// domFind returns the first node under n (n included), in document order,
 // that match accepts.
-func find(n *html.Node, match func(*html.Node) bool) *html.Node {
-	if all := findAll(n, match); len(all) > 0 {
+func domFind(n *html.Node, match func(*html.Node) bool) *html.Node {
+	if all := domFindAll(n, match); len(all) > 0 {
 		return all[0]
 	}
 	return nil
 }
 
-func findAll(n *html.Node, match func(*html.Node) bool) []*html.Node {
+func domFindAll(n *html.Node, match func(*html.Node) bool) []*html.Node {
 	var out []*html.Node
 	if n.Type == html.ElementNode && match(n) {
 		out = append(out, n)
 	}
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		out = append(out, findAll(c, match)...)
+		out = append(out, domFindAll(c, match)...)
 	}
 	return out
 }
 
-func text(n *html.Node) string {
+func domText(n *html.Node) string {
 	var b strings.Builder
 	var walk func(*html.Node)
 	walk = func(n *html.Node) {
