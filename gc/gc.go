@@ -209,21 +209,21 @@ func (c *Collector) pass(ctx context.Context, t *term) error {
 // pinsEnded reports whether every pin on a DELETING object has ended. Pins
 // are refused once DELETING, so none can start later, and none outlives
 // PinMaxExpiry. A pin has ended when it is gone from the machine
-// (released, or pruned PinGrace after its expiry), or when the machine
-// would prune it: machine time of the read is past PinMaxExpiry+PinGrace.
-// Machine time stands still in a quiet cluster, so otherwise this leader
-// waits on its own monotonic clock for the time machine time still had to
-// run (never more than MaxPinTTL) plus SkewMargin: no write is needed for
-// pins to end, and a skewed wall clock cannot shorten the wait.
+// (released or pruned), or when machine time of the read is past
+// PinMaxExpiry plus SkewMargin, the allowance for holders' clocks: an
+// expired pin no longer needs a write to end. Machine time stands still in
+// a quiet cluster, so otherwise this leader waits on its own monotonic
+// clock for the time machine time still had to run (never more than
+// MaxPinTTL plus the margin), which a skewed wall clock cannot shorten.
 func (c *Collector) pinsEnded(t *term, o fsm.ObjectInfo, machine int64) bool {
-	left := time.Duration(o.PinMaxExpiry + int64(fsm.PinGrace) - machine)
+	left := time.Duration(o.PinMaxExpiry-machine) + c.cfg.SkewMargin
 	if o.Pins == 0 || left <= 0 {
 		delete(t.firstSeen, o.Ref)
 		return true
 	}
 	seen, ok := t.firstSeen[o.Ref]
 	if !ok {
-		seen = sighting{at: c.clock.Now(), wait: min(left, fsm.MaxPinTTL) + c.cfg.SkewMargin}
+		seen = sighting{at: c.clock.Now(), wait: min(left, fsm.MaxPinTTL+c.cfg.SkewMargin)}
 		t.firstSeen[o.Ref] = seen
 	}
 	return c.clock.Now().Sub(seen.at) >= seen.wait

@@ -91,7 +91,7 @@ func TestUnreferencedObjectIsCollectedAfterMinIdle(t *testing.T) {
 // the bytes until it is released (or outlived), and DELETING refuses new pins.
 func TestPinnedObjectSurvivesUntilPinEnds(t *testing.T) {
 	r := newRig(t)
-	pin := r.s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{Object: idle.PB(), Holder: "reader", TtlNanos: int64(2 * time.Minute)}}})
+	pin := r.s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{Object: idle.PB(), Holder: "reader", TtlNanos: int64(5 * time.Minute)}}})
 	r.s.Advance(2 * time.Minute)
 	r.pass(t)
 	if r.status("idle") != fsm.ObjectDeleting {
@@ -100,8 +100,8 @@ func TestPinnedObjectSurvivesUntilPinEnds(t *testing.T) {
 	if res := r.s.Apply(&fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{Object: idle.PB(), TtlNanos: int64(time.Second)}}}); res.Rejection == nil {
 		t.Fatal("a DELETING object accepted a new pin")
 	}
-	// The pin is still counted (not released, not pruned), and this leader
-	// has not watched it for a whole pin lifetime.
+	// The pin is still counted (not released, not pruned), and has three
+	// minutes to run.
 	r.pass(t)
 	r.clock.Advance(time.Minute)
 	r.pass(t)
@@ -115,20 +115,19 @@ func TestPinnedObjectSurvivesUntilPinEnds(t *testing.T) {
 	}
 }
 
-// TestLeaderOutlivesUnreleasedPins: a pin that expired but is not yet
-// pruned (within PinGrace of its expiry) holds the bytes until machine time
-// would have pruned it, measured on the leader's own clock: no write needed.
-func TestLeaderOutlivesUnreleasedPins(t *testing.T) {
+// TestLeaderOutlivesUnexpiredPins: a pin that has not expired at the mark
+// holds the bytes until machine time would have reached its expiry plus the
+// skew margin, measured on the leader's own clock: no write needed.
+func TestLeaderOutlivesUnexpiredPins(t *testing.T) {
 	r := newRig(t)
-	r.s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{Object: idle.PB(), TtlNanos: int64(30 * time.Second)}}})
-	// Past MinIdle, and past the pin's expiry, but within PinGrace of it:
-	// the pin is still in the machine for 30s+PinGrace-70s = 20s more.
+	r.s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{Object: idle.PB(), TtlNanos: int64(100 * time.Second)}}})
+	// Past MinIdle; the pin runs 100s-70s = 30s more, plus the margin.
 	r.s.Advance(70 * time.Second)
 	r.pass(t) // DELETING, first seen with a pin
-	r.clock.Advance(20*time.Second + DefaultConfig().SkewMargin - time.Second)
+	r.clock.Advance(30*time.Second + DefaultConfig().SkewMargin - time.Second)
 	r.pass(t)
 	if len(r.deleter.deleted) != 0 {
-		t.Fatal("deleted before the pin's grace ran out on the leader's clock")
+		t.Fatal("deleted before the pin expired (plus the margin) on the leader's clock")
 	}
 	r.clock.Advance(time.Second)
 	r.pass(t)
@@ -137,10 +136,10 @@ func TestLeaderOutlivesUnreleasedPins(t *testing.T) {
 	}
 }
 
-// TestPrunablePinDoesNotDelay: once machine time is past a pin's expiry
-// plus PinGrace, the machine would prune it at the next write; GC does not
-// wait for that write.
-func TestPrunablePinDoesNotDelay(t *testing.T) {
+// TestExpiredPinDoesNotDelay: once machine time is past a pin's expiry plus
+// the skew margin, no holder relies on it, though the machine prunes it only
+// at a later write; GC does not wait for that write.
+func TestExpiredPinDoesNotDelay(t *testing.T) {
 	r := newRig(t)
 	r.s.Must(t, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{Object: idle.PB(), TtlNanos: int64(time.Second)}}})
 	r.s.Advance(2 * time.Minute)

@@ -13,12 +13,15 @@ version="${WEED_VERSION:-v0.0.0-20261109003541-7506e5f91cd6}"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/metad/weed-$version"
 bin="$cache/weed"
 
+mkdir -p "$cache"
+# One build at a time per machine: test binaries that start together wait
+# for the first one's build instead of each building.
+exec 9>"$cache/build.lock"
+flock 9
 if [ -x "$bin" ]; then
 	echo "$bin"
 	exit 0
 fi
-
-mkdir -p "$cache"
 src=$(GOFLAGS=-mod=mod go mod download -json "github.com/seaweedfs/seaweedfs@$version" |
 	sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 if [ -z "$src" ]; then

@@ -54,8 +54,10 @@ type Server struct {
 	done  chan struct{} // closed when cmd has exited
 }
 
-// Binary returns the weed binary's path, or fails the test saying how to
-// build it.
+// Binary returns the weed binary's path: $METAD_WEED, else what
+// scripts/weed.sh prints, which builds the pinned version once per machine
+// (several minutes the first time; test binaries running at once wait for
+// one build) and answers at once after that.
 func Binary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("METAD_WEED"); p != "" {
@@ -64,16 +66,19 @@ func Binary(t testing.TB) string {
 		}
 		return p
 	}
-	home, _ := os.UserHomeDir()
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		cache = filepath.Join(home, ".cache")
+	mod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
 	}
-	matches, _ := filepath.Glob(filepath.Join(cache, "metad", "weed-*", "weed"))
-	if len(matches) == 0 {
-		t.Fatal("no SeaweedFS weed binary: run `bash scripts/weed.sh` (builds it once, several minutes) or set METAD_WEED to its path")
+	script := filepath.Join(filepath.Dir(strings.TrimSpace(string(mod))), "scripts", "weed.sh")
+	var stderr strings.Builder
+	cmd := exec.Command("bash", script)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("no SeaweedFS weed binary: bash %s: %v\n%s", script, err, tail([]byte(stderr.String()), 4096))
 	}
-	return matches[len(matches)-1]
+	return strings.TrimSpace(string(out))
 }
 
 // Start runs weed mini and waits until its S3 API answers.
