@@ -249,7 +249,9 @@ func (p machinePinner) Release(ctx context.Context, pin resolver.Pin) error {
 	return err
 }
 
-func (machinePinner) Held(fsm.ObjectRef, time.Duration) (resolver.Pin, bool) { return resolver.Pin{}, false }
+func (machinePinner) Held(fsm.ObjectRef, time.Duration) (resolver.Pin, bool) {
+	return resolver.Pin{}, false
+}
 
 // instantClock lets the resolver's backoffs pass at once.
 type instantClock struct{}
