@@ -473,3 +473,30 @@ func TestWatchOnAnIsolatedNodeEnds(t *testing.T) {
 			err, info, started.Version)
 	}
 }
+
+// TestWatchEndsResumablyWhenItsServerStops: a graceful stop (SIGTERM) ends
+// the server's watches at once with SHUTTING_DOWN and the last version
+// sent, rather than holding the stop until its timeout.
+func TestWatchEndsResumablyWhenItsServerStops(t *testing.T) {
+	c := proc.New(t, 1)
+	c.StartAll()
+	awaitLeader(c, 30*time.Second)
+	w := proc.NewWriter(t, c.Client(), "stopping")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream, err := c.Client().Metad.Watch(ctx, &metadpb.WatchRequest{StreamId: w.Stream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stop(0)
+	_, err = stream.Recv()
+	info := errorInfo(err)
+	if status.Code(err) != codes.Unavailable || info.GetReason() != "SHUTTING_DOWN" ||
+		info.Metadata["last_version"] != strconv.FormatUint(started.Version, 10) {
+		t.Fatalf("watch ended with %v (%v), want UNAVAILABLE SHUTTING_DOWN, last_version %d", err, info, started.Version)
+	}
+}

@@ -166,6 +166,9 @@ func statusTable(tw *tabwriter.Writer, st *metadpb.StatusResponse, hashes map[st
 	}
 	tw.Flush()
 	fmt.Fprintf(tw, "\n%s\n", h.summary(st.LeaderId))
+	if st.ClusterFeatureLevel > 0 {
+		fmt.Fprintf(tw, "cluster feature level %d (README: Upgrading)\n", st.ClusterFeatureLevel)
+	}
 	tombstoneTable(tw, st.Tombstones)
 }
 
