@@ -9,7 +9,8 @@
 //	            restore and replay), which api's Watch serves
 //	repair, gc  leader-only loops, run for each term this node leads
 //	objectstore the object store (file:// or s3://), checked at start
-//	HTTP admin  /metrics, /healthz, /readyz, pprof (opt-in)
+//	HTTP admin  / (a status page), /metrics, /healthz, /readyz, pprof
+//	            (opt-in)
 //
 // Start first claims what it needs without writing anything (preflight.go):
 // it binds the gRPC and HTTP listeners, checks the raft and gossip ports
@@ -47,6 +48,14 @@
 // a wiped or copied dir is a new incarnation. A node whose incarnation a
 // peer's replicated state tombstones (remove-peer) stops with a message
 // saying how to rejoin (removed.go).
+//
+// Status page (statuspage.go): / renders, server-side with html/template
+// and no script, what the API's Status answers (every server of the
+// configuration describes itself; UNREACHABLE ones say why), the stream
+// count from this node's applied state, and the last leader changes this
+// node saw (leaderlog.go: a bounded ring fed by polling the store's leader
+// every health interval). It is bounded to 2 s; a status that cannot be
+// gathered is shown as an error line, not a blank page.
 //
 // Readiness: with Config.NotifySocket set (cmd/metad passes
 // $NOTIFY_SOCKET), the node speaks systemd's notify protocol itself

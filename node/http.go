@@ -13,7 +13,8 @@ import (
 	"github.com/metad/metad/faults"
 )
 
-// startHTTP serves the admin endpoints: /metrics (Prometheus), /healthz
+// startHTTP serves the admin endpoints: / (a status page, statuspage.go),
+// /metrics (Prometheus), /healthz
 // (the process is alive), /readyz (a member of the configuration, a leader
 // known, applied close to the leader's commit index: the same verdict as
 // gRPC health; when not ready it says why), and /debug/pprof only when
@@ -21,6 +22,8 @@ import (
 func (n *Server) startHTTP(reg *prometheus.Registry) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// Exactly /: any other unknown path stays 404.
+	mux.HandleFunc("GET /{$}", n.serveStatusPage)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})

@@ -47,6 +47,8 @@ type Server struct {
 	// raftRef hands the store to membership once open (membership.go).
 	raftRef *storeRef
 	sec     *security
+	// leaders are the recent leader changes, for the status page.
+	leaders leaderLog
 	// Claimed by preflight before anything is written.
 	grpcLis, httpLis net.Listener
 	lock             *os.File // flock on the data dir
@@ -166,6 +168,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 	})
 	n.goLoop(func() { n.announceReady(ctx, cfg.API.HealthInterval) })
 	n.goLoop(func() { n.watchRemoval(ctx) })
+	n.goLoop(func() { n.watchLeader(ctx, cfg.API.HealthInterval) })
 	if cfg.HTTPAddr != "" {
 		if err := n.startHTTP(reg); err != nil {
 			return err
