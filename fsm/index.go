@@ -215,33 +215,45 @@ func (m *Machine) dropRecordsBelow(g *generation, trim uint64) {
 	}
 }
 
+// recordAt finds the index record a command names by key, or the refusal
+// that says why not (no such stream, no such record).
+func (m *Machine) recordAt(index uint64, k *fsmpb.IndexKey) (*stream, *generation, record, *fsmpb.Result) {
+	key := indexKeyOf(k)
+	s, rej := m.lookupStreamField(index, key.Stream, "key.stream_id")
+	if rej != nil {
+		return nil, nil, record{}, rej
+	}
+	_, g := s.view(key.View).find(key.Generation)
+	if g != nil {
+		if rec, ok := g.records.Get(record{rng: Range{Start: key.Start}}); ok {
+			return s, g, rec, nil
+		}
+	}
+	return nil, nil, record{}, reject(index, fsmpb.RejectCode_RECORD_NOT_FOUND, "key", "no index record %v", key)
+}
+
+// setRecordStatus gives a record a new status under a new version.
+func setRecordStatus(g *generation, rec record, status RecordStatus, index uint64) {
+	rec.status = status
+	rec.version = index
+	g.records.ReplaceOrInsert(rec)
+	g.version = index
+}
+
 // reportCandidateFailure records that a reader could not use a record. A
 // permanent failure quarantines the record, so no resolve admits it again;
 // a transient one changes nothing. A report about an older version of the
 // record is stale and changes nothing either.
 func (m *Machine) reportCandidateFailure(index uint64, c *fsmpb.ReportCandidateFailure) *fsmpb.Result {
-	key := indexKeyOf(c.Key)
-	s, rej := m.lookupStreamField(index, key.Stream, "key.stream_id")
+	s, g, rec, rej := m.recordAt(index, c.Key)
 	if rej != nil {
 		return rej
-	}
-	_, g := s.view(key.View).find(key.Generation)
-	var rec record
-	var ok bool
-	if g != nil {
-		rec, ok = g.records.Get(record{rng: Range{Start: key.Start}})
-	}
-	if !ok {
-		return reject(index, fsmpb.RejectCode_RECORD_NOT_FOUND, "key", "no index record %v", key)
 	}
 	res := &fsmpb.Result{Version: index, StreamId: s.info.ID, Generation: g.number}
 	if rec.version != c.Version || rec.status != RecordValid || !permanentFailure(c.Kind) {
 		return res
 	}
-	rec.status = RecordQuarantined
-	rec.version = index
-	g.records.ReplaceOrInsert(rec)
-	g.version = index
+	setRecordStatus(g, rec, RecordQuarantined, index)
 	res.Quarantined = true
 	return res
 }
@@ -249,28 +261,15 @@ func (m *Machine) reportCandidateFailure(index uint64, c *fsmpb.ReportCandidateF
 // liftQuarantine makes a quarantined record valid again, under a new
 // version, if it is still quarantined at the version the caller verified.
 func (m *Machine) liftQuarantine(index uint64, c *fsmpb.LiftQuarantine) *fsmpb.Result {
-	key := indexKeyOf(c.Key)
-	s, rej := m.lookupStreamField(index, key.Stream, "key.stream_id")
+	s, g, rec, rej := m.recordAt(index, c.Key)
 	if rej != nil {
 		return rej
 	}
-	_, g := s.view(key.View).find(key.Generation)
-	var rec record
-	var ok bool
-	if g != nil {
-		rec, ok = g.records.Get(record{rng: Range{Start: key.Start}})
-	}
-	switch {
-	case !ok:
-		return reject(index, fsmpb.RejectCode_RECORD_NOT_FOUND, "key", "no index record %v", key)
-	case rec.version != c.Version || rec.status != RecordQuarantined:
+	if rec.version != c.Version || rec.status != RecordQuarantined {
 		return reject(index, fsmpb.RejectCode_CONDITION_FAILED, "version",
-			"record %v is %s at version %d, not quarantined at %d", key, rec.status, rec.version, c.Version)
+			"record %v is %s at version %d, not quarantined at %d", indexKeyOf(c.Key), rec.status, rec.version, c.Version)
 	}
-	rec.status = RecordValid
-	rec.version = index
-	g.records.ReplaceOrInsert(rec)
-	g.version = index
+	setRecordStatus(g, rec, RecordValid, index)
 	return &fsmpb.Result{Version: index, StreamId: s.info.ID, Generation: g.number}
 }
 

@@ -291,3 +291,30 @@ func httpStatus(t testing.TB, url string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// finishAndCheckAcks stops the load after ten more acknowledgements and
+// checks what a client may rely on: no failure it must not see, every
+// acknowledged append exactly once in order, and every server holding all
+// of them with their index records. It returns how many were acknowledged.
+func finishAndCheckAcks(t *testing.T, c *proc.Cluster, l *load, w *proc.Writer) int {
+	t.Helper()
+	l.waitAcks(c, 10)
+	acks := l.finish()
+	if bad := l.failures(); len(bad) > 0 {
+		t.Fatalf("the writer saw failures a client must not see: %v", bad)
+	}
+	last := acks[len(acks)-1].end
+	for k := 1; k < len(acks); k++ {
+		if acks[k].end != acks[k-1].end+1 {
+			t.Fatalf("acknowledged ends %d then %d: an append was lost or doubled", acks[k-1].end, acks[k].end)
+		}
+	}
+	for i := range c.Nodes {
+		s, err := c.Describe(i, w.Stream)
+		if err != nil || s.CommittedEnd != last {
+			t.Fatalf("%s: committed end %v (%v), last acknowledged %d", c.Nodes[i].ID, s, err, last)
+		}
+		checkContiguous(t, gen0Records(t, c, i, w.Stream), last)
+	}
+	return len(acks)
+}

@@ -58,25 +58,8 @@ func TestRollingRestartUnderWrites(t *testing.T) {
 	if !stoppedLeader {
 		t.Error("no stop hit the leader")
 	}
-	l.waitAcks(c, 10)
-	acks := l.finish()
-	if bad := l.failures(); len(bad) > 0 {
-		t.Fatalf("the writer saw failures a client must not see: %v", bad)
-	}
-	last := acks[len(acks)-1].end
-	for k := 1; k < len(acks); k++ {
-		if acks[k].end != acks[k-1].end+1 {
-			t.Fatalf("acknowledged ends %d then %d: an append was lost or doubled", acks[k-1].end, acks[k].end)
-		}
-	}
-	for i := range c.Nodes {
-		s, err := c.Describe(i, w.Stream)
-		if err != nil || s.CommittedEnd != last {
-			t.Fatalf("%s: committed end %v (%v), last acknowledged %d", c.Nodes[i].ID, s, err, last)
-		}
-		checkContiguous(t, gen0Records(t, c, i, w.Stream), last)
-	}
-	t.Logf("%d appends acknowledged, all present on every server", len(acks))
+	acks := finishAndCheckAcks(t, c, l, w)
+	t.Logf("%d appends acknowledged, all present on every server", acks)
 }
 
 // caughtUp waits until server i has applied what the leader committed,
