@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -86,16 +87,24 @@ func TestGrowShrinkRestart(t *testing.T) {
 	c.start("n4", 0, c.joinAddrs("n2"), func(cfg *Config) { cfg.ServerStabilizationTime = time.Second })
 	c.wantConfig(voters("n1", "n2", "n3") + " n4=N@n4.raft:7421")
 	c.wantConfig(voters("n1", "n2", "n3", "n4"))
-	if c.sink.count("promoting n4 to voter") == 0 || c.sink.count("adding n4 at n4.raft:7421 as a non-voter") == 0 {
-		t.Error("add and promote decisions not logged")
-	}
+	// Each decision is logged once its change commits, which may be after
+	// every node already shows the new configuration.
+	waitFor(t, 20*time.Second, "add and promote decisions logged", func() error {
+		if c.sink.count("promoting n4 to voter") == 0 || c.sink.count("adding n4 at n4.raft:7421 as a non-voter") == 0 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
 
 	// Kill n4: dead in gossip, removed after DeadServerTimeout.
 	c.kill("n4")
 	c.wantConfig(voters(ids...))
-	if c.sink.count("removing n4 from raft: dead in gossip") != 1 {
-		t.Errorf("removal of n4 logged %d times, want once", c.sink.count("removing n4 from raft"))
-	}
+	waitFor(t, 20*time.Second, "removal of n4 logged", func() error {
+		if n := c.sink.count("removing n4 from raft: dead in gossip"); n != 1 {
+			return fmt.Errorf("logged %d times, want once", n)
+		}
+		return nil
+	})
 
 	// Restart a voter with the same flags: no second bootstrap.
 	victim := "n2"
