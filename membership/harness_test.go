@@ -183,7 +183,7 @@ func (c *cluster) start(id string, expect int, join []string, tweak func(*Config
 	}
 	c.mu.Unlock()
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.RaftAddr))
-	r, err := raft.NewRaft(testRaftConfig(id), nopFSM{}, st.logs, st.stable, st.snaps, trans)
+	r, err := raft.NewRaft(testRaftConfig(id), nopFSM{}, st.logs, st.stable, st.snaps, unpipelined{trans})
 	if err != nil {
 		c.t.Fatalf("raft %s: %v", id, err)
 	}
@@ -398,3 +398,16 @@ type nopSnapshot struct{}
 
 func (nopSnapshot) Persist(sink raft.SnapshotSink) error { return sink.Close() }
 func (nopSnapshot) Release()                             {}
+
+// unpipelined is the in-memory transport without AppendEntries pipelining.
+// hashicorp/raft v1.7.3 reads a follower's address without its lock when a
+// pipelined append fails (replication.go:521, an error log) while the
+// leader updates that address (raft.go:624): the race detector reports it
+// when a test moves a server to a new raft address (TestGrowShrinkRestart,
+// about one run in twenty). Without pipelining raft replicates one request
+// at a time and reads the address under the lock.
+type unpipelined struct{ *raft.InmemTransport }
+
+func (unpipelined) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
+}
