@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
+	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 )
@@ -23,34 +23,22 @@ func (s *Server) serversLevel(ctx context.Context) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	levels := make([]uint32, len(servers))
-	errs := make([]error, len(servers))
+	statuses := make([]*metadpb.NodeStatus, len(servers))
 	var wg sync.WaitGroup
 	for i, srv := range servers {
-		if srv.ID == s.store.ID() {
-			levels[i] = fsm.MaxLevel
-			continue
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			st, err := s.peers.NodeStatus(ctx, srv.ID, false)
-			if err != nil {
-				errs[i] = fmt.Errorf("server %s: %w", srv.ID, err)
-				return
-			}
-			levels[i] = max(st.FeatureLevel, fsm.BaseLevel)
+			statuses[i] = s.nodeStatus(ctx, srv, false)
 		}()
 	}
 	wg.Wait()
 	lowest := fsm.MaxLevel
-	for i := range servers {
-		if errs[i] != nil {
-			return 0, errs[i]
+	for _, st := range statuses {
+		if st.Error != "" {
+			return 0, fmt.Errorf("server %s: %s", st.NodeId, st.Error)
 		}
-		lowest = min(lowest, levels[i])
+		lowest = min(lowest, max(st.FeatureLevel, fsm.BaseLevel))
 	}
 	return lowest, nil
 }

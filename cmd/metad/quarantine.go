@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -87,21 +86,17 @@ version as listed: the lift takes effect only if it is still that one.`,
 }
 
 func parseLiftArgs(args []string) (*metadpb.IndexKey, uint64, error) {
-	v, ok := metadpb.View_value[strings.ToUpper(args[1])]
-	if !ok || v == 0 {
-		return nil, 0, usageError{fmt.Errorf("view %q: want COMMITTED or TOPIC_COMPACTED", args[1])}
+	view, err := parseView(args[1])
+	if err != nil {
+		return nil, 0, err
 	}
 	var nums [4]uint64
-	for i, name := range []string{"stream id", "generation", "start", "version"} {
-		arg := args[0]
-		if i > 0 {
-			arg = args[i+1]
-		}
-		n, err := parseUint(name, arg)
+	for i, arg := range []string{args[0], args[2], args[3], args[4]} {
+		n, err := parseUint([]string{"stream id", "generation", "start", "version"}[i], arg)
 		if err != nil {
 			return nil, 0, err
 		}
 		nums[i] = n
 	}
-	return &metadpb.IndexKey{StreamId: nums[0], View: metadpb.View(v), Generation: nums[1], Start: nums[2]}, nums[3], nil
+	return &metadpb.IndexKey{StreamId: nums[0], View: view, Generation: nums[1], Start: nums[2]}, nums[3], nil
 }

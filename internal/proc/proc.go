@@ -22,38 +22,51 @@ import (
 	"github.com/metad/metad/internal/ports"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+var plainBuild binaryBuild
 
 // Binary builds cmd/metad once per test binary and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		out, err := exec.Command("go", "env", "GOMOD").Output()
+	return plainBuild.path(t, "metad-bin-")
+}
+
+// binaryBuild is one build of cmd/metad, made once per test binary.
+type binaryBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// path builds cmd/metad with tags into a new temporary directory named
+// after prefix, the first time, and returns the binary's path.
+func (b *binaryBuild) path(t testing.TB, prefix string, tags ...string) string {
+	t.Helper()
+	b.once.Do(func() {
+		root, err := repoRoot()
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		dir, err := os.MkdirTemp("", "metad-bin-")
+		dir, err := os.MkdirTemp("", prefix)
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		binPath = filepath.Join(dir, "metad")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/metad")
+		b.bin = filepath.Join(dir, "metad")
+		args := []string{"build", "-o", b.bin}
+		if len(tags) > 0 {
+			args = append(args, "-tags", strings.Join(tags, ","))
+		}
+		cmd := exec.Command("go", append(args, "./cmd/metad")...)
 		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, b)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binPath
+	return b.bin
 }
 
 // FreePort returns a loopback address whose port is free for TCP and UDP
