@@ -58,6 +58,7 @@ var inward = map[string][]string{
 var foreignOwners = map[string]string{
 	"github.com/hashicorp/raft":        "raftstore",
 	"github.com/hashicorp/raft-boltdb": "raftstore",
+	"github.com/hashicorp/raft-wal":    "raftstore",
 	"github.com/hashicorp/memberlist":  "membership",
 	"github.com/aws/aws-sdk-go-v2":     "objectstore",
 	"github.com/aws/smithy-go":         "objectstore",

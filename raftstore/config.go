@@ -42,6 +42,12 @@ type Config struct {
 	// DataDir holds this node's raft state (layout in doc.go). Required; it
 	// is created if missing.
 	DataDir string
+	// LogStore is where the raft log lives: LogStoreBolt (raft.db, with the
+	// stable store) or LogStoreWAL (raft-wal segments under wal/, the
+	// stable store staying in raft.db). A data dir records the one it was
+	// first opened with and refuses another (LogStoreMismatchError).
+	// Default LogStoreBolt.
+	LogStore LogStore
 	// BindAddr is the host:port the raft TCP transport listens on. Port 0
 	// picks a free port. Default "127.0.0.1:7421".
 	BindAddr string
@@ -132,6 +138,7 @@ type Config struct {
 // DataDir are left empty: they have no sensible default.
 func DefaultConfig() Config {
 	return Config{
+		LogStore:               LogStoreBolt,
 		BindAddr:               "127.0.0.1:7421",
 		HeartbeatTimeout:       500 * time.Millisecond,
 		ElectionTimeout:        1 * time.Second,
@@ -165,6 +172,9 @@ func (c Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		bad("DataDir", "required")
+	}
+	if !c.LogStore.Valid() {
+		bad("LogStore", "%q: want %s or %s", c.LogStore, LogStoreBolt, LogStoreWAL)
 	}
 	if err := checkHostPort(c.BindAddr); err != nil {
 		bad("BindAddr", "%v", err)

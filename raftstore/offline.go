@@ -7,17 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/metad/metad/fsm"
 )
@@ -48,7 +42,7 @@ var (
 // operation.
 type offlineStores struct {
 	dir   string
-	bolt  *raftboltdb.BoltStore
+	disk  *disk
 	snaps *raft.FileSnapshotStore
 	hlog  *hclogAdapter
 }
@@ -58,31 +52,20 @@ func openOffline(dir string, create bool, logger *slog.Logger) (*offlineStores, 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	path := filepath.Join(dir, "raft.db")
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !create {
-		return nil, fmt.Errorf("%w: %s does not exist", ErrNoState, path)
-	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("raftstore: data dir: %w", err)
-	}
-	bolt, err := raftboltdb.New(raftboltdb.Options{Path: path,
-		BoltOptions: &bbolt.Options{NoFreelistSync: true, Timeout: time.Second}})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("%w: %s is locked", ErrDirInUse, path)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("raftstore: open log store: %w", err)
-	}
 	hlog := newHCLogger(logger, "raft").(*hclogAdapter)
+	d, err := openDisk(dir, diskOptions{create: create, hlog: hlog})
+	if err != nil {
+		return nil, err
+	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, DefaultConfig().SnapshotRetain, hlog.Named("snapshot"))
 	if err != nil {
-		bolt.Close()
+		d.close()
 		return nil, fmt.Errorf("raftstore: snapshot store: %w", err)
 	}
-	return &offlineStores{dir: dir, bolt: bolt, snaps: snaps, hlog: hlog}, nil
+	return &offlineStores{dir: dir, disk: d, snaps: snaps, hlog: hlog}, nil
 }
 
-func (o *offlineStores) close() error { return o.bolt.Close() }
+func (o *offlineStores) close() error { return o.disk.close() }
 
 // DirInfo describes a stopped node's raft state.
 type DirInfo struct {
@@ -168,13 +151,13 @@ func InspectDir(dir string, replay bool) (DirInfo, error) {
 
 func (o *offlineStores) readStable(info *DirInfo) error {
 	var err error
-	if info.CurrentTerm, err = getUint64(o.bolt, keyCurrentTerm); err != nil {
+	if info.CurrentTerm, err = getUint64(o.disk.stable, keyCurrentTerm); err != nil {
 		return err
 	}
-	if info.LastVoteTerm, err = getUint64(o.bolt, keyLastVoteTerm); err != nil {
+	if info.LastVoteTerm, err = getUint64(o.disk.stable, keyLastVoteTerm); err != nil {
 		return err
 	}
-	cand, err := o.bolt.Get(keyLastVoteCand)
+	cand, err := o.disk.stable.Get(keyLastVoteCand)
 	if err != nil && err.Error() != "not found" {
 		return fmt.Errorf("raftstore: stable store: %w", err)
 	}
@@ -194,15 +177,15 @@ func getUint64(b *raftboltdb.BoltStore, key []byte) (uint64, error) {
 
 func (o *offlineStores) readLog(info *DirInfo) error {
 	var err error
-	if info.FirstIndex, err = o.bolt.FirstIndex(); err != nil {
+	if info.FirstIndex, err = o.disk.log.FirstIndex(); err != nil {
 		return fmt.Errorf("raftstore: log: %w", err)
 	}
-	if info.LastIndex, err = o.bolt.LastIndex(); err != nil {
+	if info.LastIndex, err = o.disk.log.LastIndex(); err != nil {
 		return fmt.Errorf("raftstore: log: %w", err)
 	}
 	if info.LastIndex > 0 {
 		var l raft.Log
-		if err := o.bolt.GetLog(info.LastIndex, &l); err != nil {
+		if err := o.disk.log.GetLog(info.LastIndex, &l); err != nil {
 			return fmt.Errorf("raftstore: log entry %d: %w", info.LastIndex, err)
 		}
 		info.LastTerm = l.Term
@@ -244,7 +227,7 @@ func ReadLog(dir string, from, to uint64, fn func(LogEntry) error) error {
 	}
 	for i := max(info.FirstIndex, from); i <= last && i > 0; i++ {
 		var l raft.Log
-		if err := o.bolt.GetLog(i, &l); err != nil {
+		if err := o.disk.log.GetLog(i, &l); err != nil {
 			return fmt.Errorf("raftstore: log entry %d: %w", i, err)
 		}
 		h := sha256.New()
@@ -288,7 +271,7 @@ func (o *offlineStores) readSnapshots(info *DirInfo) error {
 func (o *offlineStores) readConfiguration(info *DirInfo) error {
 	for i := info.LastIndex; i >= info.FirstIndex && i > 0; i-- {
 		var l raft.Log
-		if err := o.bolt.GetLog(i, &l); err != nil {
+		if err := o.disk.log.GetLog(i, &l); err != nil {
 			return fmt.Errorf("raftstore: log entry %d: %w", i, err)
 		}
 		if l.Type == raft.LogConfiguration {
@@ -344,7 +327,7 @@ func (o *offlineStores) replayTo(info *DirInfo, upTo uint64) (*fsmAdapter, error
 	}
 	for i := max(from+1, info.FirstIndex); i <= min(upTo, info.LastIndex) && i > 0; i++ {
 		var l raft.Log
-		if err := o.bolt.GetLog(i, &l); err != nil {
+		if err := o.disk.log.GetLog(i, &l); err != nil {
 			return nil, fmt.Errorf("raftstore: log entry %d: %w", i, err)
 		}
 		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
@@ -386,7 +369,7 @@ func ReplayDirTo(dir string, upTo uint64, w io.Writer) (index, term uint64, err 
 	var l raft.Log
 	switch {
 	case as.through == 0:
-	case o.bolt.GetLog(as.through, &l) == nil:
+	case o.disk.log.GetLog(as.through, &l) == nil:
 		term = l.Term
 	case len(info.Snapshots) > 0 && info.Snapshots[0].Index == as.through:
 		term = info.Snapshots[0].Term
@@ -438,7 +421,7 @@ func RecoverDir(dir string, servers []Server, logger *slog.Logger) (DirInfo, err
 	rc.NodeID = servers[0].ID // raft.RecoverCluster wants a valid config; the id is unused
 	_, trans := raft.NewInmemTransport("")
 	err = raft.RecoverCluster(rc.raftConfig(o.hlog), newFSMAdapter(slog.New(slog.DiscardHandler)),
-		o.bolt, o.bolt, o.snaps, trans, conf)
+		o.disk.log, o.disk.stable, o.snaps, trans, conf)
 	o.close()
 	if err != nil {
 		return DirInfo{}, fmt.Errorf("raftstore: recover: %w", err)
@@ -466,7 +449,7 @@ func RestoreDir(dir string, servers []Server, stream io.Reader, logger *slog.Log
 		return 0, err
 	}
 	defer o.close()
-	if has, err := raft.HasExistingState(o.bolt, o.bolt, o.snaps); err != nil || has {
+	if has, err := raft.HasExistingState(o.disk.log, o.disk.stable, o.snaps); err != nil || has {
 		return 0, fmt.Errorf("%w: %s (restore into a new, empty data dir)", ErrHasState, o.dir)
 	}
 	index, err := readStreamHeader(stream)
@@ -547,5 +530,5 @@ func HasStateIn(dir string) (bool, error) {
 		return false, err
 	}
 	defer o.close()
-	return raft.HasExistingState(o.bolt, o.bolt, o.snaps)
+	return raft.HasExistingState(o.disk.log, o.disk.stable, o.snaps)
 }

@@ -7,15 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/metad/metad/faults"
@@ -65,9 +62,9 @@ type Store struct {
 	peers         Peers
 	raft          *raft.Raft
 	fsm           *fsmAdapter
-	guard         *voteGuard // nil unless opened without raft state (amnesia.go)
-	bolt          *raftboltdb.BoltStore
-	logs          raft.LogStore
+	guard         *voteGuard    // nil unless opened without raft state (amnesia.go)
+	disk          *disk         // the stable store and the log store under logs
+	logs          raft.LogStore // the log cache over disk.log
 	snaps         raft.SnapshotStore
 	addr          string
 	beforeBarrier func(term uint64, closing <-chan struct{}) // test hook, nil in production
@@ -138,30 +135,24 @@ func open(cfg Config, peers Peers, logger *slog.Logger, o openOptions) (*Store, 
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("raftstore: data dir: %w", err)
 	}
-	bolt, err := raftboltdb.New(raftboltdb.Options{
-		Path: filepath.Join(cfg.DataDir, "raft.db"),
-		// NoFreelistSync: the freelist is rebuilt on open instead of written
-		// on every commit, which halves write amplification of the log.
-		// Timeout: a second process on the same dir fails instead of hanging.
-		BoltOptions: &bbolt.Options{NoFreelistSync: true, Timeout: time.Second},
-	})
+	d, err := openDisk(cfg.DataDir, diskOptions{want: cfg.LogStore, create: true, record: true, hlog: hlog})
 	if err != nil {
-		return nil, fmt.Errorf("raftstore: open log store: %w", err)
+		return nil, err
 	}
 	if faults.Bug("lose-append") {
-		dropLastAppend(bolt, logger)
+		dropLastAppend(d.log, logger)
 	}
-	s, err := start(cfg, peers, logger, hlog, bolt, o)
+	s, err := start(cfg, peers, logger, hlog, d, o)
 	if err != nil {
-		bolt.Close()
+		d.close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// start builds the rest on an open bolt store; on error the caller closes it.
-func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt *raftboltdb.BoltStore, o openOptions) (*Store, error) {
-	logs, err := raft.NewLogCache(cfg.LogCacheSize, bolt)
+// start builds the rest on the open stores; on error the caller closes them.
+func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *disk, o openOptions) (*Store, error) {
+	logs, err := raft.NewLogCache(cfg.LogCacheSize, d.log)
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: log cache: %w", err)
 	}
@@ -175,7 +166,7 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt
 			return nil, err
 		}
 	}
-	trans, guard, err := guardIfAmnesiac(trans, logs, bolt, snaps, logger)
+	trans, guard, err := guardIfAmnesiac(trans, logs, d.stable, snaps, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +176,7 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt
 		adapter.diverge = true
 		logger.Warn("planted bug diverge: this replica renames every stream it creates")
 	}
-	r, err := raft.NewRaft(cfg.raftConfig(hlog), adapter, logs, bolt, snaps, trans)
+	r, err := raft.NewRaft(cfg.raftConfig(hlog), adapter, logs, d.stable, snaps, trans)
 	if err != nil {
 		if c, ok := trans.(raft.WithClose); ok {
 			c.Close()
@@ -197,7 +188,7 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt
 	}
 	s := &Store{
 		cfg: cfg, logger: logger, peers: peers, raft: r, fsm: adapter, guard: guard,
-		bolt: bolt, logs: logs, snaps: snaps, addr: string(trans.LocalAddr()),
+		disk: d, logs: logs, snaps: snaps, addr: string(trans.LocalAddr()),
 		beforeBarrier: o.beforeBarrier,
 		metrics:       newMetrics(),
 		closing:       make(chan struct{}),
@@ -211,7 +202,7 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt
 	s.loops.Add(2)
 	go s.leadershipLoop()
 	go s.readLoop()
-	logger.Info("raftstore: opened", "addr", s.addr, "data_dir", cfg.DataDir)
+	logger.Info("raftstore: opened", "addr", s.addr, "data_dir", cfg.DataDir, "log_store", d.kind)
 	return s, nil
 }
 
@@ -296,7 +287,7 @@ func (s *Store) close() error {
 		s.logger.Error("raftstore: raft left operations unresolved at shutdown; their waiters are abandoned",
 			"pending", s.futures.count())
 	}
-	errs = append(errs, s.bolt.Close())
+	errs = append(errs, s.disk.close())
 	s.logger.Info("raftstore: closed")
 	return errors.Join(errs...)
 }
@@ -358,7 +349,7 @@ func (s *Store) spawnWaiter(fn func()) bool {
 // a snapshot): a node with state must not be bootstrapped. An unreadable
 // store counts as having state, so that nobody bootstraps over it.
 func (s *Store) HasState() bool {
-	has, err := raft.HasExistingState(s.logs, s.bolt, s.snaps)
+	has, err := raft.HasExistingState(s.logs, s.disk.stable, s.snaps)
 	if err != nil {
 		s.logger.Error("raftstore: reading raft state", "err", err)
 		return true
@@ -484,7 +475,8 @@ type Status struct {
 	Voter        bool      // a voter in the latest configuration
 	LeaderID     string
 	LeaderAddr   string
-	ReadReady    bool // a leader whose barrier of this term is applied
+	ReadReady    bool     // a leader whose barrier of this term is applied
+	LogStore     LogStore // where this node's raft log lives
 }
 
 // Status returns this node's raft status.
@@ -495,6 +487,7 @@ func (s *Store) Status() Status {
 		NodeID: s.cfg.NodeID, Address: s.addr, State: s.raft.State().String(), Term: term,
 		LastLogIndex: s.raft.LastIndex(), CommitIndex: s.raft.CommitIndex(), AppliedIndex: s.AppliedIndex(),
 		LeaderID: id, LeaderAddr: addr, Leader: leader, ReadReady: leader && s.gateTerm.Load() == term,
+		LogStore: s.disk.kind,
 	}
 	if !leader {
 		st.LastContact = s.raft.LastContact()
@@ -646,17 +639,17 @@ func divergedCommand(data []byte) []byte {
 // dropLastAppend is a planted bug for the fault-injection harness: it
 // forgets the last log entry if it is a CommitAppend, as a node that lied
 // about fsync would after a crash.
-func dropLastAppend(bolt *raftboltdb.BoltStore, logger *slog.Logger) {
-	last, err := bolt.LastIndex()
+func dropLastAppend(logs raft.LogStore, logger *slog.Logger) {
+	last, err := logs.LastIndex()
 	if err != nil || last == 0 {
 		return
 	}
 	var l raft.Log
-	if bolt.GetLog(last, &l) != nil || l.Type != raft.LogCommand {
+	if logs.GetLog(last, &l) != nil || l.Type != raft.LogCommand {
 		return
 	}
 	if cmd, err := fsm.DecodeCommand(l.Data); err == nil && cmd.GetCommitAppend() != nil {
-		_ = bolt.DeleteRange(last, last)
+		_ = logs.DeleteRange(last, last)
 		logger.Warn("planted bug lose-append: dropped the last log entry", "index", last)
 	}
 }

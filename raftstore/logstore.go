@@ -1,0 +1,253 @@
+package raftstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// LogStore names where raft's log lives (Config.LogStore). The stable store
+// (current term, vote) is raft-boltdb's raft.db either way.
+type LogStore string
+
+// The log stores a data dir can hold.
+const (
+	// LogStoreBolt keeps the log in raft.db with the stable store: two
+	// fsyncs per write (bbolt's data pages, then its meta page).
+	LogStoreBolt LogStore = "bolt"
+	// LogStoreWAL keeps the log in hashicorp/raft-wal segment files under
+	// wal/: one fsync per write (an append to the tail segment).
+	LogStoreWAL LogStore = "wal"
+)
+
+// LogStores lists the valid values.
+var LogStores = []LogStore{LogStoreBolt, LogStoreWAL}
+
+// Valid reports whether l is one of LogStores.
+func (l LogStore) Valid() bool { return l == LogStoreBolt || l == LogStoreWAL }
+
+// ErrLogStoreMismatch: the data dir holds a raft log in another log store
+// than the one configured. It is never converted in place (see
+// LogStoreMismatchError).
+var ErrLogStoreMismatch = errors.New("raftstore: the data dir holds its raft log in another log store")
+
+// LogStoreMismatchError says which log store the data dir holds and which
+// one was asked for; it matches ErrLogStoreMismatch. Converting a log in
+// place would be a new way to lose entries, and a node never needs it: a
+// node started on an empty data dir rejoins as a new incarnation and
+// receives the state by snapshot and log from the leader, in the log store
+// it was started with.
+type LogStoreMismatchError struct {
+	Dir        string
+	Has, Wants LogStore
+}
+
+func (e *LogStoreMismatchError) Error() string {
+	return fmt.Sprintf("raftstore: raft data dir %s holds a %s raft log, not %s: keep the log store %s, or wipe this node's data dir and let it rejoin as a new incarnation",
+		e.Dir, e.Has, e.Wants, e.Has)
+}
+
+// Is makes errors.Is(err, ErrLogStoreMismatch) true.
+func (e *LogStoreMismatchError) Is(target error) bool { return target == ErrLogStoreMismatch }
+
+// keyLogStore is the stable-store key recording the dir's log store. Dirs
+// written before it existed have no key and a bolt log.
+var keyLogStore = []byte("MetadLogStore")
+
+// walDir is where a wal log lives, under the raft data dir.
+const walDir = "wal"
+
+// disk is a raft data dir's stores, open: the stable store (always bolt)
+// and the log store (the same bolt store, or a WAL).
+type disk struct {
+	dir    string
+	kind   LogStore
+	stable *raftboltdb.BoltStore
+	log    raft.LogStore // stable itself, or wal
+	wal    *wal.WAL      // nil for bolt
+	// walMeta is the WAL's meta store, closed after it.
+	walMeta *metadb.BoltMetaDB
+}
+
+// diskOptions say how to open a data dir's stores.
+type diskOptions struct {
+	// want is the configured log store; empty (offline tools) opens what
+	// the dir holds, bolt for a dir that records nothing.
+	want LogStore
+	// create allows a missing raft.db to be created.
+	create bool
+	// record writes want into a dir that records no log store and holds no
+	// log entries yet (a new node, or one written before the record).
+	record bool
+	hlog   hclog.Logger
+}
+
+// openDisk opens dir's stable store, checks the log store it holds against
+// o.want, and opens the log store. A second process on the dir fails with
+// ErrDirInUse within a second (bolt's flock), before the WAL, whose own
+// bolt file would wait forever, is touched.
+func openDisk(dir string, o diskOptions) (*disk, error) {
+	stable, err := openStable(dir, o.create)
+	if err != nil {
+		return nil, err
+	}
+	d := &disk{dir: dir, stable: stable}
+	if err := d.openLog(o); err != nil {
+		stable.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// openStable opens dir's raft.db; create false requires it to exist.
+func openStable(dir string, create bool) (*raftboltdb.BoltStore, error) {
+	path := filepath.Join(dir, "raft.db")
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !create {
+		return nil, fmt.Errorf("%w: %s does not exist", ErrNoState, path)
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("raftstore: data dir: %w", err)
+	}
+	stable, err := raftboltdb.New(raftboltdb.Options{
+		Path: path,
+		// NoFreelistSync: the freelist is rebuilt on open instead of written
+		// on every commit, which halves write amplification of the log.
+		// Timeout: a second process on the same dir fails instead of hanging.
+		BoltOptions: &bbolt.Options{NoFreelistSync: true, Timeout: time.Second},
+	})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s is locked", ErrDirInUse, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: open stable store: %w", err)
+	}
+	return stable, nil
+}
+
+func (d *disk) openLog(o diskOptions) error {
+	kind, err := d.decideKind(o)
+	if err != nil {
+		return err
+	}
+	d.kind = kind
+	if kind == LogStoreBolt {
+		d.log = d.stable
+		return nil
+	}
+	if o.hlog == nil {
+		o.hlog = hclog.NewNullLogger()
+	}
+	wdir := filepath.Join(d.dir, walDir)
+	if err := os.MkdirAll(wdir, 0o750); err != nil {
+		return fmt.Errorf("raftstore: wal dir: %w", err)
+	}
+	// raft-wal v0.4.0's Close leaves its meta store (a bolt file) open, and
+	// a second open in the same process (node's HasStateIn, then Open)
+	// would wait forever for its lock: the meta store is ours to close.
+	meta := &metadb.BoltMetaDB{}
+	w, err := wal.Open(wdir, wal.WithLogger(o.hlog.Named("wal")), wal.WithMetaStore(meta))
+	if err != nil {
+		meta.Close()
+		return fmt.Errorf("raftstore: open wal log store: %w", err)
+	}
+	d.wal, d.walMeta, d.log = w, meta, w
+	return nil
+}
+
+// decideKind returns the log store to open: the one the dir holds, which
+// must be o.want if given; for a dir that holds none yet, o.want (recorded
+// if o.record), or bolt if o.want is empty.
+func (d *disk) decideKind(o diskOptions) (LogStore, error) {
+	has, err := heldLogStore(d.stable)
+	switch {
+	case err != nil:
+		return "", err
+	case has != "" && o.want != "" && has != o.want:
+		return "", &LogStoreMismatchError{Dir: d.dir, Has: has, Wants: o.want}
+	case has != "":
+		return has, nil
+	case o.want == "":
+		return LogStoreBolt, nil
+	}
+	if o.record {
+		if err := d.stable.Set(keyLogStore, []byte(o.want)); err != nil {
+			return "", fmt.Errorf("raftstore: record log store: %w", err)
+		}
+	}
+	return o.want, nil
+}
+
+// heldLogStore is the log store a dir's stable store records; for a dir
+// without a record, bolt if raft.db holds log entries (a dir written before
+// the record existed), else "" (no log yet: any log store will do).
+func heldLogStore(stable *raftboltdb.BoltStore) (LogStore, error) {
+	recorded, err := stable.Get(keyLogStore)
+	if err != nil && err.Error() != "not found" { // raft-boltdb's only signal
+		return "", fmt.Errorf("raftstore: stable store %s: %w", keyLogStore, err)
+	}
+	if has := LogStore(recorded); has != "" {
+		if !has.Valid() {
+			return "", fmt.Errorf("raftstore: stable store records log store %q, which this binary does not know", has)
+		}
+		return has, nil
+	}
+	last, err := stable.LastIndex()
+	if err != nil {
+		return "", fmt.Errorf("raftstore: log: %w", err)
+	}
+	if last > 0 {
+		return LogStoreBolt, nil
+	}
+	return "", nil
+}
+
+// close closes the log store, then the stable store.
+func (d *disk) close() error {
+	var errs []error
+	if d.wal != nil {
+		errs = append(errs, d.wal.Close(), d.walMeta.Close())
+	}
+	errs = append(errs, d.stable.Close())
+	return errors.Join(errs...)
+}
+
+// DirLogStore reports the log store a stopped node's raft directory holds:
+// the recorded one, else bolt if its raft.db holds log entries, else ""
+// (a new dir, which takes whatever it is first opened with). A dir without
+// raft.db is ErrNoState; one a running server holds, ErrDirInUse.
+func DirLogStore(dir string) (LogStore, error) {
+	stable, err := openStable(dir, false)
+	if err != nil {
+		return "", err
+	}
+	defer stable.Close()
+	return heldLogStore(stable)
+}
+
+// CheckLogStore reports a LogStoreMismatchError if the raft directory dir
+// holds a log in another log store than want; a dir without raft state
+// passes. It opens and closes the stores, so call it before Open, not on a
+// dir a server is running on.
+func CheckLogStore(dir string, want LogStore) error {
+	has, err := DirLogStore(dir)
+	switch {
+	case errors.Is(err, ErrNoState):
+		return nil
+	case err != nil:
+		return err
+	case has != "" && has != want:
+		return &LogStoreMismatchError{Dir: dir, Has: has, Wants: want}
+	}
+	return nil
+}
