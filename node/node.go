@@ -95,6 +95,11 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	// Gossip first: opening raft restores the latest snapshot (minutes for
 	// a large state), and a server that announces itself meanwhile is
 	// alive to the leader, never a removal candidate.
+	// A log store other than the data dir's is refused before anything
+	// starts, gossip included.
+	if err := raftstore.CheckLogStore(cfg.Raft.DataDir, cfg.Raft.LogStore); err != nil {
+		return nil, err
+	}
 	hadState, err := raftstore.HasStateIn(cfg.Raft.DataDir)
 	if err != nil {
 		return nil, err
@@ -175,7 +180,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		}
 	}
 	log.Info("metad serving", "node", cfg.NodeID, "grpc", lis.Addr().String(), "raft", n.store.Addr(),
-		"gossip", n.agent.GossipAddr(), "http", cfg.HTTPAddr, "data_dir", cfg.DataDir)
+		"gossip", n.agent.GossipAddr(), "http", cfg.HTTPAddr, "data_dir", cfg.DataDir, "raft_log_store", cfg.Raft.LogStore)
 	return nil
 }
 

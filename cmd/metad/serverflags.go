@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,15 +27,20 @@ func (f *serverFlags) checkFlags(fs *pflag.FlagSet) []error {
 	return errs
 }
 
-// validateNode runs the packages' Validate over c, after the raft timings
-// were checked by flag: the timings bound each other, and raftstore's
+// validateNode runs the packages' Validate over c, after the raft log store
+// and timings were checked by flag: the timings bound each other, and raftstore's
 // messages name its fields with derived ranges ("LeaderLeaseTimeout ...
 // [5ms, 0s]" after --raft-heartbeat-timeout 0s), so when the flags are at
 // fault the package sees its defaults instead and only the flag messages
 // are reported.
 func validateNode(fs *pflag.FlagSet, c node.Config) []error {
-	errs := checkRaftTimings(fs, c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout, c.Raft.LeaderLeaseTimeout)
-	if len(errs) > 0 {
+	var errs []error
+	if !c.Raft.LogStore.Valid() {
+		errs = append(errs, fmt.Errorf("--raft-log-store %q: want %s or %s", c.Raft.LogStore, raftstore.LogStoreBolt, raftstore.LogStoreWAL))
+		c.Raft.LogStore = raftstore.DefaultConfig().LogStore
+	}
+	if timings := checkRaftTimings(fs, c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout, c.Raft.LeaderLeaseTimeout); len(timings) > 0 {
+		errs = append(errs, timings...)
 		d := raftstore.DefaultConfig()
 		c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout = d.HeartbeatTimeout, d.ElectionTimeout
 		c.Raft.LeaderLeaseTimeout, c.Raft.CommitTimeout = d.LeaderLeaseTimeout, d.CommitTimeout
@@ -73,4 +79,16 @@ func checkRaftTimings(fs *pflag.FlagSet, heartbeat, election, lease time.Duratio
 		errs = append(errs, fmt.Errorf("%s exceeds %s: want at most the heartbeat timeout", ll, hb))
 	}
 	return errs
+}
+
+// refusedStart turns a data dir that holds its raft log in another log
+// store than --raft-log-store into bad usage (exit 2) with one line saying
+// what to do; other start errors pass as they are.
+func refusedStart(err error) error {
+	var mm *raftstore.LogStoreMismatchError
+	if !errors.As(err, &mm) {
+		return err
+	}
+	return usageError{fmt.Errorf("--raft-log-store %s: data dir %s holds a %s raft log, which is never converted in place; start with --raft-log-store %s, or switch this node by deleting its data dir and starting it with --join so that it rejoins as a new incarnation (README \"Raft log store\")",
+		mm.Wants, mm.Dir, mm.Has, mm.Has)}
 }

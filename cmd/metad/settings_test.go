@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/metad/metad/node"
+	"github.com/metad/metad/raftstore"
 )
 
 // flags returns a fresh server flag set with its bound settings.
@@ -105,5 +106,38 @@ func TestServerConfigValidatedBeforeStart(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "Config.ElectionTimeout") {
 		t.Errorf("the flag's error is echoed under the package's field name:\n%v", err)
+	}
+}
+
+// TestRaftLogStoreSetting: --raft-log-store has all three spellings, and a
+// bad value is reported under the flag's name only.
+func TestRaftLogStoreSetting(t *testing.T) {
+	t.Setenv("METAD_RAFT_LOG_STORE", "wal")
+	fs, f := flags(t)
+	if err := applyLayers(fs, ""); err != nil {
+		t.Fatal(err)
+	}
+	if f.cfg.Raft.LogStore != raftstore.LogStoreWAL {
+		t.Errorf("METAD_RAFT_LOG_STORE=wal gave %q", f.cfg.Raft.LogStore)
+	}
+	t.Setenv("METAD_RAFT_LOG_STORE", "")
+	os.Unsetenv("METAD_RAFT_LOG_STORE")
+	fs, f = flags(t)
+	if err := applyLayers(fs, writeFile(t, "raft-log-store: wal\n")); err != nil {
+		t.Fatal(err)
+	}
+	if f.cfg.Raft.LogStore != raftstore.LogStoreWAL {
+		t.Errorf("raft-log-store: wal in the file gave %q", f.cfg.Raft.LogStore)
+	}
+	fs, f = flags(t)
+	if f.cfg.Raft.LogStore != raftstore.LogStoreBolt {
+		t.Errorf("default log store %q, want bolt", f.cfg.Raft.LogStore)
+	}
+	if err := fs.Parse([]string{"--data-dir", t.TempDir(), "--raft-log-store", "rocks"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.resolve(fs)
+	if err == nil || !strings.Contains(err.Error(), `--raft-log-store "rocks": want bolt or wal`) || strings.Contains(err.Error(), "Config.LogStore") {
+		t.Fatalf("bad log store: %v", err)
 	}
 }

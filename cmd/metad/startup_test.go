@@ -59,6 +59,7 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 		{name: "log level", bad: []string{"--log-level", "verbose"}, wantCode: 2, wantMsg: `log-level "verbose"`},
 		{name: "bootstrap-expect", bad: []string{"--bootstrap-expect", "-1"}, wantCode: 2, wantMsg: "bootstrap-expect -1"},
 		{name: "heartbeat", bad: []string{"--raft-heartbeat-timeout", "0s"}, wantCode: 2, wantMsg: "--raft-heartbeat-timeout 0s"},
+		{name: "log store", bad: []string{"--raft-log-store", "lsm"}, wantCode: 2, wantMsg: `--raft-log-store "lsm": want bolt or wal`},
 		{name: "grpc port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].GRPC }, wantCode: 1, wantMsg: "grpc-addr"},
 		{name: "http port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].HTTP }, wantCode: 1, wantMsg: "http-addr"},
 		{name: "raft port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].Raft }, wantCode: 1, wantMsg: "raft-addr"},
@@ -123,6 +124,27 @@ func TestDataDirLock(t *testing.T) {
 	}
 	c.Start(0)
 	c.WaitFor("the restarted server to lead", time.Minute, func() bool { return c.Leader(0) == 0 })
+}
+
+// TestDataDirKeepsItsRaftLogStore: a node restarted with another
+// --raft-log-store than its data dir holds is refused with one line saying
+// how to go on (exit 2), and starts again with the one it holds.
+func TestDataDirKeepsItsRaftLogStore(t *testing.T) {
+	c := proc.New(t, 1, "--raft-log-store", "wal")
+	c.Start(0)
+	c.WaitFor("a leader", time.Minute, func() bool { return c.Leader(0) == 0 })
+	c.Stop(0)
+	nd := c.Nodes[0]
+	out, code := runToExit(t, append(nd.Args, "--raft-log-store", "bolt")...)
+	want := "--raft-log-store bolt: data dir " + nd.DataDir + "/raft holds a wal raft log, which is never converted in place; start with --raft-log-store wal, or switch this node by deleting its data dir"
+	if code != 2 || !strings.Contains(out, want) {
+		t.Fatalf("restart with bolt: exit %d, want 2 and %q:\n%s", code, want, out)
+	}
+	c.Start(0)
+	c.WaitFor("the node to lead again on its wal", time.Minute, func() bool { return c.Leader(0) == 0 })
+	if log := c.Log(0); !strings.Contains(log, "raft_log_store=wal") {
+		t.Errorf("no start-up line names the log store:\n%s", log)
+	}
 }
 
 // TestEvenBootstrapExpectWarns: 2 is accepted, with a warning.
