@@ -143,12 +143,15 @@ func (m *Machine) StateHash() ([32]byte, uint64, error) {
 func (m *Machine) writeBody(w io.Writer) (uint64, error) {
 	var n uint64
 	buf := make([]byte, 0, 512)
+	// Size fills every message's size cache, so the marshal right after it
+	// uses the cache instead of sizing the record a second time.
 	opts := proto.MarshalOptions{Deterministic: true}
+	cached := proto.MarshalOptions{Deterministic: true, UseCachedSize: true}
 	err := m.eachRecord(func(r *fsmpb.SnapshotRecord) error {
 		var err error
 		size := opts.Size(r)
 		buf = binary.AppendUvarint(buf[:0], uint64(size))
-		buf, err = opts.MarshalAppend(buf, r)
+		buf, err = cached.MarshalAppend(buf, r)
 		if err != nil {
 			return err
 		}
@@ -168,7 +171,9 @@ func (m *Machine) sortedStreamIDs() []uint64 {
 	return ids
 }
 
-// eachRecord walks the state in canonical order.
+// eachRecord walks the state in canonical order. emit must not keep the
+// record past its return: the index-record and evidence messages, the
+// bulk of a large state, are reused from one record to the next.
 func (m *Machine) eachRecord(emit func(*fsmpb.SnapshotRecord) error) error {
 	var err error
 	put := func(r *fsmpb.SnapshotRecord) bool {
@@ -222,11 +227,9 @@ func (s *stream) eachRecord(put func(*fsmpb.SnapshotRecord) bool) {
 		return
 	}
 	ok := true
+	ev := newEvidenceRecord()
 	s.evidence.Ascend(func(e evidence) bool {
-		ok = put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Evidence{Evidence: &fsmpb.EvidenceState{
-			StreamId: id, Range: e.rng.PB(), Object: e.object.PB(), Bytes: e.bytes.PB(),
-			WriterEpoch: e.epoch, Version: e.version,
-		}}})
+		ok = put(ev.set(id, e))
 		return ok
 	})
 	for _, view := range []View{Committed, TopicCompacted} {
@@ -237,19 +240,74 @@ func (s *stream) eachRecord(put func(*fsmpb.SnapshotRecord) bool) {
 				return
 			}
 			key := IndexKey{Stream: id, View: view, Generation: g.number}
+			ir := newIndexRecordRecord()
 			g.records.Ascend(func(r record) bool {
 				key.Start = r.rng.Start
-				ok = put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_IndexRecord{IndexRecord: &fsmpb.IndexRecordState{
-					Key: key.PB(), Version: r.version, Status: r.status,
-					Record: &fsmpb.IndexRecord{
-						Range: r.rng.PB(), Survivors: RangesPB(r.survivors), Object: r.object.PB(),
-						Bytes: r.bytes.PB(), Checksum: r.checksum,
-					},
-				}}})
+				ok = put(ir.set(key, r))
 				return ok
 			})
 		}
 	}
+}
+
+// indexRecordRecord is one SnapshotRecord of an index record, its nested
+// messages allocated once and refilled for each record: a million records
+// then cost no allocation each but their survivors. Every field is set
+// by set, so nothing of the previous record remains.
+type indexRecordRecord struct {
+	rec    fsmpb.SnapshotRecord
+	state  fsmpb.IndexRecordState
+	key    fsmpb.IndexKey
+	body   fsmpb.IndexRecord
+	rng    fsmpb.Range
+	object fsmpb.ObjectRef
+	bytes  fsmpb.ByteRange
+}
+
+func newIndexRecordRecord() *indexRecordRecord {
+	x := &indexRecordRecord{}
+	x.rec.Record = &fsmpb.SnapshotRecord_IndexRecord{IndexRecord: &x.state}
+	x.state.Key, x.state.Record = &x.key, &x.body
+	x.body.Range, x.body.Object, x.body.Bytes = &x.rng, &x.object, &x.bytes
+	return x
+}
+
+func (x *indexRecordRecord) set(k IndexKey, r record) *fsmpb.SnapshotRecord {
+	x.key.StreamId, x.key.View, x.key.Generation, x.key.Start = k.Stream, k.View, k.Generation, k.Start
+	x.state.Version, x.state.Status = r.version, r.status
+	x.rng.Start, x.rng.End = r.rng.Start, r.rng.End
+	x.object.Key, x.object.Identity = r.object.Key, r.object.Identity
+	x.bytes.Offset, x.bytes.Length = r.bytes.Offset, r.bytes.Length
+	x.body.Checksum = r.checksum
+	x.body.Survivors = nil
+	if len(r.survivors) > 0 {
+		x.body.Survivors = RangesPB(r.survivors)
+	}
+	return &x.rec
+}
+
+// evidenceRecord is indexRecordRecord for append evidence.
+type evidenceRecord struct {
+	rec    fsmpb.SnapshotRecord
+	state  fsmpb.EvidenceState
+	rng    fsmpb.Range
+	object fsmpb.ObjectRef
+	bytes  fsmpb.ByteRange
+}
+
+func newEvidenceRecord() *evidenceRecord {
+	x := &evidenceRecord{}
+	x.rec.Record = &fsmpb.SnapshotRecord_Evidence{Evidence: &x.state}
+	x.state.Range, x.state.Object, x.state.Bytes = &x.rng, &x.object, &x.bytes
+	return x
+}
+
+func (x *evidenceRecord) set(stream uint64, e evidence) *fsmpb.SnapshotRecord {
+	x.state.StreamId, x.state.WriterEpoch, x.state.Version = stream, e.epoch, e.version
+	x.rng.Start, x.rng.End = e.rng.Start, e.rng.End
+	x.object.Key, x.object.Identity = e.object.Key, e.object.Identity
+	x.bytes.Offset, x.bytes.Length = e.bytes.Offset, e.bytes.Length
+	return &x.rec
 }
 
 func (o object) record() *fsmpb.SnapshotRecord {
