@@ -81,6 +81,11 @@ func (s *Store) RegisterMetrics(reg prometheus.Registerer) error {
 				}
 				return 1
 			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "metad_raft_log_store",
+			Help:        "1, labelled with the log store this node's raft log lives in (bolt or wal).",
+			ConstLabels: prometheus.Labels{"store": string(s.disk.kind)},
+		}, func() float64 { return 1 }),
 		gauge("metad_raft_pending_proposals", "Proposals waiting for raft to resolve them (bound: MaxPendingProposals).",
 			func() float64 { return float64(len(s.proposals)) }),
 		gauge("metad_raft_waiting_reads", "Reads queued for the next confirmation round (bound: MaxWaitingReads).",

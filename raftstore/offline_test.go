@@ -374,10 +374,14 @@ func TestStoreMetrics(t *testing.T) {
 		"metad_raft_readindex_batch_reads": 1, "metad_raft_readindex_rounds_total": 1,
 		"metad_raft_leader_changes_total": 1, "metad_raft_commit_index": 4, "metad_raft_applied_index": 4,
 		"metad_raft_last_log_index": 4, "metad_raft_term": 1, "metad_raft_leader": 1,
+		"metad_raft_log_store": 1,
 	} {
 		if v := count(name); v < atLeast {
 			t.Errorf("%s = %v, want >= %v", name, v, atLeast)
 		}
+	}
+	if ls := got["metad_raft_log_store"]; ls != nil && ls.Metric[0].GetLabel()[0].GetValue() != "bolt" {
+		t.Errorf("metad_raft_log_store labels %v, want store=bolt", ls.Metric[0].GetLabel())
 	}
 	if err := l.RegisterMetrics(reg); err == nil {
 		t.Error("registering twice must fail")
