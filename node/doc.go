@@ -1,7 +1,7 @@
 // Package node assembles one metad server from its parts — the composition
 // root that cmd/metad calls:
 //
-//	raftstore   Raft over bolt and file snapshots, driving the fsm
+//	raftstore   Raft over bolt (or raft-wal) and file snapshots, driving the fsm
 //	membership  gossip discovery, bootstrap-expect, reconcile (leader)
 //	api         gRPC: Metad, Cluster, Peer, health, reflection
 //	watch       the change feed: a hub raftstore tells of every applied

@@ -1,6 +1,7 @@
 // Package raftstore is metad's raft node: hashicorp/raft (v1.7.3) over a
-// raft-boltdb/v2 log and stable store and a file snapshot store, driving one
-// fsm.Machine. It turns the pure state machine of package fsm into a
+// raft-boltdb/v2 stable store, a log store of the operator's choice
+// (raft-boltdb/v2 or hashicorp/raft-wal, logstore.go) and a file snapshot
+// store, driving one fsm.Machine. It turns the pure state machine of package fsm into a
 // replicated one, and gives the packages above it (api, resolver, repair,
 // membership) five things: classified writes (Propose), linearizable reads
 // on every node (Read), leadership events, status, and configuration
@@ -20,12 +21,40 @@
 // # Data directory
 //
 //	<DataDir>/
-//	  raft.db            bbolt file (raft-boltdb/v2): the raft log and the
-//	                     stable store (current term, vote). NoFreelistSync.
+//	  raft.db            bbolt file (raft-boltdb/v2): the stable store
+//	                     (current term, vote, and MetadLogStore: the log
+//	                     store this dir holds) and, with LogStoreBolt, the
+//	                     raft log. NoFreelistSync.
+//	  wal/               LogStoreWAL only: raft-wal's wal-meta.db and its
+//	                     64 MiB log segments (<base index>-<id>.wal)
 //	  snapshots/         raft.FileSnapshotStore, SnapshotRetain (2) kept
 //	    <term>-<index>-<ms>/
 //	      meta.json      raft's snapshot metadata
 //	      state.bin      this package's snapshot stream (below)
+//
+// # Log stores (logstore.go)
+//
+// Config.LogStore chooses where the log lives. bolt (the default) writes a
+// batch of entries as one bbolt transaction: two fsyncs in series (data
+// pages, then the meta page). wal appends the batch to a preallocated
+// segment file: one fsync. Either way raft's rule holds: the leader counts
+// itself towards a commit only after its own StoreLogs returned, and a
+// follower answers AppendEntries only after its own. raft-wal is a
+// MonotonicLogStore, so after installing a snapshot raft empties the log
+// instead of leaving a gap.
+//
+// A data dir keeps the log store it was created with: the first Open
+// records it in the stable store (a dir from before the record, whose
+// raft.db holds log entries, is bolt), and Open with the other one fails
+// with LogStoreMismatchError before raft starts (CheckLogStore runs the
+// same check without opening raft). A log is never converted in place: a
+// node switches by being wiped and rejoining as a new incarnation, which
+// receives the state from the leader into the new log store. The offline
+// operations open whichever log store the dir holds. raft.db is always
+// opened first, with a one-second lock timeout, so a dir in use fails with
+// ErrDirInUse before raft-wal's own bolt file (opened without a timeout)
+// is touched; and raft-wal v0.4.0's Close leaves that file open, so the
+// store closes it itself.
 //
 // A snapshot stream is a 16-byte header ("MDRAFT01", then the adapter's
 // applied index as a big-endian uint64) followed by fsm's own deterministic
@@ -82,6 +111,8 @@
 //	Progress     raft's stats map unreadable               ErrBadStats            impossible     no
 //	Checkpoint   as Read*
 //	offline      a running server holds the data dir       ErrDirInUse            definite       after stopping it
+//	Open/Check…  the dir holds the other log store         ErrLogStoreMismatch    definite       no (see Log stores)
+//	             (*LogStoreMismatchError: Dir, Has, Wants)
 //	Inspect/Rec… no raft.db in the dir                     ErrNoState             definite       no
 //	RestoreDir   the dir already has raft state            ErrHasState            definite       no (use a new dir)
 //	Recover/Res… invalid server list                       ErrBadServers          definite       no

@@ -89,6 +89,6 @@ func refusedStart(err error) error {
 	if !errors.As(err, &mm) {
 		return err
 	}
-	return usageError{fmt.Errorf("--raft-log-store %s: data dir %s holds a %s raft log, which is never converted in place; start with --raft-log-store %s, or switch this node by deleting its data dir and starting it with --join so that it rejoins as a new incarnation (README \"Raft log store\")",
+	return usageError{fmt.Errorf("--raft-log-store %s: data dir %s holds a %s raft log, which is never converted in place; start with --raft-log-store %s, or switch this node by deleting its data dir and starting it with the same --node-id and --join, so that it rejoins as a new incarnation (README \"Raft log store\")",
 		mm.Wants, mm.Dir, mm.Has, mm.Has)}
 }
