@@ -93,6 +93,15 @@ func (s *ObjectStore) ServerArgs() []string {
 	return []string{"--object-store", s.url(), "--s3-endpoint", s.proxy.Endpoint(), "--s3-region", weedtest.Region, "--s3-path-style"}
 }
 
+// DataDir is what a run that passed may delete: the objects (weed mini's
+// log stays beside the servers' logs).
+func (s *ObjectStore) DataDir() string {
+	if s.Kind == StoreS3 {
+		return filepath.Join(s.Dir, "data")
+	}
+	return s.Dir
+}
+
 func (s *ObjectStore) url() string { return "s3://" + s3Bucket + "/" + s3Prefix }
 
 // Open opens the store for the harness's own clients, through the same

@@ -148,6 +148,8 @@ func (s Step) expectedHold() time.Duration {
 		return 15 * time.Second
 	case s.Quiesce:
 		return quiesceAllowance + s.Hold
+	case s.Kind == StoreUnavailable && s.Shape == "kill":
+		return s.Hold + storeRestartAllowance
 	}
 	return s.Hold
 }
