@@ -121,6 +121,10 @@ func Start(t testing.TB) *Server {
 // caller stops it (Stop); on an error after the start it is stopped
 // already, and the Server is returned for its log.
 func Launch(bin, dir string) (*Server, error) {
+	dir, err := filepath.Abs(dir) // weed runs in dir: its paths must not be relative to ours
+	if err != nil {
+		return nil, err
+	}
 	conf := filepath.Join(dir, "s3.json")
 	if err := writeS3Config(conf); err != nil {
 		return nil, err

@@ -33,7 +33,12 @@ func (w *Workload) newFalseReporter(i int) *falseReporter {
 	return &falseReporter{w: w, client: 200 + i, rng: w.rng(500 + i)}
 }
 
+// run reports each target right after reading it intact; when a read
+// fails (the store is down, the object hidden) it reports the last target
+// it read intact instead, so reports also reach a server whose store cannot
+// answer — and must not be confirmed then either.
 func (fr *falseReporter) run(ctx context.Context) {
+	var last *history.Target
 	for alive(ctx) {
 		h := fr.w.streams[fr.rng.IntN(len(fr.w.streams))]
 		node := fr.rng.IntN(len(fr.w.cfg.Clients))
@@ -47,7 +52,10 @@ func (fr *falseReporter) run(ctx context.Context) {
 			o := trim + uint64(fr.rng.IntN(int(end-trim)))
 			op := fr.w.resolveOnce(ctx, node, fr.client, h, view, o, nil, false)
 			if op.Out != nil && op.Out.Target != nil && op.Out.Read != nil && op.Out.Read.Result == "ok" {
-				fr.w.Report(ctx, node, fr.client, *op.Out.Target, kind.String(), true)
+				last = op.Out.Target
+			}
+			if last != nil {
+				fr.w.Report(ctx, node, fr.client, *last, kind.String(), true)
 			}
 		}
 		fr.w.gate.RUnlock()
