@@ -107,7 +107,8 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 	finalHeal := drive(ctx, cfg, cl, rec, wl, steps)
 	phase := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	wl.DrainQuarantine(rctx, time.Now().Add(healWait))
+	q := wl.DrainQuarantine(rctx, time.Now().Add(healWait))
+	cfg.Log.Info("quarantine drained", "took", time.Since(phase), "status", q.Status, "left", quarantinedLeft(q))
 	wl.ReadBack(rctx)
 	cancel()
 	cfg.Log.Info("read back", "took", time.Since(phase))
@@ -286,4 +287,11 @@ func (c RunConfig) cleanup(cl *cluster.Cluster) {
 		_ = os.RemoveAll(n.DataDir)
 	}
 	_ = os.RemoveAll(cl.Store.DataDir())
+}
+
+func quarantinedLeft(op history.Op) int {
+	if op.Out == nil {
+		return -1
+	}
+	return len(op.Out.Quarantined)
 }

@@ -212,7 +212,8 @@ func (wr *writer) put(ctx context.Context, key string, data []byte) (history.Obj
 	defer cancel()
 	info, err := wr.w.cfg.Objects.Put(cctx, key, bytes.NewReader(data))
 	if err != nil {
-		wr.w.cfg.Log.Warn("object put failed", "key", key, "err", err)
+		// Expected while a store fault holds; nothing was registered.
+		wr.w.cfg.Log.Info("object put failed", "key", key, "err", err)
 		return history.Object{Key: key}, false
 	}
 	return history.Object{Key: key, Identity: info.Identity}, true
