@@ -4,6 +4,11 @@
 // gossip) goes through its own Proxy, and kills, pauses, resumes, wipes,
 // restarts, partitions, slows and skews them. Clients connect to the
 // servers' gRPC addresses directly, never through proxies.
+//
+// The object store (store.go) is a shared directory or a versioned bucket
+// in a real SeaweedFS weed mini, reached by servers and harness alike
+// through an S3Proxy that can hide a key; it can hide and restore a
+// version, and pause, kill and restart weed.
 package cluster
 
 import (

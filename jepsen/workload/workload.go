@@ -3,7 +3,9 @@
 // one writer per stream (appends through the object store, trims,
 // generations in both views, retires, epoch bumps, fenced appends, object
 // replacement, watched pins) and readers resolving and reading bytes under
-// the target's identity while all that happens.
+// the target's identity while all that happens; optionally false
+// reporters (reports.go), which report healthy candidates as broken. At
+// the end it lists what stayed quarantined and reads every offset back.
 //
 // Mutations carry request ids; the client library retries retryable
 // failures with the same id, and an operation is recorded indeterminate
