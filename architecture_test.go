@@ -63,9 +63,9 @@ var foreignOwners = map[string]string{
 	"github.com/aws/smithy-go":         "objectstore",
 }
 
-// testHelpers are packages only tests import: like test files, they may
-// reach a foreign library directly (weedtest acts on S3 behind metad's
-// back).
+// testHelpers are packages only tests and the Jepsen harness import: like
+// test files, they may reach a foreign library directly (weedtest acts on
+// S3 behind metad's back, and starts the harness's weed mini).
 var testHelpers = map[string]bool{"internal/weedtest": true}
 
 func goList(t *testing.T, args ...string) []string {
