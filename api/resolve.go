@@ -15,6 +15,7 @@ import (
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
+	"github.com/metad/metad/readpath"
 	"github.com/metad/metad/repair"
 	"github.com/metad/metad/resolver"
 )
@@ -234,7 +235,7 @@ func outcomeName(o resolver.Outcome) string {
 
 // countingCache counts the cache's hits, misses and invalidations.
 type countingCache struct {
-	c *targetCache
+	c *readpath.Cache
 	m *resolveMetrics
 }
 

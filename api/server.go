@@ -24,6 +24,7 @@ import (
 	"github.com/metad/metad/faults"
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
+	"github.com/metad/metad/readpath"
 	"github.com/metad/metad/repair"
 	"github.com/metad/metad/resolver"
 	"github.com/metad/metad/watch"
@@ -143,7 +144,7 @@ type Server struct {
 	objects  objectstore.Store
 	log      *slog.Logger
 	resolver *resolver.Resolver
-	cache    *targetCache
+	cache    *readpath.Cache
 	leases   *leases
 	metrics  *resolveMetrics
 	health   *health.Server
@@ -179,7 +180,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
-		log: deps.Logger, health: health.NewServer(), cache: newTargetCache(), leases: newLeases(cfg.LeaseMargin),
+		log: deps.Logger, health: health.NewServer(), cache: readpath.NewCache(), leases: newLeases(cfg.LeaseMargin),
 		metrics: newResolveMetrics(deps.Metrics), removals: deps.Removals, incarnation: deps.Incarnation,
 		auth: deps.Auth,
 		hub:  deps.Watch, watchMetrics: newWatchMetrics(deps.Metrics, deps.Watch), watchesEnd: make(chan struct{}),
