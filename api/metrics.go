@@ -13,7 +13,6 @@ type resolveMetrics struct {
 	attempts      prometheus.Histogram
 	fallbackDepth prometheus.Histogram
 	recheckAborts prometheus.Counter
-	cache         *prometheus.CounterVec
 	reports       *prometheus.CounterVec
 }
 
@@ -37,17 +36,13 @@ func newResolveMetrics(reg prometheus.Registerer) *resolveMetrics {
 			Name: "metad_resolve_recheck_aborts_total",
 			Help: "Pinned candidates abandoned because the linearizable recheck found the state changed.",
 		}),
-		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "metad_resolve_cache_total",
-			Help: "Resolve cache lookups by result (hit, miss) and invalidations.",
-		}, []string{"event"}),
 		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "metad_failure_reports_total",
 			Help: "Readers' candidate-failure reports by outcome: confirmed by the object store (recorded), or unconfirmed (nothing changed).",
 		}, []string{"outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.outcomes, m.attempts, m.fallbackDepth, m.recheckAborts, m.cache, m.reports)
+		reg.MustRegister(m.outcomes, m.attempts, m.fallbackDepth, m.recheckAborts, m.reports)
 	}
 	return m
 }

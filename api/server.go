@@ -21,7 +21,6 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/auth"
-	"github.com/metad/metad/faults"
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/readpath"
@@ -143,9 +142,7 @@ type Server struct {
 	peers    *PeerClient
 	objects  objectstore.Store
 	log      *slog.Logger
-	resolver *resolver.Resolver
-	cache    *readpath.Cache
-	leases   *leases
+	resolver *readpath.Resolver
 	metrics  *resolveMetrics
 	health   *health.Server
 	// readiness keeps the last readiness reason (readiness.go).
@@ -180,7 +177,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
-		log: deps.Logger, health: health.NewServer(), cache: readpath.NewCache(), leases: newLeases(cfg.LeaseMargin),
+		log: deps.Logger, health: health.NewServer(),
 		metrics: newResolveMetrics(deps.Metrics), removals: deps.Removals, incarnation: deps.Incarnation,
 		auth: deps.Auth,
 		hub:  deps.Watch, watchMetrics: newWatchMetrics(deps.Metrics, deps.Watch), watchesEnd: make(chan struct{}),
@@ -191,15 +188,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Metrics != nil {
 		deps.Metrics.MustRegister(newPinCollector(s.store.ReadLocal))
 	}
-	rdeps := resolver.Deps{
-		Reader: storeReader{s.store}, Pinner: pinner{s}, Repairer: repairer{s},
-		Reporter: reporter{s}, Clock: realClock{}, Cache: countingCache{s.cache, s.metrics},
-	}
-	rdeps.UnsafeSkipRecheck = faults.Bug("skip-recheck") // planted bug
-	if cfg.VerifyObjects && s.objects != nil {
-		rdeps.Verifier = verifier{s.objects}
-	}
-	r, err := resolver.New(cfg.Resolver, rdeps)
+	r, err := readpath.New(readpath.Config{
+		VerifyObjects: cfg.VerifyObjects, SharePins: cfg.SharePins, LeaseMargin: cfg.LeaseMargin, Resolver: cfg.Resolver,
+	}, readpath.Deps{
+		Store: s.store, Propose: s.propose, Repair: s.repair, RepairOnLeader: s.peers.forwardRepair,
+		Objects: s.objects, Metrics: deps.Metrics,
+	})
 	if err != nil {
 		return nil, err
 	}

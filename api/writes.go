@@ -12,6 +12,7 @@ import (
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/objectstore"
+	"github.com/metad/metad/readpath"
 	"github.com/metad/metad/resolver"
 )
 
@@ -149,8 +150,8 @@ func (s *Server) Pin(ctx context.Context, req *metadpb.PinRequest) (*metadpb.Pin
 	if req.Ttl == nil {
 		return nil, invalidArgument("ttl", "required")
 	}
-	if req.Holder == sharedHolder {
-		return nil, invalidArgument("holder", "%q is reserved for pins shared by resolves", sharedHolder)
+	if req.Holder == readpath.SharedHolder {
+		return nil, invalidArgument("holder", "%q is reserved for pins shared by resolves", readpath.SharedHolder)
 	}
 	res, err := s.applyRenamed(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{
 		Object: objectToFSM(req.Object), Holder: req.Holder, TtlNanos: int64(req.Ttl.AsDuration()),
@@ -169,7 +170,7 @@ func (s *Server) ReleasePin(ctx context.Context, req *metadpb.ReleasePinRequest)
 	shared := false
 	err := s.read(ctx, metadpb.Consistency_LINEARIZABLE, func(m *fsm.Machine) error {
 		p, ok := m.Pin(req.PinId)
-		shared = ok && p.Holder == sharedHolder
+		shared = ok && p.Holder == readpath.SharedHolder
 		return nil
 	})
 	if err != nil {
@@ -204,7 +205,7 @@ func (s *Server) ReportCandidateFailure(ctx context.Context, req *metadpb.Report
 	}
 	// A reader could not use this candidate: no cached hint may offer it
 	// again, whatever the report's outcome.
-	s.cache.Invalidate(resolver.CandidateID{Key: key, Version: req.Candidate.Version})
+	s.resolver.Invalidate(resolver.CandidateID{Key: key, Version: req.Candidate.Version})
 	kind, verdict, err := s.confirmFailure(ctx, key, req.Candidate.Version, kindToFSM(req.Kind))
 	if err != nil {
 		return nil, toStatus(err)

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/resolver"
 )
@@ -92,4 +94,38 @@ func (c *Cache) dropLocked(key fsm.IndexKey) {
 		return
 	}
 	c.streams[key.Stream] = kept
+}
+
+// countingCache counts the cache's hits, misses and invalidations.
+type countingCache struct {
+	c      *Cache
+	events *prometheus.CounterVec
+}
+
+func newCountingCache(c *Cache, reg prometheus.Registerer) countingCache {
+	events := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "metad_resolve_cache_total",
+		Help: "Resolve cache lookups by result (hit, miss) and invalidations.",
+	}, []string{"event"})
+	if reg != nil {
+		reg.MustRegister(events)
+	}
+	return countingCache{c: c, events: events}
+}
+
+func (c countingCache) Get(stream, offset uint64) (resolver.Candidate, bool) {
+	cand, ok := c.c.Get(stream, offset)
+	if ok {
+		c.events.WithLabelValues("hit").Inc()
+	} else {
+		c.events.WithLabelValues("miss").Inc()
+	}
+	return cand, ok
+}
+
+func (c countingCache) Put(cand resolver.Candidate) { c.c.Put(cand) }
+
+func (c countingCache) Invalidate(id resolver.CandidateID) {
+	c.events.WithLabelValues("invalidate").Inc()
+	c.c.Invalidate(id)
 }
