@@ -89,14 +89,16 @@ func New(cfg Config, deps Deps) (*Resolver, error) {
 	if cfg.SharePins {
 		pins.leases = newLeases(cfg.LeaseMargin)
 	}
+	reader := NewStore[resolver.State](deps.Store)
+	reader.local = faults.Bug("stale-read") // planted bug: no read index
 	rdeps := resolver.Deps{
-		Reader: storeReader{deps.Store}, Pinner: pins,
+		Reader: reader, Pinner: pins,
 		Repairer: repairer{repair: deps.Repair, store: deps.Store, onLeader: deps.RepairOnLeader},
 		Reporter: reporter{deps.Propose}, Clock: realClock{}, Cache: newCountingCache(r.cache, deps.Metrics),
 	}
 	rdeps.UnsafeSkipRecheck = faults.Bug("skip-recheck") // planted bug
 	if cfg.VerifyObjects && deps.Objects != nil {
-		rdeps.Verifier = verifier{deps.Objects}
+		rdeps.Verifier = Objects{Store: deps.Objects}
 	}
 	loop, err := resolver.New(cfg.Resolver, rdeps)
 	if err != nil {
@@ -115,20 +117,6 @@ func (r *Resolver) Resolve(ctx context.Context, req resolver.Request) (resolver.
 func (r *Resolver) Invalidate(id resolver.CandidateID) { r.cache.Invalidate(id) }
 
 // ---- the resolver's collaborators, over this node ----
-
-// storeReader is the resolver's linearizable Reader.
-type storeReader struct{ store *raftstore.Store }
-
-func (r storeReader) Read(ctx context.Context, fn func(resolver.State)) error {
-	read := func(m *fsm.Machine) error {
-		fn(m)
-		return nil
-	}
-	if faults.Bug("stale-read") { // planted bug: no read index
-		return r.store.ReadLocal(read)
-	}
-	return r.store.Read(ctx, read)
-}
 
 // pinner takes pins through Raft (forwarded to the leader when needed),
 // shared through leases unless leases is nil.
@@ -210,17 +198,6 @@ func (r reporter) ReportFailure(ctx context.Context, id resolver.CandidateID, ki
 	_, err := r.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
 		Key: id.Key.PB(), Version: id.Version, Kind: kind, Detail: truncate(detail, fsm.MaxDetailLen),
 	}}})
-	return err
-}
-
-// verifier checks physical identity with the object store.
-type verifier struct{ store objectstore.Store }
-
-func (v verifier) Verify(ctx context.Context, obj fsm.ObjectRef) error {
-	err := objectstore.Verify(ctx, v.store, obj.Key, obj.Identity)
-	if errors.Is(err, objectstore.ErrIdentityMismatch) || errors.Is(err, objectstore.ErrNotFound) {
-		return fmt.Errorf("%w: %w", resolver.ErrPhysicalMismatch, err)
-	}
 	return err
 }
 
