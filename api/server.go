@@ -185,9 +185,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.removals == nil {
 		s.removals = noRemovals{}
 	}
-	if deps.Metrics != nil {
-		deps.Metrics.MustRegister(newPinCollector(s.store.ReadLocal))
-	}
 	r, err := readpath.New(readpath.Config{
 		VerifyObjects: cfg.VerifyObjects, SharePins: cfg.SharePins, LeaseMargin: cfg.LeaseMargin, Resolver: cfg.Resolver,
 	}, readpath.Deps{

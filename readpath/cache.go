@@ -102,17 +102,6 @@ type countingCache struct {
 	events *prometheus.CounterVec
 }
 
-func newCountingCache(c *Cache, reg prometheus.Registerer) countingCache {
-	events := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "metad_resolve_cache_total",
-		Help: "Resolve cache lookups by result (hit, miss) and invalidations.",
-	}, []string{"event"})
-	if reg != nil {
-		reg.MustRegister(events)
-	}
-	return countingCache{c: c, events: events}
-}
-
 func (c countingCache) Get(stream, offset uint64) (resolver.Candidate, bool) {
 	cand, ok := c.c.Get(stream, offset)
 	if ok {

@@ -63,8 +63,8 @@ type Deps struct {
 	Repair         *repair.Service
 	RepairOnLeader RepairOnLeaderFunc
 	Objects        objectstore.Store
-	// Metrics receives the resolve cache's metric; nil leaves it
-	// unregistered.
+	// Metrics receives the resolve cache's metric and the pins gauges
+	// (metrics.go); nil leaves them unregistered.
 	Metrics prometheus.Registerer
 }
 
@@ -85,6 +85,10 @@ func New(cfg Config, deps Deps) (*Resolver, error) {
 		return nil, errors.New("readpath: Store, Propose, Repair and RepairOnLeader are required")
 	}
 	r := &Resolver{cache: NewCache()}
+	cacheEvents := newCacheEvents()
+	if deps.Metrics != nil {
+		deps.Metrics.MustRegister(cacheEvents, newPinCollector(deps.Store.ReadLocal))
+	}
 	pins := pinner{propose: deps.Propose}
 	if cfg.SharePins {
 		pins.leases = newLeases(cfg.LeaseMargin)
@@ -94,7 +98,7 @@ func New(cfg Config, deps Deps) (*Resolver, error) {
 	rdeps := resolver.Deps{
 		Reader: reader, Pinner: pins,
 		Repairer: repairer{repair: deps.Repair, store: deps.Store, onLeader: deps.RepairOnLeader},
-		Reporter: reporter{deps.Propose}, Clock: realClock{}, Cache: newCountingCache(r.cache, deps.Metrics),
+		Reporter: reporter{deps.Propose}, Clock: realClock{}, Cache: countingCache{c: r.cache, events: cacheEvents},
 	}
 	rdeps.UnsafeSkipRecheck = faults.Bug("skip-recheck") // planted bug
 	if cfg.VerifyObjects && deps.Objects != nil {
