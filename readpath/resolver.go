@@ -58,11 +58,17 @@ type RepairOnLeaderFunc func(ctx context.Context, leaderID string, stream, offse
 // Deps are the node's parts the resolver's collaborators work over.
 // Objects and Metrics may be nil.
 type Deps struct {
-	Store          *raftstore.Store
-	Propose        ProposeFunc
+	// Store is this node's Raft store: linearizable reads, the leader's id.
+	Store *raftstore.Store
+	// Propose takes and releases pins and records failure reports, from
+	// any node.
+	Propose ProposeFunc
+	// Repair is this node's repair loop; it serves requests while this
+	// node leads. RepairOnLeader reaches the leader's otherwise.
 	Repair         *repair.Service
 	RepairOnLeader RepairOnLeaderFunc
-	Objects        objectstore.Store
+	// Objects checks targets' identity when Config.VerifyObjects.
+	Objects objectstore.Store
 	// Metrics receives the resolve cache's metric and the pins gauges
 	// (metrics.go); nil leaves them unregistered.
 	Metrics prometheus.Registerer
