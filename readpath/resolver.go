@@ -17,8 +17,8 @@ import (
 	"github.com/metad/metad/resolver"
 )
 
-// Config shapes the read path. api.Config carries the same settings, which
-// cmd/metad's flags set, and fills this from them.
+// Config shapes the read path. api.Config embeds it, so cmd/metad's flags
+// set it as part of the API's settings.
 type Config struct {
 	// VerifyObjects makes resolve check the physical identity (HEAD) of
 	// every target before returning it. Default false.
@@ -33,6 +33,11 @@ type Config struct {
 	LeaseMargin time.Duration
 	// Resolver configures the resolve loop.
 	Resolver resolver.Config
+}
+
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig() Config {
+	return Config{SharePins: true, LeaseMargin: 5 * time.Second, Resolver: resolver.DefaultConfig()}
 }
 
 // Validate reports every out-of-range setting.

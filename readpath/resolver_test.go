@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,8 +25,7 @@ func TestResolverOverOneNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{SharePins: true, LeaseMargin: 5 * time.Second, Resolver: resolver.DefaultConfig()}
-	r, err := New(cfg, Deps{
+	r, err := New(DefaultConfig(), Deps{
 		Store: raft, Propose: raft.Propose, Repair: rep,
 		RepairOnLeader: func(context.Context, string, uint64, uint64) error { return errors.New("no other node") },
 		Metrics:        reg,
@@ -51,5 +51,23 @@ func TestResolverOverOneNode(t *testing.T) {
 		if !names[want] {
 			t.Errorf("metric %s not registered (have %v)", want, names)
 		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("defaults refused: %v", err)
+	}
+	for _, margin := range []time.Duration{-time.Nanosecond, time.Minute + time.Nanosecond} {
+		c := DefaultConfig()
+		c.LeaseMargin = margin
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "LeaseMargin") {
+			t.Errorf("LeaseMargin %s: %v, want a refusal naming it", margin, err)
+		}
+	}
+	c := DefaultConfig()
+	c.Resolver = resolver.Config{}
+	if err := c.Validate(); err == nil {
+		t.Error("a zero resolver configuration accepted")
 	}
 }
