@@ -22,6 +22,9 @@
 //	             a follower's pin is committed by the leader); its Repairer
 //	             asks the local repair loop and, on a follower, the
 //	             leader's through the Peer service (Deps.RepairOnLeader).
+//	reports.go   ConfirmFailure: a reader's failure report is checked
+//	             against the object store before anything changes (G10);
+//	             api's ReportCandidateFailure commits only what it confirms.
 //	leases.go    the shared pin leases.
 //	cache.go     the resolve cache, a positive-only hint (DESIGN.md §8): the
 //	             resolver pins a cached candidate and rechecks it
@@ -48,6 +51,9 @@
 // unless the pin was already committed in the state it planned from. The
 // table is bounded (maxLeases); when full of live leases, a new pin is
 // simply not shared.
+//
+// Config (VerifyObjects, SharePins, LeaseMargin, the resolver's Config) is
+// embedded in api.Config, so cmd/metad's flags set it there.
 //
 // Planted bugs (package faults) enter here once, where the resolver is
 // built, not on the hot path: stale-read makes the resolver's Store read

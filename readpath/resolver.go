@@ -83,8 +83,10 @@ type Deps struct {
 // Raft, the repair loop and the object store, the resolve cache and the
 // shared pin leases.
 type Resolver struct {
-	loop  *resolver.Resolver
-	cache *Cache
+	loop    *resolver.Resolver
+	cache   *Cache
+	store   *raftstore.Store
+	objects objectstore.Store
 }
 
 // New returns a Resolver.
@@ -95,7 +97,7 @@ func New(cfg Config, deps Deps) (*Resolver, error) {
 	if deps.Store == nil || deps.Propose == nil || deps.Repair == nil || deps.RepairOnLeader == nil {
 		return nil, errors.New("readpath: Store, Propose, Repair and RepairOnLeader are required")
 	}
-	r := &Resolver{cache: NewCache()}
+	r := &Resolver{cache: NewCache(), store: deps.Store, objects: deps.Objects}
 	cacheEvents := newCacheEvents()
 	if deps.Metrics != nil {
 		deps.Metrics.MustRegister(cacheEvents, newPinCollector(deps.Store.ReadLocal))
