@@ -13,9 +13,11 @@
 // loop wired to this node (its collaborators, the resolve cache, the shared
 // pin leases), which proposes through this package's forwarding and asks
 // the leader's repair loop through PeerClient; the handler keeps the
-// outcome metrics (metad_resolve_*) and the error table. Pin and
-// ReleasePin refuse readpath.SharedHolder's pins, which readers rely on
-// until they expire.
+// outcome metrics (metad_resolve_*) and the error table.
+// ReportCandidateFailure drops the candidate's cached hint and commits a
+// failure only once readpath's ConfirmFailure has the object store confirm
+// it (G10). Pin and ReleasePin refuse readpath.SharedHolder's pins, which
+// readers rely on until they expire.
 //
 // Every failure leaves through one table (errors.go): a gRPC code, an
 // UPPER_SNAKE reason in google.rpc.ErrorInfo (domain metad.dev), whether it
