@@ -229,19 +229,23 @@ start_weed() {
 		[ $SECONDS -lt $deadline ] || { echo "weed mini: no bucket after 120s (last HTTP $code); see $dir/weed.log" >&2; exit 1; }
 		sleep 0.5
 	done
-	code=$(s3_request PUT "/$weed_bucket?versioning" \
+	code=$(s3_request PUT "/$weed_bucket?versioning=" \
 		'<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>')
 	[ "$code" = 200 ] || { echo "weed mini: enabling versioning on $weed_bucket: HTTP $code" >&2; exit 1; }
 	metad_store_args=(--object-store "s3://$weed_bucket/objects" --s3-endpoint "$weed_endpoint" --s3-path-style)
 	store_args="${metad_store_args[*]}"
 }
 
-# s3_request sends a SigV4-signed request to weed mini and prints the HTTP
-# status (000 when it does not answer).
+# s3_request sends a SigV4-signed request to weed mini (curl signs it; the
+# body's hash goes in x-amz-content-sha256, which S3 wants and curl 7.x
+# does not add; a subresource is spelled "?name=", as SigV4 canonicalises
+# it) and prints the HTTP status (000 when it does not answer).
 s3_request() {
-	local method=$1 path=$2 body=${3:-}
+	local method=$1 path=$2 body=${3:-} sum
+	sum=$(printf '%s' "$body" | sha256sum | cut -d' ' -f1)
 	curl -s -o /dev/null -w '%{http_code}' -X "$method" --aws-sigv4 "aws:amz:$AWS_REGION:s3" \
-		--user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" ${body:+--data "$body"} "$weed_endpoint$path" || true
+		--user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -H "x-amz-content-sha256: $sum" \
+		${body:+--data "$body"} "$weed_endpoint$path" || true
 }
 
 metad_addr() { echo "127.0.0.1:$((METAD_PORT + $1 * 10))"; }
