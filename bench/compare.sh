@@ -53,7 +53,7 @@
 #                      to the leader once it knows it, etcd's clientv3 spreads
 #                      them round robin over the three members (the default);
 #                      ROUTE=all spreads both sides' calls over all members
-#                      (metad bench --spread); ROUTE=leader sends both sides'
+#                      (metad-bench --spread); ROUTE=leader sends both sides'
 #                      calls to their cluster's leader only
 #   METAD_SERVER_FLAGS="--share-pins=false"   extra flags for every metad server
 #   PROFILE=1          also take 20s CPU profiles of every metad node during a

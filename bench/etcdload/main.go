@@ -1,5 +1,5 @@
 // Command etcdload is the etcd side of metad's side-by-side benchmark: the
-// same closed-loop runner and latency summary as `metad bench` (package
+// same closed-loop runner and latency summary as metad-bench (package
 // github.com/metad/metad/bench/load), driving a running etcd cluster with
 // the operations nearest to metad's:
 //
