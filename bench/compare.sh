@@ -46,7 +46,9 @@
 #   METAD_REV=COMMIT   build the metad servers from COMMIT (git archive of it
 #                      into the work directory); the load drivers stay this
 #                      checkout's. COMMIT's server must take the flags used
-#                      here (--peer-secret-file, and --object-store for s3)
+#                      here (--peer-secret-file is given only if it has it;
+#                      TLS=1 and STORE=s3 need this turn's flags); release
+#                      0.1.0 (3fc933d) runs
 #   BASELINE=FILE      a summary.json of an earlier run: print this run's
 #                      cost against it (compare --diff) at the end
 #   ROUTE=default      each side's own client as shipped: metad's sends calls
@@ -260,13 +262,16 @@ start_metad() {
 	for i in 1 2 3; do joins+=(--join "127.0.0.1:$((METAD_PORT + i * 10 + 2))"); done
 	local store=(--object-dir "$work/objects") security
 	[ "$STORE" = s3 ] && store=("${metad_store_args[@]}")
-	if [ "$TLS" = 0 ]; then
-		# The nodes' shared secret for their node-to-node service (no TLS).
+	local plain=()
+	# The nodes' shared secret for their node-to-node service (no TLS), if
+	# this metad has one (METAD_REV may be older than it).
+	if [ "$TLS" = 0 ] && "$bin/metad" server --help 2>&1 | grep -q -- --peer-secret-file; then
 		(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/peer-secret")
+		plain=(--peer-secret-file "$work/peer-secret")
 	fi
 	for i in 1 2 3; do
 		p=$((METAD_PORT + i * 10))
-		security=(--peer-secret-file "$work/peer-secret")
+		security=("${plain[@]}")
 		[ "$TLS" = 1 ] && security=(--tls-cert-file "$tls/n$i.pem" --tls-key-file "$tls/n$i-key.pem" --tls-ca-file "$tls/metad-ca.pem")
 		"$bin/metad" server --node-id "n$i" --data-dir "$work/metad-n$i" \
 			--grpc-addr "127.0.0.1:$p" --raft-addr "127.0.0.1:$((p + 1))" \
