@@ -373,6 +373,10 @@ profile() {
 }
 
 main() {
+	if [ -e "$work/metad-n1" ] || [ -e "$work/etcd-e1" ]; then
+		echo "WORKDIR=$work holds an earlier run (its servers' data): give a new directory" >&2
+		exit 2
+	fi
 	check_ports
 	build
 	local etcd="" etcd_version="not run (no pair needs it)"
