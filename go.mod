@@ -4,8 +4,9 @@
 // (raft v1.8.0, memberlist v0.7.0) needs go-metrics v0.7.0, which dropped the
 // compat package raft-boltdb/v2 still imports; v2.3.1 is still the newest
 // raft-boltdb/v2 served (checked 2026-12-01). Re-check whenever go.mod changes.
-// raft-wal v0.4.0 (the newest served) is the optional log store
-// (--raft-log-store wal); it builds with this set as published.
+// raft-wal v0.4.2 is the optional log store (--raft-log-store wal); it builds
+// with this set as published. The proxy lists only v0.4.0 but serves v0.4.2,
+// whose tail-truncation fix (hashicorp/raft-wal#31) a restart needs.
 module github.com/metad/metad
 
 go 1.26.8
@@ -17,7 +18,7 @@ require (
 	github.com/hashicorp/memberlist v0.6.0
 	github.com/hashicorp/raft v1.7.3
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1
-	github.com/hashicorp/raft-wal v0.4.0
+	github.com/hashicorp/raft-wal v0.4.2
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9

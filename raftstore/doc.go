@@ -53,8 +53,10 @@
 // operations open whichever log store the dir holds. raft.db is always
 // opened first, with a one-second lock timeout, so a dir in use fails with
 // ErrDirInUse before raft-wal's own bolt file (opened without a timeout)
-// is touched; and raft-wal v0.4.0's Close leaves that file open, so the
-// store closes it itself.
+// is touched. raft-wal is v0.4.2, not v0.4.0 (the newest the module proxy
+// lists): v0.4.0 could not restart after raft truncated the log's tail
+// ("sealed segment has no index block", hashicorp/raft-wal#31, fixed in
+// v0.4.1), which the Jepsen harness's kill nemesis hit.
 //
 // A snapshot stream is a 16-byte header ("MDRAFT01", then the adapter's
 // applied index as a big-endian uint64) followed by fsm's own deterministic

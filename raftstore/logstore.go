@@ -152,9 +152,10 @@ func (d *disk) openLog(o diskOptions) error {
 	if err := os.MkdirAll(wdir, 0o750); err != nil {
 		return fmt.Errorf("raftstore: wal dir: %w", err)
 	}
-	// raft-wal v0.4.0's Close leaves its meta store (a bolt file) open, and
-	// a second open in the same process (node's HasStateIn, then Open)
-	// would wait forever for its lock: the meta store is ours to close.
+	// The meta store (a bolt file) is closed here after the WAL too: v0.4.0's
+	// Close left it open, and a second open in the same process (node's
+	// HasStateIn, then Open) waited forever for its lock. Closing it twice
+	// is harmless.
 	meta := &metadb.BoltMetaDB{}
 	w, err := wal.Open(wdir, wal.WithLogger(o.hlog.Named("wal")), wal.WithMetaStore(meta))
 	if err != nil {

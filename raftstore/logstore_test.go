@@ -43,7 +43,7 @@ func TestWALAndBoltNodesInOneCluster(t *testing.T) {
 	}
 
 	// A WAL follower falls behind a compacted log, on a bolt leader: a WAL
-	// leader may still serve it from the log, since raft-wal v0.4.0 reads
+	// leader may still serve it from the log, since raft-wal v0.4.2 reads
 	// an entry from the tail segment even once it is below FirstIndex
 	// (harmless: a committed entry never changes).
 	if l := c.leader(); l.ID() != "n1" {
