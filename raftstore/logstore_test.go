@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hashicorp/raft"
 	"go.etcd.io/bbolt"
 )
 
@@ -200,5 +201,47 @@ func writeAlone(t *testing.T, dir string, kind LogStore, name string) {
 	}
 	if got := s.Status().LogStore; got != kind {
 		t.Errorf("Status.LogStore %q, want %q", got, kind)
+	}
+}
+
+// TestWALReopensAfterTailTruncation: raft truncates a follower's log tail
+// when a new leader's log disagrees ("clearing log suffix"), and the log
+// store must open again after it. raft-wal v0.4.0 sealed the tail segment
+// without its index block there and then refused every read on reopen
+// ("sealed segment has no index block", hashicorp/raft-wal#31): a Jepsen
+// kill run hit it on a restarted node.
+func TestWALReopensAfterTailTruncation(t *testing.T) {
+	dir := t.TempDir()
+	d, err := openDisk(dir, diskOptions{want: LogStoreWAL, create: true, record: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 10; i++ {
+		if err := d.log.StoreLogs([]*raft.Log{{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte{byte(i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.log.DeleteRange(8, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.log.StoreLogs([]*raft.Log{{Index: 8, Term: 2, Type: raft.LogCommand, Data: []byte{80}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err = openDisk(dir, diskOptions{want: LogStoreWAL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	for i, want := range map[uint64]uint64{1: 1, 7: 1, 8: 2} {
+		var l raft.Log
+		if err := d.log.GetLog(i, &l); err != nil || l.Term != want {
+			t.Fatalf("after reopening, entry %d: term %d, %v; want term %d", i, l.Term, err, want)
+		}
+	}
+	if last, _ := d.log.LastIndex(); last != 8 {
+		t.Errorf("last index %d, want 8", last)
 	}
 }
