@@ -48,6 +48,9 @@ type Machine struct {
 	// tombstones are operator removals of servers (tombstone.go), by node
 	// id. Invariant: empty below feature level 2; keyed by NodeID.
 	tombstones map[string]Tombstone
+	// clusterID is the cluster's id (clusterid.go). Invariant: empty
+	// below feature level 2; once set, never changes.
+	clusterID string
 
 	// checkInvariants runs CheckInvariants after every Apply. Tests set it;
 	// production does not, because the check is O(state).
@@ -240,6 +243,8 @@ func (m *Machine) handle(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 		return m.addTombstone(index, cmd.StampUnixNano, op.AddTombstone)
 	case *fsmpb.Command_LiftTombstone:
 		return m.liftTombstone(index, op.LiftTombstone)
+	case *fsmpb.Command_SetClusterId:
+		return m.setClusterID(index, op.SetClusterId)
 	default:
 		// Unreachable after Validate, which refuses a nil op; an op type added
 		// to the proto without a case here is a programming error.
