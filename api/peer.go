@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -27,6 +28,10 @@ type PeerClient struct {
 	// creds are how this node proves it is a peer: its TLS certificate, or
 	// the peer secret without TLS (SetCredentials).
 	creds []grpc.DialOption
+
+	// clusterID returns this node's cluster id for the calls' metadata
+	// (clusterid.go); nil until SetClusterID.
+	clusterID atomic.Pointer[func() string]
 
 	// mu guards dir and conns.
 	mu    sync.Mutex
@@ -80,6 +85,7 @@ func (p *PeerClient) conn(id string) (metadpb.PeerClient, *grpc.ClientConn, erro
 		if len(opts) == 0 {
 			opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 		}
+		opts = append(opts[:len(opts):len(opts)], grpc.WithChainUnaryInterceptor(p.tagClusterID))
 		c, err = grpc.NewClient("passthrough:///"+target, opts...)
 		if err != nil {
 			return nil, nil, err

@@ -52,6 +52,7 @@ const (
 	holdAddrConflict holdClass = "address-conflict"
 	holdNotStable    holdClass = "not-stable"
 	holdTombstoned   holdClass = "tombstoned"
+	holdForeign      holdClass = "foreign-cluster"
 )
 
 // decision is one planner output. Reason is a sentence for the log.
@@ -106,6 +107,10 @@ type planInput struct {
 	// it was removed by remove-peer recently (the leader's memory). It
 	// gives the reason for the log; nil means nothing is removed.
 	Removed func(m Member) (string, bool)
+	// Foreign says whether a member may not be added because it belongs,
+	// or may belong, to another cluster (identity.go), with the reason;
+	// nil means every member is of this cluster.
+	Foreign func(m Member) (string, bool)
 }
 
 // plan computes the leader's membership decisions, as raft-autopilot's
@@ -125,7 +130,8 @@ type planInput struct {
 //     removed, however long it has been behind (it may be restoring a
 //     large snapshot). The leader itself is never removed.
 //  3. An alive member not in the configuration is added as a non-voter,
-//     unless Removed says it was removed by an operator (tombstone).
+//     unless Removed says it was removed by an operator (tombstone) or
+//     Foreign says it is (or may be) another cluster's server.
 //  4. A non-voter alive and healthy for ServerStabilizationTime is
 //     promoted to voter.
 //
@@ -170,6 +176,13 @@ func (p *planner) updateAddresses() {
 			continue
 		}
 		addr := m.Meta.RaftAddr
+		if p.in.Foreign != nil {
+			if why, foreign := p.in.Foreign(m); foreign {
+				p.hold(decision{Hold: holdForeign, ID: s.ID, Addr: addr, Reason: fmt.Sprintf(
+					"not moving %s to raft address %s: %s", s.ID, addr, why)})
+				continue
+			}
+		}
 		if o, taken := p.owner[addr]; taken {
 			p.hold(decision{Hold: holdAddrConflict, ID: s.ID, Addr: addr, Reason: fmt.Sprintf(
 				"raft address of %s changed from %s to %s, but %s holds that address in the raft configuration; waiting for its removal",
@@ -284,6 +297,12 @@ func (p *planner) addNew() {
 			if why, removed := p.in.Removed(m); removed {
 				p.hold(decision{Hold: holdTombstoned, ID: id, Addr: addr, Reason: fmt.Sprintf(
 					"not adding %s: %s", id, why)})
+				continue
+			}
+		}
+		if p.in.Foreign != nil {
+			if why, foreign := p.in.Foreign(m); foreign {
+				p.hold(decision{Hold: holdForeign, ID: id, Addr: addr, Reason: fmt.Sprintf("not adding %s: %s", id, why)})
 				continue
 			}
 		}
