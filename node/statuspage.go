@@ -28,7 +28,7 @@ type statusPage struct {
 	FeatureLevel uint32
 	// ClusterID is the replicated state's cluster id ("" before level 2).
 	ClusterID string
-	Servers      []serverRow
+	Servers   []serverRow
 	// Streams is the number of streams in this node's applied state;
 	// StreamsErr says why it is unknown.
 	Streams    int
