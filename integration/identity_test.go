@@ -1,0 +1,191 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/client"
+	"github.com/metad/metad/internal/proc"
+)
+
+// formedCluster starts c and waits until server 0 sees a leader and the
+// cluster has its id; it returns the id.
+func formedCluster(t *testing.T, c *proc.Cluster) string {
+	t.Helper()
+	c.StartAll()
+	var id string
+	c.WaitFor("a leader and a cluster id", time.Minute, func() bool {
+		st, err := c.Status(0)
+		if err != nil || st.LeaderId == "" || st.ClusterId == "" {
+			return false
+		}
+		id = st.ClusterId
+		return true
+	})
+	return id
+}
+
+// voterIDs is the sorted ids of the voters server i's status lists.
+func voterIDs(t *testing.T, c *proc.Cluster, i int) []string {
+	t.Helper()
+	st, err := c.Status(i)
+	if err != nil {
+		t.Fatalf("status of %s: %v", c.Nodes[i].ID, err)
+	}
+	var ids []string
+	for _, n := range st.Nodes {
+		if n.Voter {
+			ids = append(ids, n.NodeId)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// renameNode gives server i of c another node id (flags and record).
+func renameNode(c *proc.Cluster, i int, id string) {
+	nd := c.Nodes[i]
+	for j := range nd.Args {
+		if nd.Args[j] == "--node-id" {
+			nd.Args[j+1] = id
+		}
+	}
+	nd.ID = id
+}
+
+// withFlagValue replaces the value of flag in server i's flags.
+func withFlagValue(c *proc.Cluster, i int, flag, value string) {
+	nd := c.Nodes[i]
+	for j := range nd.Args {
+		if nd.Args[j] == flag {
+			nd.Args[j+1] = value
+		}
+	}
+}
+
+// TestNodeOfAnotherClusterIsRefused is issue 10's "a data dir that held its
+// own one-node cluster was added as a fourth voter of another": a lone
+// server with its own bootstrapped data dir (and, to leave the cluster id
+// as the only guard, the same peer secret) is restarted with --join at a
+// three-node cluster's gossip address. It is refused with log lines naming
+// both cluster ids; the three voters stay the three, and the lone server
+// still leads its own cluster with its own state.
+func TestNodeOfAnotherClusterIsRefused(t *testing.T) {
+	big := proc.New(t, 3)
+	bigID := formedCluster(t, big)
+
+	lone := proc.New(t, 1)
+	renameNode(lone, 0, "lone")
+	withFlagValue(lone, 0, "--peer-secret-file", big.Dir+"/peer-secret")
+	loneID := formedCluster(t, lone)
+	if loneID == bigID {
+		t.Fatalf("two clusters share the id %s", bigID)
+	}
+	cl := lone.Client()
+	ctx := ctxT(t, 30*time.Second)
+	created, err := client.Call(ctx, cl, cl.Metad.CreateStream, &metadpb.CreateStreamRequest{Name: "lone-stream", RequestId: client.NewRequestID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lone.WaitFor("the lone server's data dir to record its cluster id", 30*time.Second, func() bool {
+		return strings.Contains(lone.Log(0), "cluster id recorded in the data dir")
+	})
+	lone.Stop(0)
+	lone.Nodes[0].Args = append(lone.Nodes[0].Args, "--join", big.Nodes[0].Gossip)
+	lone.Start(0)
+
+	bothIDs := func(log string) bool { return strings.Contains(log, bigID) && strings.Contains(log, loneID) }
+	big.WaitFor("a log line naming both cluster ids", time.Minute, func() bool {
+		if bothIDs(lone.Log(0)) {
+			return true
+		}
+		for i := range big.Nodes {
+			if bothIDs(big.Log(i)) {
+				return true
+			}
+		}
+		return false
+	})
+	// Let the leader's reconcile loop run a few rounds (2 s each) with the
+	// lone server alive and trying to join, then check nothing moved.
+	lone.WaitFor("the lone server to lead its own cluster again", time.Minute, func() bool { return lone.Leader(0) == 0 })
+	rounds := strings.Count(big.Log(big.Leader(0)), "\n")
+	big.WaitFor("the big cluster's leader to log on", 30*time.Second, func() bool {
+		return strings.Count(big.Log(big.Leader(0)), "\n") > rounds
+	})
+	for i := range big.Nodes {
+		if got := voterIDs(t, big, i); !slices.Equal(got, []string{"n1", "n2", "n3"}) {
+			t.Errorf("%s lists voters %v, want n1 n2 n3", big.Nodes[i].ID, got)
+		}
+		if strings.Contains(big.Log(i), "adding lone") {
+			t.Errorf("%s's log shows the lone server being added", big.Nodes[i].ID)
+		}
+	}
+	st, err := lone.Status(0)
+	if err != nil || st.ClusterId != loneID || st.LeaderId != "lone" || len(st.Nodes) != 1 {
+		t.Fatalf("the lone server's own cluster changed: %v, %v", st, err)
+	}
+	got, err := lone.Describe(0, created.StreamId)
+	if err != nil || got.Name != "lone-stream" {
+		t.Fatalf("the lone server's stream: %v, %v", got, err)
+	}
+	t.Logf("refused: cluster %s kept voters n1 n2 n3; lone server of cluster %s kept its state", bigID, loneID)
+}
+
+// TestNeighboursJoinAddressIsRefused is issue 10's "a server given a
+// neighbour's port": a server of a formed three-node cluster B is
+// restarted with the gossip address of a server of cluster A among its
+// --join addresses (a typo, a copied config). The two clusters' gossip and
+// Raft configurations never merge.
+func TestNeighboursJoinAddressIsRefused(t *testing.T) {
+	a := proc.New(t, 3)
+	aID := formedCluster(t, a)
+	b := proc.New(t, 3)
+	for i := range b.Nodes {
+		renameNode(b, i, fmt.Sprintf("b%d", i+1))
+	}
+	bID := formedCluster(t, b)
+	b.WaitFor("b1 to record its cluster id", 30*time.Second, func() bool {
+		return strings.Contains(b.Log(0), "cluster id recorded in the data dir")
+	})
+	b.Stop(0)
+	b.Nodes[0].Args = append(b.Nodes[0].Args, "--join", a.Nodes[1].Gossip)
+	b.Start(0)
+	a.WaitFor("a log line naming both cluster ids", time.Minute, func() bool {
+		for _, c := range []*proc.Cluster{a, b} {
+			for i := range c.Nodes {
+				if log := c.Log(i); strings.Contains(log, aID) && strings.Contains(log, bID) && strings.Contains(log, "another cluster") {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	b.WaitFor("b1 back in its own cluster", time.Minute, func() bool {
+		st, err := b.Status(0)
+		return err == nil && st.LeaderId != "" && len(st.Nodes) == 3
+	})
+	for _, c := range []struct {
+		cl   *proc.Cluster
+		want []string
+	}{{a, []string{"n1", "n2", "n3"}}, {b, []string{"b1", "b2", "b3"}}} {
+		for i := range c.cl.Nodes {
+			if got := voterIDs(t, c.cl, i); !slices.Equal(got, c.want) {
+				t.Errorf("%s lists voters %v, want %v", c.cl.Nodes[i].ID, got, c.want)
+			}
+		}
+	}
+	members, err := a.Client(1).Cluster.Members(ctxT(t, 10*time.Second), &metadpb.MembersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range members.Members {
+		if strings.HasPrefix(m.NodeId, "b") {
+			t.Errorf("cluster A's gossip view holds %s of cluster B", m.NodeId)
+		}
+	}
+}
