@@ -62,7 +62,7 @@
 // every ReloadInterval and on Reload; a bad file leaves the keys in use.
 //
 // Status page (statuspage.go): / renders, server-side with html/template
-// and no script, what the API's Status answers (every server of the
+// and no script, what the API's Status answers (the cluster id; every server of the
 // configuration describes itself; UNREACHABLE ones say why), the stream
 // count from this node's applied state, and the last leader changes this
 // node saw (leaderlog.go: a bounded ring fed by polling the store's leader
