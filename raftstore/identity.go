@@ -41,6 +41,14 @@ import (
 // all send one, so a plain connection then comes from a server of a
 // level-1 cluster (another cluster) or from no metad at all.
 //
+// A narrow window remains: when a leader fails right after SetClusterID
+// commits, servers that applied it refuse plain connections from those
+// that have it in their log but have not applied it yet. Either side that
+// holds a voter majority still elects a leader (the side without the id
+// applies it once its leader commits, and then names it), so an odd number
+// of voters always makes progress; an even split could wait until a
+// server restarts.
+//
 // Without TLS this identifies, it does not authenticate: anyone who can
 // reach the Raft port and learns the id can still talk to it, as the
 // README says for the insecure mode. With TLS the preamble travels inside
