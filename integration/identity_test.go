@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
 	"github.com/metad/metad/internal/proc"
+	"github.com/metad/metad/node"
 )
 
 // formedCluster starts c and waits until server 0 sees a leader and the
@@ -200,4 +203,67 @@ func gossipRefusals(c *proc.Cluster) int {
 		}
 	}
 	return total
+}
+
+// TestGossipKeyRotation runs a three-node cluster with --gossip-key-file
+// and rotates its key by rewriting the file and sending SIGHUP, in the
+// README's three steps. Afterwards a server with only the new key is
+// added, and one with only the old key never enters the gossip view.
+func TestGossipKeyRotation(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "gossip.keys")
+	oldKey, newKey := node.NewGossipKey(), node.NewGossipKey()
+	writeKeys := func(path string, keys ...string) {
+		t.Helper()
+		// Written by rename: a server never reads half a file.
+		if err := os.WriteFile(path+".tmp", []byte(strings.Join(keys, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeKeys(keyFile, oldKey)
+	c := proc.New(t, 3, "--gossip-key-file", keyFile)
+	formedCluster(t, c)
+	for step, keys := range [][]string{{oldKey, newKey}, {newKey, oldKey}, {newKey}} {
+		writeKeys(keyFile, keys...)
+		for i := range c.Nodes {
+			c.Reload(i)
+		}
+		c.WaitFor(fmt.Sprintf("step %d reloaded on every server", step+1), 30*time.Second, func() bool {
+			for i := range c.Nodes {
+				if strings.Count(c.Log(i), "gossip keys reloaded") < step+1 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	newOnly, oldOnly := filepath.Join(dir, "new.keys"), filepath.Join(dir, "old.keys")
+	writeKeys(newOnly, newKey)
+	writeKeys(oldOnly, oldKey)
+	stale := c.AddNode("--gossip-key-file", oldOnly)
+	fresh := c.AddNode("--gossip-key-file", newOnly)
+	c.Start(stale)
+	c.Start(fresh)
+	c.WaitFor("the server with the new key to be added and promoted", 2*time.Minute, func() bool {
+		return slices.Contains(voterIDs(t, c, 0), c.Nodes[fresh].ID)
+	})
+	members, err := c.Client(0).Cluster.Members(ctxT(t, 10*time.Second), &metadpb.MembersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alive := 0
+	for _, m := range members.Members {
+		if m.NodeId == c.Nodes[stale].ID {
+			t.Errorf("the server with only the old key is in the gossip view: %v", m)
+		}
+		if m.Status == "alive" {
+			alive++
+		}
+	}
+	if alive != 4 {
+		t.Errorf("%d alive members after the rotation, want 4: %v", alive, members.Members)
+	}
 }
