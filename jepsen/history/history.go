@@ -42,6 +42,12 @@ const (
 	KindDescribe = "describe"
 	KindResolve  = "resolve" // Resolve, then a read of the target's bytes
 	KindPin      = "pin"     // an explicit pin held while watching the object
+	// KindReport is ReportCandidateFailure: In.Report names the candidate
+	// and the kind, Out.Report the server's answer.
+	KindReport = "report"
+	// KindQuarantine is the end-of-run ListQuarantined (Final), after
+	// quarantine had time to heal: Out.Quarantined lists what stayed.
+	KindQuarantine = "quarantine"
 )
 
 // Range is the half-open offset range [Start, End).
@@ -105,6 +111,34 @@ type Input struct {
 	// Content names the bytes Put under Object (register/replace): the
 	// offsets whose payloads it holds, so checkers can rebuild it.
 	Content *Content `json:"content,omitempty"`
+	// Report is what a report op says about a candidate.
+	Report *Report `json:"report,omitempty"`
+}
+
+// Report is a ReportCandidateFailure request: the candidate (a target the
+// reporter resolved), its object, the failure kind (CORRUPT,
+// OBJECT_MISSING, IDENTITY_MISMATCH) and whether the reporter knows it is
+// false (it had just read the bytes intact).
+type Report struct {
+	Candidate Candidate `json:"cand"`
+	Object    Object    `json:"obj"`
+	Kind      string    `json:"kind"`
+	False     bool      `json:"false,omitempty"`
+}
+
+// Verdict is the server's answer to a report.
+type Verdict struct {
+	Confirmed   bool   `json:"confirmed"`
+	Quarantined bool   `json:"quarantined,omitempty"`
+	Verdict     string `json:"verdict,omitempty"`
+}
+
+// Quarantined is one record ListQuarantined lists.
+type Quarantined struct {
+	Stream    uint64    `json:"stream"`
+	Candidate Candidate `json:"cand"`
+	Range     Range     `json:"range"`
+	Object    Object    `json:"obj"`
 }
 
 // Content describes an object's bytes: Prefix filler bytes, then the
@@ -181,6 +215,10 @@ type Output struct {
 	PinID   uint64  `json:"pin,omitempty"`
 	// Expiry is the pin's expiry in machine time (pin).
 	Expiry int64 `json:"expiry,omitempty"`
+	// Report is the answer to a report; Quarantined the records a
+	// quarantine listing showed (of every stream: the op's Stream is 0).
+	Report      *Verdict      `json:"report,omitempty"`
+	Quarantined []Quarantined `json:"quarantined,omitempty"`
 }
 
 // Op is one operation of the history.
@@ -207,7 +245,7 @@ type Op struct {
 // IsWrite reports whether the op kind is a mutation.
 func (o *Op) IsWrite() bool {
 	switch o.Kind {
-	case KindDescribe, KindResolve:
+	case KindDescribe, KindResolve, KindQuarantine:
 		return false
 	}
 	return true
@@ -228,6 +266,8 @@ type Fault struct {
 	// MaxSkew is the largest clock offset set (clock faults): machine time
 	// may run ahead of the wall clock until End + MaxSkew.
 	MaxSkew int64 `json:"max_skew,omitempty"`
+	// Object is the object a flapping fault hid from Start to End.
+	Object *Object `json:"object,omitempty"`
 }
 
 // Recorder collects operations from concurrent clients.

@@ -33,6 +33,14 @@
 // The other checkers read the history alone: CheckMonotone (G3),
 // CheckResolveShapes (G5, G6), CheckData (G8: bytes read are exactly the
 // payloads of the target's offsets; a failed read under a pin is G9),
-// CheckPins (G9, explicit pins watched while GC may collect), and
-// CheckDurable (G2, against the final read-back).
+// CheckPins (G9, explicit pins watched while GC may collect),
+// CheckDurable (G2, against the final read-back), and CheckStore
+// (report.go): CheckReports (G10: a false report on intact bytes is never
+// confirmed), CheckIntact (every committed offset above the final trim
+// whose bytes the harness did not replace reads back at the end) and
+// CheckQuarantine (G12: nothing with intact bytes stays quarantined once
+// the repair job had time). Reads of an object the flapping nemesis hid
+// may fail. In the model a confirmed report makes its record suspect from
+// then on — quarantined, and later healed at a time the history does not
+// show — so a resolve may pass it over; nothing else may.
 package model

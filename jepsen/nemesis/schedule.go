@@ -5,7 +5,9 @@
 // exactly from its seed. Only choices that depend on the cluster at the
 // moment ("the leader") are resolved when the fault is injected; the rest of
 // the choice (which other nodes) is still drawn from the seed. The Runner
-// injects and heals the planned faults against a cluster.
+// injects and heals the planned faults against a cluster. The object-store
+// faults (store.go: store-unavailable, flapping) are in no matrix; a run
+// names them.
 package nemesis
 
 import (
@@ -148,6 +150,8 @@ func (s Step) expectedHold() time.Duration {
 		return 15 * time.Second
 	case s.Quiesce:
 		return quiesceAllowance + s.Hold
+	case s.Kind == StoreUnavailable && s.Shape == "kill":
+		return s.Hold + storeRestartAllowance
 	}
 	return s.Hold
 }
