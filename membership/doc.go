@@ -38,7 +38,7 @@
 // loop asks every alive newcomer for its stats, whose answer carries its
 // cluster id, and never adds one that names another id; while this
 // cluster has an id it adds a newcomer only once the newcomer has
-// answered (hold "foreign-cluster" in both cases).
+// answered (holds "foreign-cluster" and "cluster-id-unknown").
 //
 // memberlist's Label is not the cluster id: memberlist drops a message
 // whose label differs before any delegate sees it, so a new node, which

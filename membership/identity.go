@@ -135,10 +135,10 @@ func (a *Agent) refreshClusterID() {
 // cluster, in gossip or in its answer to FetchStats, is never added; and
 // while this node knows its cluster id, a newcomer is added only once it
 // has answered (so its id is known).
-func (a *Agent) foreignCheck() func(Member) (string, bool) {
+func (a *Agent) foreignCheck() func(Member) (string, holdClass) {
 	own := a.clusterID()
 	probes := a.loop.probes
-	return func(m Member) (string, bool) {
+	return func(m Member) (string, holdClass) {
 		theirs, answered := probes[m.ID]
 		if m.Meta.ClusterID != "" {
 			theirs = m.Meta.ClusterID
@@ -149,11 +149,11 @@ func (a *Agent) foreignCheck() func(Member) (string, bool) {
 				a.log.Warn(fmt.Sprintf("refusing to add %s: it belongs to another cluster (its cluster id is %s, this cluster's is %q)", m.ID, theirs, own),
 					"server", m.ID, "cluster_id", own, "server_cluster_id", theirs)
 			}
-			return fmt.Sprintf("%s belongs to another cluster: its cluster id is %s, this cluster's is %q", m.ID, theirs, own), true
+			return fmt.Sprintf("%s belongs to another cluster: its cluster id is %s, this cluster's is %q", m.ID, theirs, own), holdForeign
 		case own != "" && !answered && theirs == "":
-			return fmt.Sprintf("%s has not answered for its cluster id yet (this cluster's is %s); it is added once it does", m.ID, own), true
+			return fmt.Sprintf("%s has not answered for its cluster id yet (this cluster's is %s); it is added once it does", m.ID, own), holdUnprobed
 		}
-		return "", false
+		return "", holdNone
 	}
 }
 

@@ -3,6 +3,7 @@ package membership
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -190,4 +191,34 @@ func (c *cluster) leaderConfigHas(leader string, ids ...string) {
 		}
 		return nil
 	})
+}
+
+// TestForeignCheckTable is the reconcile loop's rule for newcomers.
+func TestForeignCheckTable(t *testing.T) {
+	member := func(id, metaID string) Member {
+		return Member{ID: id, Status: StatusAlive, Meta: Meta{RaftAddr: id + ":1", GRPCAddr: id + ":2", ClusterID: metaID}}
+	}
+	cases := []struct {
+		name   string
+		own    string
+		probes map[string]string
+		m      Member
+		want   holdClass
+	}{
+		{"names another cluster in gossip", "aaaa", nil, member("x", "bbbb"), holdForeign},
+		{"answers with another cluster", "aaaa", map[string]string{"x": "bbbb"}, member("x", ""), holdForeign},
+		{"answers with this cluster", "aaaa", map[string]string{"x": "aaaa"}, member("x", ""), holdNone},
+		{"a new server: answers with none", "aaaa", map[string]string{"x": ""}, member("x", ""), holdNone},
+		{"has not answered", "aaaa", nil, member("x", ""), holdUnprobed},
+		{"level 1: no id here, none there", "", nil, member("x", ""), holdNone},
+		{"no id here, one there", "", map[string]string{"x": "bbbb"}, member("x", ""), holdForeign},
+	}
+	for _, tc := range cases {
+		a := &Agent{cfg: Config{ClusterID: tc.own}, foreign: newForeignLog(), log: slog.New(slog.DiscardHandler)}
+		a.loop.probes = tc.probes
+		why, got := a.foreignCheck()(tc.m)
+		if got != tc.want {
+			t.Errorf("%s: %q (%s), want %q", tc.name, got, why, tc.want)
+		}
+	}
 }

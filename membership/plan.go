@@ -53,6 +53,7 @@ const (
 	holdNotStable    holdClass = "not-stable"
 	holdTombstoned   holdClass = "tombstoned"
 	holdForeign      holdClass = "foreign-cluster"
+	holdUnprobed     holdClass = "cluster-id-unknown"
 )
 
 // decision is one planner output. Reason is a sentence for the log.
@@ -107,10 +108,11 @@ type planInput struct {
 	// it was removed by remove-peer recently (the leader's memory). It
 	// gives the reason for the log; nil means nothing is removed.
 	Removed func(m Member) (string, bool)
-	// Foreign says whether a member may not be added because it belongs,
-	// or may belong, to another cluster (identity.go), with the reason;
-	// nil means every member is of this cluster.
-	Foreign func(m Member) (string, bool)
+	// Foreign says whether a member may not be added because it belongs
+	// to another cluster (holdForeign) or has not said which cluster it
+	// belongs to yet (holdUnprobed), with the reason (identity.go);
+	// holdNone, or a nil Foreign, lets it be added.
+	Foreign func(m Member) (string, holdClass)
 }
 
 // plan computes the leader's membership decisions, as raft-autopilot's
@@ -177,8 +179,8 @@ func (p *planner) updateAddresses() {
 		}
 		addr := m.Meta.RaftAddr
 		if p.in.Foreign != nil {
-			if why, foreign := p.in.Foreign(m); foreign {
-				p.hold(decision{Hold: holdForeign, ID: s.ID, Addr: addr, Reason: fmt.Sprintf(
+			if why, class := p.in.Foreign(m); class != holdNone {
+				p.hold(decision{Hold: class, ID: s.ID, Addr: addr, Reason: fmt.Sprintf(
 					"not moving %s to raft address %s: %s", s.ID, addr, why)})
 				continue
 			}
@@ -301,8 +303,8 @@ func (p *planner) addNew() {
 			}
 		}
 		if p.in.Foreign != nil {
-			if why, foreign := p.in.Foreign(m); foreign {
-				p.hold(decision{Hold: holdForeign, ID: id, Addr: addr, Reason: fmt.Sprintf("not adding %s: %s", id, why)})
+			if why, class := p.in.Foreign(m); class != holdNone {
+				p.hold(decision{Hold: class, ID: id, Addr: addr, Reason: fmt.Sprintf("not adding %s: %s", id, why)})
 				continue
 			}
 		}
