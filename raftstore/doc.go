@@ -279,6 +279,6 @@
 // under NetworkTransport that wraps accepted connections as TLS servers
 // (handshaking on first read, so the accept loop never waits on a
 // dialler) and dialled ones as TLS clients (handshaking within the dial
-// timeout). TransportTLS.Handshake is the seam for checks after the
-// handshake, such as a cluster id.
+// timeout). TransportTLS.Handshake is a seam for checks after the
+// handshake; the cluster id is checked by the identity layer above it.
 package raftstore
