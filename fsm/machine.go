@@ -203,6 +203,8 @@ func OpName(cmd *fsmpb.Command) string {
 
 // handle runs the handler of the command's operation: one small function per
 // operation, each checking first and mutating only when it accepts.
+//
+//nolint:gocyclo // one case per operation: the readable form of a table
 func (m *Machine) handle(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 	switch op := cmd.Op.(type) {
 	case *fsmpb.Command_CreateStream:
