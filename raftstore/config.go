@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/metad/metad/fsm"
 )
 
 // Config is raftstore's settings. Every raft setting that matters comes from
@@ -123,6 +125,10 @@ type Config struct {
 	DialAddress func(addr string) string
 	// TLS, if set, runs the transport over mutual TLS (tls.go).
 	TLS *TransportTLS
+	// ClusterID is the cluster id this node's data dir recorded, "" if
+	// none: the transport tells and checks it (identity.go) until the
+	// applied state has its own. Default "".
+	ClusterID string
 
 	// TransportTimeout is the raft transport's I/O deadline (scaled up for
 	// snapshot transfers). Default 10s; range [100ms, 5m].
@@ -175,6 +181,11 @@ func (c Config) Validate() error {
 	}
 	if !c.LogStore.Valid() {
 		bad("LogStore", "%q: want %s or %s", c.LogStore, LogStoreBolt, LogStoreWAL)
+	}
+	if c.ClusterID != "" {
+		if err := fsm.ValidClusterID(c.ClusterID); err != nil {
+			bad("ClusterID", "%v", err)
+		}
 	}
 	if err := checkHostPort(c.BindAddr); err != nil {
 		bad("BindAddr", "%v", err)
