@@ -111,12 +111,7 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	// Gossip first: opening raft restores the latest snapshot (minutes for
 	// a large state), and a server that announces itself meanwhile is
 	// alive to the leader, never a removal candidate.
-	// A log store other than the data dir's is refused before anything
-	// starts, gossip included.
-	if err := raftstore.CheckLogStore(cfg.Raft.DataDir, cfg.Raft.LogStore); err != nil {
-		return nil, err
-	}
-	hadState, err := raftstore.HasStateIn(cfg.Raft.DataDir)
+	hadState, err := priorRaftState(cfg.Raft)
 	if err != nil {
 		return nil, err
 	}
@@ -502,4 +497,14 @@ func (n *Server) authSettings() auth.Settings {
 		s.LegacyPeers = func() bool { return n.store.FeatureLevel() < 2 }
 	}
 	return s
+}
+
+// priorRaftState reports whether the raft data dir holds state, after
+// refusing a log store other than the dir's (raftstore.CheckLogStore), so
+// that a wrong --raft-log-store stops the start before gossip begins.
+func priorRaftState(cfg raftstore.Config) (bool, error) {
+	if err := raftstore.CheckLogStore(cfg.DataDir, cfg.LogStore); err != nil {
+		return false, err
+	}
+	return raftstore.HasStateIn(cfg.DataDir)
 }

@@ -173,20 +173,7 @@ func (c Config) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("raftstore: Config.%s: %s", field, fmt.Sprintf(format, args...)))
 	}
-	if err := checkNodeID(c.NodeID); err != nil {
-		bad("NodeID", "%v", err)
-	}
-	if c.DataDir == "" {
-		bad("DataDir", "required")
-	}
-	if !c.LogStore.Valid() {
-		bad("LogStore", "%q: want %s or %s", c.LogStore, LogStoreBolt, LogStoreWAL)
-	}
-	if c.ClusterID != "" {
-		if err := fsm.ValidClusterID(c.ClusterID); err != nil {
-			bad("ClusterID", "%v", err)
-		}
-	}
+	c.checkNode(bad)
 	if err := checkHostPort(c.BindAddr); err != nil {
 		bad("BindAddr", "%v", err)
 	}
@@ -247,6 +234,24 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkNode checks who the node is and where its state lives.
+func (c Config) checkNode(bad func(field, format string, args ...any)) {
+	if err := checkNodeID(c.NodeID); err != nil {
+		bad("NodeID", "%v", err)
+	}
+	if c.DataDir == "" {
+		bad("DataDir", "required")
+	}
+	if !c.LogStore.Valid() {
+		bad("LogStore", "%q: want %s or %s", c.LogStore, LogStoreBolt, LogStoreWAL)
+	}
+	if c.ClusterID != "" {
+		if err := fsm.ValidClusterID(c.ClusterID); err != nil {
+			bad("ClusterID", "%v", err)
+		}
+	}
 }
 
 // raftConfig maps c onto raft's Config, every field explicitly.
