@@ -30,6 +30,8 @@ type options struct {
 	bugs      string
 	streams   int
 	readers   int
+	watchers  int
+	longHold  time.Duration
 	minOps    int
 	out       string
 	keep      bool
@@ -50,6 +52,8 @@ func main() {
 	flag.StringVar(&o.bugs, "bugs", "", "planted bugs to switch on (METAD_FAULTS): stale-read, skip-recheck, cross-view, lose-append, diverge-NODE, heartbeat-fast-path")
 	flag.IntVar(&o.streams, "streams", 6, "streams (one writer each)")
 	flag.IntVar(&o.readers, "readers", 4, "reading clients")
+	flag.IntVar(&o.watchers, "watchers", 3, "watching clients in the stream workload (each follows 2 streams with Watch)")
+	flag.DurationVar(&o.longHold, "long-hold", 30*time.Second, "how long a long-partition fault keeps its node cut off")
 	flag.IntVar(&o.minOps, "min-ops", 20, "successful operations required before each fault for a valid run")
 	flag.StringVar(&o.out, "out", filepath.Join("jepsen", "runs"), "directory for run reports")
 	flag.BoolVar(&o.keep, "keep", false, "keep data directories and objects after a run")
@@ -134,7 +138,7 @@ func run(ctx context.Context, o options, stdout io.Writer) (bool, error) {
 		name := fmt.Sprintf("%s-%s-%s-n%d", stamp, strings.Join(append([]string{"none"}, c.nemesis...)[min(1, len(c.nemesis)):], "+"), c.profile, o.nodes)
 		cfg := RunConfig{Name: name, Dir: filepath.Join(o.out, name), Binary: bin, Nodes: o.nodes, Nemesis: c.nemesis,
 			Profile: c.profile, TimeLimit: o.timeLimit, Seed: o.seed + int64(i), Bugs: o.bugs, Streams: o.streams,
-			Readers: o.readers, MinOps: o.minOps, CheckTimeout: o.checkTO, Keep: o.keep, Log: log, TLS: o.tls}
+			Readers: o.readers, Watchers: o.watchers, LongHold: o.longHold, MinOps: o.minOps, CheckTimeout: o.checkTO, Keep: o.keep, Log: log, TLS: o.tls}
 		fmt.Fprintf(stdout, "== run %d/%d: %s (seed %d; replay: go run ./jepsen --nodes %d --nemesis %s --workload %s --time-limit %s --seed %d%s%s)\n",
 			i+1, len(cells), name, cfg.Seed, o.nodes, strings.Join(append(c.nemesis, "none")[:max(1, len(c.nemesis))], ","), c.profile, o.timeLimit, cfg.Seed, bugsFlag(o.bugs), tlsFlag(o.tls))
 		res, err := Run(ctx, cfg)

@@ -33,6 +33,10 @@ type RunConfig struct {
 	Bugs    string
 	Streams int
 	Readers int
+	// Watchers follow streams with Watch (stream workload only).
+	Watchers int
+	// LongHold is how long a long-partition fault holds (0: its default).
+	LongHold time.Duration
 	// MinOps: successful operations required before each fault.
 	MinOps int
 	// CheckTimeout bounds porcupine.
@@ -144,8 +148,25 @@ func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	if err != nil {
 		return nil, nil, err
 	}
-	closeAll := func() { all.Close() }
+	var bound []*client.Client // one per node, never routed to the leader: for watchers
+	closeAll := func() {
+		all.Close()
+		for _, c := range bound {
+			c.Close()
+		}
+	}
+	for _, addr := range addrs {
+		ccfg := cl.ClientConfig([]string{addr})
+		ccfg.SpreadCalls = true
+		c, err := client.New(ccfg)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		bound = append(bound, c)
+	}
 	wl, err := workload.New(workload.Config{Profile: cfg.Profile, Streams: cfg.Streams, Readers: cfg.Readers,
+		Watchers: cfg.Watchers, WatchClients: bound,
 		OpTimeout: 3 * time.Second, Seed: cfg.Seed, Clients: clients, NodeIDs: ids, All: all, Objects: objs, Rec: rec, Log: cfg.Log})
 	if err != nil {
 		closeAll()

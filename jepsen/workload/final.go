@@ -12,7 +12,8 @@ import (
 // describe, then a resolve and read of every offset from the trim point to
 // the committed end in the COMMITTED view, one record at a time. Each op is
 // marked Final and checked like any other, and CheckDurable compares them
-// with everything acknowledged. Streams are read in parallel, each in four
+// with everything acknowledged. The stream's append evidence is listed too
+// (ListEvidence), for CheckWatch. Streams are read in parallel, each in four
 // slices; failures are retried on other nodes.
 func (w *Workload) ReadBack(ctx context.Context) {
 	var wg sync.WaitGroup
@@ -39,6 +40,7 @@ func (w *Workload) readBackStream(ctx context.Context, si int) {
 		return
 	}
 	w.markFinal(d.ID)
+	w.readBackEvidence(ctx, h)
 	replaced := w.writers[si].replacedRanges()
 	lo, hi := d.Out.Trim, d.Out.CommittedEnd
 	const slices = 4

@@ -2,8 +2,10 @@
 // concurrent recording clients and writes every operation to a history:
 // one writer per stream (appends through the object store, trims,
 // generations in both views, retires, epoch bumps, fenced appends, object
-// replacement, watched pins) and readers resolving and reading bytes under
-// the target's identity while all that happens.
+// replacement, watched pins), readers resolving and reading bytes under
+// the target's identity while all that happens, and (stream profile)
+// watchers following streams with the Watch RPC in resumed sessions
+// (watcher.go).
 //
 // Mutations carry request ids; the client library retries retryable
 // failures with the same id, and an operation is recorded indeterminate
@@ -64,6 +66,11 @@ type Config struct {
 	Clients []*client.Client
 	NodeIDs []string
 	All     *client.Client
+	// Watchers follow streams with Watch (stream profile only), each on
+	// WatchClients: one per node, bound to it (client.Config.SpreadCalls),
+	// so a session stays on the node it was drawn for.
+	Watchers     int
+	WatchClients []*client.Client
 	// Objects is the store shared with the servers.
 	Objects objectstore.Store
 	Rec     *history.Recorder
@@ -83,6 +90,12 @@ func (c Config) Validate() error {
 	}
 	if c.Readers < 0 || c.Readers > 64 {
 		errs = append(errs, fmt.Errorf("workload: Readers %d outside [0, 64]", c.Readers))
+	}
+	if c.Watchers < 0 || c.Watchers > 16 {
+		errs = append(errs, fmt.Errorf("workload: Watchers %d outside [0, 16]", c.Watchers))
+	}
+	if c.Watchers > 0 && len(c.WatchClients) != len(c.NodeIDs) {
+		errs = append(errs, fmt.Errorf("workload: Watchers need one WatchClient per node, have %d for %d nodes", len(c.WatchClients), len(c.NodeIDs)))
 	}
 	if c.OpTimeout < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("workload: OpTimeout %s below 100ms", c.OpTimeout))
@@ -137,6 +150,9 @@ func New(cfg Config) (*Workload, error) {
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Profile != ProfileStream {
+		cfg.Watchers = 0 // watchers belong to the stream mix
 	}
 	return &Workload{cfg: cfg}, nil
 }
@@ -199,6 +215,7 @@ func (w *Workload) Run(ctx context.Context) {
 		wg.Add(1)
 		go func() { defer wg.Done(); rd.run(ctx) }()
 	}
+	w.runWatchers(ctx, &wg)
 	wg.Wait()
 	w.watchers.Wait()
 }
