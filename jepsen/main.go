@@ -140,7 +140,7 @@ func run(ctx context.Context, o options, stdout io.Writer) (bool, error) {
 			Profile: c.profile, TimeLimit: o.timeLimit, Seed: o.seed + int64(i), Bugs: o.bugs, Streams: o.streams,
 			Readers: o.readers, Watchers: o.watchers, LongHold: o.longHold, MinOps: o.minOps, CheckTimeout: o.checkTO, Keep: o.keep, Log: log, TLS: o.tls}
 		fmt.Fprintf(stdout, "== run %d/%d: %s (seed %d; replay: go run ./jepsen --nodes %d --nemesis %s --workload %s --time-limit %s --seed %d%s%s)\n",
-			i+1, len(cells), name, cfg.Seed, o.nodes, strings.Join(append(c.nemesis, "none")[:max(1, len(c.nemesis))], ","), c.profile, o.timeLimit, cfg.Seed, bugsFlag(o.bugs), tlsFlag(o.tls))
+			i+1, len(cells), name, cfg.Seed, o.nodes, strings.Join(append(c.nemesis, "none")[:max(1, len(c.nemesis))], ","), c.profile, o.timeLimit, cfg.Seed, bugsFlag(o.bugs), tlsFlag(o.tls)+longHoldFlag(o.longHold))
 		res, err := Run(ctx, cfg)
 		if err != nil {
 			return false, fmt.Errorf("run %s: %w", name, err)
@@ -182,4 +182,11 @@ func tlsFlag(on bool) string {
 		return " --tls"
 	}
 	return ""
+}
+
+func longHoldFlag(d time.Duration) string {
+	if d == 30*time.Second {
+		return ""
+	}
+	return " --long-hold " + d.String()
 }

@@ -71,7 +71,9 @@ const (
 
 // serverFlags are the timings every server runs with: short GC and repair
 // intervals so objects are collected and records repaired within a run.
-var serverFlags = []string{"--dead-server-timeout", "2m", "--pin-ttl", "10s", "--gc-interval", "500ms",
+// The removal policy is the default (--dead-server-timeout in hours): the
+// long-partition nemesis checks that a partitioned node is not removed.
+var serverFlags = []string{"--pin-ttl", "10s", "--gc-interval", "500ms",
 	"--gc-min-idle", "2s", "--repair-scan-interval", "2s"}
 
 // Run performs one run and writes its report; the result says whether it
@@ -96,7 +98,7 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 		return report.Result{}, err
 	}
 	defer closeClient()
-	steps := nemesis.Plan(cfg.Seed, cfg.Nemesis, cfg.Nodes, cfg.TimeLimit-warmup)
+	steps := nemesis.PlanWith(cfg.Seed, cfg.Nemesis, cfg.Nodes, cfg.TimeLimit-warmup, nemesis.Options{LongHold: cfg.LongHold})
 	for _, s := range steps {
 		cfg.Log.Info("planned", "step", s.String())
 	}

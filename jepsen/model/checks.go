@@ -30,6 +30,7 @@ func CheckAll(h history.History) []Anomaly {
 	out = append(out, CheckPins(h)...)
 	out = append(out, CheckDurable(h)...)
 	out = append(out, CheckWatch(h)...)
+	out = append(out, CheckMembership(h)...)
 	return out
 }
 

@@ -36,8 +36,9 @@ type Runner struct {
 type injected struct {
 	fault history.Fault
 	heal  func(ctx context.Context)
-	// hold overrides the step's Hold (membership waits for the node).
-	hold func(ctx context.Context) error
+	// hold overrides the step's Hold (membership waits for the node); it
+	// may add to the fault's record.
+	hold func(ctx context.Context, f *history.Fault) error
 }
 
 // Run injects steps in order until they are done or the deadline leaves
@@ -56,7 +57,7 @@ func (r *Runner) Run(ctx context.Context, steps []Step, deadline time.Time) {
 		r.Log.Info("nemesis: fault", "step", st.String(), "targets", inj.fault.Targets, "detail", inj.fault.Detail, "ops_before", inj.fault.OpsBefore)
 		var err error
 		if inj.hold != nil {
-			err = inj.hold(ctx)
+			err = inj.hold(ctx, &inj.fault)
 		} else {
 			err = sleep(ctx, st.Hold)
 		}
@@ -154,6 +155,10 @@ func (r *Runner) inject(ctx context.Context, st Step) injected {
 		}}
 	case Membership:
 		return r.churn(ctx, st, f)
+	case Amnesia:
+		return r.amnesia(ctx, st, f)
+	case LongPartition:
+		return r.longPartition(ctx, st, f)
 	case Clock:
 		return r.skew(ctx, st, f)
 	case Slow:
@@ -242,7 +247,7 @@ func (r *Runner) churn(ctx context.Context, st Step, f history.Fault) injected {
 	if err := r.Cluster.Start(victim, true); err != nil {
 		f.Error = err.Error()
 	}
-	hold := func(ctx context.Context) error {
+	hold := func(ctx context.Context, _ *history.Fault) error {
 		deadline := time.Now().Add(60 * time.Second)
 		for time.Now().Before(deadline) {
 			if voters, _, err := r.Cluster.Voters(ctx, via); err == nil && slices.Contains(voters, id) {
