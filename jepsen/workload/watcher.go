@@ -52,21 +52,28 @@ func (w *Workload) runWatchers(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 func (f *watchFollow) run(ctx context.Context) {
+	pause := 10 * time.Millisecond
 	for alive(ctx) {
-		compacted := f.session(ctx)
-		if compacted {
-			// The history after f.last is gone everywhere this session
+		op := f.session(ctx)
+		if op.Reason == client.ReasonWatchCompacted {
+			// The history after f.last is gone on the node this session
 			// asked: start afresh (From 0), which the checker allows only
 			// right after a WATCH_COMPACTED.
 			f.last = 0
 		}
-		sleepCtx(ctx, time.Duration(10+f.rng.IntN(90))*time.Millisecond)
+		// Back off while sessions fail (a node down, no leader): each is
+		// an op in the history.
+		if op.Status == history.OK {
+			pause = 10 * time.Millisecond
+		} else {
+			pause = min(2*pause, 500*time.Millisecond)
+		}
+		sleepCtx(ctx, pause+time.Duration(f.rng.IntN(90))*time.Millisecond)
 	}
 }
 
-// session runs one Watch call and records it. It reports whether the
-// call ended with WATCH_COMPACTED.
-func (f *watchFollow) session(ctx context.Context) bool {
+// session runs one Watch call and records it.
+func (f *watchFollow) session(ctx context.Context) history.Op {
 	node := f.rng.IntN(len(f.w.cfg.WatchClients))
 	cl := f.w.cfg.WatchClients[node]
 	op := history.Op{Kind: history.KindWatch, Client: f.client, Node: f.w.cfg.NodeIDs[node], Stream: f.h.id,
@@ -90,8 +97,8 @@ func (f *watchFollow) session(ctx context.Context) bool {
 		// end of the run.
 		classify(&op, err, &attempts{}, false)
 	}
-	f.w.cfg.Rec.Add(op)
-	return op.Reason == client.ReasonWatchCompacted
+	op.ID = f.w.cfg.Rec.Add(op)
+	return op
 }
 
 func eventOf(ev *metadpb.WatchEvent) history.Event {
