@@ -49,7 +49,7 @@ func main() {
 	flag.DurationVar(&o.timeLimit, "time-limit", 60*time.Second, "length of each run (faults, then recovery)")
 	flag.Int64Var(&o.seed, "seed", 0, "seed of the fault schedule and the clients' choices (0: from the clock)")
 	flag.StringVar(&o.matrix, "matrix", "", "smoke or full: run every nemesis x workload cell")
-	flag.StringVar(&o.bugs, "bugs", "", "planted bugs to switch on (METAD_FAULTS): stale-read, skip-recheck, cross-view, lose-append, diverge-NODE, heartbeat-fast-path")
+	flag.StringVar(&o.bugs, "bugs", "", "planted bugs to switch on (METAD_FAULTS): stale-read, skip-recheck, cross-view, lose-append, diverge-NODE, heartbeat-fast-path, accept-old-incarnation")
 	flag.IntVar(&o.streams, "streams", 6, "streams (one writer each)")
 	flag.IntVar(&o.readers, "readers", 4, "reading clients")
 	flag.IntVar(&o.watchers, "watchers", 3, "watching clients in the stream workload (each follows 2 streams with Watch)")

@@ -33,6 +33,10 @@
 // The other checkers read the history alone: CheckMonotone (G3),
 // CheckResolveShapes (G5, G6), CheckData (G8: bytes read are exactly the
 // payloads of the target's offsets; a failed read under a pin is G9),
-// CheckPins (G9, explicit pins watched while GC may collect), and
-// CheckDurable (G2, against the final read-back).
+// CheckPins (G9, explicit pins watched while GC may collect),
+// CheckDurable (G2, against the final read-back), CheckWatch (G14: each
+// watcher's events a gap-free, duplicate-free, in-order slice of the
+// stream's committed history, each resume right after the last event
+// seen; watch.go) and CheckMembership (the Raft configuration the
+// amnesia and long-partition nemeses saw is the one before the fault).
 package model

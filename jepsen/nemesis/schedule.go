@@ -5,7 +5,11 @@
 // exactly from its seed. Only choices that depend on the cluster at the
 // moment ("the leader") are resolved when the fault is injected; the rest of
 // the choice (which other nodes) is still drawn from the seed. The Runner
-// injects and heals the planned faults against a cluster.
+// injects and heals the planned faults against a cluster. The membership
+// faults have their own files: amnesia.go (a voter wiped at the worst
+// moment and restarted under its id) and longpartition.go (a node cut off
+// for Options.LongHold); both record the Raft configuration they saw in
+// the fault (history.ConfigSeen) for model.CheckMembership.
 package nemesis
 
 import (
