@@ -28,7 +28,7 @@ const (
 	// tops out at 10ms × 2^10); 12–13 s were measured.
 	longPartitionRejoin = 20 * time.Second
 	// longPartitionCatchUp bounds that wait.
-	longPartitionCatchUp = 30 * time.Second
+	longPartitionCatchUp = 45 * time.Second
 )
 
 func (r *Runner) longPartition(ctx context.Context, st Step, f history.Fault) injected {
