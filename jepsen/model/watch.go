@@ -288,30 +288,27 @@ func (c *watchCheck) gaps(op *history.Op, lo, hi uint64) {
 	}
 }
 
-// againstEvidence: an append a watcher saw whose offsets lie above the
-// final trim must be in the final evidence, at its version; and no watcher
-// saw a committed end beyond the final one.
-func (c *watchCheck) againstEvidence(h history.History) {
-	type final struct {
-		evidence map[uint64]bool // versions
-		trim     uint64
-		end      uint64
-		haveEv   bool
-		haveDesc bool
-	}
-	finals := map[uint64]*final{}
-	get := func(s uint64) *final {
-		if finals[s] == nil {
-			finals[s] = &final{evidence: map[uint64]bool{}}
-		}
-		return finals[s]
-	}
+// watchFinal is the read-back of one stream, as CheckWatch uses it.
+type watchFinal struct {
+	evidence map[uint64]bool // the versions of the final evidence
+	trim     uint64          // the largest trim the read-back saw
+	end      uint64          // the final describe's committed end
+	haveEv   bool
+	haveDesc bool
+}
+
+func watchFinals(h history.History) map[uint64]*watchFinal {
+	finals := map[uint64]*watchFinal{}
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		if !op.Final || op.Status != history.OK || op.Out == nil {
 			continue
 		}
-		f := get(op.Stream)
+		f := finals[op.Stream]
+		if f == nil {
+			f = &watchFinal{evidence: map[uint64]bool{}}
+			finals[op.Stream] = f
+		}
 		switch op.Kind {
 		case history.KindEvidence:
 			f.haveEv = true
@@ -324,6 +321,14 @@ func (c *watchCheck) againstEvidence(h history.History) {
 			f.trim = max(f.trim, op.Out.Trim)
 		}
 	}
+	return finals
+}
+
+// againstEvidence: an append a watcher saw whose offsets lie above the
+// final trim must be in the final evidence, at its version; and no watcher
+// saw a committed end beyond the final one.
+func (c *watchCheck) againstEvidence(h history.History) {
+	finals := watchFinals(h)
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		f := finals[op.Stream]

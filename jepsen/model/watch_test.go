@@ -81,6 +81,9 @@ func TestCheckWatchFlagsGapDuplicateReorderAndBadResume(t *testing.T) {
 		{"lost append", []history.Op{session(0, started(5, 0), appended(10), appended(12),
 			history.Event{Kind: history.EventAppended, Version: 15, End: 4, Range: &history.Range{Start: 3, End: 4},
 				Object: &history.Object{Key: "x", Identity: "id-x"}})}, "version 15"},
+		{"append the read-back lacks", []history.Op{session(0, started(5, 0), appended(10), appended(12), appended(15),
+			history.Event{Kind: history.EventAppended, Version: 16, End: 6, Range: &history.Range{Start: 5, End: 6},
+				Object: &history.Object{Key: "y", Identity: "id-y"}})}, "which the final evidence (trim 0) does not hold"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
