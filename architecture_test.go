@@ -27,28 +27,30 @@ var forbiddenDirect = regexp.MustCompile(`^(os|os/.*|net|net/.*|log|log/.*)$`)
 
 // inward lists, per package, the project packages it must not import
 // (directly or not): dependencies point inward,
-// cmd/metad → node → api → {resolver, repair, gc} → raftstore → fsm,
+// cmd/metad → node → api → readpath → {resolver, repair, gc} → raftstore → fsm
+// (node also hands repair and gc their readpath adapters),
 // and jepsen/ sees metad only over the network (the public API's generated
 // code, the client and the object store). A trailing "$" bans a package but
 // not its subpackages.
 var inward = map[string][]string{
-	"fsm":         {"resolver", "repair", "raftstore", "membership", "api", "cmd/metad", "objectstore", "client", "jepsen"},
-	"resolver":    {"repair", "gc", "raftstore", "membership", "api", "node", "cmd/metad", "objectstore", "client", "jepsen"},
-	"repair":      {"resolver", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen"},
-	"raftstore":   {"resolver", "repair", "membership", "api", "cmd/metad", "objectstore", "client", "jepsen"},
-	"membership":  {"fsm", "resolver", "repair", "raftstore", "api", "cmd/metad", "client", "jepsen"},
-	"gc":          {"resolver", "repair", "raftstore", "membership", "api", "node", "cmd/metad", "client", "jepsen"},
+	"fsm":         {"resolver", "repair", "raftstore", "membership", "api", "cmd/metad", "objectstore", "client", "jepsen", "readpath"},
+	"resolver":    {"repair", "gc", "raftstore", "membership", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "readpath"},
+	"repair":      {"resolver", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen", "readpath"},
+	"raftstore":   {"resolver", "repair", "membership", "api", "cmd/metad", "objectstore", "client", "jepsen", "readpath"},
+	"membership":  {"fsm", "resolver", "repair", "raftstore", "api", "cmd/metad", "client", "jepsen", "readpath"},
+	"gc":          {"resolver", "repair", "raftstore", "membership", "api", "node", "cmd/metad", "client", "jepsen", "readpath"},
 	"api":         {"node", "cmd/metad", "jepsen"},
+	"readpath":    {"api", "node", "membership", "cmd/metad", "client", "jepsen"},
 	"node":        {"cmd/metad", "jepsen"},
-	"clock":       {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal"},
-	"objectstore": {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen"},
-	"watch":       {"resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen"},
-	"client":      {"fsm", "resolver", "repair", "raftstore", "membership", "cmd/metad", "jepsen"},
-	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$", "faults"},
-	"faults":      {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal"},
+	"clock":       {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal", "readpath"},
+	"objectstore": {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen", "readpath"},
+	"watch":       {"resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "readpath"},
+	"client":      {"fsm", "resolver", "repair", "raftstore", "membership", "cmd/metad", "jepsen", "readpath"},
+	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$", "faults", "readpath"},
+	"faults":      {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal", "readpath"},
 	// Security leaves: raftstore, api, node and client use them.
-	"tlsconfig": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth"},
-	"auth":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "tlsconfig"},
+	"tlsconfig": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "readpath"},
+	"auth":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "tlsconfig", "readpath"},
 }
 
 // foreignOwners names, per foreign library (an import path and everything

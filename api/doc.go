@@ -8,11 +8,16 @@
 // forwarded once through the leader's Peer.Propose, which never forwards
 // again. A forwarded command is encoded once, by the follower; the leader
 // stamps those bytes without re-encoding them (raftstore.ProposeEncoded). Reads are linearizable by default (raftstore.Read on whichever
-// node answers); STALE is an explicit opt-in per request. Resolve runs the
-// resolver's loop here, with collaborators built over this node: a
-// linearizable Reader, a Pinner and Reporter that propose through Raft, a
-// Repairer that asks the leader's repair loop, and optionally a Verifier
-// that checks the object store.
+// node answers); STALE is an explicit opt-in per request. Resolve checks
+// the request and answers from package readpath's Resolver, the resolver's
+// loop wired to this node (its collaborators, the resolve cache, the shared
+// pin leases), which proposes through this package's forwarding and asks
+// the leader's repair loop through PeerClient; the handler keeps the
+// outcome metrics (metad_resolve_*) and the error table.
+// ReportCandidateFailure drops the candidate's cached hint and commits a
+// failure only once readpath's ConfirmFailure has the object store confirm
+// it (G10). Pin and ReleasePin refuse readpath.SharedHolder's pins, which
+// readers rely on until they expire.
 //
 // Every failure leaves through one table (errors.go): a gRPC code, an
 // UPPER_SNAKE reason in google.rpc.ErrorInfo (domain metad.dev), whether it

@@ -3,7 +3,6 @@ package api
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/resolver"
 )
 
@@ -13,7 +12,6 @@ type resolveMetrics struct {
 	attempts      prometheus.Histogram
 	fallbackDepth prometheus.Histogram
 	recheckAborts prometheus.Counter
-	cache         *prometheus.CounterVec
 	reports       *prometheus.CounterVec
 }
 
@@ -37,17 +35,13 @@ func newResolveMetrics(reg prometheus.Registerer) *resolveMetrics {
 			Name: "metad_resolve_recheck_aborts_total",
 			Help: "Pinned candidates abandoned because the linearizable recheck found the state changed.",
 		}),
-		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "metad_resolve_cache_total",
-			Help: "Resolve cache lookups by result (hit, miss) and invalidations.",
-		}, []string{"event"}),
 		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "metad_failure_reports_total",
 			Help: "Readers' candidate-failure reports by outcome: confirmed by the object store (recorded), or unconfirmed (nothing changed).",
 		}, []string{"outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.outcomes, m.attempts, m.fallbackDepth, m.recheckAborts, m.cache, m.reports)
+		reg.MustRegister(m.outcomes, m.attempts, m.fallbackDepth, m.recheckAborts, m.reports)
 	}
 	return m
 }
@@ -70,41 +64,4 @@ func (m *resolveMetrics) observe(outcome string, res resolver.Result, tried []re
 	if outcome == "TARGET" {
 		m.fallbackDepth.Observe(float64(depth))
 	}
-}
-
-// pinCollector reports the pins held in this node's state and the age of
-// the oldest, computed at scrape time from local (possibly lagging) state.
-type pinCollector struct {
-	read  func(func(*fsm.Machine) error) error
-	held  *prometheus.Desc
-	age   *prometheus.Desc
-	limit int
-}
-
-func newPinCollector(read func(func(*fsm.Machine) error) error) *pinCollector {
-	return &pinCollector{
-		read:  read,
-		held:  prometheus.NewDesc("metad_pins_held", "Pins in the replicated state (not yet released or pruned), as this node sees it.", nil, nil),
-		age:   prometheus.NewDesc("metad_pins_oldest_age_seconds", "Age, in machine time, of the oldest pin held (among the first 10000 by id).", nil, nil),
-		limit: 10000,
-	}
-}
-
-func (c *pinCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.held; ch <- c.age }
-
-func (c *pinCollector) Collect(ch chan<- prometheus.Metric) {
-	var held int
-	var oldest float64
-	_ = c.read(func(m *fsm.Machine) error {
-		held = m.Counts().Pins
-		now := m.Clock()
-		for _, p := range m.Pins(0, c.limit) {
-			if age := float64(now-(p.Expiry-p.TTL)) / 1e9; age > oldest {
-				oldest = age
-			}
-		}
-		return nil
-	})
-	ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(held))
-	ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, oldest)
 }

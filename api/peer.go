@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
@@ -61,6 +63,16 @@ func (p *PeerClient) SetDirectory(d Directory) {
 
 var errUnknownPeer = errors.New("peer address unknown")
 
+// peerReconnect bounds the wait between attempts to reach a peer that went
+// away. gRPC's default backs off up to 120 s: a peer down for two minutes
+// (a long restart, a removed server wiped and started again) then stayed
+// unreachable to this node for up to two more after it was back, so the
+// leader could neither probe a new incarnation nor forward to it.
+var peerReconnect = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+	MinConnectTimeout: 5 * time.Second,
+}
+
 // conn returns a (cached) connection to node id.
 func (p *PeerClient) conn(id string) (metadpb.PeerClient, *grpc.ClientConn, error) {
 	p.mu.Lock()
@@ -80,7 +92,7 @@ func (p *PeerClient) conn(id string) (metadpb.PeerClient, *grpc.ClientConn, erro
 		if len(opts) == 0 {
 			opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 		}
-		c, err = grpc.NewClient("passthrough:///"+target, opts...)
+		c, err = grpc.NewClient("passthrough:///"+target, append(opts, grpc.WithConnectParams(peerReconnect))...)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -21,11 +21,10 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/auth"
-	"github.com/metad/metad/faults"
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
+	"github.com/metad/metad/readpath"
 	"github.com/metad/metad/repair"
-	"github.com/metad/metad/resolver"
 	"github.com/metad/metad/watch"
 )
 
@@ -48,19 +47,10 @@ type Config struct {
 	// the leader's commit index and still report SERVING. Default 1000;
 	// range [0, 1<<30].
 	CaughtUpSlack uint64
-	// VerifyObjects makes resolve check the physical identity (HEAD) of
-	// every target before returning it. Default false.
-	VerifyObjects bool
-	// SharePins lets concurrent resolves of one object share one pin (a
-	// lease of twice the resolve TTL) instead of each writing its own to
-	// Raft. Default true.
-	SharePins bool
-	// LeaseMargin is how much of a shared pin's life must remain beyond a
-	// reader's window for it to be offered: slack for clock-rate drift
-	// between this node and readers. Default 5s; range [0, 1m].
-	LeaseMargin time.Duration
-	// Resolver configures the resolve loop.
-	Resolver resolver.Config
+	// Config shapes the read path: VerifyObjects, SharePins, LeaseMargin
+	// and Resolver, documented in package readpath (embedded, so that
+	// cmd/metad sets them as fields of api.Config).
+	readpath.Config
 	// Watch bounds the change feed: history per stream, watchers, and each
 	// watcher's queue. node builds the hub from it.
 	Watch watch.Config
@@ -71,8 +61,7 @@ func DefaultConfig() Config {
 	return Config{
 		DefaultTimeout: 10 * time.Second, MaxTimeout: 60 * time.Second, MaxMessageBytes: 8 << 20,
 		MaxListLimit: 1000, HealthInterval: 500 * time.Millisecond, CaughtUpSlack: 1000,
-		SharePins: true, LeaseMargin: 5 * time.Second, Resolver: resolver.DefaultConfig(),
-		Watch: watch.DefaultConfig(),
+		Config: readpath.DefaultConfig(), Watch: watch.DefaultConfig(),
 	}
 }
 
@@ -90,8 +79,7 @@ func (c Config) Validate() error {
 	check(c.MaxListLimit >= 1 && c.MaxListLimit <= 100000, "MaxListLimit %d outside [1, 100000]", c.MaxListLimit)
 	check(c.HealthInterval >= 10*time.Millisecond && c.HealthInterval <= time.Minute, "HealthInterval %s outside [10ms, 1m]", c.HealthInterval)
 	check(c.CaughtUpSlack <= 1<<30, "CaughtUpSlack %d above 2^30", c.CaughtUpSlack)
-	check(c.LeaseMargin >= 0 && c.LeaseMargin <= time.Minute, "LeaseMargin %s outside [0, 1m]", c.LeaseMargin)
-	if err := c.Resolver.Validate(); err != nil {
+	if err := c.Config.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Watch.Validate(); err != nil {
@@ -142,9 +130,7 @@ type Server struct {
 	peers    *PeerClient
 	objects  objectstore.Store
 	log      *slog.Logger
-	resolver *resolver.Resolver
-	cache    *targetCache
-	leases   *leases
+	resolver *readpath.Resolver
 	metrics  *resolveMetrics
 	health   *health.Server
 	// readiness keeps the last readiness reason (readiness.go).
@@ -179,7 +165,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
-		log: deps.Logger, health: health.NewServer(), cache: newTargetCache(), leases: newLeases(cfg.LeaseMargin),
+		log: deps.Logger, health: health.NewServer(),
 		metrics: newResolveMetrics(deps.Metrics), removals: deps.Removals, incarnation: deps.Incarnation,
 		auth: deps.Auth,
 		hub:  deps.Watch, watchMetrics: newWatchMetrics(deps.Metrics, deps.Watch), watchesEnd: make(chan struct{}),
@@ -187,18 +173,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.removals == nil {
 		s.removals = noRemovals{}
 	}
-	if deps.Metrics != nil {
-		deps.Metrics.MustRegister(newPinCollector(s.store.ReadLocal))
-	}
-	rdeps := resolver.Deps{
-		Reader: storeReader{s.store}, Pinner: pinner{s}, Repairer: repairer{s},
-		Reporter: reporter{s}, Clock: realClock{}, Cache: countingCache{s.cache, s.metrics},
-	}
-	rdeps.UnsafeSkipRecheck = faults.Bug("skip-recheck") // planted bug
-	if cfg.VerifyObjects && s.objects != nil {
-		rdeps.Verifier = verifier{s.objects}
-	}
-	r, err := resolver.New(cfg.Resolver, rdeps)
+	r, err := readpath.New(cfg.Config, readpath.Deps{
+		Store: s.store, Propose: s.propose, Repair: s.repair, RepairOnLeader: s.peers.forwardRepair,
+		Objects: s.objects, Metrics: deps.Metrics,
+	})
 	if err != nil {
 		return nil, err
 	}

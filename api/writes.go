@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -11,7 +9,7 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
-	"github.com/metad/metad/objectstore"
+	"github.com/metad/metad/readpath"
 	"github.com/metad/metad/resolver"
 )
 
@@ -149,8 +147,8 @@ func (s *Server) Pin(ctx context.Context, req *metadpb.PinRequest) (*metadpb.Pin
 	if req.Ttl == nil {
 		return nil, invalidArgument("ttl", "required")
 	}
-	if req.Holder == sharedHolder {
-		return nil, invalidArgument("holder", "%q is reserved for pins shared by resolves", sharedHolder)
+	if req.Holder == readpath.SharedHolder {
+		return nil, invalidArgument("holder", "%q is reserved for pins shared by resolves", readpath.SharedHolder)
 	}
 	res, err := s.applyRenamed(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{
 		Object: objectToFSM(req.Object), Holder: req.Holder, TtlNanos: int64(req.Ttl.AsDuration()),
@@ -169,7 +167,7 @@ func (s *Server) ReleasePin(ctx context.Context, req *metadpb.ReleasePinRequest)
 	shared := false
 	err := s.read(ctx, metadpb.Consistency_LINEARIZABLE, func(m *fsm.Machine) error {
 		p, ok := m.Pin(req.PinId)
-		shared = ok && p.Holder == sharedHolder
+		shared = ok && p.Holder == readpath.SharedHolder
 		return nil
 	})
 	if err != nil {
@@ -204,8 +202,8 @@ func (s *Server) ReportCandidateFailure(ctx context.Context, req *metadpb.Report
 	}
 	// A reader could not use this candidate: no cached hint may offer it
 	// again, whatever the report's outcome.
-	s.cache.Invalidate(resolver.CandidateID{Key: key, Version: req.Candidate.Version})
-	kind, verdict, err := s.confirmFailure(ctx, key, req.Candidate.Version, kindToFSM(req.Kind))
+	s.resolver.Invalidate(resolver.CandidateID{Key: key, Version: req.Candidate.Version})
+	kind, verdict, err := s.resolver.ConfirmFailure(ctx, key, req.Candidate.Version, kindToFSM(req.Kind))
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -225,41 +223,4 @@ func (s *Server) ReportCandidateFailure(ctx context.Context, req *metadpb.Report
 	s.log.Warn("failure report confirmed by the object store", "key", key.String(), "version", req.Candidate.Version,
 		"kind", kind.String(), "quarantined", res.Quarantined, "verdict", verdict)
 	return &metadpb.ReportCandidateFailureResponse{Quarantined: res.Quarantined, Version: res.Version, Confirmed: true, Verdict: verdict}, nil
-}
-
-// confirmFailure checks the record (key, version)'s bytes in the object
-// store. It returns the failure kind the store shows, or
-// FailureUnspecified with the reason the report cannot be confirmed: the
-// bytes verify, the store could not answer, the kind is transient, or the
-// record is no longer at that version (the report is stale).
-func (s *Server) confirmFailure(ctx context.Context, key fsm.IndexKey, version uint64, reported fsm.FailureKind) (fsm.FailureKind, string, error) {
-	if reported == fsm.FailureIOError {
-		return fsm.FailureUnspecified, "a transient failure changes nothing", nil
-	}
-	var obj fsm.ObjectRef
-	err := s.store.Read(ctx, func(m *fsm.Machine) error {
-		rec, ok := m.RecordFrom(key.Stream, key.View, key.Generation, key.Start)
-		if ok && rec.Key == key && rec.Version == version {
-			obj = rec.Object
-		}
-		return nil
-	})
-	switch {
-	case err != nil:
-		return fsm.FailureUnspecified, "", err
-	case obj.Key == "":
-		return fsm.FailureUnspecified, fmt.Sprintf("stale: no record %v at version %d", key, version), nil
-	}
-	cerr := objectstore.Check(ctx, s.objects, obj.Key, obj.Identity)
-	switch {
-	case cerr == nil:
-		return fsm.FailureUnspecified, fmt.Sprintf("not confirmed: the store holds the bytes of %s intact", obj), nil
-	case errors.Is(cerr, objectstore.ErrNotFound):
-		return fsm.FailureObjectMissing, cerr.Error(), nil
-	case errors.Is(cerr, objectstore.ErrIdentityMismatch):
-		return fsm.FailureIdentityMismatch, cerr.Error(), nil
-	case errors.Is(cerr, objectstore.ErrCorrupt):
-		return fsm.FailureCorrupt, cerr.Error(), nil
-	}
-	return fsm.FailureUnspecified, fmt.Sprintf("not confirmed: the store could not check %s: %v", obj, cerr), nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
 
@@ -93,6 +94,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	creds = append(creds, grpc.WithConnectParams(reconnect))
 	conn, err := grpc.NewClient("metad:///cluster", append(creds,
 		grpc.WithResolvers(r),
 		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`),
@@ -176,4 +178,13 @@ func Call[Req, Resp any](ctx context.Context, c *Client, rpc func(context.Contex
 		}
 		delay = min(2*delay, c.cfg.MaxRetryDelay)
 	}
+}
+
+// reconnect bounds how long a connection waits between attempts to reach a
+// server that went away. gRPC's default backs off up to 120 s, so a member
+// down for a few minutes would stay unused for up to two more after it came
+// back; a broker's client should see it within a second or two.
+var reconnect = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+	MinConnectTimeout: 5 * time.Second,
 }

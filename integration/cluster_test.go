@@ -115,14 +115,7 @@ func listServices(t *testing.T, conn *grpc.ClientConn) string {
 // formed waits until every server reports one leader and n voters.
 func formed(t *testing.T, c *proc.Cluster, n int) {
 	t.Helper()
-	c.WaitFor("one leader and all voters", 30*time.Second, func() bool {
-		for i := range c.Nodes {
-			if l, v, err := roles(c, i); err != nil || l != 1 || v != n {
-				return false
-			}
-		}
-		return true
-	})
+	c.WaitFormed(n)
 }
 
 func TestFormsInAnyStartOrder(t *testing.T) {

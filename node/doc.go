@@ -7,7 +7,9 @@
 //	watch       the change feed: a hub raftstore tells of every applied
 //	            command (set before Raft starts, so it sees the startup
 //	            restore and replay), which api's Watch serves
-//	repair, gc  leader-only loops, run for each term this node leads
+//	repair, gc  leader-only loops, run for each term this node leads,
+//	            each reading the store through readpath.Store and checking
+//	            objects through readpath.Objects
 //	objectstore the object store (file:// or s3://), checked at start
 //	HTTP admin  / (a status page), /metrics, /healthz, /readyz, pprof
 //	            (opt-in)

@@ -18,11 +18,11 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/auth"
 	"github.com/metad/metad/fsm"
-	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/gc"
 	"github.com/metad/metad/membership"
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
+	"github.com/metad/metad/readpath"
 	"github.com/metad/metad/repair"
 	"github.com/metad/metad/watch"
 )
@@ -129,12 +129,12 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 // startServing builds the loops and the API and starts serving gRPC and HTTP.
 func (n *Server) startServing(reg *prometheus.Registry) error {
 	cfg, log := n.cfg, n.log
-	rep, err := repair.New(cfg.Repair, storeAdapter{n.store}, log.With("component", "repair"), reg,
-		repair.WithVerifier(objectVerifier{n.objects}))
+	rep, err := repair.New(cfg.Repair, readpath.NewStore[repair.State](n.store), log.With("component", "repair"), reg,
+		repair.WithVerifier(readpath.Objects{Store: n.objects}))
 	if err != nil {
 		return err
 	}
-	col, err := gc.New(cfg.GC, gcAdapter{n.store}, n.objects, log.With("component", "gc"), reg)
+	col, err := gc.New(cfg.GC, readpath.NewStore[gc.State](n.store), n.objects, log.With("component", "gc"), reg)
 	if err != nil {
 		return err
 	}
@@ -430,28 +430,6 @@ func (d directory) Members() []*metadpb.Member {
 	return out
 }
 
-// storeAdapter and gcAdapter give the leader loops the store with their
-// own State types.
-type storeAdapter struct{ s *raftstore.Store }
-
-func (a storeAdapter) Read(ctx context.Context, fn func(repair.State)) error {
-	return a.s.Read(ctx, func(m *fsm.Machine) error { fn(m); return nil })
-}
-
-func (a storeAdapter) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error) {
-	return a.s.Propose(ctx, cmd)
-}
-
-type gcAdapter struct{ s *raftstore.Store }
-
-func (a gcAdapter) Read(ctx context.Context, fn func(gc.State)) error {
-	return a.s.Read(ctx, func(m *fsm.Machine) error { fn(m); return nil })
-}
-
-func (a gcAdapter) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error) {
-	return a.s.Propose(ctx, cmd)
-}
-
 // openObjects opens the object store, checking an s3:// bucket is
 // reachable and versioned: a node that cannot verify or collect objects
 // refuses to start rather than run half-blind.
@@ -464,22 +442,6 @@ func openObjects(cfg objectstore.Config) (objectstore.Store, error) {
 // objectStoreCheckTimeout bounds the start-up check of the object store,
 // retries included.
 const objectStoreCheckTimeout = 30 * time.Second
-
-// objectVerifier checks bytes in the object store for repair, before it
-// lifts a quarantine: intact, unusable, or (an error) the store could not
-// say.
-type objectVerifier struct{ store objectstore.Store }
-
-func (v objectVerifier) Intact(ctx context.Context, obj fsm.ObjectRef) (bool, error) {
-	err := objectstore.Check(ctx, v.store, obj.Key, obj.Identity)
-	switch {
-	case err == nil:
-		return true, nil
-	case objectstore.Unusable(err):
-		return false, nil
-	}
-	return false, err
-}
 
 // authSettings are the security settings the API enforces, with the
 // rolling-upgrade allowance: while the cluster's feature level is 1 a

@@ -1,4 +1,4 @@
-package api
+package readpath
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 // maxLeases bounds the shared pins a node remembers.
 const maxLeases = 1 << 16
 
-// sharedHolder is the holder of every shared pin. No client may take a pin
+// SharedHolder is the holder of every shared pin. No client may take a pin
 // under it or release one held by it: other readers depend on a shared pin
 // until it expires.
-const sharedHolder = "resolve/shared"
+const SharedHolder = "resolve/shared"
 
 // leases coalesces the pins of concurrent resolves (DESIGN.md §6): rather
 // than one Raft write per resolve, a node takes one pin per object with
@@ -81,13 +81,13 @@ func (l *leases) put(obj fsm.ObjectRef, pin resolver.Pin, sent time.Time, ttl ti
 // sharedPin takes a pin for a resolve: a live shared lease if there is
 // one, else a new pin of twice the resolve TTL, which later resolves share.
 func (p pinner) sharedPin(ctx context.Context, obj fsm.ObjectRef, ttl time.Duration) (resolver.Pin, error) {
-	if pin, ok := p.s.leases.get(obj, ttl); ok {
+	if pin, ok := p.leases.get(obj, ttl); ok {
 		return pin, nil
 	}
 	life := min(2*ttl, fsm.MaxPinTTL)
-	sent := p.s.leases.now()
-	res, err := p.s.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{
-		Object: obj.PB(), Holder: sharedHolder, TtlNanos: int64(life),
+	sent := p.leases.now()
+	res, err := p.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_PinObject{PinObject: &fsmpb.PinObject{
+		Object: obj.PB(), Holder: SharedHolder, TtlNanos: int64(life),
 	}}})
 	if err != nil {
 		return resolver.Pin{}, err
@@ -95,7 +95,7 @@ func (p pinner) sharedPin(ctx context.Context, obj fsm.ObjectRef, ttl time.Durat
 	if rej := res.Rejection; rej != nil {
 		return resolver.Pin{}, pinRefused(rej)
 	}
-	pin := resolver.Pin{ID: res.PinId, Expiry: unixNano(res.PinExpiryUnixNano), Shared: true}
-	p.s.leases.put(obj, pin, sent, life)
+	pin := resolver.Pin{ID: res.PinId, Expiry: time.Unix(0, res.PinExpiryUnixNano), Shared: true}
+	p.leases.put(obj, pin, sent, life)
 	return pin, nil
 }

@@ -1,8 +1,10 @@
-package api
+package readpath
 
 import (
 	"slices"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/resolver"
@@ -14,23 +16,24 @@ const (
 	cachePerStream = 16   // entries per stream
 )
 
-// targetCache is the resolver's positive-only Cache (DESIGN.md §8): per
+// Cache is the resolver's positive-only Cache (DESIGN.md §8): per
 // stream, a few recently resolved COMMITTED candidates. An entry is only a
 // hint — the resolver pins it and rechecks linearizably — so a stale entry
 // can waste a pin but never change an answer. Entries are dropped when the
 // resolver or a failure report invalidates them; nothing negative is ever
 // stored.
-type targetCache struct {
+type Cache struct {
 	mu      sync.Mutex
 	streams map[uint64][]resolver.Candidate // newest last
 }
 
-func newTargetCache() *targetCache {
-	return &targetCache{streams: map[uint64][]resolver.Candidate{}}
+// NewCache returns an empty cache.
+func NewCache() *Cache {
+	return &Cache{streams: map[uint64][]resolver.Candidate{}}
 }
 
 // Get returns the newest-generation entry covering offset.
-func (c *targetCache) Get(stream, offset uint64) (resolver.Candidate, bool) {
+func (c *Cache) Get(stream, offset uint64) (resolver.Candidate, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var best resolver.Candidate
@@ -46,7 +49,7 @@ func (c *targetCache) Get(stream, offset uint64) (resolver.Candidate, bool) {
 // Put remembers a candidate, replacing the entry of the same record. It
 // runs after every successful resolve, so remembering a record that is
 // already cached (the common case) moves it in place, without allocating.
-func (c *targetCache) Put(cand resolver.Candidate) {
+func (c *Cache) Put(cand resolver.Candidate) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := cand.Record.Key.Stream
@@ -72,13 +75,13 @@ func (c *targetCache) Put(cand resolver.Candidate) {
 }
 
 // Invalidate drops the entry of the candidate's record, whatever version.
-func (c *targetCache) Invalidate(id resolver.CandidateID) {
+func (c *Cache) Invalidate(id resolver.CandidateID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dropLocked(id.Key)
 }
 
-func (c *targetCache) dropLocked(key fsm.IndexKey) {
+func (c *Cache) dropLocked(key fsm.IndexKey) {
 	entries := c.streams[key.Stream]
 	kept := entries[:0:0]
 	for _, e := range entries {
@@ -91,4 +94,27 @@ func (c *targetCache) dropLocked(key fsm.IndexKey) {
 		return
 	}
 	c.streams[key.Stream] = kept
+}
+
+// countingCache counts the cache's hits, misses and invalidations.
+type countingCache struct {
+	c      *Cache
+	events *prometheus.CounterVec
+}
+
+func (c countingCache) Get(stream, offset uint64) (resolver.Candidate, bool) {
+	cand, ok := c.c.Get(stream, offset)
+	if ok {
+		c.events.WithLabelValues("hit").Inc()
+	} else {
+		c.events.WithLabelValues("miss").Inc()
+	}
+	return cand, ok
+}
+
+func (c countingCache) Put(cand resolver.Candidate) { c.c.Put(cand) }
+
+func (c countingCache) Invalidate(id resolver.CandidateID) {
+	c.events.WithLabelValues("invalidate").Inc()
+	c.c.Invalidate(id)
 }

@@ -1,4 +1,4 @@
-package api
+package readpath
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ func candidate(stream, gen, start, end, version uint64) resolver.Candidate {
 }
 
 func TestTargetCacheNewestGenerationCoveringTheOffset(t *testing.T) {
-	c := newTargetCache()
+	c := NewCache()
 	c.Put(candidate(1, 2, 0, 10, 5))
 	c.Put(candidate(1, 0, 0, 20, 3))
 	c.Put(candidate(1, 1, 5, 15, 4))
@@ -35,7 +35,7 @@ func TestTargetCacheNewestGenerationCoveringTheOffset(t *testing.T) {
 }
 
 func TestTargetCachePutReplacesTheSameRecord(t *testing.T) {
-	c := newTargetCache()
+	c := NewCache()
 	c.Put(candidate(1, 0, 0, 10, 3))
 	c.Put(candidate(1, 1, 0, 10, 4))
 	c.Put(candidate(1, 0, 0, 10, 7)) // the same record, a newer version
@@ -49,7 +49,7 @@ func TestTargetCachePutReplacesTheSameRecord(t *testing.T) {
 }
 
 func TestTargetCacheBounds(t *testing.T) {
-	c := newTargetCache()
+	c := NewCache()
 	for start := uint64(0); start < cachePerStream+5; start++ {
 		c.Put(candidate(1, 0, start*10, start*10+10, start+1))
 	}
@@ -71,7 +71,7 @@ func TestTargetCacheBounds(t *testing.T) {
 }
 
 func TestTargetCacheInvalidate(t *testing.T) {
-	c := newTargetCache()
+	c := NewCache()
 	c.Put(candidate(1, 0, 0, 10, 3))
 	c.Put(candidate(1, 1, 0, 10, 4))
 	c.Invalidate(resolver.CandidateID{Key: fsm.IndexKey{Stream: 1, View: fsm.Committed, Generation: 1}, Version: 99})

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+const summary = `[
+ {"pair": "resolve vs linearizable get", "concurrency": 1,
+  "metad": [{"throughput": 2500, "latency": {"p50_ms": 0.35, "p99_ms": 1.1}}, {"throughput": 2600, "latency": {"p50_ms": 0.34, "p99_ms": 1.0}}],
+  "etcd":  [{"throughput": 1900, "latency": {"p50_ms": 0.47, "p99_ms": 1.2}}]},
+ {"pair": "resolve vs linearizable get", "concurrency": 64,
+  "metad": [{"throughput": 12000, "latency": {"p50_ms": 4.1, "p99_ms": 17}}],
+  "etcd":  [{"throughput": 8300, "latency": {"p50_ms": 6.5, "p99_ms": 24}}]}
+]`
+
+// TestDrawsEveryChartFromASummary: a summary in bench/compare's shape
+// gives one decodable PNG per metric.
+func TestDrawsEveryChartFromASummary(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "summary.json")
+	if err := os.WriteFile(in, []byte(summary), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := read(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drawAll(rows, dir, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range metrics {
+		f, err := os.Open(filepath.Join(dir, m.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", m.file, err)
+		}
+		if b := img.Bounds(); b.Dx() < 100 || b.Dy() < 100 {
+			t.Errorf("%s is %v", m.file, b)
+		}
+	}
+}
+
+// TestMedianOfRounds: each point is the median of its rounds, so one wild
+// round does not move a line.
+func TestMedianOfRounds(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{[]float64{3}, 3},
+		{[]float64{10, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	} {
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	rows, err := read(writeTemp(t, summary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts := points(rows, "resolve vs linearizable get", "metad", func(s sample) float64 { return s.Throughput })
+	if len(pts) != 2 || pts[0].X != 1 || pts[0].Y != 2550 || pts[1].X != 64 || pts[1].Y != 12000 {
+		t.Errorf("points = %v", pts)
+	}
+}
+
+// TestRefusesAnEmptySummary: nothing to draw is an error, not a blank chart.
+func TestRefusesAnEmptySummary(t *testing.T) {
+	if _, err := read(writeTemp(t, "[]")); err == nil {
+		t.Error("an empty summary was accepted")
+	}
+}
+
+func writeTemp(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "summary.json")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
