@@ -13,9 +13,11 @@ import (
 // the committed end in the COMMITTED view, one record at a time. Each op is
 // marked Final and checked like any other, and CheckDurable compares them
 // with everything acknowledged. The stream's append evidence is listed too
-// (ListEvidence), for CheckWatch. Streams are read in parallel, each in four
+// (ListEvidence), for CheckWatch, after every watcher was resumed to the
+// end of its stream's history. Streams are read in parallel, each in four
 // slices; failures are retried on other nodes.
 func (w *Workload) ReadBack(ctx context.Context) {
+	w.drainWatchers(ctx)
 	var wg sync.WaitGroup
 	for si := range w.streams {
 		wg.Add(1)

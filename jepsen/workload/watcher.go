@@ -21,7 +21,10 @@ import (
 // version of the last event it received. Every session is one history op
 // (KindWatch) with In.From and every event delivered, so
 // model.CheckWatch can hold each watcher to the stream's committed
-// history and each resume to the last event seen.
+// history and each resume to the last event seen. Once the workload has
+// stopped, the read-back resumes every watcher one last time up to its
+// STARTED event (drainWatchers): its slice then reaches the end of the
+// stream's history, which the final evidence lists.
 
 // streamsPerWatcher: how many streams one watcher follows.
 const streamsPerWatcher = 2
@@ -45,6 +48,7 @@ func (w *Workload) runWatchers(ctx context.Context, wg *sync.WaitGroup) {
 		rng := w.rng(2000 + i)
 		for j, si := range rng.Perm(len(w.streams))[:min(streamsPerWatcher, len(w.streams))] {
 			f := &watchFollow{w: w, client: 200 + 10*i + j, h: w.streams[si], rng: w.rng(2100 + 10*i + j)}
+			w.follows = append(w.follows, f)
 			wg.Add(1)
 			go func() { defer wg.Done(); f.run(ctx) }()
 		}
@@ -54,7 +58,7 @@ func (w *Workload) runWatchers(ctx context.Context, wg *sync.WaitGroup) {
 func (f *watchFollow) run(ctx context.Context) {
 	pause := 10 * time.Millisecond
 	for alive(ctx) {
-		op := f.session(ctx)
+		op := f.session(ctx, false)
 		if op.Reason == client.ReasonWatchCompacted {
 			// The history after f.last is gone on the node this session
 			// asked: start afresh (From 0), which the checker allows only
@@ -72,8 +76,9 @@ func (f *watchFollow) run(ctx context.Context) {
 	}
 }
 
-// session runs one Watch call and records it.
-func (f *watchFollow) session(ctx context.Context) history.Op {
+// session runs one Watch call and records it. toStart: end it at the
+// STARTED event (the stream's state when the call began), not by a cut.
+func (f *watchFollow) session(ctx context.Context, toStart bool) history.Op {
 	node := f.rng.IntN(len(f.w.cfg.WatchClients))
 	cl := f.w.cfg.WatchClients[node]
 	op := history.Op{Kind: history.KindWatch, Client: f.client, Node: f.w.cfg.NodeIDs[node], Stream: f.h.id,
@@ -88,17 +93,44 @@ func (f *watchFollow) session(ctx context.Context) history.Op {
 		if ev, err = stream.Recv(); err == nil {
 			op.Out.Events = append(op.Out.Events, eventOf(ev))
 			f.last = ev.Version
+			if toStart && ev.Kind == metadpb.WatchEventKind_WATCH_STARTED {
+				cancel()
+				break
+			}
 		}
 	}
 	op.Return = now()
 	op.Status = history.OK
-	if sctx.Err() == nil {
+	if err != nil && sctx.Err() == nil {
 		// Ended by the server or the network, not by our own cut or the
 		// end of the run.
 		classify(&op, err, &attempts{}, false)
 	}
 	op.ID = f.w.cfg.Rec.Add(op)
 	return op
+}
+
+// drainWatchers resumes every watcher once more, after the workload
+// stopped, until its STARTED event: each watcher then holds its stream's
+// history to the end. A few tries on random nodes each.
+func (w *Workload) drainWatchers(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, f := range w.follows {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range readBackTries {
+				op := f.session(ctx, true)
+				if op.Reason == client.ReasonWatchCompacted {
+					f.last = 0
+				}
+				if op.Status == history.OK || ctx.Err() != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func eventOf(ev *metadpb.WatchEvent) history.Event {

@@ -117,6 +117,8 @@ type Workload struct {
 	writers []*writer
 	// watchers are pin-watching goroutines; Run joins them.
 	watchers sync.WaitGroup
+	// follows are the stream watchers (watcher.go), set by Run.
+	follows []*watchFollow
 }
 
 // hint is what readers know of a stream, updated by every answer.
