@@ -63,7 +63,7 @@ func TestPlantedBugs(t *testing.T) {
 		// the entries only the leader and the wiped voter held are lost.
 		// 40 s: the amnesia fault's staging, hold and recovery take ~25 s.
 		{"accept-old-incarnation", "accept-old-incarnation", "amnesia", workload.ProfileStream, 40 * time.Second,
-			[]string{"G1", "G2", "G3", "G14"}, nil},
+			[]string{"membership", "G1", "G2", "G3", "G14"}, nil},
 		{"diverge", "diverge-n1", "none", workload.ProfileStream, 15 * time.Second, []string{"converge"},
 			[]string{"n1's live state left its log", "first ~ stream 1", "the logs agree on every index"}},
 	}

@@ -291,6 +291,10 @@ type ConfigSeen struct {
 	// differed from Before (none: empty); At is when it was seen.
 	During []string `json:"during,omitempty"`
 	At     int64    `json:"at,omitempty"`
+	// Amnesia: the nodes that were cut off (lagging), and the leaders
+	// they reported while the old leader was down.
+	Lagging          []string `json:"lagging,omitempty"`
+	LeadersWhileDown []string `json:"leaders_while_down,omitempty"`
 }
 
 // Recorder collects operations from concurrent clients.

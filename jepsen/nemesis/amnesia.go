@@ -87,11 +87,12 @@ func (r *Runner) amnesia(ctx context.Context, st Step, f history.Fault) injected
 		r.Cluster.HealNetwork()
 		_ = r.Cluster.Start(leader, false)
 	}
+	f.Config.Lagging = r.ids(lagging)
 	hold := func(ctx context.Context, f *history.Fault) error {
-		if err := sleep(ctx, st.Hold); err != nil {
+		if err := r.watchLeaders(ctx, f, lagging, time.Now().Add(st.Hold)); err != nil {
 			return err
 		}
-		f.Detail += "leader while the old leader was down: " + r.leaderSeenBy(ctx, lagging[0]) + "; "
+		f.Detail += fmt.Sprintf("leaders while the old leader was down: %v; ", f.Config.LeadersWhileDown)
 		if err := r.Cluster.Start(leader, false); err != nil {
 			return err
 		}
@@ -138,13 +139,21 @@ func (r *Runner) ackedAppendsSince(t time.Time) int {
 	return n
 }
 
-// leaderSeenBy is the leader node i knows, or "none".
-func (r *Runner) leaderSeenBy(ctx context.Context, i int) string {
-	st, err := r.Cluster.Status(ctx, i, false)
-	if err != nil || st.LeaderId == "" {
-		return "none"
+// watchLeaders asks the lagging nodes who leads, in turn, until `until`,
+// and records every leader named. Only the amnesiac's vote can elect a
+// lagging node while the old leader is down: every other voter holds the
+// entries it lacks and refuses it.
+func (r *Runner) watchLeaders(ctx context.Context, f *history.Fault, lagging []int, until time.Time) error {
+	for i := 0; time.Now().Before(until); i++ {
+		st, err := r.Cluster.Status(ctx, lagging[i%len(lagging)], false)
+		if err == nil && st.LeaderId != "" && !slices.Contains(f.Config.LeadersWhileDown, st.LeaderId) {
+			f.Config.LeadersWhileDown = append(f.Config.LeadersWhileDown, st.LeaderId)
+		}
+		if err := sleep(ctx, min(500*time.Millisecond, time.Until(until))); err != nil {
+			return err
+		}
 	}
-	return st.LeaderId
+	return nil
 }
 
 // awaitHealthy waits until a leader reports every server a reachable
