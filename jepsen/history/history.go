@@ -292,7 +292,7 @@ type ConfigSeen struct {
 	During []string `json:"during,omitempty"`
 	At     int64    `json:"at,omitempty"`
 	// Amnesia: the nodes that were cut off (lagging), and the leaders
-	// they reported while the old leader was down.
+	// they reported while the old leader was down (other than it).
 	Lagging          []string `json:"lagging,omitempty"`
 	LeadersWhileDown []string `json:"leaders_while_down,omitempty"`
 }

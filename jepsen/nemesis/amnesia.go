@@ -89,7 +89,7 @@ func (r *Runner) amnesia(ctx context.Context, st Step, f history.Fault) injected
 	}
 	f.Config.Lagging = r.ids(lagging)
 	hold := func(ctx context.Context, f *history.Fault) error {
-		if err := r.watchLeaders(ctx, f, lagging, time.Now().Add(st.Hold)); err != nil {
+		if err := r.watchLeaders(ctx, f, lagging, r.Cluster.Nodes[leader].ID, time.Now().Add(st.Hold)); err != nil {
 			return err
 		}
 		f.Detail += fmt.Sprintf("leaders while the old leader was down: %v; ", f.Config.LeadersWhileDown)
@@ -140,13 +140,14 @@ func (r *Runner) ackedAppendsSince(t time.Time) int {
 }
 
 // watchLeaders asks the lagging nodes who leads, in turn, until `until`,
-// and records every leader named. Only the amnesiac's vote can elect a
-// lagging node while the old leader is down: every other voter holds the
-// entries it lacks and refuses it.
-func (r *Runner) watchLeaders(ctx context.Context, f *history.Fault, lagging []int, until time.Time) error {
+// and records every leader named but the old one, which is down (a node
+// may still name it). Only the amnesiac's vote can elect a lagging node
+// while the old leader is down: every other voter holds the entries it
+// lacks and refuses it.
+func (r *Runner) watchLeaders(ctx context.Context, f *history.Fault, lagging []int, old string, until time.Time) error {
 	for i := 0; time.Now().Before(until); i++ {
 		st, err := r.Cluster.Status(ctx, lagging[i%len(lagging)], false)
-		if err == nil && st.LeaderId != "" && !slices.Contains(f.Config.LeadersWhileDown, st.LeaderId) {
+		if err == nil && st.LeaderId != "" && st.LeaderId != old && !slices.Contains(f.Config.LeadersWhileDown, st.LeaderId) {
 			f.Config.LeadersWhileDown = append(f.Config.LeadersWhileDown, st.LeaderId)
 		}
 		if err := sleep(ctx, min(500*time.Millisecond, time.Until(until))); err != nil {
