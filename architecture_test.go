@@ -51,6 +51,10 @@ var inward = map[string][]string{
 	// Security leaves: raftstore, api, node and client use them.
 	"tlsconfig": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "readpath"},
 	"auth":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "tlsconfig", "readpath"},
+	// The server binary ships no load generator (cmd/metad-bench is its
+	// own binary), and the flags the commands share know no server part.
+	"cmd/metad":    {"bench", "cmd/metad-bench"},
+	"cmd/internal": {"bench", "cmd/metad", "node", "api$", "readpath", "raftstore", "membership", "fsm"},
 }
 
 // foreignOwners names, per foreign library (an import path and everything
@@ -65,9 +69,9 @@ var foreignOwners = map[string]string{
 	"github.com/aws/smithy-go":         "objectstore",
 }
 
-// testHelpers are packages only tests import: like test files, they may
-// reach a foreign library directly (weedtest acts on S3 behind metad's
-// back).
+// testHelpers are packages only tests and the Jepsen harness import: like
+// test files, they may reach a foreign library directly (weedtest acts on
+// S3 behind metad's back, and starts the harness's weed mini).
 var testHelpers = map[string]bool{"internal/weedtest": true}
 
 func goList(t *testing.T, args ...string) []string {
@@ -194,5 +198,27 @@ func TestForeignLibrariesHaveOneOwner(t *testing.T) {
 		if !owned[lib] {
 			t.Errorf("%s does not import %s: is the owners table out of date?", owner, lib)
 		}
+	}
+}
+
+// TestServerBinaryHasNoBenchmarkDriver: the benchmark driver and its
+// runner (bench/load) live in cmd/metad-bench, not in the server binary
+// (issue 14). metad-bench must reach the runner, so the check cannot pass
+// by the package having moved or been renamed.
+func TestServerBinaryHasNoBenchmarkDriver(t *testing.T) {
+	runner := module + "/bench/load"
+	has := func(pkg string) bool {
+		for _, dep := range goList(t, "-deps", "./"+pkg) {
+			if dep == runner {
+				return true
+			}
+		}
+		return false
+	}
+	if has("cmd/metad") {
+		t.Errorf("cmd/metad depends on %s: the benchmark driver belongs in cmd/metad-bench", runner)
+	}
+	if !has("cmd/metad-bench") {
+		t.Errorf("cmd/metad-bench does not depend on %s: is this test out of date?", runner)
 	}
 }

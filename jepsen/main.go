@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -39,12 +40,14 @@ type options struct {
 	checkTO   time.Duration
 	binary    string
 	tls       bool
+	store     string
+	falseReps int
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.nodes, "nodes", 3, "servers: 3 or 5")
-	flag.StringVar(&o.nemesis, "nemesis", "partition,kill,pause", "faults, comma-separated: "+strings.Join(nemesis.AllKinds, ", ")+", or none")
+	flag.StringVar(&o.nemesis, "nemesis", "partition,kill,pause", "faults, comma-separated: "+strings.Join(slices.Concat(nemesis.AllKinds, nemesis.MembershipKinds, nemesis.StoreKinds), ", ")+", or none")
 	flag.StringVar(&o.profile, "workload", workload.ProfileStream, "workload: stream, resolve, append or replace")
 	flag.DurationVar(&o.timeLimit, "time-limit", 60*time.Second, "length of each run (faults, then recovery)")
 	flag.Int64Var(&o.seed, "seed", 0, "seed of the fault schedule and the clients' choices (0: from the clock)")
@@ -61,6 +64,8 @@ func main() {
 	flag.DurationVar(&o.checkTO, "check-timeout", 2*time.Minute, "bound on the linearizability check")
 	flag.StringVar(&o.binary, "binary", "", "metad binary built with -tags metad_faults (default: build it)")
 	flag.BoolVar(&o.tls, "tls", false, "run the cluster with mutual TLS on every channel; the harness's clients use an operator certificate")
+	flag.StringVar(&o.store, "store", cluster.StoreLocal, "object store: local (a shared directory) or s3 (a versioned bucket in SeaweedFS weed mini, started by the harness); the store nemeses are "+strings.Join(nemesis.StoreKinds, ", "))
+	flag.IntVar(&o.falseReps, "false-reports", 0, "clients that report healthy candidates as broken (CORRUPT, OBJECT_MISSING, IDENTITY_MISMATCH): none may be confirmed")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -112,6 +117,9 @@ func run(ctx context.Context, o options, stdout io.Writer) (bool, error) {
 	if cells[0].nemesis, err = nemesis.ParseKinds(o.nemesis); err != nil {
 		return false, err
 	}
+	if err := checkStoreFlags(o, cells[0].nemesis); err != nil {
+		return false, err
+	}
 	if o.matrix != "" {
 		if cells, err = matrixCells(o.matrix); err != nil {
 			return false, err
@@ -138,9 +146,10 @@ func run(ctx context.Context, o options, stdout io.Writer) (bool, error) {
 		name := fmt.Sprintf("%s-%s-%s-n%d", stamp, strings.Join(append([]string{"none"}, c.nemesis...)[min(1, len(c.nemesis)):], "+"), c.profile, o.nodes)
 		cfg := RunConfig{Name: name, Dir: filepath.Join(o.out, name), Binary: bin, Nodes: o.nodes, Nemesis: c.nemesis,
 			Profile: c.profile, TimeLimit: o.timeLimit, Seed: o.seed + int64(i), Bugs: o.bugs, Streams: o.streams,
-			Readers: o.readers, Watchers: o.watchers, LongHold: o.longHold, MinOps: o.minOps, CheckTimeout: o.checkTO, Keep: o.keep, Log: log, TLS: o.tls}
+			Readers: o.readers, Watchers: o.watchers, LongHold: o.longHold, MinOps: o.minOps, CheckTimeout: o.checkTO, Keep: o.keep, Log: log, TLS: o.tls,
+			Store: o.store, FalseReports: o.falseReps}
 		fmt.Fprintf(stdout, "== run %d/%d: %s (seed %d; replay: go run ./jepsen --nodes %d --nemesis %s --workload %s --time-limit %s --seed %d%s%s)\n",
-			i+1, len(cells), name, cfg.Seed, o.nodes, strings.Join(append(c.nemesis, "none")[:max(1, len(c.nemesis))], ","), c.profile, o.timeLimit, cfg.Seed, bugsFlag(o.bugs), tlsFlag(o.tls)+longHoldFlag(o.longHold))
+			i+1, len(cells), name, cfg.Seed, o.nodes, strings.Join(append(c.nemesis, "none")[:max(1, len(c.nemesis))], ","), c.profile, o.timeLimit, cfg.Seed, bugsFlag(o.bugs), tlsFlag(o.tls)+storeFlags(o)+longHoldFlag(o.longHold))
 		res, err := Run(ctx, cfg)
 		if err != nil {
 			return false, fmt.Errorf("run %s: %w", name, err)
@@ -189,4 +198,32 @@ func longHoldFlag(d time.Duration) string {
 		return ""
 	}
 	return " --long-hold " + d.String()
+}
+
+// checkStoreFlags refuses what the object store cannot do: a nemesis that
+// stops the store needs --store s3.
+func checkStoreFlags(o options, kinds []string) error {
+	if o.store != cluster.StoreLocal && o.store != cluster.StoreS3 {
+		return fmt.Errorf("--store %q: want %s or %s", o.store, cluster.StoreLocal, cluster.StoreS3)
+	}
+	if o.falseReps < 0 || o.falseReps > 16 {
+		return fmt.Errorf("--false-reports %d: want 0 to 16", o.falseReps)
+	}
+	for _, k := range kinds {
+		if nemesis.NeedsS3(k) && o.store != cluster.StoreS3 {
+			return fmt.Errorf("--nemesis %s needs --store s3 (the local store cannot be stopped like a server)", k)
+		}
+	}
+	return nil
+}
+
+func storeFlags(o options) string {
+	s := ""
+	if o.store != cluster.StoreLocal {
+		s += " --store " + o.store
+	}
+	if o.falseReps > 0 {
+		s += fmt.Sprintf(" --false-reports %d", o.falseReps)
+	}
+	return s
 }

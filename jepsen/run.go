@@ -16,7 +16,6 @@ import (
 	"github.com/metad/metad/jepsen/nemesis"
 	"github.com/metad/metad/jepsen/report"
 	"github.com/metad/metad/jepsen/workload"
-	"github.com/metad/metad/objectstore"
 )
 
 // RunConfig is one run: a cluster, a workload, a fault schedule.
@@ -45,7 +44,11 @@ type RunConfig struct {
 	Keep bool
 	// TLS runs the cluster with mutual TLS.
 	TLS bool
-	Log *slog.Logger
+	// Store is the object store: cluster.StoreLocal (default) or StoreS3.
+	Store string
+	// FalseReports is the number of false-reporting clients.
+	FalseReports int
+	Log          *slog.Logger
 }
 
 // Validate reports every problem at once.
@@ -69,6 +72,11 @@ const (
 	recovery = 8 * time.Second
 )
 
+// healWait is how long the end of a run waits, polling, for quarantine to
+// heal: one --repair-scan-interval (2s) of the servers plus a margin for
+// the leader's scan to reach every record and commit the lifts.
+const healWait = 2*time.Second + 10*time.Second
+
 // serverFlags are the timings every server runs with: short GC and repair
 // intervals so objects are collected and records repaired within a run.
 // The removal policy is the default (--dead-server-timeout in hours): the
@@ -84,7 +92,7 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 	}
 	start := time.Now()
 	cl, err := cluster.New(cluster.Config{Binary: cfg.Binary, Dir: filepath.Join(cfg.Dir, "cluster"), Nodes: cfg.Nodes,
-		Faults: cfg.Bugs, Extra: serverFlags, TLS: cfg.TLS})
+		Faults: cfg.Bugs, Extra: serverFlags, TLS: cfg.TLS, Store: cfg.Store})
 	if err != nil {
 		return report.Result{}, err
 	}
@@ -105,6 +113,8 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 	finalHeal := drive(ctx, cfg, cl, rec, wl, steps)
 	phase := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	q := wl.DrainQuarantine(rctx, time.Now().Add(healWait))
+	cfg.Log.Info("quarantine drained", "took", time.Since(phase), "status", q.Status, "left", quarantinedLeft(q))
 	wl.ReadBack(rctx)
 	cancel()
 	cfg.Log.Info("read back", "took", time.Since(phase))
@@ -137,7 +147,7 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 // setup waits for the cluster and creates the workload's streams. The
 // returned func closes the workload's balancing client.
 func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history.Recorder) (*workload.Workload, func(), error) {
-	objs, err := objectstore.NewLocal(cl.Objects)
+	objs, err := cl.Store.Open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -169,7 +179,8 @@ func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	}
 	wl, err := workload.New(workload.Config{Profile: cfg.Profile, Streams: cfg.Streams, Readers: cfg.Readers,
 		Watchers: cfg.Watchers, WatchClients: bound,
-		OpTimeout: 3 * time.Second, Seed: cfg.Seed, Clients: clients, NodeIDs: ids, All: all, Objects: objs, Rec: rec, Log: cfg.Log})
+		OpTimeout: 3 * time.Second, Seed: cfg.Seed, Clients: clients, NodeIDs: ids, All: all, Objects: objs, Rec: rec, Log: cfg.Log,
+		FalseReports: cfg.FalseReports, HealWait: healWait})
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -192,7 +203,7 @@ func drive(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	defer cancel()
 	done := make(chan struct{})
 	go func() { defer close(done); wl.Run(wctx) }()
-	nem := &nemesis.Runner{Cluster: cl, Recorder: rec, Workload: wl, Log: cfg.Log, MinOps: cfg.MinOps, MaxWait: 20 * time.Second}
+	nem := &nemesis.Runner{Cluster: cl, Recorder: rec, Workload: wl, Objects: wl, Log: cfg.Log, MinOps: cfg.MinOps, MaxWait: 20 * time.Second}
 	nctx, ncancel := context.WithDeadline(ctx, deadline)
 	if sleepCtx(nctx, warmup) == nil {
 		nem.Run(nctx, steps, deadline)
@@ -211,8 +222,11 @@ func drive(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 }
 
 // healAll ends every fault: network healed, processes resumed or
-// restarted, clocks reset.
+// restarted, clocks reset, the object store back.
 func healAll(ctx context.Context, cl *cluster.Cluster) {
+	if err := cl.Store.Heal(); err != nil {
+		slog.Error("heal: object store", "err", err)
+	}
 	cl.HealNetwork()
 	for i := range cl.Nodes {
 		switch {
@@ -295,5 +309,12 @@ func (c RunConfig) cleanup(cl *cluster.Cluster) {
 	for _, n := range cl.Nodes {
 		_ = os.RemoveAll(n.DataDir)
 	}
-	_ = os.RemoveAll(cl.Objects)
+	_ = os.RemoveAll(cl.Store.DataDir())
+}
+
+func quarantinedLeft(op history.Op) int {
+	if op.Out == nil {
+		return -1
+	}
+	return len(op.Out.Quarantined)
 }

@@ -49,6 +49,18 @@ func (l *Local) keyDir(key string) string {
 	return filepath.Join(l.dir, hex.EncodeToString(sum[:]))
 }
 
+// VersionPath is the file holding version (key, identity), or false for
+// an identity that cannot name bytes in this store. Fault tests (the Jepsen
+// harness's flapping nemesis) move it away and back to make one version
+// vanish and return.
+func (l *Local) VersionPath(key, identity string) (string, bool) {
+	name, ok := fileName(identity)
+	if !ok {
+		return "", false
+	}
+	return filepath.Join(l.keyDir(key), name), true
+}
+
 // fileName maps an identity to a file name; identities that are not ours
 // map to nothing (they cannot name bytes in this store).
 func fileName(identity string) (string, bool) {

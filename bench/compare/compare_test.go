@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +46,7 @@ func TestVerdict(t *testing.T) {
 		{"worse p99", mk("metad", 2000, 1, 7, 0), mk("etcd", 1000, 1, 6, 0), false},
 		{"errors", mk("metad", 2000, 1, 5, 3), mk("etcd", 1000, 1, 6, 0), false},
 	} {
-		met, why := verdict(&row{Metad: []sample{tc.metad}, Etcd: []sample{tc.etcd}})
+		met, why := verdict(&row{Metad: []sample{tc.metad}, Base: []sample{tc.etcd}})
 		if met != tc.met {
 			t.Errorf("%s: met = %v (%s), want %v", tc.name, met, why, tc.met)
 		}
@@ -52,8 +55,8 @@ func TestVerdict(t *testing.T) {
 
 func TestTablePrintsRatiosAndTargets(t *testing.T) {
 	rows := []*row{
-		{Pair: "resolve vs linearizable get", Concurrency: 64, Metad: []sample{mk("metad", 500, 2, 10, 0)}, Etcd: []sample{mk("etcd", 1000, 1, 5, 0)}},
-		{Pair: "commit-append vs put", Concurrency: 64, Metad: []sample{mk("metad", 3000, 1, 4, 0)}, Etcd: []sample{mk("etcd", 1500, 2, 8, 0)}},
+		{Pair: "resolve vs linearizable get", Concurrency: 64, Metad: []sample{mk("metad", 500, 2, 10, 0)}, Base: []sample{mk("etcd", 1000, 1, 5, 0)}},
+		{Pair: "commit-append vs put", Concurrency: 64, Metad: []sample{mk("metad", 3000, 1, 4, 0)}, Base: []sample{mk("etcd", 1500, 2, 8, 0)}},
 	}
 	var b bytes.Buffer
 	printTable(&b, rows)
@@ -76,5 +79,66 @@ func TestParseFlagsReportsEveryProblem(t *testing.T) {
 	o, err := parseFlags(nil)
 	if err != nil || len(o.concurrency) != 3 || len(o.pairs) != 3 {
 		t.Errorf("defaults: %+v %v", o, err)
+	}
+}
+
+func TestReadTargetIsTheResolveOverheadAgainstTheGetP50(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		read, get sample
+		met       bool
+	}{
+		{"overhead below the get", mk("metad", 500, 3, 9, 0), mk("metad", 900, 2, 5, 0), true},
+		{"overhead equal to the get", mk("metad", 500, 4, 9, 0), mk("metad", 900, 2, 5, 0), true},
+		{"overhead above the get", mk("metad", 500, 4.1, 9, 0), mk("metad", 900, 2, 5, 0), false},
+		{"failed reads", mk("metad", 500, 3, 9, 1), mk("metad", 900, 2, 5, 0), false},
+	} {
+		met, why := readVerdict(&row{Metad: []sample{tc.read}, Base: []sample{tc.get}})
+		if met != tc.met {
+			t.Errorf("%s: met = %v (%s), want %v", tc.name, met, why, tc.met)
+		}
+	}
+}
+
+func TestReadPairNeedsTheStore(t *testing.T) {
+	if _, err := parseFlags([]string{"--pairs", "read-get"}); err == nil || !strings.Contains(err.Error(), "--store-args") {
+		t.Errorf("read-get without --store-args: %v", err)
+	}
+	if _, err := parseFlags([]string{"--pairs", "read-get", "--store-args", "--object-dir /x"}); err != nil {
+		t.Errorf("read-get with a store: %v", err)
+	}
+}
+
+// diff prints B/A per system and says whether metad kept at least the
+// share of throughput the other side kept.
+func TestDiffPrintsWhatTheChangeCostEachSide(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, m, e float64) string {
+		s := summary{Label: name, Rows: []*row{{Pair: "commit-append vs put", Concurrency: 64, BaseSystem: baseEtcd,
+			Metad: []sample{mk("metad", m, 1, 10, 0)}, Base: []sample{mk("etcd", e, 1, 10, 0)}}}}
+		b, _ := json.Marshal(s)
+		p := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	plain, tls, worse := write("plain", 1000, 1000), write("tls", 900, 800), write("worse", 700, 800)
+	for _, tc := range []struct {
+		b    string
+		want []string
+	}{
+		{tls, []string{"0.90", "0.80", "yes"}},
+		{worse, []string{"0.70", "0.80", "no"}},
+	} {
+		var out bytes.Buffer
+		if err := diff(&out, plain, tc.b); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("diff lacks %q:\n%s", want, out.String())
+			}
+		}
 	}
 }

@@ -1,7 +1,7 @@
-// Command compare runs metad's operations and their nearest etcd
-// equivalents side by side against two running clusters and prints each
-// pair's ratios. bench/compare.sh starts the clusters and calls it; see
-// PERFORMANCE.md for what it measured.
+// Command compare runs metad's operations next to a baseline — their
+// nearest etcd equivalents, or the bare object-store read — against
+// running clusters and prints each pair's ratios. bench/compare.sh starts
+// the clusters and calls it; see PERFORMANCE.md for what it measured.
 //
 // The pairs:
 //
@@ -13,6 +13,16 @@
 //	resolve vs get        one resolve (linearizable read, pin through
 //	                      Raft, linearizable recheck) vs a linearizable get
 //	                      of a value as large as the resolve response
+//	read vs ranged get    a broker's read (resolve, then a ranged read of
+//	                      the target by its identity: on S3 a GET by
+//	                      VersionId with If-Match) vs the bare ranged read
+//	                      of the same bytes (metad-bench --workload get);
+//	                      needs the servers' object store (--store-args)
+//
+// Every run's JSON and summary.json (all rows, with --label) go to --out;
+// `compare --diff BASE.json NEW.json` sets two summaries side by side — a
+// TLS run against a plain one, or one commit against another — and prints
+// what the change cost each system, as ratios.
 //
 // Interleaving: at each concurrency, every round runs every pair once, the
 // two sides back to back, metad first in even rounds and etcd first in odd
@@ -42,17 +52,27 @@ import (
 
 // options are the command's flags.
 type options struct {
-	metad, etcdload      string
+	metadBench, etcdload string
 	metadAddrs, etcdEnds string
 	duration, warmup     time.Duration
 	rounds               int
 	concurrency          []int
 	pairs                []string
 	out                  string
+	label                string
 	metadArgs            []string
+	etcdArgs             []string
+	storeArgs            []string
 }
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == "--diff" {
+		if err := diff(os.Stdout, os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "compare:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
@@ -68,7 +88,7 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	var conc, pairs string
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
-	fs.StringVar(&o.metad, "metad", "metad", "the metad binary")
+	fs.StringVar(&o.metadBench, "metad-bench", "metad-bench", "the metad-bench binary")
 	fs.StringVar(&o.etcdload, "etcdload", "etcdload", "the etcdload binary")
 	fs.StringVar(&o.metadAddrs, "metad-addrs", "127.0.0.1:7420", "metad gRPC addresses, comma-separated")
 	fs.StringVar(&o.etcdEnds, "etcd-endpoints", "127.0.0.1:2379", "etcd client endpoints, comma-separated")
@@ -77,13 +97,16 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds at each concurrency")
 	fs.StringVar(&conc, "concurrency", "1,16,64", "concurrency levels, comma-separated")
 	fs.StringVar(&pairs, "pairs", "append-put,append-cas,resolve-get", "pairs to run, comma-separated")
-	var metadArgs string
-	fs.StringVar(&metadArgs, "metad-args", "", "extra arguments for every metad bench run, space-separated (e.g. --spread)")
+	var metadArgs, etcdArgs, storeArgs string
+	fs.StringVar(&metadArgs, "metad-args", "", "extra arguments for every metad-bench run, space-separated (e.g. --spread, or the TLS flags)")
+	fs.StringVar(&etcdArgs, "etcd-args", "", "extra arguments for every etcdload run, space-separated (e.g. --cacert ca.pem --cert c.pem --key k.pem)")
+	fs.StringVar(&storeArgs, "store-args", "", "the servers' object store for the read pair, as metad-bench flags (e.g. --object-store s3://b/p --s3-endpoint URL --s3-path-style)")
 	fs.StringVar(&o.out, "out", "", "directory for every run's JSON and summary.json (default: none kept)")
+	fs.StringVar(&o.label, "label", "", "what this run is (settings, commit), kept in summary.json")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	o.metadArgs = strings.Fields(metadArgs)
+	o.metadArgs, o.etcdArgs, o.storeArgs = strings.Fields(metadArgs), strings.Fields(etcdArgs), strings.Fields(storeArgs)
 	var errs []error
 	for _, s := range strings.Split(conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -93,8 +116,10 @@ func parseFlags(args []string) (options, error) {
 		o.concurrency = append(o.concurrency, n)
 	}
 	for _, p := range strings.Split(pairs, ",") {
-		if _, ok := pairByName[p]; !ok {
+		if pr, ok := pairByName[p]; !ok {
 			errs = append(errs, fmt.Errorf("--pairs: unknown pair %q", p))
+		} else if pr.base == baseGet && len(o.storeArgs) == 0 {
+			errs = append(errs, fmt.Errorf("--pairs %s: needs --store-args (the servers' object store)", p))
 		}
 		o.pairs = append(o.pairs, p)
 	}
@@ -107,18 +132,32 @@ func parseFlags(args []string) (options, error) {
 	return o, errors.Join(errs...)
 }
 
-// pair is a metad workload and its etcd counterpart.
+// pair is a metad workload and its baseline: an etcd workload (etcdload)
+// or metad-bench's bare object-store read.
 type pair struct {
 	name          string // as printed
 	metadWorkload string
-	etcdWorkload  string
+	base          string // baseEtcd or baseGet
+	baseWorkload  string
 }
 
+// The baselines a pair can have.
+const (
+	baseEtcd = "etcd"
+	baseGet  = "get" // metad-bench --workload get: the bare ranged read
+)
+
 var pairByName = map[string]pair{
-	"append-put":  {"commit-append vs put", "commit-append", "put"},
-	"append-cas":  {"commit-append vs cas txn", "commit-append", "cas"},
-	"resolve-get": {"resolve vs linearizable get", "resolve", "get"},
+	"append-put":  {"commit-append vs put", "commit-append", baseEtcd, "put"},
+	"append-cas":  {"commit-append vs cas txn", "commit-append", baseEtcd, "cas"},
+	"resolve-get": {"resolve vs linearizable get", "resolve", baseEtcd, "get"},
+	"read-get":    {"read vs ranged get", "read", baseGet, "get"},
 }
+
+// readArgs shape the read pair's load on both sides: 16 streams of 20
+// appends of 64 KiB objects (320 objects, 20 MiB per run), each read
+// 4 KiB, as a broker's fetch of a few records from a segment.
+var readArgs = []string{"--streams", "16", "--appends", "20", "--payload", "65536", "--read-size", "4096"}
 
 // sample is one run's result as either side prints it with -o json.
 type sample struct {
@@ -132,8 +171,15 @@ type sample struct {
 type row struct {
 	Pair        string   `json:"pair"`
 	Concurrency int      `json:"concurrency"`
+	BaseSystem  string   `json:"base_system"` // etcd, or get (the bare object-store read)
 	Metad       []sample `json:"metad"`
-	Etcd        []sample `json:"etcd"`
+	Base        []sample `json:"base"`
+}
+
+// summary is what summary.json holds.
+type summary struct {
+	Label string `json:"label"`
+	Rows  []*row `json:"rows"`
 }
 
 func run(ctx context.Context, o options) error {
@@ -146,7 +192,7 @@ func run(ctx context.Context, o options) error {
 	for _, c := range o.concurrency {
 		byPair := map[string]*row{}
 		for _, p := range o.pairs {
-			byPair[p] = &row{Pair: pairByName[p].name, Concurrency: c}
+			byPair[p] = &row{Pair: pairByName[p].name, Concurrency: c, BaseSystem: pairByName[p].base}
 			rows = append(rows, byPair[p])
 		}
 		for round := range o.rounds {
@@ -162,7 +208,7 @@ func run(ctx context.Context, o options) error {
 	if o.out == "" {
 		return nil
 	}
-	b, err := json.MarshalIndent(rows, "", "  ")
+	b, err := json.MarshalIndent(summary{Label: o.label, Rows: rows}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -181,8 +227,8 @@ func (o options) runPair(ctx context.Context, p pair, r *row, round int) error {
 			s, err = o.runMetad(ctx, p, r.Concurrency, round)
 			r.Metad = append(r.Metad, s)
 		} else {
-			s, err = o.runEtcd(ctx, p, r.Concurrency, round, r.Metad[0].MessageBytes)
-			r.Etcd = append(r.Etcd, s)
+			s, err = o.runBase(ctx, p, r.Concurrency, round, r.Metad[0].MessageBytes)
+			r.Base = append(r.Base, s)
 		}
 		if err != nil {
 			return err
@@ -194,17 +240,33 @@ func (o options) runPair(ctx context.Context, p pair, r *row, round int) error {
 }
 
 func (o options) runMetad(ctx context.Context, p pair, c, round int) (sample, error) {
-	args := []string{"bench", "--addr", o.metadAddrs, "--workload", p.metadWorkload, "-c", strconv.Itoa(c),
-		"--duration", o.duration.String(), "--warmup", o.warmup.String(), "-o", "json"}
-	args = append(args, o.metadArgs...)
-	return o.runJSON(ctx, o.metad, args, fmt.Sprintf("metad-%s-c%d-r%d.json", p.metadWorkload, c, round))
+	args := o.metadBenchArgs(p, p.metadWorkload, c)
+	return o.runJSON(ctx, o.metadBench, args, fmt.Sprintf("metad-%s-c%d-r%d.json", p.metadWorkload, c, round))
 }
 
-func (o options) runEtcd(ctx context.Context, p pair, c, round, valueSize int) (sample, error) {
-	args := []string{"--endpoints", o.etcdEnds, "--workload", p.etcdWorkload, "--concurrency", strconv.Itoa(c),
+// metadBenchArgs are the arguments of one metad-bench run of workload in
+// pair p.
+func (o options) metadBenchArgs(p pair, workload string, c int) []string {
+	args := []string{"--addr", o.metadAddrs, "--workload", workload, "-c", strconv.Itoa(c),
+		"--duration", o.duration.String(), "--warmup", o.warmup.String(), "-o", "json"}
+	args = append(args, o.metadArgs...)
+	if p.base == baseGet {
+		args = append(append(args, readArgs...), o.storeArgs...)
+	}
+	return args
+}
+
+// runBase runs p's baseline: etcd, with values as large as metad's
+// messages, or the bare read.
+func (o options) runBase(ctx context.Context, p pair, c, round, valueSize int) (sample, error) {
+	if p.base == baseGet {
+		return o.runJSON(ctx, o.metadBench, o.metadBenchArgs(p, p.baseWorkload, c), fmt.Sprintf("bare-%s-c%d-r%d.json", p.baseWorkload, c, round))
+	}
+	args := []string{"--endpoints", o.etcdEnds, "--workload", p.baseWorkload, "--concurrency", strconv.Itoa(c),
 		"--duration", o.duration.String(), "--warmup", o.warmup.String(), "--value-size", strconv.Itoa(valueSize),
 		"--keys", "3200", "-o", "json"}
-	return o.runJSON(ctx, o.etcdload, args, fmt.Sprintf("etcd-%s-c%d-r%d.json", p.etcdWorkload, c, round))
+	args = append(args, o.etcdArgs...)
+	return o.runJSON(ctx, o.etcdload, args, fmt.Sprintf("etcd-%s-c%d-r%d.json", p.baseWorkload, c, round))
 }
 
 // runJSON runs bin with args (progress on our stderr) and decodes its JSON.

@@ -1,5 +1,5 @@
 // Command etcdload is the etcd side of metad's side-by-side benchmark: the
-// same closed-loop runner and latency summary as `metad bench` (package
+// same closed-loop runner and latency summary as metad-bench (package
 // github.com/metad/metad/bench/load), driving a running etcd cluster with
 // the operations nearest to metad's:
 //
@@ -13,14 +13,21 @@
 //	      --value-size bytes each (loaded before measuring): the nearest to
 //	      resolve
 //
+// With --cacert (and --cert/--key for etcd's --client-cert-auth) it talks
+// TLS, as etcdctl does with the same flags; bench/compare.sh's TLS=1 mode
+// uses them so that etcd is measured with TLS when metad is.
+//
 // It lives in its own module so that metad's go.mod never sees etcd's
 // client; it reaches the shared runner through a replace directive.
 //
 //	etcdload --endpoints 127.0.0.1:2379 --workload get --concurrency 64 --duration 10s -o json
+//	etcdload --endpoints https://127.0.0.1:2379 --cacert ca.pem --cert client.pem --key client-key.pem --workload put
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -48,6 +55,9 @@ type options struct {
 	keys        int
 	prefix      string
 	output      string
+	caFile      string
+	certFile    string
+	keyFile     string
 }
 
 func main() {
@@ -62,6 +72,9 @@ func main() {
 	flag.IntVar(&o.keys, "keys", 1000, "keys to read from (get)")
 	flag.StringVar(&o.prefix, "prefix", "", "key prefix (default: a fresh one per run)")
 	flag.StringVar(&o.output, "o", "table", "output: table or json")
+	flag.StringVar(&o.caFile, "cacert", "", "PEM CA bundle of the servers' certificates: turns TLS on")
+	flag.StringVar(&o.certFile, "cert", "", "PEM client certificate (for etcd's --client-cert-auth)")
+	flag.StringVar(&o.keyFile, "key", "", "PEM key of --cert")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "etcdload:", err)
@@ -84,7 +97,11 @@ func run(o options) error {
 	if o.prefix == "" {
 		o.prefix = fmt.Sprintf("bench/%x", rand.Uint64())
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(o.endpoints, ","), DialTimeout: 5 * time.Second})
+	tlsConfig, err := o.tlsConfig()
+	if err != nil {
+		return err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(o.endpoints, ","), DialTimeout: 5 * time.Second, TLS: tlsConfig})
 	if err != nil {
 		return err
 	}
@@ -128,7 +145,34 @@ func (o options) validate() error {
 	if o.output != "table" && o.output != "json" {
 		errs = append(errs, fmt.Errorf("-o %q: want table or json", o.output))
 	}
+	if (o.certFile == "") != (o.keyFile == "") || (o.certFile != "" && o.caFile == "") {
+		errs = append(errs, errors.New("--cert and --key: give both, with --cacert"))
+	}
 	return errors.Join(errs...)
+}
+
+// tlsConfig is the client's TLS, or nil without --cacert.
+func (o options) tlsConfig() (*tls.Config, error) {
+	if o.caFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(o.caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--cacert: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--cacert %s: no PEM certificate in it", o.caFile)
+	}
+	c := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if o.certFile != "" {
+		pair, err := tls.LoadX509KeyPair(o.certFile, o.keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--cert/--key: %w", err)
+		}
+		c.Certificates = []tls.Certificate{pair}
+	}
+	return c, nil
 }
 
 // prepare loads what the workload reads and returns its operation.

@@ -2,7 +2,7 @@
 // number of workers each issue one operation at a time, back to back, for a
 // fixed time, and every operation's latency is kept.
 //
-// It is shared by `metad bench` (cmd/metad) and the etcd yardstick
+// It is shared by metad-bench (cmd/metad-bench) and the etcd yardstick
 // (bench/etcdload, its own module) so that both sides of the side-by-side
 // comparison are measured by the same code: the same warm-up rule, the same
 // clock reads around each call, the same percentile definition. A

@@ -8,7 +8,7 @@ import (
 )
 
 // Result summarises the measured part of a run. Its JSON form is what
-// `metad bench -o json` and etcdload print, field for field.
+// `metad-bench -o json` and etcdload print, field for field.
 type Result struct {
 	Concurrency int `json:"concurrency"`
 	// Elapsed runs from the start of measuring until the last worker

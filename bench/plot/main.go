@@ -38,12 +38,18 @@ type sample struct {
 	} `json:"latency"`
 }
 
-// row is one pair at one concurrency.
+// row is one pair at one concurrency. bench/compare writes
+// {"label", "rows"} with each row's other side in "base" and its system in
+// "base_system" ("etcd", or "get": the bare object-store read, which these
+// charts of metad next to etcd leave out); older summaries are a bare
+// array of rows with the other side in "etcd".
 type row struct {
 	Pair        string   `json:"pair"`
 	Concurrency int      `json:"concurrency"`
 	Metad       []sample `json:"metad"`
 	Etcd        []sample `json:"etcd"`
+	Base        []sample `json:"base"`
+	BaseSystem  string   `json:"base_system"`
 }
 
 // metric is what a chart draws from a sample.
@@ -81,9 +87,28 @@ func read(path string) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rows []row
-	if err := json.Unmarshal(b, &rows); err != nil {
+	var all []row
+	if trimmed := strings.TrimSpace(string(b)); strings.HasPrefix(trimmed, "{") {
+		var s struct {
+			Rows []row `json:"rows"`
+		}
+		err = json.Unmarshal(b, &s)
+		all = s.Rows
+	} else {
+		err = json.Unmarshal(b, &all)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var rows []row
+	for _, r := range all {
+		if r.BaseSystem != "" && r.BaseSystem != "etcd" {
+			continue
+		}
+		if len(r.Base) > 0 {
+			r.Etcd = r.Base
+		}
+		rows = append(rows, r)
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("%s: no rows", path)

@@ -72,6 +72,30 @@ func TestMedianOfRounds(t *testing.T) {
 	}
 }
 
+// TestReadsTodaysSummary: bench/compare's summary.json is an object whose
+// rows carry their other side in "base"; rows against the bare
+// object-store read are not drawn.
+func TestReadsTodaysSummary(t *testing.T) {
+	const today = `{"label": "metad abc, TLS=1", "rows": [
+ {"pair": "resolve vs linearizable get", "concurrency": 1, "base_system": "etcd",
+  "metad": [{"throughput": 2500, "latency": {"p50_ms": 0.35, "p99_ms": 1.1}}],
+  "base":  [{"throughput": 1900, "latency": {"p50_ms": 0.47, "p99_ms": 1.2}}]},
+ {"pair": "read vs ranged get", "concurrency": 1, "base_system": "get",
+  "metad": [{"throughput": 300, "latency": {"p50_ms": 2, "p99_ms": 20}}],
+  "base":  [{"throughput": 450, "latency": {"p50_ms": 1, "p99_ms": 27}}]}]}`
+	rows, err := read(writeTemp(t, today))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Pair != "resolve vs linearizable get" {
+		t.Fatalf("rows = %+v", rows)
+	}
+	pts := points(rows, "resolve vs linearizable get", "etcd", func(s sample) float64 { return s.Throughput })
+	if len(pts) != 1 || pts[0].Y != 1900 {
+		t.Errorf("etcd points = %v", pts)
+	}
+}
+
 // TestRefusesAnEmptySummary: nothing to draw is an error, not a blank chart.
 func TestRefusesAnEmptySummary(t *testing.T) {
 	if _, err := read(writeTemp(t, "[]")); err == nil {

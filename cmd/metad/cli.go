@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/cmd/internal/cliflags"
 )
 
 // clientOpts are the flags every client command shares.
@@ -24,7 +21,7 @@ type clientOpts struct {
 	addr    string
 	output  string
 	timeout time.Duration
-	auth    clientAuth
+	auth    cliflags.Auth
 }
 
 func (o *clientOpts) register(cmd *cobra.Command) { o.registerWithTimeout(cmd, 10*time.Second) }
@@ -39,32 +36,18 @@ func (o *clientOpts) registerWithTimeout(cmd *cobra.Command, timeout time.Durati
 	cmd.PersistentFlags().StringVar(&o.addr, "addr", addr, "gRPC address of any member, comma-separated for several (env METAD_ADDR)")
 	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", timeout, "deadline for the whole command")
-	o.auth.register(cmd)
+	o.auth.Register(cmd.PersistentFlags())
 }
 
 func (o *clientOpts) validate() error {
 	if o.output != "table" && o.output != "json" {
 		return usageError{fmt.Errorf("--output %q: want table or json", o.output)}
 	}
-	for _, a := range strings.Split(o.addr, ",") {
-		if err := checkHostPort(strings.TrimSpace(a)); err != nil {
-			return usageError{fmt.Errorf("--addr %q: %w", a, err)}
-		}
+	if err := cliflags.CheckAddrs("--addr", o.addr); err != nil {
+		return err
 	}
 	if o.timeout <= 0 {
 		return usageError{fmt.Errorf("--timeout %v: want a positive duration", o.timeout)}
-	}
-	return nil
-}
-
-// checkHostPort accepts HOST:PORT with a port in 1..65535.
-func checkHostPort(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return errors.New("want HOST:PORT")
-	}
-	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
-		return fmt.Errorf("port %q: want 1 to 65535", port)
 	}
 	return nil
 }
@@ -82,7 +65,7 @@ func (o *clientOpts) runWith(cmd *cobra.Command, adjust func(*client.Config), fn
 	}
 	// SpreadCalls: a command talks to the member it names (`metad members`
 	// shows that member's view), not to whoever leads.
-	cfg := o.auth.config(o.addr)
+	cfg := o.auth.Config(o.addr)
 	cfg.Timeout, cfg.Holder, cfg.SpreadCalls = o.timeout, "metad-cli", true
 	if adjust != nil {
 		adjust(&cfg)
@@ -127,13 +110,11 @@ func addClientCommands(root *cobra.Command) {
 	for _, cmd := range []*cobra.Command{
 		newStatusCmd(o), newMembersCmd(o), newStreamCmd(o), newAppendCmd(o),
 		newIndexCmd(o), newResolveCmd(o), newReadCmd(o), newObjectCmd(o), newEvidenceCmd(o),
-		newQuarantineCmd(o), newRaftCmd(o), newBenchCmd(o),
+		newQuarantineCmd(o), newRaftCmd(o),
 	} {
 		o.register(cmd)
 		root.AddCommand(cmd)
 	}
-	bench, _, _ := root.Find([]string{"bench"})
-	bench.PersistentFlags().Lookup("timeout").Usage = "deadline of each call (not of the whole run)"
 }
 
 // exactArgs is cobra.ExactArgs with the mistake marked as bad usage.

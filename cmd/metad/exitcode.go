@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/cmd/internal/cliflags"
 )
 
 // Exit statuses, the same for every command (README "Exit status").
@@ -36,7 +37,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue), errors.Is(err, client.ErrInvalidArgument):
+	case errors.As(err, &ue), errors.Is(err, cliflags.ErrUsage), errors.Is(err, client.ErrInvalidArgument):
 		return exitUsage
 	case errors.As(err, &nf), errors.Is(err, client.ErrNotFound):
 		return exitNotFound

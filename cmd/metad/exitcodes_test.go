@@ -186,8 +186,6 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{append([]string{"raft", "untombstone", "n9"}, unreachable...), 4},
 		{[]string{"raft", "untombstone", "n9"}, 3}, // no tombstone
 
-		{[]string{"bench", "--bogus"}, 2},
-
 		{[]string{"snapshot", "bogus"}, 2},
 		{[]string{"snapshot", "save"}, 2},
 		{append([]string{"snapshot", "save", filepath.Join(tmp, "x.snap")}, unreachable...), 4},

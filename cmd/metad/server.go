@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/metad/metad/cmd/internal/cliflags"
 	"github.com/metad/metad/node"
 )
 
@@ -72,7 +73,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Membership.BootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many servers are seen (0: single node if alone and no --join, else wait to be added)")
 	fs.StringSliceVar(&c.Membership.Join, "join", nil, "gossip address of a member to join (repeatable)")
 	fs.StringVar(&c.ObjectDir, "object-dir", "", "local object store directory, an alias of --object-store file://DIR (default <data-dir>/objects); share it between nodes and brokers on one machine")
-	registerObjectStoreFlags(fs, &c.Objects)
+	cliflags.RegisterObjectStore(fs, &c.Objects)
 	fs.BoolVar(&c.EnablePprof, "pprof", false, "serve /debug/pprof on the HTTP admin address")
 	fs.BoolVar(&c.API.VerifyObjects, "verify-objects", false, "resolve checks each target's identity in the object store before returning it")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")

@@ -58,7 +58,7 @@ has passed, or until the stream is deleted; --timeout does not bound it.`,
 func (o *clientOpts) watch(ctx context.Context, w io.Writer, id, from uint64, duration time.Duration) error {
 	// The members' TLS and token settings, as every client command; not
 	// SpreadCalls: Watch balances over the members by itself.
-	cfg := o.auth.config(o.addr)
+	cfg := o.auth.Config(o.addr)
 	cfg.Timeout, cfg.Holder = o.timeout, "metad-cli"
 	c, err := client.New(cfg)
 	if err != nil {

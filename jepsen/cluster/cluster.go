@@ -4,6 +4,11 @@
 // gossip) goes through its own Proxy, and kills, pauses, resumes, wipes,
 // restarts, partitions, slows and skews them. Clients connect to the
 // servers' gRPC addresses directly, never through proxies.
+//
+// The object store (store.go) is a shared directory or a versioned bucket
+// in a real SeaweedFS weed mini, reached by servers and harness alike
+// through an S3Proxy that can hide a key; it can hide and restore a
+// version, and pause, kill and restart weed.
 package cluster
 
 import (
@@ -41,6 +46,8 @@ type Config struct {
 	// TLS runs every server with mutual TLS and the harness's clients with
 	// an operator certificate (tls.go).
 	TLS bool
+	// Store is the object store: StoreLocal (default) or StoreS3 (store.go).
+	Store string
 }
 
 // Validate reports every problem at once.
@@ -90,7 +97,8 @@ type Node struct {
 type Cluster struct {
 	cfg     Config
 	Nodes   []*Node
-	Objects string // the shared object store directory
+	Objects string // the local store's directory, or weed mini's
+	Store   *ObjectStore
 	proxies map[Link]*Proxy
 	clients []*client.Client // one per node, direct
 	mu      sync.Mutex       // guards every Node's process fields
@@ -101,11 +109,19 @@ func New(cfg Config) (*Cluster, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, Objects: filepath.Join(cfg.Dir, "objects"), proxies: map[Link]*Proxy{}}
-	if err := os.MkdirAll(c.Objects, 0o755); err != nil {
+	if cfg.Store == "" {
+		cfg.Store = StoreLocal
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	store, err := newObjectStore(cfg.Store, cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, Objects: store.Dir, Store: store, proxies: map[Link]*Proxy{}}
 	if err := writePeerSecret(c.peerSecretFile()); err != nil {
+		c.Close()
 		return nil, err
 	}
 	for i := range cfg.Nodes {
@@ -114,6 +130,7 @@ func New(cfg Config) (*Cluster, error) {
 		for _, addr := range []*string{&n.GRPC, &n.Raft, &n.Gossip, &n.HTTP} {
 			var err error
 			if *addr, err = freePort(); err != nil {
+				c.Close()
 				return nil, err
 			}
 		}
@@ -170,8 +187,9 @@ func (c *Cluster) Client(i int) *client.Client { return c.clients[i] }
 func (c *Cluster) args(i int, fresh bool) []string {
 	n := c.Nodes[i]
 	a := []string{"server", "--node-id", n.ID, "--data-dir", n.DataDir, "--grpc-addr", n.GRPC, "--raft-addr", n.Raft,
-		"--gossip-addr", n.Gossip, "--http-addr", n.HTTP, "--object-dir", c.Objects, "--log-level", "info",
+		"--gossip-addr", n.Gossip, "--http-addr", n.HTTP, "--log-level", "info",
 		"--peer-secret-file", c.peerSecretFile()}
+	a = append(a, c.Store.ServerArgs()...)
 	if !fresh {
 		a = append(a, "--bootstrap-expect", fmt.Sprint(len(c.Nodes)))
 	}
@@ -396,6 +414,7 @@ func (c *Cluster) Close() {
 	for _, cl := range c.clients {
 		cl.Close()
 	}
+	c.Store.Close()
 }
 
 // Build compiles cmd/metad with the fault hooks into dir and returns the

@@ -47,6 +47,12 @@ const (
 	KindWatch = "watch"
 	// KindEvidence is the final ListEvidence of a stream (read-back).
 	KindEvidence = "evidence"
+	// KindReport is ReportCandidateFailure: In.Report names the candidate
+	// and the kind, Out.Report the server's answer.
+	KindReport = "report"
+	// KindQuarantine is the end-of-run ListQuarantined (Final), after
+	// quarantine had time to heal: Out.Quarantined lists what stayed.
+	KindQuarantine = "quarantine"
 )
 
 // Range is the half-open offset range [Start, End).
@@ -112,6 +118,8 @@ type Input struct {
 	Content *Content `json:"content,omitempty"`
 	// From is the version a watch session resumed after (0: a fresh start).
 	From uint64 `json:"from,omitempty"`
+	// Report is what a report op says about a candidate.
+	Report *Report `json:"report,omitempty"`
 }
 
 // Event is one event a watch session delivered (metad.proto WatchEvent):
@@ -150,6 +158,32 @@ type Evidence struct {
 	Range   Range  `json:"range"`
 	Object  Object `json:"obj"`
 	Version uint64 `json:"v"`
+}
+
+// Report is a ReportCandidateFailure request: the candidate (a target the
+// reporter resolved), its object, the failure kind (CORRUPT,
+// OBJECT_MISSING, IDENTITY_MISMATCH) and whether the reporter knows it is
+// false (it had just read the bytes intact).
+type Report struct {
+	Candidate Candidate `json:"cand"`
+	Object    Object    `json:"obj"`
+	Kind      string    `json:"kind"`
+	False     bool      `json:"false,omitempty"`
+}
+
+// Verdict is the server's answer to a report.
+type Verdict struct {
+	Confirmed   bool   `json:"confirmed"`
+	Quarantined bool   `json:"quarantined,omitempty"`
+	Verdict     string `json:"verdict,omitempty"`
+}
+
+// Quarantined is one record ListQuarantined lists.
+type Quarantined struct {
+	Stream    uint64    `json:"stream"`
+	Candidate Candidate `json:"cand"`
+	Range     Range     `json:"range"`
+	Object    Object    `json:"obj"`
 }
 
 // Content describes an object's bytes: Prefix filler bytes, then the
@@ -230,6 +264,10 @@ type Output struct {
 	Events []Event `json:"events,omitempty"`
 	// Evidence is a stream's append evidence, in offset order (evidence).
 	Evidence []Evidence `json:"evidence,omitempty"`
+	// Report is the answer to a report; Quarantined the records a
+	// quarantine listing showed (of every stream: the op's Stream is 0).
+	Report      *Verdict      `json:"report,omitempty"`
+	Quarantined []Quarantined `json:"quarantined,omitempty"`
 }
 
 // Op is one operation of the history.
@@ -256,7 +294,7 @@ type Op struct {
 // IsWrite reports whether the op kind is a mutation.
 func (o *Op) IsWrite() bool {
 	switch o.Kind {
-	case KindDescribe, KindResolve, KindWatch, KindEvidence:
+	case KindDescribe, KindResolve, KindQuarantine, KindWatch, KindEvidence:
 		return false
 	}
 	return true
@@ -277,6 +315,8 @@ type Fault struct {
 	// MaxSkew is the largest clock offset set (clock faults): machine time
 	// may run ahead of the wall clock until End + MaxSkew.
 	MaxSkew int64 `json:"max_skew,omitempty"`
+	// Object is the object a flapping fault hid from Start to End.
+	Object *Object `json:"object,omitempty"`
 	// Config is what the membership nemeses (amnesia, long-partition) saw
 	// of the Raft configuration.
 	Config *ConfigSeen `json:"config,omitempty"`

@@ -10,7 +10,7 @@ import (
 
 // Anomaly is one violation of a guarantee found in a history.
 type Anomaly struct {
-	Check  string `json:"check"` // G1, G2, G3, G5, G6, G8, G9, converge
+	Check  string `json:"check"` // G1, G2, G3, G5, G6, G8, G9, G10, G12, converge
 	Op     int    `json:"op"`    // history op id, -1 if none
 	Stream uint64 `json:"stream,omitempty"`
 	Detail string `json:"detail"`
@@ -31,6 +31,7 @@ func CheckAll(h history.History) []Anomaly {
 	out = append(out, CheckDurable(h)...)
 	out = append(out, CheckWatch(h)...)
 	out = append(out, CheckMembership(h)...)
+	out = append(out, CheckStore(h)...)
 	return out
 }
 
@@ -254,6 +255,9 @@ func CheckData(h history.History) []Anomaly {
 		}
 		t, rd := op.Out.Target, op.Out.Read
 		if rd.Result != "ok" {
+			if hidden(h.Faults, t.Object.Key, op.Call, rd.At) {
+				continue // the flapping nemesis hid it (report.go)
+			}
 			if why := lostUnderPin(t.Object.Key, *rd, op.Call+t.PinTTL*9/10, rep); why != "" {
 				out = append(out, Anomaly{Check: "G9", Op: op.ID, Stream: op.Stream, Detail: why})
 			}
@@ -310,6 +314,9 @@ func CheckPins(h history.History) []Anomaly {
 			continue
 		}
 		for _, w := range op.Out.Watches {
+			if hidden(h.Faults, op.In.Object.Key, w.At-readWindow, w.At) {
+				continue // the flapping nemesis hid it (report.go)
+			}
 			if why := lostUnderPin(op.In.Object.Key, w, op.Call+op.In.TTLNanos*9/10, rep); why != "" {
 				out = append(out, Anomaly{Check: "G9", Op: op.ID, Stream: op.Stream, Detail: why})
 				break

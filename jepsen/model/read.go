@@ -120,7 +120,7 @@ func (s Stream) checkTarget(in *history.Input, t *history.Target, cands []candid
 		if c.gen == t.Generation && c.rec.Range.Start == t.Start {
 			return s.sameRecord(t, c)
 		}
-		if c.admissible && !maybeExcluded(in.Exclude, c) {
+		if c.admissible && !maybeExcluded(in.Exclude, c) && !s.suspect(t.View, c) {
 			return fmt.Sprintf("target g%d/%d is not the newest admissible candidate: g%d/%d is (G7)",
 				t.Generation, t.Start, c.gen, c.rec.Range.Start)
 		}

@@ -23,6 +23,11 @@ type Stream struct {
 	// bytes, sorted by key. Records naming another identity of such a key
 	// are not admissible (G8: detected, never served).
 	Replaced []KeyIdentity
+	// Suspect holds records a confirmed (or indeterminate) failure report
+	// may have quarantined, sorted: the repair job lifts quarantine at a
+	// time the history does not show, so from the report on, a resolve may
+	// pass such a record over or return it (report.go).
+	Suspect []RecordID
 	// Views: [0] COMMITTED (whose generation 0 is implicit: it is the
 	// append evidence), [1] TOPIC_COMPACTED.
 	Views [2]View
@@ -183,6 +188,9 @@ func (s Stream) String() string {
 	}
 	if len(s.Replaced) > 0 {
 		fmt.Fprintf(&b, " replaced=%d", len(s.Replaced))
+	}
+	if len(s.Suspect) > 0 {
+		fmt.Fprintf(&b, " suspect=%d", len(s.Suspect))
 	}
 	return b.String()
 }

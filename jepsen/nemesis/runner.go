@@ -25,6 +25,7 @@ type Runner struct {
 	Cluster  *cluster.Cluster
 	Recorder *history.Recorder
 	Workload Workload
+	Objects  Objects // for the flapping nemesis (store.go)
 	Log      *slog.Logger
 	// MinOps is how many successful operations must complete after a heal
 	// (or the start) before the next fault; MaxWait bounds that wait.
@@ -159,6 +160,8 @@ func (r *Runner) inject(ctx context.Context, st Step) injected {
 		return r.amnesia(ctx, st, f)
 	case LongPartition:
 		return r.longPartition(ctx, st, f)
+	case StoreUnavailable, Flapping:
+		return r.storeFault(ctx, st, f)
 	case Clock:
 		return r.skew(ctx, st, f)
 	case Slow:

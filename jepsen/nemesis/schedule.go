@@ -10,6 +10,8 @@
 // moment and restarted under its id) and longpartition.go (a node cut off
 // for Options.LongHold); both record the Raft configuration they saw in
 // the fault (history.ConfigSeen) for model.CheckMembership.
+// The object-store faults (store.go: store-unavailable, flapping) are in
+// no matrix; a run names them (nor are the membership faults).
 package nemesis
 
 import (
@@ -69,7 +71,7 @@ func ParseKinds(s string) ([]string, error) {
 		kind, shape, _ := strings.Cut(k, ":")
 		sh, ok := shapes[kind]
 		if !ok {
-			return nil, fmt.Errorf("nemesis %q: want one of %s", k, strings.Join(append(slices.Clone(AllKinds), MembershipKinds...), ", "))
+			return nil, fmt.Errorf("nemesis %q: want one of %s", k, strings.Join(slices.Concat(AllKinds, MembershipKinds, StoreKinds), ", "))
 		}
 		if shape != "" && !slices.Contains(sh, shape) {
 			return nil, fmt.Errorf("nemesis %q: %s has shapes %s", k, kind, strings.Join(sh, ", "))
@@ -189,6 +191,8 @@ func (s Step) expectedHold() time.Duration {
 		return s.Hold + longPartitionRejoin
 	case s.Quiesce:
 		return quiesceAllowance + s.Hold
+	case s.Kind == StoreUnavailable && s.Shape == "kill":
+		return s.Hold + storeRestartAllowance
 	}
 	return s.Hold
 }

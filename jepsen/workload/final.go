@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/metad/metad/jepsen/history"
 	"github.com/metad/metad/jepsen/model"
@@ -16,19 +17,27 @@ import (
 // (ListEvidence), for CheckWatch, after every watcher was resumed to the
 // end of its stream's history. Streams are read in parallel, each in four
 // slices; failures are retried on other nodes.
+//
+// An offset that will not read is tried again, polling, until HealWait has
+// passed since the read-back began (at least four times): a record
+// quarantined while its object was gone heals within one repair scan
+// interval once the object is back, and the read-back must not give up
+// before then. An offset that never reads stays unread, and CheckDurable
+// and CheckIntact report it.
 func (w *Workload) ReadBack(ctx context.Context) {
 	w.drainWatchers(ctx)
+	healBy := time.Now().Add(w.cfg.HealWait)
 	var wg sync.WaitGroup
 	for si := range w.streams {
 		wg.Add(1)
-		go func() { defer wg.Done(); w.readBackStream(ctx, si) }()
+		go func() { defer wg.Done(); w.readBackStream(ctx, si, healBy) }()
 	}
 	wg.Wait()
 }
 
 const readBackTries = 4
 
-func (w *Workload) readBackStream(ctx context.Context, si int) {
+func (w *Workload) readBackStream(ctx context.Context, si int, healBy time.Time) {
 	h := w.streams[si]
 	var d history.Op
 	for i := range readBackTries {
@@ -50,20 +59,23 @@ func (w *Workload) readBackStream(ctx context.Context, si int) {
 	for k := range uint64(slices) {
 		from, to := lo+(hi-lo)*k/slices, lo+(hi-lo)*(k+1)/slices
 		wg.Add(1)
-		go func() { defer wg.Done(); w.readBackRange(ctx, h, from, to, replaced, int(k)) }()
+		go func() { defer wg.Done(); w.readBackRange(ctx, h, from, to, replaced, int(k), healBy) }()
 	}
 	wg.Wait()
 }
 
 // readBackRange reads [from, to) record by record.
-func (w *Workload) readBackRange(ctx context.Context, h *hint, from, to uint64, replaced []history.Range, k int) {
+func (w *Workload) readBackRange(ctx context.Context, h *hint, from, to uint64, replaced []history.Range, k int, healBy time.Time) {
 	for o := from; o < to && ctx.Err() == nil; {
 		next := o + 1
 		if r, ok := containing(replaced, o); ok {
 			o = r.End // its bytes were replaced: unreadable by design (G8)
 			continue
 		}
-		for i := range readBackTries {
+		for i := 0; (i < readBackTries || time.Now().Before(healBy)) && ctx.Err() == nil; i++ {
+			if i >= readBackTries {
+				sleepCtx(ctx, 250*time.Millisecond) // polling for quarantine to heal
+			}
 			op := w.resolveAndRead(ctx, (i+k)%len(w.cfg.Clients), 990+k, h, model.Committed, o, true)
 			if op.Out != nil && op.Out.Target != nil && op.Out.Read.Result == "ok" {
 				next = max(next, op.Out.Target.Resolved.End)

@@ -3,9 +3,11 @@
 // one writer per stream (appends through the object store, trims,
 // generations in both views, retires, epoch bumps, fenced appends, object
 // replacement, watched pins), readers resolving and reading bytes under
-// the target's identity while all that happens, and (stream profile)
-// watchers following streams with the Watch RPC in resumed sessions
-// (watcher.go).
+// the target's identity while all that happens, (stream profile) watchers
+// following streams with the Watch RPC in resumed sessions (watcher.go),
+// and optionally false reporters (reports.go), which report healthy
+// candidates as broken. At the end it lists what stayed quarantined and
+// reads every offset back.
 //
 // Mutations carry request ids; the client library retries retryable
 // failures with the same id, and an operation is recorded indeterminate
@@ -73,8 +75,15 @@ type Config struct {
 	WatchClients []*client.Client
 	// Objects is the store shared with the servers.
 	Objects objectstore.Store
-	Rec     *history.Recorder
-	Log     *slog.Logger
+	// FalseReports is the number of clients that report healthy
+	// candidates as broken (reports.go). Default 0.
+	FalseReports int
+	// HealWait is how long the end-of-run read-back keeps trying an offset
+	// (and waits for quarantine to drain): a quarantined record with intact
+	// bytes heals within one repair scan interval. Default 0: four tries.
+	HealWait time.Duration
+	Rec      *history.Recorder
+	Log      *slog.Logger
 }
 
 // Validate reports every problem at once.
@@ -96,6 +105,9 @@ func (c Config) Validate() error {
 	}
 	if c.Watchers > 0 && len(c.WatchClients) != len(c.NodeIDs) {
 		errs = append(errs, fmt.Errorf("workload: Watchers need one WatchClient per node, have %d for %d nodes", len(c.WatchClients), len(c.NodeIDs)))
+	}
+	if c.FalseReports < 0 || c.FalseReports > 16 {
+		errs = append(errs, fmt.Errorf("workload: FalseReports %d outside [0, 16]", c.FalseReports))
 	}
 	if c.OpTimeout < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("workload: OpTimeout %s below 100ms", c.OpTimeout))
@@ -119,6 +131,9 @@ type Workload struct {
 	watchers sync.WaitGroup
 	// follows are the stream watchers (watcher.go), set by Run.
 	follows []*watchFollow
+	// recent are targets readers read intact, for the flapping nemesis.
+	recentMu sync.Mutex
+	recent   []history.Target
 }
 
 // hint is what readers know of a stream, updated by every answer.
@@ -218,6 +233,11 @@ func (w *Workload) Run(ctx context.Context) {
 		go func() { defer wg.Done(); rd.run(ctx) }()
 	}
 	w.runWatchers(ctx, &wg)
+	for i := range w.cfg.FalseReports {
+		fr := w.newFalseReporter(i)
+		wg.Add(1)
+		go func() { defer wg.Done(); fr.run(ctx) }()
+	}
 	wg.Wait()
 	w.watchers.Wait()
 }

@@ -196,16 +196,27 @@ func (wr *writer) putObject(ctx context.Context, kind string, content history.Co
 	wr.keys++
 	key := fmt.Sprintf("jepsen/s%d/%s-%d-%d", wr.h.id, kind, wr.end, wr.keys)
 	data, parts := model.Layout(wr.h.id, content)
-	obj := history.Object{Key: key, Identity: model.Identity(data)}
-	cctx, cancel := wr.ctx(ctx)
-	defer cancel()
-	info, err := wr.w.cfg.Objects.Put(cctx, key, bytes.NewReader(data))
-	if err != nil || info.Identity != obj.Identity {
-		wr.w.cfg.Log.Warn("object put failed", "key", key, "err", err, "identity", info.Identity, "want", obj.Identity)
+	obj, ok := wr.put(ctx, key, data)
+	if !ok {
 		return obj, nil, false
 	}
 	op := wr.register(ctx, history.KindRegister, obj, uint64(len(data)), content)
 	return obj, parts, op.Status == history.OK
+}
+
+// put stores data under key and returns the version's identity, which
+// the store decides (the local store's is the bytes' digest; S3's names the
+// VersionId and ETag too).
+func (wr *writer) put(ctx context.Context, key string, data []byte) (history.Object, bool) {
+	cctx, cancel := wr.ctx(ctx)
+	defer cancel()
+	info, err := wr.w.cfg.Objects.Put(cctx, key, bytes.NewReader(data))
+	if err != nil {
+		// Expected while a store fault holds; nothing was registered.
+		wr.w.cfg.Log.Info("object put failed", "key", key, "err", err)
+		return history.Object{Key: key}, false
+	}
+	return history.Object{Key: key, Identity: info.Identity}, true
 }
 
 func (wr *writer) register(ctx context.Context, kind string, obj history.Object, size uint64, content history.Content) history.Op {
@@ -323,15 +334,16 @@ func (wr *writer) replaceOnce(ctx context.Context) {
 	k := &wr.appends[cands[wr.rng.IntN(len(cands))]]
 	content := history.Content{Offsets: []history.Range{k.rng}, Prefix: 20 + wr.rng.IntN(8), Salt: 1 + wr.rng.Uint64N(1<<20)}
 	data, _ := model.Layout(wr.h.id, content)
-	obj := history.Object{Key: k.obj.Key, Identity: model.Identity(data)}
+	// The new version first: its identity is the store's to decide. The
+	// store is versioned, so the old version stays readable until metad
+	// lets GC delete it.
+	obj, ok := wr.put(ctx, k.obj.Key, data)
+	if !ok {
+		return
+	}
 	op := wr.register(ctx, history.KindReplace, obj, uint64(len(data)), content)
 	if op.Status == history.OK || op.Status == history.Info {
 		k.replaced = true
-		cctx, cancel := wr.ctx(ctx)
-		defer cancel()
-		if _, err := wr.w.cfg.Objects.Put(cctx, obj.Key, bytes.NewReader(data)); err != nil {
-			wr.w.cfg.Log.Warn("replace put failed", "key", obj.Key, "err", err)
-		}
 	}
 }
 

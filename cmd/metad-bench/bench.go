@@ -23,16 +23,17 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/bench/load"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/cmd/internal/cliflags"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/objectstore"
 )
 
-// `metad bench` drives a running cluster with one workload and prints what
+// metad-bench drives a running cluster with one workload and prints what
 // it measured. The runner and the latency summary are package bench/load,
 // shared with the etcd yardstick (bench/etcdload) so that both sides of
 // bench/compare.sh are measured the same way. PERFORMANCE.md has figures.
 
-// benchOpts are the flags of `metad bench`.
+// benchOpts are the flags of metad-bench.
 type benchOpts struct {
 	workload    string
 	concurrency int
@@ -44,18 +45,23 @@ type benchOpts struct {
 	offsets     uint64
 	readRatio   float64
 	records     int
-	objectDir   string
+	readSize    int
+	objects     cliflags.ClientObjectStore
 	release     bool
 	spread      bool
 	prefix      string
 }
 
-var benchWorkloads = []string{"commit-append", "resolve", "mixed", "publish"}
+var benchWorkloads = []string{"commit-append", "resolve", "mixed", "publish", "read", "get"}
 
-func newBenchCmd(o *clientOpts) *cobra.Command {
+// readWorkloads read bytes from the object store, so they need one.
+func readWorkload(w string) bool { return w == "read" || w == "get" }
+
+func newBenchCmd() *cobra.Command {
 	var b benchOpts
+	o := &clientOpts{}
 	cmd := &cobra.Command{
-		Use:   "bench",
+		Use:   "metad-bench",
 		Short: "Drive the cluster with a workload and print throughput, latency percentiles and errors",
 		Long: `Run a closed-loop load test against a running cluster: --concurrency workers,
 each with one call in flight, for --duration after --warmup. Prints throughput,
@@ -70,7 +76,7 @@ Workloads:
                  object store and registers the object (three steps, all timed);
                  without it each worker registers one synthetic object once and
                  every append references a --payload-byte range of it, so only
-                 metadata is measured.
+                 metadata is measured. (--object-store works as --object-dir.)
   resolve        loads --streams streams with --appends indexed appends each,
                  then resolves random committed offsets in COMMITTED (each
                  resolve takes a pin; --release also releases it, timed,
@@ -79,17 +85,37 @@ Workloads:
   mixed          resolve with probability --read-ratio, else commit-append.
   publish        each worker publishes ever newer COMMITTED generations of
                  --records records over its own stream (they accumulate).
+  read           a broker's read, end to end: loads --streams streams with
+                 --appends appends whose --payload bytes are written to the
+                 object store (--object-store, required), then resolves a
+                 random committed offset and reads --read-size bytes of the
+                 target's object by its identity (S3: a ranged GET by
+                 VersionId with If-Match).
+  get            the bare ranged read of the same bytes, with no resolve: the
+                 same load, the same offsets, the object looked up locally.
+                 Run it next to read: the difference is what metad adds.
 
 Calls go to the leader once the client knows it, as a broker's would; --spread
 sends them round robin over --addr instead (followers then serve them).
 --timeout is the deadline of each call, not of the whole run. Streams are named
 --prefix (default bench-<random>), so runs do not collide.`,
-		Example: `  metad bench --workload commit-append --concurrency 16 --duration 30s
-  metad bench --workload resolve -c 64 --streams 64 -o json
-  metad bench --workload mixed --read-ratio 0.9 -c 32`,
-		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, o, b) },
+		Example: `  metad-bench --workload commit-append --concurrency 16 --duration 30s
+  metad-bench --workload resolve -c 64 --streams 64 -o json
+  metad-bench --workload mixed --read-ratio 0.9 -c 32
+  metad-bench --workload read -c 16 --streams 16 --appends 20 --payload 65536 --read-size 4096 \
+      --object-store s3://metad/bench --s3-endpoint http://127.0.0.1:8333 --s3-path-style`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 0 {
+				return usageError(fmt.Errorf("metad-bench takes no arguments, received %d", len(args)))
+			}
+			return nil
+		},
+		RunE:          func(cmd *cobra.Command, _ []string) error { return runBench(cmd, o, &b) },
+		SilenceUsage:  true,
+		SilenceErrors: true,
 	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	o.register(cmd)
 	f := cmd.Flags()
 	f.StringVar(&b.workload, "workload", "commit-append", strings.Join(benchWorkloads, ", "))
 	f.IntVarP(&b.concurrency, "concurrency", "c", 16, "workers, each with one call in flight")
@@ -101,7 +127,8 @@ sends them round robin over --addr instead (followers then serve them).
 	f.Uint64Var(&b.offsets, "offsets", 10, "offsets per append")
 	f.Float64Var(&b.readRatio, "read-ratio", 0.9, "share of resolves (mixed)")
 	f.IntVar(&b.records, "records", 1, "records per published generation (publish)")
-	f.StringVar(&b.objectDir, "object-dir", "", "write payloads to this object store (the servers' --object-dir); default: synthetic objects")
+	f.IntVar(&b.readSize, "read-size", 0, "bytes each read reads (read, get; default: the whole --payload)")
+	b.objects.Register(f, "", "write payloads to this local object store, an alias of --object-store file://DIR (the servers'); default: synthetic objects")
 	f.BoolVar(&b.release, "release", false, "release each resolve's pin too (resolve, mixed)")
 	f.BoolVar(&b.spread, "spread", false, "spread calls round robin over --addr instead of sending them to the leader once known")
 	f.StringVar(&b.prefix, "prefix", "", "stream name prefix (default bench-<random>)")
@@ -128,8 +155,11 @@ func (b benchOpts) validate() error {
 		bad("--warmup %v: want 0..%v", b.warmup, load.MaxWarmup)
 	}
 	errs = append(errs, b.validateShape()...)
+	if readWorkload(b.workload) && !b.objects.Named() {
+		bad("--workload %s: needs the servers' object store (--object-store or --object-dir)", b.workload)
+	}
 	if err := errors.Join(errs...); err != nil {
-		return usageError{err}
+		return usageError(err)
 	}
 	return nil
 }
@@ -150,10 +180,13 @@ func (b benchOpts) validateShape() []error {
 	if b.readRatio < 0 || b.readRatio > 1 {
 		bad("--read-ratio %v: want 0..1", b.readRatio)
 	}
+	if b.readSize < 0 || b.readSize > b.payload {
+		bad("--read-size %d: want 0..--payload (%d)", b.readSize, b.payload)
+	}
 	return errs
 }
 
-// benchReport is what `metad bench -o json` prints: the shared load.Result
+// benchReport is what `metad-bench -o json` prints: the shared load.Result
 // plus what was run.
 type benchReport struct {
 	System   string `json:"system"`
@@ -162,6 +195,8 @@ type benchReport struct {
 	// (metadata only) or "written to DIR".
 	Objects string `json:"objects"`
 	Payload int    `json:"payload"`
+	// ReadSize is the bytes each read of read and get reads.
+	ReadSize int `json:"read_size,omitempty"`
 	// MessageBytes is the protobuf size of one commit-append request
 	// (commit-append, publish) or one resolve response (resolve, mixed):
 	// the metadata each call moves, for sizing the etcd yardstick's values.
@@ -174,13 +209,16 @@ type benchReport struct {
 	load.Result
 }
 
-func runBench(cmd *cobra.Command, o *clientOpts, b benchOpts) error {
+func runBench(cmd *cobra.Command, o *clientOpts, b *benchOpts) error {
 	if err := errors.Join(o.validate(), b.validate()); err != nil {
 		return err
 	}
+	if b.readSize == 0 {
+		b.readSize = b.payload
+	}
 	// Like a broker's client, calls go to the leader once it is known,
 	// unless --spread asks to measure the members the way they are named.
-	ccfg := o.auth.config(o.addr)
+	ccfg := o.auth.Config(o.addr)
 	ccfg.Timeout, ccfg.Holder, ccfg.SpreadCalls = o.timeout, "metad-bench", b.spread
 	c, err := client.New(ccfg)
 	if err != nil {
@@ -189,8 +227,8 @@ func runBench(cmd *cobra.Command, o *clientOpts, b benchOpts) error {
 	defer c.Close()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
-	env := &benchEnv{c: c, opts: b, timeout: o.timeout, status: cmd.ErrOrStderr()}
-	if err := env.openStore(); err != nil {
+	env := &benchEnv{c: c, opts: *b, timeout: o.timeout, status: cmd.ErrOrStderr()}
+	if err := env.openStore(ctx, cmd); err != nil {
 		return err
 	}
 	op, rep, err := env.prepare(ctx)
@@ -219,6 +257,15 @@ func benchReason(err error) string {
 	if errors.As(err, &oe) {
 		return "OUTCOME_" + oe.outcome.String()
 	}
+	for _, se := range []struct {
+		err    error
+		reason string
+	}{{objectstore.ErrNotFound, "STORE_NOT_FOUND"}, {objectstore.ErrIdentityMismatch, "STORE_IDENTITY_MISMATCH"},
+		{objectstore.ErrCorrupt, "STORE_CORRUPT"}, {objectstore.ErrUnavailable, "STORE_UNAVAILABLE"}} {
+		if errors.Is(err, se.err) {
+			return se.reason
+		}
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "DEADLINE_EXCEEDED"
 	}
@@ -241,6 +288,9 @@ func benchTable(tw *tabwriter.Writer, r benchReport) {
 	}
 	fmt.Fprintf(tw, "metad %s%s  concurrency %d  objects: %s  payload %d B  message %d B\n",
 		r.Workload, release, r.Concurrency, r.Objects, r.Payload, r.MessageBytes)
+	if r.ReadSize > 0 {
+		fmt.Fprintf(tw, "each read reads %d B of an object\n", r.ReadSize)
+	}
 	fmt.Fprintf(tw, "measured %.1fs  ops %d  throughput %.0f/s\n\n", r.ElapsedSeconds, r.Ops, r.Throughput)
 	fmt.Fprintln(tw, "KIND\tOPS\tOPS/S\tMEAN\tP50\tP90\tP99\tP99.9\tMAX (ms)")
 	row := func(kind string, ops int64, tput float64, l load.Latency) {
@@ -273,16 +323,17 @@ type benchEnv struct {
 	// only by worker w.
 	writers []*benchWriter
 	reads   []benchStream
+	buffers [][]byte // buffers[w]: worker w's read buffer (read, get)
 }
 
-func (e *benchEnv) openStore() error {
+func (e *benchEnv) openStore(ctx context.Context, cmd *cobra.Command) error {
 	if e.opts.prefix == "" {
 		e.opts.prefix = fmt.Sprintf("bench-%08x", rand.Uint32())
 	}
-	if e.opts.objectDir == "" {
+	if !e.opts.objects.Named() {
 		return nil
 	}
-	store, err := objectstore.NewLocal(e.opts.objectDir)
+	store, err := e.opts.objects.Open(ctx, cmd.Flags())
 	e.store = store
 	return err
 }
@@ -294,7 +345,10 @@ func (e *benchEnv) prepare(ctx context.Context) (load.Op, benchReport, error) {
 	rep := benchReport{System: "metad", Workload: b.workload, Objects: "synthetic", Payload: b.payload,
 		Release: b.release && (b.workload == "resolve" || b.workload == "mixed"), Spread: b.spread}
 	if e.store != nil {
-		rep.Objects = "written to " + b.objectDir
+		rep.Objects = "written to " + b.objects.Describe()
+	}
+	if readWorkload(b.workload) {
+		return e.prepareReads(ctx, rep)
 	}
 	if b.workload != "resolve" {
 		e.say("creating %d writer streams", b.concurrency)
@@ -484,7 +538,12 @@ func (e *benchEnv) publishOnce(ctx context.Context, w *benchWriter) error {
 }
 
 // benchStream is a loaded stream to resolve in.
-type benchStream struct{ id, end uint64 }
+type benchStream struct {
+	id, end uint64
+	// objects[i] holds the bytes of the i-th append (offsets
+	// i*--offsets up to the next), when there is an object store.
+	objects []*metadpb.ObjectRef
+}
 
 // loadReads creates --streams streams with --appends indexed appends each
 // and returns the size of one resolve response.
@@ -496,12 +555,15 @@ func (e *benchEnv) loadReads(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
+		s := benchStream{id: w.stream}
 		for range b.appends {
 			if err := e.appendOnce(ctx, w); err != nil {
 				return err
 			}
+			s.objects = append(s.objects, w.obj)
 		}
-		e.reads[i] = benchStream{id: w.stream, end: w.end}
+		s.end = w.end
+		e.reads[i] = s
 		return nil
 	})
 	if err != nil {
