@@ -45,6 +45,7 @@ func (s *Server) Status(ctx context.Context, req *metadpb.StatusRequest) (*metad
 	resp.FailureTolerance = resp.Voters - resp.Quorum
 	resp.ClusterFeatureLevel, _ = s.clusterLevel(ctx)
 	resp.Tombstones = s.tombstones()
+	resp.ClusterId = s.stateClusterID()
 	return resp, nil
 }
 
@@ -68,7 +69,7 @@ func (s *Server) localStatus(withHash bool) *metadpb.NodeStatus {
 	ns := &metadpb.NodeStatus{
 		NodeId: st.NodeID, RaftAddr: st.Address, State: st.State, Voter: st.Voter, Term: st.Term,
 		LastIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LeaderId: st.LeaderID,
-		FeatureLevel: fsm.MaxLevel, Incarnation: s.incarnation,
+		FeatureLevel: fsm.MaxLevel, Incarnation: s.incarnation, ClusterId: s.store.ClusterID(),
 	}
 	if s.peers != nil {
 		ns.GrpcAddr = s.peers.addrOf(st.NodeID)
@@ -97,7 +98,17 @@ func (s *Server) LocalStatus(ctx context.Context, req *metadpb.LocalStatusReques
 
 // Members implements the Cluster service.
 func (s *Server) Members(ctx context.Context, _ *metadpb.MembersRequest) (*metadpb.MembersResponse, error) {
-	return &metadpb.MembersResponse{Members: s.peers.members(), Tombstones: s.tombstones()}, nil
+	return &metadpb.MembersResponse{Members: s.peers.members(), Tombstones: s.tombstones(), ClusterId: s.store.ClusterID()}, nil
+}
+
+// stateClusterID is the cluster id of this node's applied state.
+func (s *Server) stateClusterID() string {
+	var id string
+	_ = s.store.ReadLocal(func(m *fsm.Machine) error {
+		id = m.ClusterID()
+		return nil
+	})
+	return id
 }
 
 // TransferLeadership implements the Cluster service (on the leader).

@@ -56,6 +56,16 @@
 // that membership provides, with the credentials node gives it (its peer
 // certificate, or the peer secret).
 //
+// Cluster identity (clusterid.go): PeerClient sends this node's cluster id
+// (raftstore.Store.ClusterID) as metadata ClusterIDHeader on every call;
+// a Peer call whose id differs from this node's, when both know one, is
+// refused with FailedPrecondition, reason CLUSTER_ID_MISMATCH (metadata
+// cluster_id, caller_cluster_id), logged once per caller id. No id (a
+// 0.1.0 caller) passes; LocalStatus always answers, with the node's id, so
+// that a leader can learn a newcomer's cluster before adding it.
+// EnsureClusterID is the leader's proposal of SetClusterID once the state
+// is at level 2 without one. Status, LocalStatus and Members report it.
+//
 // Authorization (authz.go) runs before anything else on every call: one
 // table, roleTable, maps every RPC of every service to the role it needs
 // (TestRoleTableCoversEveryRPC walks the descriptors and fails on an RPC it

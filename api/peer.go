@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -29,6 +30,10 @@ type PeerClient struct {
 	// creds are how this node proves it is a peer: its TLS certificate, or
 	// the peer secret without TLS (SetCredentials).
 	creds []grpc.DialOption
+
+	// clusterID returns this node's cluster id for the calls' metadata
+	// (clusterid.go); nil until SetClusterID.
+	clusterID atomic.Pointer[func() string]
 
 	// mu guards dir and conns.
 	mu    sync.Mutex
@@ -92,7 +97,8 @@ func (p *PeerClient) conn(id string) (metadpb.PeerClient, *grpc.ClientConn, erro
 		if len(opts) == 0 {
 			opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 		}
-		c, err = grpc.NewClient("passthrough:///"+target, append(opts, grpc.WithConnectParams(peerReconnect))...)
+		opts = append(opts[:len(opts):len(opts)], grpc.WithChainUnaryInterceptor(p.tagClusterID), grpc.WithConnectParams(peerReconnect))
+		c, err = grpc.NewClient("passthrough:///"+target, opts...)
 		if err != nil {
 			return nil, nil, err
 		}

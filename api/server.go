@@ -139,6 +139,8 @@ type Server struct {
 	removals    Removals
 	incarnation string
 	auth        auth.Settings
+	// foreign remembers the other clusters' callers refused (clusterid.go).
+	foreign foreignCallers
 
 	hub          *watch.Hub
 	watchMetrics *watchMetrics
@@ -205,7 +207,7 @@ func (s *Server) ServerOptions() []grpc.ServerOption {
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
 		grpc.ForceServerCodecV2(newDecodeCodec()),
-		grpc.ChainUnaryInterceptor(s.authUnary, refuseUndecodable, s.unaryInterceptor),
+		grpc.ChainUnaryInterceptor(s.authUnary, s.clusterIDUnary, refuseUndecodable, s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.authStream, refuseUndecodableStream),
 	}
 }

@@ -9,7 +9,8 @@
 // and per read view the live generations of index records. Besides streams:
 // the object registry (key → identity, status, reference and pin counts),
 // pins, the request-id dedup table, and from feature level 2 the
-// tombstones of servers an operator removed (tombstone.go).
+// tombstones of servers an operator removed (tombstone.go) and the
+// cluster's id (clusterid.go, set once).
 //
 // # How it changes
 //

@@ -59,6 +59,9 @@ func (m *Machine) CheckInvariants() error {
 	if err := m.checkTombstones(); err != nil {
 		fail("%v", err)
 	}
+	if err := m.checkClusterID(); err != nil {
+		fail("%v", err)
+	}
 	return errors.Join(errs...)
 }
 

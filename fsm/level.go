@@ -24,7 +24,8 @@ import (
 //	1  release 0.1.0: every command kind up to RepairGen0.
 //	2  SetFeatureLevel, LiftQuarantine; byte ranges of appends and index
 //	   records must lie inside the object's registered size; AddTombstone
-//	   and LiftTombstone (tombstone.go: remove-peer's removals, replicated).
+//	   and LiftTombstone (tombstone.go: remove-peer's removals, replicated);
+//	   SetClusterID (clusterid.go: the cluster's identity).
 const (
 	// BaseLevel is the level of a state that never recorded one.
 	BaseLevel uint32 = 1
@@ -53,6 +54,8 @@ func RequiredLevel(cmd *fsmpb.Command) uint32 {
 		return 2
 	case *fsmpb.Command_AddTombstone, *fsmpb.Command_LiftTombstone:
 		return tombstoneLevel
+	case *fsmpb.Command_SetClusterId:
+		return clusterIDLevel
 	}
 	return BaseLevel
 }

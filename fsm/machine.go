@@ -48,6 +48,9 @@ type Machine struct {
 	// tombstones are operator removals of servers (tombstone.go), by node
 	// id. Invariant: empty below feature level 2; keyed by NodeID.
 	tombstones map[string]Tombstone
+	// clusterID is the cluster's id (clusterid.go). Invariant: empty
+	// below feature level 2; once set, never changes.
+	clusterID string
 
 	// checkInvariants runs CheckInvariants after every Apply. Tests set it;
 	// production does not, because the check is O(state).
@@ -200,6 +203,8 @@ func OpName(cmd *fsmpb.Command) string {
 
 // handle runs the handler of the command's operation: one small function per
 // operation, each checking first and mutating only when it accepts.
+//
+//nolint:gocyclo // one case per operation: the readable form of a table
 func (m *Machine) handle(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 	switch op := cmd.Op.(type) {
 	case *fsmpb.Command_CreateStream:
@@ -240,6 +245,8 @@ func (m *Machine) handle(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 		return m.addTombstone(index, cmd.StampUnixNano, op.AddTombstone)
 	case *fsmpb.Command_LiftTombstone:
 		return m.liftTombstone(index, op.LiftTombstone)
+	case *fsmpb.Command_SetClusterId:
+		return m.setClusterID(index, op.SetClusterId)
 	default:
 		// Unreachable after Validate, which refuses a nil op; an op type added
 		// to the proto without a case here is a programming error.

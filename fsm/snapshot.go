@@ -177,6 +177,7 @@ func (m *Machine) eachRecord(emit func(*fsmpb.SnapshotRecord) error) error {
 	}
 	put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Meta{Meta: &fsmpb.MachineMeta{
 		ClockUnixNano: m.clock, NextStreamId: m.nextStreamID, NextPinId: m.nextPinID, FeatureLevel: m.level,
+		ClusterId: m.clusterID,
 	}}})
 	if err != nil {
 		return err
@@ -538,6 +539,7 @@ func (m *Machine) restoreRecord(rec *fsmpb.SnapshotRecord) error {
 		}
 		m.clock, m.nextStreamID, m.nextPinID = r.Meta.ClockUnixNano, r.Meta.NextStreamId, r.Meta.NextPinId
 		m.level = r.Meta.FeatureLevel
+		m.clusterID = r.Meta.ClusterId
 	case *fsmpb.SnapshotRecord_Stream:
 		return m.restoreStream(r.Stream)
 	case *fsmpb.SnapshotRecord_Evidence:

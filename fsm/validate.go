@@ -96,6 +96,11 @@ func validate(cmd *fsmpb.Command) *fieldError {
 		return under("add_tombstone", validateTombstoneID("node_id", op.AddTombstone.NodeId))
 	case *fsmpb.Command_LiftTombstone:
 		return under("lift_tombstone", validateTombstoneID("node_id", op.LiftTombstone.NodeId))
+	case *fsmpb.Command_SetClusterId:
+		if err := ValidClusterID(op.SetClusterId.ClusterId); err != nil {
+			return bad("set_cluster_id.cluster_id", "%v", err)
+		}
+		return nil
 	default:
 		return bad("op", "unknown operation %T", op)
 	}

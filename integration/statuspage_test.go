@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -55,8 +57,13 @@ func TestStatusPageInChromium(t *testing.T) {
 			return false
 		}
 		p := readStatusPage(doc)
-		return p.streams == "2" && len(p.servers) == 3 && !slices.Contains(p.states(), "UNREACHABLE")
+		return p.streams == "2" && len(p.servers) == 3 && !slices.Contains(p.states(), "UNREACHABLE") &&
+			clusterIDPattern.MatchString(p.clusterID)
 	})
+	st, err := client.Call(ctx, cl, cl.Cluster.Status, &metadpb.StatusRequest{})
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
 	dom := dumpDOM(t, url)
 	p := readStatusPage(dom)
 	leaderID := c.Nodes[leader].ID
@@ -65,6 +72,7 @@ func TestStatusPageInChromium(t *testing.T) {
 		{"#leader", p.leader, leaderID},
 		{"#release", p.release, version.Release},
 		{"#streams", p.streams, "2"},
+		{"#cluster-id", p.clusterID, st.ClusterId},
 		{"#error", p.err, ""},
 		{"server ids", strings.Join(p.ids(), ","), "n1,n2,n3"},
 		{"server states", strings.Join(p.states(), ","), statesWant(c, leader)},
@@ -78,11 +86,24 @@ func TestStatusPageInChromium(t *testing.T) {
 	if t.Failed() {
 		t.Logf("DOM:\n%s", dom)
 	}
+	// Every node records the cluster id in its data dir.
+	c.WaitFor("every data dir to record the cluster id", 30*time.Second, func() bool {
+		for _, n := range c.Nodes {
+			b, err := os.ReadFile(filepath.Join(n.DataDir, "cluster-id"))
+			if err != nil || strings.TrimSpace(string(b)) != st.ClusterId {
+				return false
+			}
+		}
+		return true
+	})
 	// Only / itself is the page: other unknown paths stay 404.
 	if _, err := getPage(url + "no-such-page"); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("GET /no-such-page: %v, want 404 Not Found", err)
 	}
 }
+
+// clusterIDPattern is a cluster id as a new cluster makes it: 128 bits, hex.
+var clusterIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // statesWant is each server's expected state, in node id order.
 func statesWant(c *proc.Cluster, leader int) string {
@@ -135,6 +156,7 @@ func dumpDOM(t *testing.T, url string) []byte {
 // pageView is what the test reads from the page, by element id and class.
 type pageView struct {
 	nodeID, leader, release, streams, err string
+	clusterID                             string
 	servers                               []pageRow
 	lastChange                            string // the newest leader change's leader
 }
@@ -169,7 +191,7 @@ func readStatusPage(doc []byte) pageView {
 		return ""
 	}
 	p := pageView{nodeID: byID("node-id"), leader: byID("leader"), release: byID("release"),
-		streams: byID("streams"), err: byID("error")}
+		streams: byID("streams"), err: byID("error"), clusterID: byID("cluster-id")}
 	for _, row := range domFindAll(root, func(n *html.Node) bool { return domHasClass(n, "server") }) {
 		cell := func(class string) string {
 			if n := domFind(row, func(n *html.Node) bool { return domHasClass(n, class) }); n != nil {

@@ -35,6 +35,10 @@ type Hooks struct {
 	// state (feature level 2); the loop never re-adds a tombstoned
 	// incarnation. It reads local state and must be fast.
 	Tombstones func() []Tombstone
+	// ClusterID, optional, returns this node's cluster id as its raft
+	// state knows it ("" if none yet); Config.ClusterID stands in until it
+	// answers. It must be fast.
+	ClusterID func() string
 }
 
 // Agent is one node's membership: its memberlist instance, its gossip view,
@@ -68,6 +72,10 @@ type Agent struct {
 	removals *removals
 	// decisions counts the reconcile loop's decisions (metrics.go).
 	decisions *decisionMetrics
+	// foreign logs and counts refused nodes of other clusters (identity.go).
+	foreign *foreignLog
+	// keyring is memberlist's gossip keyring, nil without encryption.
+	keyring *memberlist.Keyring
 
 	// Owned by the loop goroutine (run); nothing else touches it.
 	loop loopState
@@ -90,6 +98,9 @@ type loopState struct {
 	// force; failed maps planned actions to the last error logged for them.
 	logged map[string]bool
 	failed map[string]string
+	// probes maps each member that answered FetchStats this round to the
+	// cluster id it reported (identity.go).
+	probes map[string]string
 }
 
 // New validates cfg, starts memberlist on cfg.BindAddr and starts the
@@ -109,13 +120,13 @@ func New(cfg Config, r Raft, hooks Hooks, logger *slog.Logger) (*Agent, error) {
 	}
 	logger = logger.With("node", cfg.NodeID)
 	a := &Agent{cfg: cfg, raft: r, hooks: hooks, log: logger, nudgeCh: make(chan struct{}, 1),
-		removals: newRemovals(), decisions: newDecisionMetrics()}
+		removals: newRemovals(), decisions: newDecisionMetrics(), foreign: newForeignLog()}
 	a.table = newTable(logger, time.Now, a.nudge)
 	hasState := hooks.HasState()
 	a.loop.bootstrapped = hasState
 	a.loop.bootstrapDone = hasState || cfg.BootstrapExpect == 0
 	meta, err := newMetaSource(Meta{RaftAddr: cfg.RaftAddr, GRPCAddr: cfg.GRPCAddr,
-		Expect: cfg.BootstrapExpect, Bootstrapped: hasState})
+		Expect: cfg.BootstrapExpect, Bootstrapped: hasState, ClusterID: cfg.ClusterID})
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +182,20 @@ func (a *Agent) createMemberlist() (*memberlist.Memberlist, error) {
 	conf.DeadNodeReclaimTime = a.cfg.ProbeInterval
 	conf.Delegate = a.meta
 	conf.Events = a.table
+	conf.Merge, conf.Alive = gossipGuard{a}, gossipGuard{a}
+	if len(a.cfg.GossipKeys) > 0 {
+		kr, err := memberlist.NewKeyring(nil, a.cfg.GossipKeys[0])
+		if err == nil {
+			err = setGossipKeys(kr, a.cfg.GossipKeys)
+		}
+		if err != nil {
+			_ = nt.Shutdown()
+			return nil, fmt.Errorf("membership: gossip keyring: %w", err)
+		}
+		a.keyring = kr
+		conf.Keyring = kr
+		conf.GossipVerifyIncoming, conf.GossipVerifyOutgoing = true, true
+	}
 	conf.Logger = stdLog
 	ml, err := memberlist.Create(conf)
 	if err != nil {
@@ -314,6 +339,13 @@ func (s *metaSource) update(change func(*Meta)) error {
 	s.meta = next
 	s.encoded.Store(&b)
 	return nil
+}
+
+// current returns the metadata as last encoded.
+func (s *metaSource) current() Meta {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta
 }
 
 func (s *metaSource) NodeMeta(limit int) []byte {

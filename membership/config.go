@@ -26,6 +26,11 @@ const (
 	MaxAddrLen = 200
 	// MaxJoinAddrs bounds Config.Join.
 	MaxJoinAddrs = 64
+	// MaxClusterIDLen bounds a cluster id (fsm.MaxClusterIDLen, restated:
+	// this package does not import fsm).
+	MaxClusterIDLen = 64
+	// MaxGossipKeys bounds Config.GossipKeys: a rotation needs two.
+	MaxGossipKeys = 16
 
 	// DefaultDeadServerTimeout is Consul's reap time for failed servers
 	// (serf's reconnect_timeout): a weekend-long outage or partition is
@@ -140,6 +145,18 @@ type Config struct {
 	// to route each directed link through its own proxy. It must be safe
 	// for concurrent use and fast. Default nil (identity).
 	DialAddress func(addr string) string
+
+	// ClusterID is the cluster id this node's data dir recorded, "" if
+	// none. The node advertises it in its gossip metadata (version 2) and
+	// refuses to merge with nodes that advertise another (identity.go);
+	// Hooks.ClusterID, when set, supersedes it once the state has one.
+	ClusterID string
+	// GossipKeys, if any, encrypt and authenticate gossip (memberlist's
+	// keyring, AES-GCM): the first key is the one this node encrypts with,
+	// all are tried on receipt, and messages that are not encrypted are
+	// refused. Each key is 16, 24 or 32 bytes; at most MaxGossipKeys.
+	// Agent.SetGossipKeys rotates them. Default none: clear-text gossip.
+	GossipKeys [][]byte
 }
 
 // DefaultConfig returns a Config with every default filled in except
@@ -196,6 +213,14 @@ func (c Config) Validate() error {
 		bad("SuspicionMult %d: want 1..10", c.SuspicionMult)
 	}
 	c.validateDurations(bad)
+	if c.ClusterID != "" {
+		if err := validateClusterID(c.ClusterID); err != nil {
+			bad("ClusterID %q: %v", c.ClusterID, err)
+		}
+	}
+	if err := ValidateGossipKeys(c.GossipKeys); err != nil {
+		bad("GossipKeys: %v", err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -261,6 +286,39 @@ func validateID(id string) error {
 		if !ok {
 			return fmt.Errorf("character %q not in [A-Za-z0-9._-]", r)
 		}
+	}
+	return nil
+}
+
+// validateClusterID: 1..MaxClusterIDLen printable ASCII bytes, no space
+// (as fsm.ValidClusterID).
+func validateClusterID(id string) error {
+	if id == "" || len(id) > MaxClusterIDLen {
+		return fmt.Errorf("length %d, want 1..%d", len(id), MaxClusterIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return fmt.Errorf("byte %d is %#x, want printable ASCII without spaces", i, id[i])
+		}
+	}
+	return nil
+}
+
+// ValidateGossipKeys checks a keyring's keys: AES-128, -192 or -256 keys,
+// at most MaxGossipKeys, no key twice.
+func ValidateGossipKeys(keys [][]byte) error {
+	if len(keys) > MaxGossipKeys {
+		return fmt.Errorf("%d keys, at most %d", len(keys), MaxGossipKeys)
+	}
+	seen := make(map[string]bool, len(keys))
+	for i, k := range keys {
+		if n := len(k); n != 16 && n != 24 && n != 32 {
+			return fmt.Errorf("key %d is %d bytes, want 16, 24 or 32", i+1, n)
+		}
+		if seen[string(k)] {
+			return fmt.Errorf("key %d appears twice", i+1)
+		}
+		seen[string(k)] = true
 	}
 	return nil
 }

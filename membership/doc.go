@@ -21,6 +21,40 @@
 // rejoin dead members so that a healed partition merges even after
 // memberlist has given up gossiping to them.
 //
+// # Cluster identity (identity.go)
+//
+// A node that knows its cluster id (Config.ClusterID, the data dir's copy,
+// then Hooks.ClusterID, its raft state's) advertises it in its metadata,
+// which is then version 2 (version 1 and the id); a node that knows none
+// writes version 1, byte for byte what release 0.1.0 writes and reads
+// (0.1.0 refuses any other version and trailing bytes). An id exists only
+// from feature level 2, which the leader reaches only once no 0.1.0
+// server is left, so version 2 never meets a reader that cannot decode it.
+// memberlist's Merge and Alive delegates refuse a node whose metadata names
+// another id (a join with it fails as a whole; its alive messages are
+// ignored), logged once per node and id and counted in
+// metad_membership_foreign_refusals_total. A node that names no id (a new
+// one, or a level-1 cluster's) is not refused by gossip: the reconcile
+// loop asks every alive newcomer for its stats, whose answer carries its
+// cluster id, and never adds one that names another id; while this
+// cluster has an id it adds a newcomer only once the newcomer has
+// answered (holds "foreign-cluster" and "cluster-id-unknown").
+//
+// memberlist's Label is not the cluster id: memberlist drops a message
+// whose label differs before any delegate sees it, so a new node, which
+// learns the id from the cluster, could never join, and a 0.1.0 node,
+// which sends no label, could not gossip with an upgraded one. A label the
+// operator sets alike on every node would work, but would be a second
+// shared secret next to the gossip key, which already keeps other
+// clusters' (and strangers') gossip out.
+//
+// # Gossip encryption
+//
+// Config.GossipKeys becomes memberlist's keyring (AES-GCM, the first key
+// encrypts, all decrypt, unencrypted gossip refused both ways);
+// SetGossipKeys rotates it in place (install, switch primary, remove).
+// Encryption itself cannot be switched on or off while running.
+//
 // Config.DialAddress lets the Jepsen harness route each directed link
 // through its own proxy: a wrapper around memberlist's NetTransport
 // (transport.go) rewrites the destination of every packet and stream.
@@ -92,8 +126,8 @@
 // newcomer with a recorded removal) for its stats each round; the answer
 // carries the server's incarnation, which the leader remembers (Agent.
 // Incarnation, shown by metad members) and remove-peer tombstones. Gossip
-// metadata does not carry it: it stays byte-for-byte the version-1 format,
-// which release 0.1.0 requires.
+// metadata does not carry it (version 1 stays byte-for-byte what release
+// 0.1.0 requires; version 2 adds only the cluster id).
 //
 // A server whose data dir was wiped comes back under its old id with an
 // empty log. etcd refuses such a member until an operator removes and
@@ -136,7 +170,9 @@
 //   - Bootstrap: raftstore.Store.Bootstrap, its ErrAlreadyBootstrapped
 //     wrapped as this package's;
 //   - FetchStats: an RPC to m.Meta.GRPCAddr whose handler answers with
-//     that node's own progress (raftstore.Store.Progress).
+//     that node's own progress (raftstore.Store.Progress), incarnation and
+//     cluster id;
+//   - ClusterID: raftstore.Store.ClusterID.
 //
 // Nothing is called on leadership changes. On SIGTERM: transfer raft
 // leadership, then Leave(timeout), then Close, then shut raft down.

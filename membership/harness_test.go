@@ -123,6 +123,8 @@ type cluster struct {
 	stores map[string]*stores
 	// bootstraps records every successful Bootstrap call's configuration.
 	bootstraps []string
+	// probeIDs is the cluster id each node reports to FetchStats.
+	probeIDs map[string]string
 }
 
 type stores struct {
@@ -283,6 +285,9 @@ func (c *cluster) fetchStats(ctx context.Context, m Member) (*ServerStats, error
 	if err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
+	st.ClusterID = c.probeIDs[m.ID]
+	c.mu.Unlock()
 	return &st, nil
 }
 

@@ -30,6 +30,7 @@ func (a *Agent) run(ctx context.Context) {
 func (a *Agent) step(ctx context.Context) {
 	a.table.forget()
 	a.refreshBootstrapped()
+	a.refreshClusterID()
 	if !a.loop.bootstrapDone {
 		a.maybeBootstrap()
 	}

@@ -5,12 +5,19 @@ import (
 	"fmt"
 )
 
-// MetaVersion is the only node-metadata format this build reads and writes.
+// MetaVersion is the node-metadata format of release 0.1.0, which this
+// build writes while it knows no cluster id, and always reads.
 //
-// A future format must first be taught to the decoder of a release that
-// still writes version 1, and only be emitted by the release after that,
-// so that a rolling upgrade never has two nodes unable to read each other.
-const MetaVersion = 1
+// MetaVersionClusterID is version 1 followed by the cluster id. Release
+// 0.1.0 refuses it (it rejects any other version and trailing bytes), so
+// it is written only by a node that knows its cluster id, which exists
+// only once the cluster is at feature level 2, that is, once no 0.1.0
+// server remains (fsm/level.go). A later format must likewise be read by
+// every release that may still share the gossip pool before it is written.
+const (
+	MetaVersion          = 1
+	MetaVersionClusterID = 2
+)
 
 // metaMaxSize is memberlist.MetaMaxSize, restated so that a test can check
 // the two agree without every caller importing memberlist.
@@ -43,6 +50,9 @@ type Meta struct {
 	// peers can tell a graceful leave from a failure: memberlist's events
 	// do not say which (the state it passes to NotifyLeave is never set).
 	Leaving bool
+	// ClusterID is the node's cluster id, "" if it knows none (then the
+	// metadata is version 1, byte for byte what 0.1.0 writes).
+	ClusterID string
 }
 
 // EncodeMeta encodes m in the version-1 layout:
@@ -53,9 +63,10 @@ type Meta struct {
 //	byte 3     len(raftAddr), then raftAddr
 //	byte 4+r   len(grpcAddr), then grpcAddr
 //
-// It is at most 5 + 2×MaxAddrLen = 405 bytes, under memberlist's 512.
-// It refuses anything DecodeMeta would refuse, so a node never advertises
-// metadata its peers drop.
+// With a ClusterID it is version 2: the same, then len(clusterID) and
+// clusterID. It is at most 5 + 2×MaxAddrLen + 1 + MaxClusterIDLen = 470
+// bytes, under memberlist's 512. It refuses anything DecodeMeta would
+// refuse, so a node never advertises metadata its peers drop.
 func EncodeMeta(m Meta) ([]byte, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
@@ -67,12 +78,20 @@ func EncodeMeta(m Meta) ([]byte, error) {
 	if m.Leaving {
 		flags |= metaFlagLeaving
 	}
-	b := make([]byte, 0, 5+len(m.RaftAddr)+len(m.GRPCAddr))
-	b = append(b, MetaVersion, flags, byte(m.Expect))
+	version := byte(MetaVersion)
+	if m.ClusterID != "" {
+		version = MetaVersionClusterID
+	}
+	b := make([]byte, 0, 6+len(m.RaftAddr)+len(m.GRPCAddr)+len(m.ClusterID))
+	b = append(b, version, flags, byte(m.Expect))
 	b = append(b, byte(len(m.RaftAddr)))
 	b = append(b, m.RaftAddr...)
 	b = append(b, byte(len(m.GRPCAddr)))
 	b = append(b, m.GRPCAddr...)
+	if m.ClusterID != "" {
+		b = append(b, byte(len(m.ClusterID)))
+		b = append(b, m.ClusterID...)
+	}
 	return b, nil
 }
 
@@ -88,8 +107,8 @@ func DecodeMeta(b []byte) (Meta, error) {
 	if len(b) > metaMaxSize {
 		return bad("%d bytes, more than %d", len(b), metaMaxSize)
 	}
-	if b[0] != MetaVersion {
-		return bad("version %d, this build reads %d", b[0], MetaVersion)
+	if b[0] != MetaVersion && b[0] != MetaVersionClusterID {
+		return bad("version %d, this build reads %d and %d", b[0], MetaVersion, MetaVersionClusterID)
 	}
 	if b[1]&^metaKnownFlags != 0 {
 		return bad("unknown flags %#x", b[1])
@@ -103,6 +122,14 @@ func DecodeMeta(b []byte) (Meta, error) {
 	}
 	if m.GRPCAddr, rest, ok = cutString(rest); !ok {
 		return bad("truncated gRPC address")
+	}
+	if m.Version == MetaVersionClusterID {
+		if m.ClusterID, rest, ok = cutString(rest); !ok {
+			return bad("truncated cluster id")
+		}
+		if m.ClusterID == "" {
+			return bad("version %d without a cluster id", MetaVersionClusterID)
+		}
 	}
 	if len(rest) != 0 {
 		return bad("%d trailing bytes", len(rest))
@@ -130,6 +157,11 @@ func (m Meta) validate() error {
 	}
 	if err := validateHostPort(m.GRPCAddr, false); err != nil {
 		return fmt.Errorf("%w: gRPC address %q: %v", ErrBadMeta, m.GRPCAddr, err)
+	}
+	if m.ClusterID != "" {
+		if err := validateClusterID(m.ClusterID); err != nil {
+			return fmt.Errorf("%w: cluster id %q: %v", ErrBadMeta, m.ClusterID, err)
+		}
 	}
 	return nil
 }

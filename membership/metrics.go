@@ -27,7 +27,11 @@ func (m *decisionMetrics) count(d decision, outcome string) {
 }
 
 // RegisterMetrics registers the agent's metrics:
-// metad_membership_decisions_total{decision,reason}.
+// metad_membership_decisions_total{decision,reason} and
+// metad_membership_foreign_refusals_total{where}.
 func (a *Agent) RegisterMetrics(reg prometheus.Registerer) error {
-	return reg.Register(a.decisions.total)
+	if err := reg.Register(a.decisions.total); err != nil {
+		return err
+	}
+	return reg.Register(a.foreign.total)
 }

@@ -52,6 +52,8 @@ const (
 	holdAddrConflict holdClass = "address-conflict"
 	holdNotStable    holdClass = "not-stable"
 	holdTombstoned   holdClass = "tombstoned"
+	holdForeign      holdClass = "foreign-cluster"
+	holdUnprobed     holdClass = "cluster-id-unknown"
 )
 
 // decision is one planner output. Reason is a sentence for the log.
@@ -106,6 +108,11 @@ type planInput struct {
 	// it was removed by remove-peer recently (the leader's memory). It
 	// gives the reason for the log; nil means nothing is removed.
 	Removed func(m Member) (string, bool)
+	// Foreign says whether a member may not be added because it belongs
+	// to another cluster (holdForeign) or has not said which cluster it
+	// belongs to yet (holdUnprobed), with the reason (identity.go);
+	// holdNone, or a nil Foreign, lets it be added.
+	Foreign func(m Member) (string, holdClass)
 }
 
 // plan computes the leader's membership decisions, as raft-autopilot's
@@ -125,7 +132,8 @@ type planInput struct {
 //     removed, however long it has been behind (it may be restoring a
 //     large snapshot). The leader itself is never removed.
 //  3. An alive member not in the configuration is added as a non-voter,
-//     unless Removed says it was removed by an operator (tombstone).
+//     unless Removed says it was removed by an operator (tombstone) or
+//     Foreign says it is (or may be) another cluster's server.
 //  4. A non-voter alive and healthy for ServerStabilizationTime is
 //     promoted to voter.
 //
@@ -170,6 +178,13 @@ func (p *planner) updateAddresses() {
 			continue
 		}
 		addr := m.Meta.RaftAddr
+		if p.in.Foreign != nil {
+			if why, class := p.in.Foreign(m); class != holdNone {
+				p.hold(decision{Hold: class, ID: s.ID, Addr: addr, Reason: fmt.Sprintf(
+					"not moving %s to raft address %s: %s", s.ID, addr, why)})
+				continue
+			}
+		}
 		if o, taken := p.owner[addr]; taken {
 			p.hold(decision{Hold: holdAddrConflict, ID: s.ID, Addr: addr, Reason: fmt.Sprintf(
 				"raft address of %s changed from %s to %s, but %s holds that address in the raft configuration; waiting for its removal",
@@ -284,6 +299,12 @@ func (p *planner) addNew() {
 			if why, removed := p.in.Removed(m); removed {
 				p.hold(decision{Hold: holdTombstoned, ID: id, Addr: addr, Reason: fmt.Sprintf(
 					"not adding %s: %s", id, why)})
+				continue
+			}
+		}
+		if p.in.Foreign != nil {
+			if why, class := p.in.Foreign(m); class != holdNone {
+				p.hold(decision{Hold: class, ID: id, Addr: addr, Reason: fmt.Sprintf("not adding %s: %s", id, why)})
 				continue
 			}
 		}

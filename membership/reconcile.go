@@ -36,7 +36,7 @@ func (a *Agent) reconcile(ctx context.Context) {
 		DeadServerTimeout: a.cfg.DeadServerTimeout, LeftServerTimeout: a.cfg.LeftServerTimeout,
 		ServerStabilizationTime: a.cfg.ServerStabilizationTime,
 		MinQuorum:               a.cfg.MinQuorum, BootstrapExpect: a.cfg.BootstrapExpect,
-		Removed: a.removedCheck(now),
+		Removed: a.removedCheck(now), Foreign: a.foreignCheck(),
 	})
 	a.logHolds(holds, acts)
 	if len(acts) == 0 || ctx.Err() != nil {
@@ -67,10 +67,11 @@ func (a *Agent) trackAbsent(servers []Server, members []Member, now time.Time) {
 }
 
 // trackHealth fetches stats, concurrently, from every alive server of the
-// configuration and from alive newcomers with a recorded removal, learns
-// their incarnations, and updates the tracked health of non-voters.
-// Health gates promotion; removal is decided by gossip status alone; the
-// incarnation tells a removed server from a new one.
+// configuration and from every alive newcomer, learns their incarnations
+// and cluster ids, and updates the tracked health of non-voters. Health
+// gates promotion; removal is decided by gossip status alone; the
+// incarnation tells a removed server from a new one, the cluster id a
+// newcomer from another cluster's server (identity.go).
 func (a *Agent) trackHealth(ctx context.Context, servers []Server, members []Member, now time.Time) {
 	leaderStats, err := a.raft.Stats()
 	if err != nil {
@@ -96,11 +97,13 @@ func (a *Agent) trackHealth(ctx context.Context, servers []Server, members []Mem
 	wg.Wait()
 	limits := healthLimits{LastContactThreshold: a.cfg.LastContactThreshold, MaxTrailingLogs: a.cfg.MaxTrailingLogs}
 	next := make(map[string]health)
+	a.loop.probes = make(map[string]string)
 	for i, m := range targets {
 		st, err := answers[i].st, answers[i].err
 		if err == nil && st != nil {
-			a.log.Debug("reconcile: stats", "server", m.ID, "incarnation", st.Incarnation)
+			a.log.Debug("reconcile: stats", "server", m.ID, "incarnation", st.Incarnation, "cluster_id", st.ClusterID)
 			a.learnIncarnation(m.ID, st.Incarnation)
+			a.loop.probes[m.ID] = st.ClusterID
 		} else {
 			a.log.Debug("reconcile: stats unavailable", "server", m.ID, "err", err)
 		}
@@ -131,9 +134,6 @@ func (a *Agent) statsTargets(servers []Server, members []Member) ([]Member, map[
 			continue
 		}
 		s, inConfig := configured[m.ID]
-		if !inConfig && !a.removalRecorded(m.ID) {
-			continue
-		}
 		targets = append(targets, m)
 		if inConfig && !s.Voter {
 			nonVoter[m.ID] = true

@@ -129,19 +129,3 @@ func (a *Agent) removedCheck(now time.Time) func(Member) (string, bool) {
 		return "", false
 	}
 }
-
-// removalRecorded reports whether id has a tombstone or a recent removal,
-// so the loop fetches its incarnation before deciding to add it.
-func (a *Agent) removalRecorded(id string) bool {
-	if a.hooks.Tombstones != nil {
-		for _, t := range a.hooks.Tombstones() {
-			if t.NodeID == id {
-				return true
-			}
-		}
-	}
-	a.removals.mu.Lock()
-	defer a.removals.mu.Unlock()
-	_, ok := a.removals.recent[id]
-	return ok
-}

@@ -17,4 +17,8 @@ type ServerStats struct {
 	// Incarnation is the server's incarnation id (its data dir's), ""
 	// from a release that does not report one.
 	Incarnation string
+	// ClusterID is the id of the cluster the server belongs to, "" if it
+	// knows none (a new server, a cluster below feature level 2, or a
+	// release before cluster ids).
+	ClusterID string
 }

@@ -251,6 +251,7 @@ func TestRaftAndHTTPPortsUseTLS(t *testing.T) {
 	pki := newTestPKI(t)
 	httpAddr := freeAddr(t)
 	n := startTestNode(t, func(c *Config) { c.Security = pki.security(false); c.HTTPAddr = httpAddr })
+	clusterID := awaitClusterID(t, n)
 	ca, err := os.ReadFile(filepath.Join(pki.dir, "ca.pem"))
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +271,11 @@ func TestRaftAndHTTPPortsUseTLS(t *testing.T) {
 		// The server's verdict on our certificate arrives with the first
 		// read (TLS 1.3 finishes the client side before the server checks).
 		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
-		_, err = conn.Write([]byte{0})
+		// At feature level 2 with a cluster id, the node takes raft
+		// connections that name its cluster (raftstore's identity
+		// preamble: magic, version 1, length, id), then raft's rpc byte.
+		hello := append([]byte("MDCI\x01"), byte(len(clusterID)))
+		_, err = conn.Write(append(append(hello, clusterID...), 0))
 		if err == nil {
 			_, err = conn.Read(make([]byte, 1))
 		}

@@ -51,8 +51,20 @@
 // peer's replicated state tombstones (remove-peer) stops with a message
 // saying how to rejoin (removed.go).
 //
+// Cluster id (clusterid.go): <data-dir>/cluster-id records the cluster id
+// the first time the applied state has one (checked at start and every
+// health interval), written atomically; the raft store, membership and the
+// peer client are given it at start, before the state is replayed. A
+// recorded id that differs from the state's stops the node with both ids
+// (ErrClusterIDMismatch). The leader's level loop gives the cluster its id
+// (api.Server.EnsureClusterID) once the level is 2.
+//
+// Gossip keys (gossipkey.go): Security.GossipKeyFile is loaded (and checked
+// by Validate, naming the flag) into membership's keyring and re-read
+// every ReloadInterval and on Reload; a bad file leaves the keys in use.
+//
 // Status page (statuspage.go): / renders, server-side with html/template
-// and no script, what the API's Status answers (every server of the
+// and no script, what the API's Status answers (the cluster id; every server of the
 // configuration describes itself; UNREACHABLE ones say why), the stream
 // count from this node's applied state, and the last leader changes this
 // node saw (leaderlog.go: a bounded ring fed by polling the store's leader

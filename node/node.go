@@ -44,9 +44,13 @@ type Server struct {
 	notify  *notifier
 	// incarnation is this data dir's incarnation id (incarnation.go).
 	incarnation string
+	// clusterID is the data dir's record of the cluster id (clusterid.go).
+	clusterID *clusterIdentity
 	// raftRef hands the store to membership once open (membership.go).
 	raftRef *storeRef
 	sec     *security
+	// gossipKeys follows Security.GossipKeyFile, nil without it.
+	gossipKeys *gossipKeys
 	// leaders are the recent leader changes, for the status page.
 	leaders leaderLog
 	// Claimed by preflight before anything is written.
@@ -82,6 +86,17 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	if n.incarnation, err = LoadIncarnation(cfg.DataDir); err != nil {
 		return nil, err
 	}
+	recordedID, err := LoadClusterID(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	n.clusterID = &clusterIdentity{dataDir: cfg.DataDir, recorded: recordedID}
+	cfg.Raft.ClusterID, cfg.Membership.ClusterID = recordedID, recordedID
+	if cfg.Security.GossipKeyFile != "" {
+		if cfg.Membership.GossipKeys, err = LoadGossipKeys(cfg.Security.GossipKeyFile); err != nil {
+			return nil, err
+		}
+	}
 	var dial func(string) string
 	if len(cfg.DialMap) > 0 {
 		dial = cfg.dial
@@ -91,6 +106,7 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 		return nil, err
 	}
 	n.peers.SetCredentials(n.sec.peerDialOptions()...)
+	n.peers.SetClusterID(n.ownClusterID)
 	cfg.Raft.TLS = n.sec.raftTLS()
 	// Gossip first: opening raft restores the latest snapshot (minutes for
 	// a large state), and a server that announces itself meanwhile is
@@ -104,6 +120,9 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	if n.agent, err = membership.New(cfg.Membership, mr, n.hooks(mr, hadState), log.With("component", "membership")); err != nil {
 		return nil, err
 	}
+	if cfg.Security.GossipKeyFile != "" {
+		n.gossipKeys = newGossipKeys(cfg.Security.GossipKeyFile, n.agent, log.With("component", "security"))
+	}
 	n.peers.SetDirectory(directory{agent: n.agent, selfID: cfg.NodeID, selfAddr: cfg.GRPCAdvertise, selfInc: n.incarnation})
 	// The change feed observes the apply path from before raft starts, so
 	// it sees the startup restore and the log replayed after it.
@@ -114,6 +133,9 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 		return nil, err
 	}
 	n.raftRef.p.Store(n.store)
+	if err = n.checkClusterID(); err != nil {
+		return nil, err
+	}
 	if err = n.registerMetrics(reg); err != nil {
 		return nil, err
 	}
@@ -158,6 +180,9 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 	})
 	n.goLoop(func() { n.api.RunHealth(ctx) })
 	n.goLoop(func() { n.sec.watch(ctx) })
+	if n.gossipKeys != nil {
+		n.goLoop(func() { n.gossipKeys.watch(ctx, n.sec.cfg.ReloadInterval) })
+	}
 	n.goLoop(func() { n.leaderWork(ctx, rep, col) })
 	n.goLoop(func() {
 		select {
@@ -168,6 +193,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 	})
 	n.goLoop(func() { n.announceReady(ctx, cfg.API.HealthInterval) })
 	n.goLoop(func() { n.watchRemoval(ctx) })
+	n.goLoop(func() { n.watchClusterID(ctx, cfg.API.HealthInterval) })
 	n.goLoop(func() { n.watchLeader(ctx, cfg.API.HealthInterval) })
 	if cfg.HTTPAddr != "" {
 		if err := n.startHTTP(reg); err != nil {
@@ -211,18 +237,23 @@ func (n *Server) leaderWork(ctx context.Context, rep *repair.Service, col *gc.Co
 const featureLevelInterval = 5 * time.Second
 
 // raiseFeatureLevel raises the cluster's feature level, while this node
-// leads, once every server applies a higher one; it ends when the level is
-// the highest this binary knows.
+// leads, once every server applies a higher one, and gives the cluster its
+// id as soon as the level allows (api.Server.EnsureClusterID); it ends when
+// the level is the highest this binary knows and the id is set.
 func (n *Server) raiseFeatureLevel(ctx context.Context) {
 	t := time.NewTicker(featureLevelInterval)
 	defer t.Stop()
 	for {
 		level, err := n.api.RaiseFeatureLevel(ctx)
+		id := ""
+		if err == nil && level >= 2 {
+			id, err = n.api.EnsureClusterID(ctx)
+		}
 		switch {
-		case err == nil && level >= fsm.MaxLevel:
+		case err == nil && level >= fsm.MaxLevel && id != "":
 			return
 		case err != nil && ctx.Err() == nil:
-			n.log.Debug("feature level not raised", "level", level, "err", err)
+			n.log.Debug("feature level or cluster id not set yet", "level", level, "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -246,11 +277,24 @@ func (n *Server) hooks(mr membershipRaft, hadState bool) membership.Hooks {
 			}
 			return &membership.ServerStats{
 				LastContact: st.SinceLastContact.AsDuration(), LastTerm: st.LastLogTerm, LastIndex: st.LastIndex,
-				Incarnation: st.Incarnation,
+				Incarnation: st.Incarnation, ClusterID: st.ClusterId,
 			}, nil
 		},
 		Tombstones: n.tombstones,
+		ClusterID:  n.ownClusterID,
 	}
+}
+
+// ownClusterID is the id of the cluster this node belongs to: the raft
+// store's (its state's, or the data dir's until the state has one), or
+// before the store is open the data dir's.
+func (n *Server) ownClusterID() string {
+	if n.raftRef != nil {
+		if st := n.raftRef.p.Load(); st != nil {
+			return st.ClusterID()
+		}
+	}
+	return n.clusterID.get()
 }
 
 // tombstones is membership's Hooks.Tombstones: the local replicated state's.

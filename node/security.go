@@ -38,6 +38,10 @@ type Security struct {
 	// such a node. A node alone without it makes one up (the service is
 	// closed to all but itself).
 	PeerSecretFile string
+	// GossipKeyFile holds the gossip encryption keys, base64, one a line,
+	// the first the primary (gossipkey.go). Without it gossip is clear
+	// text. Reloaded like the TLS files.
+	GossipKeyFile string
 	// Insecure allows non-loopback addresses without TLS.
 	Insecure bool
 	// ReloadInterval is how often the TLS files and the tokens file are
@@ -70,6 +74,11 @@ func (c Config) validateSecurity() error {
 			errs = append(errs, fmt.Errorf("%w: a node of a cluster (--bootstrap-expect above 1, or --join) without TLS needs "+
 				"--peer-secret-file, the same file on every node (for example: head -c 32 /dev/urandom | base64 > peer.secret): "+
 				"without it anyone who reaches the gRPC port could call the node-to-node service", ErrInsecure))
+		}
+	}
+	if s.GossipKeyFile != "" {
+		if _, err := LoadGossipKeys(s.GossipKeyFile); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if s.ReloadInterval != 0 && (s.ReloadInterval < 10*time.Millisecond || s.ReloadInterval > time.Hour) {
@@ -238,10 +247,15 @@ func (s *security) reload(why string) {
 	}
 }
 
-// Reload re-reads the TLS certificate, key and CA bundle and the tokens
-// file now (cmd/metad calls it on SIGHUP). New connections use what it
+// Reload re-reads the TLS certificate, key and CA bundle, the tokens file
+// and the gossip key file now (cmd/metad calls it on SIGHUP). New connections use what it
 // read; established ones continue.
-func (n *Server) Reload() { n.sec.reload("SIGHUP") }
+func (n *Server) Reload() {
+	n.sec.reload("SIGHUP")
+	if n.gossipKeys != nil {
+		n.gossipKeys.reload("SIGHUP")
+	}
+}
 
 // requirePeerRole accepts only a server whose certificate says peer: a
 // node talks to nodes, not to anything else the CA signed.

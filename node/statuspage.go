@@ -26,7 +26,9 @@ type statusPage struct {
 	Err          string
 	LeaderID     string
 	FeatureLevel uint32
-	Servers      []serverRow
+	// ClusterID is the replicated state's cluster id ("" before level 2).
+	ClusterID string
+	Servers   []serverRow
 	// Streams is the number of streams in this node's applied state;
 	// StreamsErr says why it is unknown.
 	Streams    int
@@ -78,7 +80,7 @@ func (n *Server) gatherStatusPage(ctx context.Context) statusPage {
 		p.Err = "cluster status unavailable: " + err.Error()
 		return p
 	}
-	p.LeaderID, p.FeatureLevel = st.LeaderId, st.ClusterFeatureLevel
+	p.LeaderID, p.FeatureLevel, p.ClusterID = st.LeaderId, st.ClusterFeatureLevel, st.ClusterId
 	p.Servers = serverRows(st)
 	return p
 }
@@ -145,6 +147,7 @@ td { font-family: monospace; }
 <dt>release</dt><dd id="release">{{.Release}}</dd>
 <dt>commit</dt><dd id="commit">{{.Commit}}</dd>
 <dt>leader</dt><dd id="leader">{{if .LeaderID}}{{.LeaderID}}{{else}}NO LEADER{{end}}</dd>
+<dt>cluster id</dt><dd id="cluster-id">{{if .Err}}unknown{{else if .ClusterID}}{{.ClusterID}}{{else}}none yet (set at feature level 2){{end}}</dd>
 <dt>cluster feature level</dt><dd id="feature-level">{{if .Err}}unknown{{else}}{{.FeatureLevel}}{{end}}</dd>
 <dt>streams</dt><dd id="streams">{{if .StreamsErr}}unknown: {{.StreamsErr}}{{else}}{{.Streams}}{{end}}</dd>
 </dl>

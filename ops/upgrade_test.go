@@ -61,6 +61,9 @@ func TestRollingUpgradeUnderWrites(t *testing.T) {
 			if lvl := clusterLevel(t, c, i); lvl != fsm.BaseLevel {
 				t.Fatalf("with %d server(s) still on %s the cluster is at level %d", len(order)-1-k, previousRelease, lvl)
 			}
+			if st, err := c.Status(i); err == nil && st.ClusterId != "" {
+				t.Fatalf("with %d server(s) still on %s the cluster has an id (%s)", len(order)-1-k, previousRelease, st.ClusterId)
+			}
 		}
 		for j := range c.Nodes {
 			if !c.Running(j) {
@@ -77,6 +80,20 @@ func TestRollingUpgradeUnderWrites(t *testing.T) {
 		}
 		return true
 	})
+	// At level 2 the leader gives the cluster its id (README: Cluster
+	// identity), while the writes go on; every server then reports it.
+	c.WaitFor("one cluster id on every server", 30*time.Second, func() bool {
+		var id string
+		for i := range c.Nodes {
+			st, err := c.Status(i)
+			if err != nil || st.ClusterId == "" || (id != "" && st.ClusterId != id) {
+				return false
+			}
+			id = st.ClusterId
+		}
+		return true
+	})
+	l.waitAcks(c, 5)
 	acks := finishAndCheckAcks(t, c, l, w)
 	for i := range c.Nodes {
 		if log := c.Log(i); strings.Contains(log, "panic") {

@@ -92,11 +92,21 @@ type fsmAdapter struct {
 	// level mirrors m.Level() after each batch, for Propose's check
 	// without taking mu.
 	level atomic.Uint32
+	// clusterID mirrors m.ClusterID() the same way, for the transport's
+	// identity check (identity.go).
+	clusterID atomic.Pointer[string]
+}
+
+// mirror copies what is read without mu; called with mu held for writing.
+func (a *fsmAdapter) mirror() {
+	a.level.Store(a.m.Level())
+	id := a.m.ClusterID()
+	a.clusterID.Store(&id)
 }
 
 func newFSMAdapter(logger *slog.Logger, opts ...fsm.Option) *fsmAdapter {
 	a := &fsmAdapter{opts: opts, logger: logger, m: fsm.New(opts...), signal: make(chan struct{}), halted: make(chan error, 1)}
-	a.level.Store(a.m.Level())
+	a.mirror()
 	return a
 }
 
@@ -137,7 +147,7 @@ func (a *fsmAdapter) ApplyBatch(logs []*raft.Log) []any {
 		}
 		a.through.Store(l.Index)
 	}
-	a.level.Store(a.m.Level())
+	a.mirror()
 	a.mu.Unlock()
 	a.wake()
 	return out
@@ -195,7 +205,7 @@ func (a *fsmAdapter) Restore(rc io.ReadCloser) error {
 	prev := a.through.Load()
 	a.m = m
 	a.through.Store(through)
-	a.level.Store(m.Level())
+	a.mirror()
 	if a.observer != nil {
 		a.observer.Restored(through)
 	}

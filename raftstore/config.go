@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/metad/metad/fsm"
 )
 
 // Config is raftstore's settings. Every raft setting that matters comes from
@@ -117,6 +119,10 @@ type Config struct {
 	DialAddress func(addr string) string
 	// TLS, if set, runs the transport over mutual TLS (tls.go).
 	TLS *TransportTLS
+	// ClusterID is the cluster id this node's data dir recorded, "" if
+	// none: the transport tells and checks it (identity.go) until the
+	// applied state has its own. Default "".
+	ClusterID string
 
 	// TransportTimeout is the raft transport's I/O deadline (scaled up for
 	// snapshot transfers). Default 10s; range [100ms, 5m].
@@ -165,6 +171,11 @@ func (c Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		bad("DataDir", "required")
+	}
+	if c.ClusterID != "" {
+		if err := fsm.ValidClusterID(c.ClusterID); err != nil {
+			bad("ClusterID", "%v", err)
+		}
 	}
 	if err := checkHostPort(c.BindAddr); err != nil {
 		bad("BindAddr", "%v", err)

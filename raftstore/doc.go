@@ -259,10 +259,26 @@
 // queued for its FSM goroutine at shutdown without answering its futures,
 // and only those waiters are then abandoned (logged).
 //
+// # Cluster identity on the transport (identity.go)
+//
+// A connection's dialler writes a short preamble (magic "MDCI", whose 'M'
+// is never one of hashicorp/raft's rpc type bytes 0..4, a version and its
+// cluster id) before raft's first RPC when it knows its cluster id and its
+// state is at feature level 2 or more; at level 1 a 0.1.0 server may be on
+// the other end and the wire stays raft's own. The acceptor peeks at the
+// first byte in raft's per-connection goroutine: another cluster's id
+// closes the connection (logged with both ids, at most once a minute per
+// pair), an id it does not know yet passes (a new server being added), and
+// a connection without a preamble passes only while this node has no id
+// or is below level 2. This node's id is the applied state's
+// (fsm.Machine.ClusterID; Store.ClusterID), or until that has one the id
+// its data dir recorded (Config.ClusterID, which implies level 2). The
+// preamble rides inside TLS when TLS is on.
+//
 // Config.TLS runs the transport over mutual TLS (tls.go): a stream layer
 // under NetworkTransport that wraps accepted connections as TLS servers
 // (handshaking on first read, so the accept loop never waits on a
 // dialler) and dialled ones as TLS clients (handshaking within the dial
-// timeout). TransportTLS.Handshake is the seam for checks after the
-// handshake, such as a cluster id.
+// timeout). TransportTLS.Handshake is a seam for checks after the
+// handshake; the cluster id is checked by the identity layer above it.
 package raftstore

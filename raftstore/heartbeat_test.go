@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -58,7 +59,7 @@ func sendHeartbeat(t *testing.T, trans raft.Transport) (viaConsumer bool) {
 func TestHeartbeatsRunOnRaftsMainGoroutine(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.NodeID, cfg.BindAddr = "follower", "127.0.0.1:0"
-	trans, err := newTCPTransport(cfg, hclog.NewNullLogger())
+	trans, err := newTCPTransport(cfg, hclog.NewNullLogger(), &identity{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestHeartbeatsRunOnRaftsMainGoroutine(t *testing.T) {
 // transport with its heartbeat fast path, writes them.
 func TestSteppedDownLeaderWritesNothingUnderTheNewTerm(t *testing.T) {
 	cfg := testConfig("solo", "")
-	trans, err := newTCPTransport(cfg, hclog.NewNullLogger())
+	trans, err := newTCPTransport(cfg, hclog.NewNullLogger(), &identity{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

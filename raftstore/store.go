@@ -66,6 +66,7 @@ type Store struct {
 	raft          *raft.Raft
 	fsm           *fsmAdapter
 	guard         *voteGuard // nil unless opened without raft state (amnesia.go)
+	ident         *identity  // this node's cluster id, for the transport (identity.go)
 	bolt          *raftboltdb.BoltStore
 	logs          raft.LogStore
 	snaps         raft.SnapshotStore
@@ -169,9 +170,10 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: snapshot store: %w", err)
 	}
+	ident := &identity{recorded: cfg.ClusterID}
 	trans := o.transport
 	if trans == nil {
-		if trans, err = newTCPTransport(cfg, hlog.Named("transport")); err != nil {
+		if trans, err = newTCPTransport(cfg, hlog.Named("transport"), ident, logger); err != nil {
 			return nil, err
 		}
 	}
@@ -181,6 +183,7 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt
 	}
 	adapter := newFSMAdapter(logger, o.fsmOptions...)
 	adapter.observer = o.observer
+	ident.adapter.Store(adapter)
 	if faults.Bug("diverge-" + cfg.NodeID) {
 		adapter.diverge = true
 		logger.Warn("planted bug diverge: this replica renames every stream it creates")
@@ -196,7 +199,7 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt
 		guard.raft.Store(r)
 	}
 	s := &Store{
-		cfg: cfg, logger: logger, peers: peers, raft: r, fsm: adapter, guard: guard,
+		cfg: cfg, logger: logger, peers: peers, raft: r, fsm: adapter, guard: guard, ident: ident,
 		bolt: bolt, logs: logs, snaps: snaps, addr: string(trans.LocalAddr()),
 		beforeBarrier: o.beforeBarrier,
 		metrics:       newMetrics(),
@@ -215,7 +218,7 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, bolt
 	return s, nil
 }
 
-func newTCPTransport(cfg Config, logger hclog.Logger) (raft.Transport, error) {
+func newTCPTransport(cfg Config, logger hclog.Logger, id *identity, slogger *slog.Logger) (raft.Transport, error) {
 	var advertise net.Addr
 	if cfg.AdvertiseAddr != "" {
 		a, err := net.ResolveTCPAddr("tcp", cfg.AdvertiseAddr)
@@ -235,6 +238,8 @@ func newTCPTransport(cfg Config, logger hclog.Logger) (raft.Transport, error) {
 	if cfg.TLS != nil {
 		stream = newTLSStreamLayer(stream, *cfg.TLS)
 	}
+	// Outermost, so that with TLS the preamble travels inside it.
+	stream = newIdentityStreamLayer(stream, id, slogger)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		Logger:  logger,
@@ -444,6 +449,14 @@ func (s *Store) CommitIndex() uint64 { return s.raft.CommitIndex() }
 // Unlike raft's AppliedIndex it is advanced only after the entries have
 // been applied, so state at this index is readable now.
 func (s *Store) AppliedIndex() uint64 { return s.fsm.appliedIndex() }
+
+// ClusterID is the id of the cluster this node belongs to: the applied
+// state's (fsm.Machine.ClusterID), or until that has one the id
+// Config.ClusterID recorded in the data dir; "" if neither.
+func (s *Store) ClusterID() string {
+	id, _ := s.ident.current()
+	return id
+}
 
 // FeatureLevel is the cluster feature level of the applied state
 // (fsm.Machine.Level), read without a lock.

@@ -4025,7 +4025,12 @@ type NodeStatus struct {
 	// incarnation is the node's data-dir incarnation id: a new one for every
 	// data dir created (a wiped or copied dir is a new incarnation). Empty
 	// from a release before incarnations.
-	Incarnation   string `protobuf:"bytes,17,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	Incarnation string `protobuf:"bytes,17,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	// cluster_id is the id of the cluster this node belongs to: its
+	// replicated state's, or before that state has one its data dir's.
+	// Empty from a release before cluster ids, or before the cluster reached
+	// feature level 2.
+	ClusterId     string `protobuf:"bytes,18,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4179,6 +4184,13 @@ func (x *NodeStatus) GetIncarnation() string {
 	return ""
 }
 
+func (x *NodeStatus) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
 type StatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// with_hash asks every node for its state hash (O(state) each).
@@ -4237,7 +4249,10 @@ type StatusResponse struct {
 	// upgrades).
 	ClusterFeatureLevel uint32 `protobuf:"varint,6,opt,name=cluster_feature_level,json=clusterFeatureLevel,proto3" json:"cluster_feature_level,omitempty"`
 	// tombstones are the operator removals in the replicated state.
-	Tombstones    []*Tombstone `protobuf:"bytes,7,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
+	Tombstones []*Tombstone `protobuf:"bytes,7,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
+	// cluster_id is the cluster's id in the replicated state (set once the
+	// cluster reaches feature level 2; empty before).
+	ClusterId     string `protobuf:"bytes,8,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4319,6 +4334,13 @@ func (x *StatusResponse) GetTombstones() []*Tombstone {
 		return x.Tombstones
 	}
 	return nil
+}
+
+func (x *StatusResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
 }
 
 // Tombstone: an operator removed incarnation `incarnation` of node_id
@@ -4518,7 +4540,9 @@ type MembersResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Members []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
 	// tombstones are the operator removals in the replicated state.
-	Tombstones    []*Tombstone `protobuf:"bytes,2,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
+	Tombstones []*Tombstone `protobuf:"bytes,2,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
+	// cluster_id is the answering node's cluster id (NodeStatus.cluster_id).
+	ClusterId     string `protobuf:"bytes,3,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4565,6 +4589,13 @@ func (x *MembersResponse) GetTombstones() []*Tombstone {
 		return x.Tombstones
 	}
 	return nil
+}
+
+func (x *MembersResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
 }
 
 type TransferLeadershipRequest struct {
@@ -5949,7 +5980,7 @@ const file_metad_proto_rawDesc = "" +
 	"\bdeadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x1a\n" +
 	"\battempts\x18\x02 \x01(\rR\battempts\x12'\n" +
 	"\x05tried\x18\x03 \x03(\v2\x11.metad.v1.RefusalR\x05tried\x12\x14\n" +
-	"\x05cause\x18\x04 \x01(\tR\x05cause\"\xcb\x04\n" +
+	"\x05cause\x18\x04 \x01(\tR\x05cause\"\xea\x04\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
@@ -5971,9 +6002,11 @@ const file_metad_proto_rawDesc = "" +
 	"\rlast_log_term\x18\x0e \x01(\x04R\vlastLogTerm\x12G\n" +
 	"\x12since_last_contact\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x10sinceLastContact\x12#\n" +
 	"\rfeature_level\x18\x10 \x01(\rR\ffeatureLevel\x12 \n" +
-	"\vincarnation\x18\x11 \x01(\tR\vincarnation\",\n" +
+	"\vincarnation\x18\x11 \x01(\tR\vincarnation\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x12 \x01(\tR\tclusterId\",\n" +
 	"\rStatusRequest\x12\x1b\n" +
-	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"\x9f\x02\n" +
+	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"\xbe\x02\n" +
 	"\x0eStatusResponse\x12*\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x14.metad.v1.NodeStatusR\x05nodes\x12\x1b\n" +
 	"\tleader_id\x18\x02 \x01(\tR\bleaderId\x12\x16\n" +
@@ -5983,7 +6016,9 @@ const file_metad_proto_rawDesc = "" +
 	"\x15cluster_feature_level\x18\x06 \x01(\rR\x13clusterFeatureLevel\x123\n" +
 	"\n" +
 	"tombstones\x18\a \x03(\v2\x13.metad.v1.TombstoneR\n" +
-	"tombstones\"\x9b\x01\n" +
+	"tombstones\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\b \x01(\tR\tclusterId\"\x9b\x01\n" +
 	"\tTombstone\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\tR\vincarnation\x12\x18\n" +
@@ -5998,12 +6033,14 @@ const file_metad_proto_rawDesc = "" +
 	"\tgrpc_addr\x18\x04 \x01(\tR\bgrpcAddr\x12\x16\n" +
 	"\x06status\x18\x05 \x01(\tR\x06status\x12 \n" +
 	"\vincarnation\x18\x06 \x01(\tR\vincarnation\"\x10\n" +
-	"\x0eMembersRequest\"r\n" +
+	"\x0eMembersRequest\"\x91\x01\n" +
 	"\x0fMembersResponse\x12*\n" +
 	"\amembers\x18\x01 \x03(\v2\x10.metad.v1.MemberR\amembers\x123\n" +
 	"\n" +
 	"tombstones\x18\x02 \x03(\v2\x13.metad.v1.TombstoneR\n" +
-	"tombstones\"9\n" +
+	"tombstones\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x03 \x01(\tR\tclusterId\"9\n" +
 	"\x19TransferLeadershipRequest\x12\x1c\n" +
 	"\n" +
 	"to_node_id\x18\x01 \x01(\tR\btoNodeId\"9\n" +

@@ -38,6 +38,9 @@ the Raft configuration (metad raft list-peers) decides who votes.`,
 						}
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.NodeId, m.Status, m.GossipAddr, m.RaftAddr, m.GrpcAddr, inc)
 					}
+					if resp.ClusterId != "" {
+						fmt.Fprintf(tw, "\ncluster id %s\n", resp.ClusterId)
+					}
 					tombstoneTable(tw, resp.Tombstones)
 				})
 			})

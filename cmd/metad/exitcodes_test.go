@@ -202,6 +202,9 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"tls", "bogus"}, 2},
 		{[]string{"tls", "ca", "bogus"}, 2},
 		{[]string{"tls", "cert", "bogus"}, 2},
+		{[]string{"tls", "gossip-key", "bogus"}, 2},
+		{[]string{"tls", "gossip-key", "create"}, 0},
+		{[]string{"tls", "gossip-key", "create", "extra"}, 2},
 		{[]string{"tls", "ca", "create", "--out-dir", tmp}, 0},
 		{[]string{"tls", "ca", "create", "--out-dir", tmp}, 2}, // never overwrites
 		{[]string{"tls", "cert", "create", "--out-dir", tmp, "--role", "client", "--name", "c"}, 0},

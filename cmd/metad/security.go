@@ -20,6 +20,7 @@ func registerSecurityFlags(fs *pflag.FlagSet, s *node.Security) {
 	fs.StringVar(&s.TLS.CAFile, "tls-ca-file", "", "PEM CA bundle that client and peer certificates must chain to")
 	fs.StringVar(&s.AuthTokensFile, "auth-tokens-file", "", "YAML or JSON file of bearer tokens' SHA-256 hashes with names and roles (reloaded on change)")
 	fs.StringVar(&s.PeerSecretFile, "peer-secret-file", "", "without TLS: a secret shared by every node of the cluster, which only nodes may use to call each other")
+	fs.StringVar(&s.GossipKeyFile, "gossip-key-file", "", "file of base64 gossip encryption keys, one a line, the first used to encrypt (metad tls gossip-key create; reloaded on change)")
 	fs.BoolVar(&s.Insecure, "insecure", false, "allow non-loopback addresses without TLS (clear text, no client authentication)")
 	fs.DurationVar(&s.ReloadInterval, "tls-reload-interval", 0, "how often the TLS files and the tokens file are checked for changes (default 10s; SIGHUP reloads at once)")
 }

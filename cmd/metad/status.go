@@ -169,6 +169,11 @@ func statusTable(tw *tabwriter.Writer, st *metadpb.StatusResponse, hashes map[st
 	if st.ClusterFeatureLevel > 0 {
 		fmt.Fprintf(tw, "cluster feature level %d (README: Upgrading)\n", st.ClusterFeatureLevel)
 	}
+	if st.ClusterId != "" {
+		fmt.Fprintf(tw, "cluster id %s\n", st.ClusterId)
+	} else {
+		fmt.Fprintln(tw, "cluster id none yet (set once the cluster reaches feature level 2)")
+	}
 	tombstoneTable(tw, st.Tombstones)
 }
 

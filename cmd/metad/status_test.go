@@ -103,6 +103,7 @@ func TestStatusIsHonest(t *testing.T) {
 	if withHash := applied("--hash"); withHash != before || applied() != before {
 		t.Errorf("applied indexes %s without --hash, %s with", before, withHash)
 	}
+	checkClusterIDShown(t, c, run)
 
 	var st struct {
 		Nodes []struct {
@@ -165,4 +166,36 @@ func lineWith(out, s string) string {
 		}
 	}
 	return ""
+}
+
+// checkClusterIDShown: once the leader has given the cluster its id, the
+// status JSON has it for the cluster and for every node, the table and
+// metad members print it.
+func checkClusterIDShown(t *testing.T, c *proc.Cluster, run func(int, ...string) string) {
+	t.Helper()
+	var st struct {
+		ClusterID string `json:"clusterId"`
+		Nodes     []struct {
+			NodeID    string `json:"nodeId"`
+			ClusterID string `json:"clusterId"`
+		} `json:"nodes"`
+	}
+	c.WaitFor("every node to know the cluster id", 30*time.Second, func() bool {
+		out, err := runMetad(t, "status", "-o", "json", "--addr", c.Nodes[0].GRPC)
+		if err != nil || json.Unmarshal([]byte(out), &st) != nil || len(st.ClusterID) != 32 {
+			return false
+		}
+		for _, n := range st.Nodes {
+			if n.ClusterID != st.ClusterID {
+				return false
+			}
+		}
+		return true
+	})
+	if out := run(1, "status"); !strings.Contains(out, "cluster id "+st.ClusterID) {
+		t.Errorf("status table lacks cluster id %s:\n%s", st.ClusterID, out)
+	}
+	if out := run(2, "members"); !strings.Contains(out, "cluster id "+st.ClusterID) {
+		t.Errorf("members lacks cluster id %s:\n%s", st.ClusterID, out)
+	}
 }

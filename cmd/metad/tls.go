@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/metad/metad/auth"
+	"github.com/metad/metad/node"
 	"github.com/metad/metad/tlsconfig"
 )
 
@@ -39,8 +40,28 @@ certificate the URI SAN metad://role/reader, writer or operator.`,
 	ca.AddCommand(newTLSCACreateCmd())
 	cert := &cobra.Command{Use: "cert", Short: "Manage certificates"}
 	cert.AddCommand(newTLSCertCreateCmd())
-	cmd.AddCommand(ca, cert)
+	gossip := &cobra.Command{Use: "gossip-key", Short: "Manage gossip encryption keys"}
+	gossip.AddCommand(newGossipKeyCreateCmd())
+	cmd.AddCommand(ca, cert, gossip)
 	return cmd
+}
+
+// newGossipKeyCreateCmd prints a new gossip key (like consul keygen).
+func newGossipKeyCreateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "create",
+		Short: "Print a new random gossip encryption key (32 bytes, base64) for --gossip-key-file",
+		Long: `Print a new random gossip encryption key: 32 bytes, base64. Put it in the
+file every server's --gossip-key-file names (the same file on every node). To
+rotate: add the new key as the second line on every node, then move it to the
+first line on every node, then remove the old one; each server re-reads the
+file when it changes or on SIGHUP.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), node.NewGossipKey())
+			return err
+		},
+	}
 }
 
 func newTLSCACreateCmd() *cobra.Command {

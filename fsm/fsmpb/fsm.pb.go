@@ -799,6 +799,7 @@ type Command struct {
 	//	*Command_LiftQuarantine
 	//	*Command_AddTombstone
 	//	*Command_LiftTombstone
+	//	*Command_SetClusterId
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1026,6 +1027,15 @@ func (x *Command) GetLiftTombstone() *LiftTombstone {
 	return nil
 }
 
+func (x *Command) GetSetClusterId() *SetClusterID {
+	if x != nil {
+		if x, ok := x.Op.(*Command_SetClusterId); ok {
+			return x.SetClusterId
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -1107,6 +1117,10 @@ type Command_LiftTombstone struct {
 	LiftTombstone *LiftTombstone `protobuf:"bytes,28,opt,name=lift_tombstone,json=liftTombstone,proto3,oneof"`
 }
 
+type Command_SetClusterId struct {
+	SetClusterId *SetClusterID `protobuf:"bytes,29,opt,name=set_cluster_id,json=setClusterId,proto3,oneof"`
+}
+
 func (*Command_CreateStream) isCommand_Op() {}
 
 func (*Command_OpenForWrite) isCommand_Op() {}
@@ -1145,6 +1159,57 @@ func (*Command_AddTombstone) isCommand_Op() {}
 
 func (*Command_LiftTombstone) isCommand_Op() {}
 
+func (*Command_SetClusterId) isCommand_Op() {}
+
+// SetClusterID records the cluster's identity: a random id the first
+// leader at feature level 2 makes up (or its data dir already holds).
+// Every node keeps it in its data dir, refuses nodes of other clusters
+// by it, and stops if its data dir names another. Set once: the same id
+// again changes nothing, a different one is refused. Level 2.
+type SetClusterID struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId     string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetClusterID) Reset() {
+	*x = SetClusterID{}
+	mi := &file_fsm_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetClusterID) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetClusterID) ProtoMessage() {}
+
+func (x *SetClusterID) ProtoReflect() protoreflect.Message {
+	mi := &file_fsm_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetClusterID.ProtoReflect.Descriptor instead.
+func (*SetClusterID) Descriptor() ([]byte, []int) {
+	return file_fsm_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SetClusterID) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
 // LiftQuarantine makes a quarantined index record valid again: its bytes
 // were verified against the object store after the report that
 // quarantined it (by the repair job, or an operator's lift, which verifies
@@ -1160,7 +1225,7 @@ type LiftQuarantine struct {
 
 func (x *LiftQuarantine) Reset() {
 	*x = LiftQuarantine{}
-	mi := &file_fsm_proto_msgTypes[6]
+	mi := &file_fsm_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1172,7 +1237,7 @@ func (x *LiftQuarantine) String() string {
 func (*LiftQuarantine) ProtoMessage() {}
 
 func (x *LiftQuarantine) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[6]
+	mi := &file_fsm_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1185,7 +1250,7 @@ func (x *LiftQuarantine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftQuarantine.ProtoReflect.Descriptor instead.
 func (*LiftQuarantine) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{6}
+	return file_fsm_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *LiftQuarantine) GetKey() *IndexKey {
@@ -1217,7 +1282,7 @@ type AddTombstone struct {
 
 func (x *AddTombstone) Reset() {
 	*x = AddTombstone{}
-	mi := &file_fsm_proto_msgTypes[7]
+	mi := &file_fsm_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1294,7 @@ func (x *AddTombstone) String() string {
 func (*AddTombstone) ProtoMessage() {}
 
 func (x *AddTombstone) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[7]
+	mi := &file_fsm_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1307,7 @@ func (x *AddTombstone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddTombstone.ProtoReflect.Descriptor instead.
 func (*AddTombstone) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{7}
+	return file_fsm_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AddTombstone) GetNodeId() string {
@@ -1270,7 +1335,7 @@ type LiftTombstone struct {
 
 func (x *LiftTombstone) Reset() {
 	*x = LiftTombstone{}
-	mi := &file_fsm_proto_msgTypes[8]
+	mi := &file_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1347,7 @@ func (x *LiftTombstone) String() string {
 func (*LiftTombstone) ProtoMessage() {}
 
 func (x *LiftTombstone) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[8]
+	mi := &file_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1360,7 @@ func (x *LiftTombstone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftTombstone.ProtoReflect.Descriptor instead.
 func (*LiftTombstone) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{8}
+	return file_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LiftTombstone) GetNodeId() string {
@@ -1319,7 +1384,7 @@ type SetFeatureLevel struct {
 
 func (x *SetFeatureLevel) Reset() {
 	*x = SetFeatureLevel{}
-	mi := &file_fsm_proto_msgTypes[9]
+	mi := &file_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1396,7 @@ func (x *SetFeatureLevel) String() string {
 func (*SetFeatureLevel) ProtoMessage() {}
 
 func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[9]
+	mi := &file_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1409,7 @@ func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFeatureLevel.ProtoReflect.Descriptor instead.
 func (*SetFeatureLevel) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{9}
+	return file_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SetFeatureLevel) GetLevel() uint32 {
@@ -1364,7 +1429,7 @@ type CreateStream struct {
 
 func (x *CreateStream) Reset() {
 	*x = CreateStream{}
-	mi := &file_fsm_proto_msgTypes[10]
+	mi := &file_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1441,7 @@ func (x *CreateStream) String() string {
 func (*CreateStream) ProtoMessage() {}
 
 func (x *CreateStream) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[10]
+	mi := &file_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1454,7 @@ func (x *CreateStream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateStream.ProtoReflect.Descriptor instead.
 func (*CreateStream) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{10}
+	return file_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateStream) GetName() string {
@@ -1409,7 +1474,7 @@ type OpenForWrite struct {
 
 func (x *OpenForWrite) Reset() {
 	*x = OpenForWrite{}
-	mi := &file_fsm_proto_msgTypes[11]
+	mi := &file_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1486,7 @@ func (x *OpenForWrite) String() string {
 func (*OpenForWrite) ProtoMessage() {}
 
 func (x *OpenForWrite) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[11]
+	mi := &file_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +1499,7 @@ func (x *OpenForWrite) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenForWrite.ProtoReflect.Descriptor instead.
 func (*OpenForWrite) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{11}
+	return file_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *OpenForWrite) GetStreamId() uint64 {
@@ -1462,7 +1527,7 @@ type CommitAppend struct {
 
 func (x *CommitAppend) Reset() {
 	*x = CommitAppend{}
-	mi := &file_fsm_proto_msgTypes[12]
+	mi := &file_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1474,7 +1539,7 @@ func (x *CommitAppend) String() string {
 func (*CommitAppend) ProtoMessage() {}
 
 func (x *CommitAppend) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[12]
+	mi := &file_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1487,7 +1552,7 @@ func (x *CommitAppend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitAppend.ProtoReflect.Descriptor instead.
 func (*CommitAppend) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{12}
+	return file_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CommitAppend) GetStreamId() uint64 {
@@ -1560,7 +1625,7 @@ type PublishGeneration struct {
 
 func (x *PublishGeneration) Reset() {
 	*x = PublishGeneration{}
-	mi := &file_fsm_proto_msgTypes[13]
+	mi := &file_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1572,7 +1637,7 @@ func (x *PublishGeneration) String() string {
 func (*PublishGeneration) ProtoMessage() {}
 
 func (x *PublishGeneration) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[13]
+	mi := &file_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1585,7 +1650,7 @@ func (x *PublishGeneration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishGeneration.ProtoReflect.Descriptor instead.
 func (*PublishGeneration) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{13}
+	return file_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PublishGeneration) GetStreamId() uint64 {
@@ -1648,7 +1713,7 @@ type RetireGeneration struct {
 
 func (x *RetireGeneration) Reset() {
 	*x = RetireGeneration{}
-	mi := &file_fsm_proto_msgTypes[14]
+	mi := &file_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1725,7 @@ func (x *RetireGeneration) String() string {
 func (*RetireGeneration) ProtoMessage() {}
 
 func (x *RetireGeneration) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[14]
+	mi := &file_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1738,7 @@ func (x *RetireGeneration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetireGeneration.ProtoReflect.Descriptor instead.
 func (*RetireGeneration) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{14}
+	return file_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RetireGeneration) GetStreamId() uint64 {
@@ -1707,7 +1772,7 @@ type Trim struct {
 
 func (x *Trim) Reset() {
 	*x = Trim{}
-	mi := &file_fsm_proto_msgTypes[15]
+	mi := &file_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1719,7 +1784,7 @@ func (x *Trim) String() string {
 func (*Trim) ProtoMessage() {}
 
 func (x *Trim) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[15]
+	mi := &file_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1732,7 +1797,7 @@ func (x *Trim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Trim.ProtoReflect.Descriptor instead.
 func (*Trim) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{15}
+	return file_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Trim) GetStreamId() uint64 {
@@ -1758,7 +1823,7 @@ type Seal struct {
 
 func (x *Seal) Reset() {
 	*x = Seal{}
-	mi := &file_fsm_proto_msgTypes[16]
+	mi := &file_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1835,7 @@ func (x *Seal) String() string {
 func (*Seal) ProtoMessage() {}
 
 func (x *Seal) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[16]
+	mi := &file_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +1848,7 @@ func (x *Seal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Seal.ProtoReflect.Descriptor instead.
 func (*Seal) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{16}
+	return file_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Seal) GetStreamId() uint64 {
@@ -1802,7 +1867,7 @@ type DeleteStream struct {
 
 func (x *DeleteStream) Reset() {
 	*x = DeleteStream{}
-	mi := &file_fsm_proto_msgTypes[17]
+	mi := &file_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1814,7 +1879,7 @@ func (x *DeleteStream) String() string {
 func (*DeleteStream) ProtoMessage() {}
 
 func (x *DeleteStream) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[17]
+	mi := &file_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1827,7 +1892,7 @@ func (x *DeleteStream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStream.ProtoReflect.Descriptor instead.
 func (*DeleteStream) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{17}
+	return file_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeleteStream) GetStreamId() uint64 {
@@ -1847,7 +1912,7 @@ type RegisterObject struct {
 
 func (x *RegisterObject) Reset() {
 	*x = RegisterObject{}
-	mi := &file_fsm_proto_msgTypes[18]
+	mi := &file_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +1924,7 @@ func (x *RegisterObject) String() string {
 func (*RegisterObject) ProtoMessage() {}
 
 func (x *RegisterObject) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[18]
+	mi := &file_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +1937,7 @@ func (x *RegisterObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterObject.ProtoReflect.Descriptor instead.
 func (*RegisterObject) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{18}
+	return file_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RegisterObject) GetObject() *ObjectRef {
@@ -1900,7 +1965,7 @@ type PinObject struct {
 
 func (x *PinObject) Reset() {
 	*x = PinObject{}
-	mi := &file_fsm_proto_msgTypes[19]
+	mi := &file_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1912,7 +1977,7 @@ func (x *PinObject) String() string {
 func (*PinObject) ProtoMessage() {}
 
 func (x *PinObject) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[19]
+	mi := &file_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1925,7 +1990,7 @@ func (x *PinObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinObject.ProtoReflect.Descriptor instead.
 func (*PinObject) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{19}
+	return file_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PinObject) GetObject() *ObjectRef {
@@ -1958,7 +2023,7 @@ type ReleasePin struct {
 
 func (x *ReleasePin) Reset() {
 	*x = ReleasePin{}
-	mi := &file_fsm_proto_msgTypes[20]
+	mi := &file_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1970,7 +2035,7 @@ func (x *ReleasePin) String() string {
 func (*ReleasePin) ProtoMessage() {}
 
 func (x *ReleasePin) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[20]
+	mi := &file_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1983,7 +2048,7 @@ func (x *ReleasePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleasePin.ProtoReflect.Descriptor instead.
 func (*ReleasePin) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{20}
+	return file_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReleasePin) GetPinId() uint64 {
@@ -2002,7 +2067,7 @@ type MarkObjectDeleting struct {
 
 func (x *MarkObjectDeleting) Reset() {
 	*x = MarkObjectDeleting{}
-	mi := &file_fsm_proto_msgTypes[21]
+	mi := &file_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2014,7 +2079,7 @@ func (x *MarkObjectDeleting) String() string {
 func (*MarkObjectDeleting) ProtoMessage() {}
 
 func (x *MarkObjectDeleting) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[21]
+	mi := &file_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2027,7 +2092,7 @@ func (x *MarkObjectDeleting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkObjectDeleting.ProtoReflect.Descriptor instead.
 func (*MarkObjectDeleting) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{21}
+	return file_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MarkObjectDeleting) GetObject() *ObjectRef {
@@ -2046,7 +2111,7 @@ type MarkObjectDeleted struct {
 
 func (x *MarkObjectDeleted) Reset() {
 	*x = MarkObjectDeleted{}
-	mi := &file_fsm_proto_msgTypes[22]
+	mi := &file_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2058,7 +2123,7 @@ func (x *MarkObjectDeleted) String() string {
 func (*MarkObjectDeleted) ProtoMessage() {}
 
 func (x *MarkObjectDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[22]
+	mi := &file_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2071,7 +2136,7 @@ func (x *MarkObjectDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkObjectDeleted.ProtoReflect.Descriptor instead.
 func (*MarkObjectDeleted) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{22}
+	return file_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *MarkObjectDeleted) GetObject() *ObjectRef {
@@ -2095,7 +2160,7 @@ type ReportCandidateFailure struct {
 
 func (x *ReportCandidateFailure) Reset() {
 	*x = ReportCandidateFailure{}
-	mi := &file_fsm_proto_msgTypes[23]
+	mi := &file_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2107,7 +2172,7 @@ func (x *ReportCandidateFailure) String() string {
 func (*ReportCandidateFailure) ProtoMessage() {}
 
 func (x *ReportCandidateFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[23]
+	mi := &file_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2120,7 +2185,7 @@ func (x *ReportCandidateFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCandidateFailure.ProtoReflect.Descriptor instead.
 func (*ReportCandidateFailure) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{23}
+	return file_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReportCandidateFailure) GetKey() *IndexKey {
@@ -2162,7 +2227,7 @@ type RecordVersion struct {
 
 func (x *RecordVersion) Reset() {
 	*x = RecordVersion{}
-	mi := &file_fsm_proto_msgTypes[24]
+	mi := &file_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2174,7 +2239,7 @@ func (x *RecordVersion) String() string {
 func (*RecordVersion) ProtoMessage() {}
 
 func (x *RecordVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[24]
+	mi := &file_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2187,7 +2252,7 @@ func (x *RecordVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordVersion.ProtoReflect.Descriptor instead.
 func (*RecordVersion) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{24}
+	return file_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RecordVersion) GetStart() uint64 {
@@ -2223,7 +2288,7 @@ type RepairGen0 struct {
 
 func (x *RepairGen0) Reset() {
 	*x = RepairGen0{}
-	mi := &file_fsm_proto_msgTypes[25]
+	mi := &file_fsm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2235,7 +2300,7 @@ func (x *RepairGen0) String() string {
 func (*RepairGen0) ProtoMessage() {}
 
 func (x *RepairGen0) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[25]
+	mi := &file_fsm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2248,7 +2313,7 @@ func (x *RepairGen0) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairGen0.ProtoReflect.Descriptor instead.
 func (*RepairGen0) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{25}
+	return file_fsm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RepairGen0) GetStreamId() uint64 {
@@ -2298,7 +2363,7 @@ type Rejection struct {
 
 func (x *Rejection) Reset() {
 	*x = Rejection{}
-	mi := &file_fsm_proto_msgTypes[26]
+	mi := &file_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2310,7 +2375,7 @@ func (x *Rejection) String() string {
 func (*Rejection) ProtoMessage() {}
 
 func (x *Rejection) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[26]
+	mi := &file_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2323,7 +2388,7 @@ func (x *Rejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejection.ProtoReflect.Descriptor instead.
 func (*Rejection) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{26}
+	return file_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Rejection) GetCode() RejectCode {
@@ -2369,7 +2434,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_fsm_proto_msgTypes[27]
+	mi := &file_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2381,7 +2446,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[27]
+	mi := &file_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2394,7 +2459,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{27}
+	return file_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Result) GetVersion() uint64 {
@@ -2481,14 +2546,17 @@ type MachineMeta struct {
 	NextPinId     uint64                 `protobuf:"varint,3,opt,name=next_pin_id,json=nextPinId,proto3" json:"next_pin_id,omitempty"`
 	// feature_level is 0 for level 1, so a level-1 state's snapshot is the
 	// same bytes a release without feature levels writes.
-	FeatureLevel  uint32 `protobuf:"varint,4,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	FeatureLevel uint32 `protobuf:"varint,4,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	// cluster_id is empty until SetClusterID (level 2), so a level-1
+	// state's snapshot is unchanged.
+	ClusterId     string `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MachineMeta) Reset() {
 	*x = MachineMeta{}
-	mi := &file_fsm_proto_msgTypes[28]
+	mi := &file_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +2568,7 @@ func (x *MachineMeta) String() string {
 func (*MachineMeta) ProtoMessage() {}
 
 func (x *MachineMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[28]
+	mi := &file_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +2581,7 @@ func (x *MachineMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineMeta.ProtoReflect.Descriptor instead.
 func (*MachineMeta) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{28}
+	return file_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *MachineMeta) GetClockUnixNano() int64 {
@@ -2544,6 +2612,13 @@ func (x *MachineMeta) GetFeatureLevel() uint32 {
 	return 0
 }
 
+func (x *MachineMeta) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
 type StreamState struct {
 	state                   protoimpl.MessageState `protogen:"open.v1"`
 	Id                      uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2563,7 +2638,7 @@ type StreamState struct {
 
 func (x *StreamState) Reset() {
 	*x = StreamState{}
-	mi := &file_fsm_proto_msgTypes[29]
+	mi := &file_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2650,7 @@ func (x *StreamState) String() string {
 func (*StreamState) ProtoMessage() {}
 
 func (x *StreamState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[29]
+	mi := &file_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2663,7 @@ func (x *StreamState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamState.ProtoReflect.Descriptor instead.
 func (*StreamState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{29}
+	return file_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *StreamState) GetId() uint64 {
@@ -2682,7 +2757,7 @@ type EvidenceState struct {
 
 func (x *EvidenceState) Reset() {
 	*x = EvidenceState{}
-	mi := &file_fsm_proto_msgTypes[30]
+	mi := &file_fsm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2694,7 +2769,7 @@ func (x *EvidenceState) String() string {
 func (*EvidenceState) ProtoMessage() {}
 
 func (x *EvidenceState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[30]
+	mi := &file_fsm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2707,7 +2782,7 @@ func (x *EvidenceState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvidenceState.ProtoReflect.Descriptor instead.
 func (*EvidenceState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{30}
+	return file_fsm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EvidenceState) GetStreamId() uint64 {
@@ -2766,7 +2841,7 @@ type GenerationState struct {
 
 func (x *GenerationState) Reset() {
 	*x = GenerationState{}
-	mi := &file_fsm_proto_msgTypes[31]
+	mi := &file_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2778,7 +2853,7 @@ func (x *GenerationState) String() string {
 func (*GenerationState) ProtoMessage() {}
 
 func (x *GenerationState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[31]
+	mi := &file_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2791,7 +2866,7 @@ func (x *GenerationState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationState.ProtoReflect.Descriptor instead.
 func (*GenerationState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{31}
+	return file_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GenerationState) GetStreamId() uint64 {
@@ -2848,7 +2923,7 @@ type IndexRecordState struct {
 
 func (x *IndexRecordState) Reset() {
 	*x = IndexRecordState{}
-	mi := &file_fsm_proto_msgTypes[32]
+	mi := &file_fsm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2860,7 +2935,7 @@ func (x *IndexRecordState) String() string {
 func (*IndexRecordState) ProtoMessage() {}
 
 func (x *IndexRecordState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[32]
+	mi := &file_fsm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2873,7 +2948,7 @@ func (x *IndexRecordState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexRecordState.ProtoReflect.Descriptor instead.
 func (*IndexRecordState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{32}
+	return file_fsm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *IndexRecordState) GetKey() *IndexKey {
@@ -2919,7 +2994,7 @@ type ObjectState struct {
 
 func (x *ObjectState) Reset() {
 	*x = ObjectState{}
-	mi := &file_fsm_proto_msgTypes[33]
+	mi := &file_fsm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2931,7 +3006,7 @@ func (x *ObjectState) String() string {
 func (*ObjectState) ProtoMessage() {}
 
 func (x *ObjectState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[33]
+	mi := &file_fsm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2944,7 +3019,7 @@ func (x *ObjectState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectState.ProtoReflect.Descriptor instead.
 func (*ObjectState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{33}
+	return file_fsm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ObjectState) GetObject() *ObjectRef {
@@ -3010,7 +3085,7 @@ type PinState struct {
 
 func (x *PinState) Reset() {
 	*x = PinState{}
-	mi := &file_fsm_proto_msgTypes[34]
+	mi := &file_fsm_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3022,7 +3097,7 @@ func (x *PinState) String() string {
 func (*PinState) ProtoMessage() {}
 
 func (x *PinState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[34]
+	mi := &file_fsm_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3035,7 +3110,7 @@ func (x *PinState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinState.ProtoReflect.Descriptor instead.
 func (*PinState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{34}
+	return file_fsm_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PinState) GetId() uint64 {
@@ -3092,7 +3167,7 @@ type DedupState struct {
 
 func (x *DedupState) Reset() {
 	*x = DedupState{}
-	mi := &file_fsm_proto_msgTypes[35]
+	mi := &file_fsm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3104,7 +3179,7 @@ func (x *DedupState) String() string {
 func (*DedupState) ProtoMessage() {}
 
 func (x *DedupState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[35]
+	mi := &file_fsm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3117,7 +3192,7 @@ func (x *DedupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DedupState.ProtoReflect.Descriptor instead.
 func (*DedupState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{35}
+	return file_fsm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DedupState) GetRequestId() string {
@@ -3168,7 +3243,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_fsm_proto_msgTypes[36]
+	mi := &file_fsm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3180,7 +3255,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[36]
+	mi := &file_fsm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3193,7 +3268,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{36}
+	return file_fsm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -3357,7 +3432,7 @@ type TombstoneState struct {
 
 func (x *TombstoneState) Reset() {
 	*x = TombstoneState{}
-	mi := &file_fsm_proto_msgTypes[37]
+	mi := &file_fsm_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3369,7 +3444,7 @@ func (x *TombstoneState) String() string {
 func (*TombstoneState) ProtoMessage() {}
 
 func (x *TombstoneState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[37]
+	mi := &file_fsm_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3382,7 +3457,7 @@ func (x *TombstoneState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TombstoneState.ProtoReflect.Descriptor instead.
 func (*TombstoneState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{37}
+	return file_fsm_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TombstoneState) GetNodeId() string {
@@ -3439,8 +3514,7 @@ const file_fsm_proto_rawDesc = "" +
 	"\tsurvivors\x18\x02 \x03(\v2\x13.metad.fsm.v1.RangeR\tsurvivors\x12/\n" +
 	"\x06object\x18\x03 \x01(\v2\x17.metad.fsm.v1.ObjectRefR\x06object\x12-\n" +
 	"\x05bytes\x18\x04 \x01(\v2\x17.metad.fsm.v1.ByteRangeR\x05bytes\x12\x1a\n" +
-	"\bchecksum\x18\x05 \x01(\rR\bchecksum\"\xff\n" +
-	"\n" +
+	"\bchecksum\x18\x05 \x01(\rR\bchecksum\"\xc3\v\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12&\n" +
@@ -3467,8 +3541,12 @@ const file_fsm_proto_rawDesc = "" +
 	"\x11set_feature_level\x18\x19 \x01(\v2\x1d.metad.fsm.v1.SetFeatureLevelH\x00R\x0fsetFeatureLevel\x12G\n" +
 	"\x0flift_quarantine\x18\x1a \x01(\v2\x1c.metad.fsm.v1.LiftQuarantineH\x00R\x0eliftQuarantine\x12A\n" +
 	"\radd_tombstone\x18\x1b \x01(\v2\x1a.metad.fsm.v1.AddTombstoneH\x00R\faddTombstone\x12D\n" +
-	"\x0elift_tombstone\x18\x1c \x01(\v2\x1b.metad.fsm.v1.LiftTombstoneH\x00R\rliftTombstoneB\x04\n" +
-	"\x02op\"T\n" +
+	"\x0elift_tombstone\x18\x1c \x01(\v2\x1b.metad.fsm.v1.LiftTombstoneH\x00R\rliftTombstone\x12B\n" +
+	"\x0eset_cluster_id\x18\x1d \x01(\v2\x1a.metad.fsm.v1.SetClusterIDH\x00R\fsetClusterIdB\x04\n" +
+	"\x02op\"-\n" +
+	"\fSetClusterID\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\"T\n" +
 	"\x0eLiftQuarantine\x12(\n" +
 	"\x03key\x18\x01 \x01(\v2\x16.metad.fsm.v1.IndexKeyR\x03key\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\"I\n" +
@@ -3562,12 +3640,14 @@ const file_fsm_proto_rawDesc = "" +
 	"\x14pin_expiry_unix_nano\x18\t \x01(\x03R\x11pinExpiryUnixNano\x12 \n" +
 	"\vquarantined\x18\n" +
 	" \x01(\bR\vquarantined\x12\"\n" +
-	"\fdeduplicated\x18\v \x01(\bR\fdeduplicated\"\xa0\x01\n" +
+	"\fdeduplicated\x18\v \x01(\bR\fdeduplicated\"\xbf\x01\n" +
 	"\vMachineMeta\x12&\n" +
 	"\x0fclock_unix_nano\x18\x01 \x01(\x03R\rclockUnixNano\x12$\n" +
 	"\x0enext_stream_id\x18\x02 \x01(\x04R\fnextStreamId\x12\x1e\n" +
 	"\vnext_pin_id\x18\x03 \x01(\x04R\tnextPinId\x12#\n" +
-	"\rfeature_level\x18\x04 \x01(\rR\ffeatureLevel\"\xb6\x03\n" +
+	"\rfeature_level\x18\x04 \x01(\rR\ffeatureLevel\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId\"\xb6\x03\n" +
 	"\vStreamState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
@@ -3714,7 +3794,7 @@ func file_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_fsm_proto_goTypes = []any{
 	(View)(0),                      // 0: metad.fsm.v1.View
 	(StreamStatus)(0),              // 1: metad.fsm.v1.StreamStatus
@@ -3729,38 +3809,39 @@ var file_fsm_proto_goTypes = []any{
 	(*IndexKey)(nil),               // 10: metad.fsm.v1.IndexKey
 	(*IndexRecord)(nil),            // 11: metad.fsm.v1.IndexRecord
 	(*Command)(nil),                // 12: metad.fsm.v1.Command
-	(*LiftQuarantine)(nil),         // 13: metad.fsm.v1.LiftQuarantine
-	(*AddTombstone)(nil),           // 14: metad.fsm.v1.AddTombstone
-	(*LiftTombstone)(nil),          // 15: metad.fsm.v1.LiftTombstone
-	(*SetFeatureLevel)(nil),        // 16: metad.fsm.v1.SetFeatureLevel
-	(*CreateStream)(nil),           // 17: metad.fsm.v1.CreateStream
-	(*OpenForWrite)(nil),           // 18: metad.fsm.v1.OpenForWrite
-	(*CommitAppend)(nil),           // 19: metad.fsm.v1.CommitAppend
-	(*PublishGeneration)(nil),      // 20: metad.fsm.v1.PublishGeneration
-	(*RetireGeneration)(nil),       // 21: metad.fsm.v1.RetireGeneration
-	(*Trim)(nil),                   // 22: metad.fsm.v1.Trim
-	(*Seal)(nil),                   // 23: metad.fsm.v1.Seal
-	(*DeleteStream)(nil),           // 24: metad.fsm.v1.DeleteStream
-	(*RegisterObject)(nil),         // 25: metad.fsm.v1.RegisterObject
-	(*PinObject)(nil),              // 26: metad.fsm.v1.PinObject
-	(*ReleasePin)(nil),             // 27: metad.fsm.v1.ReleasePin
-	(*MarkObjectDeleting)(nil),     // 28: metad.fsm.v1.MarkObjectDeleting
-	(*MarkObjectDeleted)(nil),      // 29: metad.fsm.v1.MarkObjectDeleted
-	(*ReportCandidateFailure)(nil), // 30: metad.fsm.v1.ReportCandidateFailure
-	(*RecordVersion)(nil),          // 31: metad.fsm.v1.RecordVersion
-	(*RepairGen0)(nil),             // 32: metad.fsm.v1.RepairGen0
-	(*Rejection)(nil),              // 33: metad.fsm.v1.Rejection
-	(*Result)(nil),                 // 34: metad.fsm.v1.Result
-	(*MachineMeta)(nil),            // 35: metad.fsm.v1.MachineMeta
-	(*StreamState)(nil),            // 36: metad.fsm.v1.StreamState
-	(*EvidenceState)(nil),          // 37: metad.fsm.v1.EvidenceState
-	(*GenerationState)(nil),        // 38: metad.fsm.v1.GenerationState
-	(*IndexRecordState)(nil),       // 39: metad.fsm.v1.IndexRecordState
-	(*ObjectState)(nil),            // 40: metad.fsm.v1.ObjectState
-	(*PinState)(nil),               // 41: metad.fsm.v1.PinState
-	(*DedupState)(nil),             // 42: metad.fsm.v1.DedupState
-	(*SnapshotRecord)(nil),         // 43: metad.fsm.v1.SnapshotRecord
-	(*TombstoneState)(nil),         // 44: metad.fsm.v1.TombstoneState
+	(*SetClusterID)(nil),           // 13: metad.fsm.v1.SetClusterID
+	(*LiftQuarantine)(nil),         // 14: metad.fsm.v1.LiftQuarantine
+	(*AddTombstone)(nil),           // 15: metad.fsm.v1.AddTombstone
+	(*LiftTombstone)(nil),          // 16: metad.fsm.v1.LiftTombstone
+	(*SetFeatureLevel)(nil),        // 17: metad.fsm.v1.SetFeatureLevel
+	(*CreateStream)(nil),           // 18: metad.fsm.v1.CreateStream
+	(*OpenForWrite)(nil),           // 19: metad.fsm.v1.OpenForWrite
+	(*CommitAppend)(nil),           // 20: metad.fsm.v1.CommitAppend
+	(*PublishGeneration)(nil),      // 21: metad.fsm.v1.PublishGeneration
+	(*RetireGeneration)(nil),       // 22: metad.fsm.v1.RetireGeneration
+	(*Trim)(nil),                   // 23: metad.fsm.v1.Trim
+	(*Seal)(nil),                   // 24: metad.fsm.v1.Seal
+	(*DeleteStream)(nil),           // 25: metad.fsm.v1.DeleteStream
+	(*RegisterObject)(nil),         // 26: metad.fsm.v1.RegisterObject
+	(*PinObject)(nil),              // 27: metad.fsm.v1.PinObject
+	(*ReleasePin)(nil),             // 28: metad.fsm.v1.ReleasePin
+	(*MarkObjectDeleting)(nil),     // 29: metad.fsm.v1.MarkObjectDeleting
+	(*MarkObjectDeleted)(nil),      // 30: metad.fsm.v1.MarkObjectDeleted
+	(*ReportCandidateFailure)(nil), // 31: metad.fsm.v1.ReportCandidateFailure
+	(*RecordVersion)(nil),          // 32: metad.fsm.v1.RecordVersion
+	(*RepairGen0)(nil),             // 33: metad.fsm.v1.RepairGen0
+	(*Rejection)(nil),              // 34: metad.fsm.v1.Rejection
+	(*Result)(nil),                 // 35: metad.fsm.v1.Result
+	(*MachineMeta)(nil),            // 36: metad.fsm.v1.MachineMeta
+	(*StreamState)(nil),            // 37: metad.fsm.v1.StreamState
+	(*EvidenceState)(nil),          // 38: metad.fsm.v1.EvidenceState
+	(*GenerationState)(nil),        // 39: metad.fsm.v1.GenerationState
+	(*IndexRecordState)(nil),       // 40: metad.fsm.v1.IndexRecordState
+	(*ObjectState)(nil),            // 41: metad.fsm.v1.ObjectState
+	(*PinState)(nil),               // 42: metad.fsm.v1.PinState
+	(*DedupState)(nil),             // 43: metad.fsm.v1.DedupState
+	(*SnapshotRecord)(nil),         // 44: metad.fsm.v1.SnapshotRecord
+	(*TombstoneState)(nil),         // 45: metad.fsm.v1.TombstoneState
 }
 var file_fsm_proto_depIdxs = []int32{
 	0,  // 0: metad.fsm.v1.IndexKey.view:type_name -> metad.fsm.v1.View
@@ -3768,70 +3849,71 @@ var file_fsm_proto_depIdxs = []int32{
 	7,  // 2: metad.fsm.v1.IndexRecord.survivors:type_name -> metad.fsm.v1.Range
 	9,  // 3: metad.fsm.v1.IndexRecord.object:type_name -> metad.fsm.v1.ObjectRef
 	8,  // 4: metad.fsm.v1.IndexRecord.bytes:type_name -> metad.fsm.v1.ByteRange
-	17, // 5: metad.fsm.v1.Command.create_stream:type_name -> metad.fsm.v1.CreateStream
-	18, // 6: metad.fsm.v1.Command.open_for_write:type_name -> metad.fsm.v1.OpenForWrite
-	19, // 7: metad.fsm.v1.Command.commit_append:type_name -> metad.fsm.v1.CommitAppend
-	20, // 8: metad.fsm.v1.Command.publish_generation:type_name -> metad.fsm.v1.PublishGeneration
-	21, // 9: metad.fsm.v1.Command.retire_generation:type_name -> metad.fsm.v1.RetireGeneration
-	22, // 10: metad.fsm.v1.Command.trim:type_name -> metad.fsm.v1.Trim
-	23, // 11: metad.fsm.v1.Command.seal:type_name -> metad.fsm.v1.Seal
-	24, // 12: metad.fsm.v1.Command.delete_stream:type_name -> metad.fsm.v1.DeleteStream
-	25, // 13: metad.fsm.v1.Command.register_object:type_name -> metad.fsm.v1.RegisterObject
-	26, // 14: metad.fsm.v1.Command.pin_object:type_name -> metad.fsm.v1.PinObject
-	27, // 15: metad.fsm.v1.Command.release_pin:type_name -> metad.fsm.v1.ReleasePin
-	28, // 16: metad.fsm.v1.Command.mark_object_deleting:type_name -> metad.fsm.v1.MarkObjectDeleting
-	29, // 17: metad.fsm.v1.Command.mark_object_deleted:type_name -> metad.fsm.v1.MarkObjectDeleted
-	30, // 18: metad.fsm.v1.Command.report_candidate_failure:type_name -> metad.fsm.v1.ReportCandidateFailure
-	32, // 19: metad.fsm.v1.Command.repair_gen0:type_name -> metad.fsm.v1.RepairGen0
-	16, // 20: metad.fsm.v1.Command.set_feature_level:type_name -> metad.fsm.v1.SetFeatureLevel
-	13, // 21: metad.fsm.v1.Command.lift_quarantine:type_name -> metad.fsm.v1.LiftQuarantine
-	14, // 22: metad.fsm.v1.Command.add_tombstone:type_name -> metad.fsm.v1.AddTombstone
-	15, // 23: metad.fsm.v1.Command.lift_tombstone:type_name -> metad.fsm.v1.LiftTombstone
-	10, // 24: metad.fsm.v1.LiftQuarantine.key:type_name -> metad.fsm.v1.IndexKey
-	9,  // 25: metad.fsm.v1.CommitAppend.object:type_name -> metad.fsm.v1.ObjectRef
-	8,  // 26: metad.fsm.v1.CommitAppend.bytes:type_name -> metad.fsm.v1.ByteRange
-	0,  // 27: metad.fsm.v1.PublishGeneration.view:type_name -> metad.fsm.v1.View
-	7,  // 28: metad.fsm.v1.PublishGeneration.coverage:type_name -> metad.fsm.v1.Range
-	11, // 29: metad.fsm.v1.PublishGeneration.records:type_name -> metad.fsm.v1.IndexRecord
-	0,  // 30: metad.fsm.v1.RetireGeneration.view:type_name -> metad.fsm.v1.View
-	9,  // 31: metad.fsm.v1.RegisterObject.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 32: metad.fsm.v1.PinObject.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 33: metad.fsm.v1.MarkObjectDeleting.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 34: metad.fsm.v1.MarkObjectDeleted.object:type_name -> metad.fsm.v1.ObjectRef
-	10, // 35: metad.fsm.v1.ReportCandidateFailure.key:type_name -> metad.fsm.v1.IndexKey
-	5,  // 36: metad.fsm.v1.ReportCandidateFailure.kind:type_name -> metad.fsm.v1.FailureKind
-	31, // 37: metad.fsm.v1.RepairGen0.replace:type_name -> metad.fsm.v1.RecordVersion
-	11, // 38: metad.fsm.v1.RepairGen0.record:type_name -> metad.fsm.v1.IndexRecord
-	6,  // 39: metad.fsm.v1.Rejection.code:type_name -> metad.fsm.v1.RejectCode
-	33, // 40: metad.fsm.v1.Result.rejection:type_name -> metad.fsm.v1.Rejection
-	1,  // 41: metad.fsm.v1.StreamState.status:type_name -> metad.fsm.v1.StreamStatus
-	7,  // 42: metad.fsm.v1.EvidenceState.range:type_name -> metad.fsm.v1.Range
-	9,  // 43: metad.fsm.v1.EvidenceState.object:type_name -> metad.fsm.v1.ObjectRef
-	8,  // 44: metad.fsm.v1.EvidenceState.bytes:type_name -> metad.fsm.v1.ByteRange
-	0,  // 45: metad.fsm.v1.GenerationState.view:type_name -> metad.fsm.v1.View
-	2,  // 46: metad.fsm.v1.GenerationState.status:type_name -> metad.fsm.v1.GenerationStatus
-	7,  // 47: metad.fsm.v1.GenerationState.coverage:type_name -> metad.fsm.v1.Range
-	10, // 48: metad.fsm.v1.IndexRecordState.key:type_name -> metad.fsm.v1.IndexKey
-	11, // 49: metad.fsm.v1.IndexRecordState.record:type_name -> metad.fsm.v1.IndexRecord
-	3,  // 50: metad.fsm.v1.IndexRecordState.status:type_name -> metad.fsm.v1.RecordStatus
-	9,  // 51: metad.fsm.v1.ObjectState.object:type_name -> metad.fsm.v1.ObjectRef
-	4,  // 52: metad.fsm.v1.ObjectState.status:type_name -> metad.fsm.v1.ObjectStatus
-	9,  // 53: metad.fsm.v1.PinState.object:type_name -> metad.fsm.v1.ObjectRef
-	34, // 54: metad.fsm.v1.DedupState.result:type_name -> metad.fsm.v1.Result
-	35, // 55: metad.fsm.v1.SnapshotRecord.meta:type_name -> metad.fsm.v1.MachineMeta
-	36, // 56: metad.fsm.v1.SnapshotRecord.stream:type_name -> metad.fsm.v1.StreamState
-	37, // 57: metad.fsm.v1.SnapshotRecord.evidence:type_name -> metad.fsm.v1.EvidenceState
-	38, // 58: metad.fsm.v1.SnapshotRecord.generation:type_name -> metad.fsm.v1.GenerationState
-	39, // 59: metad.fsm.v1.SnapshotRecord.index_record:type_name -> metad.fsm.v1.IndexRecordState
-	40, // 60: metad.fsm.v1.SnapshotRecord.object:type_name -> metad.fsm.v1.ObjectState
-	41, // 61: metad.fsm.v1.SnapshotRecord.pin:type_name -> metad.fsm.v1.PinState
-	42, // 62: metad.fsm.v1.SnapshotRecord.dedup:type_name -> metad.fsm.v1.DedupState
-	44, // 63: metad.fsm.v1.SnapshotRecord.tombstone:type_name -> metad.fsm.v1.TombstoneState
-	64, // [64:64] is the sub-list for method output_type
-	64, // [64:64] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	18, // 5: metad.fsm.v1.Command.create_stream:type_name -> metad.fsm.v1.CreateStream
+	19, // 6: metad.fsm.v1.Command.open_for_write:type_name -> metad.fsm.v1.OpenForWrite
+	20, // 7: metad.fsm.v1.Command.commit_append:type_name -> metad.fsm.v1.CommitAppend
+	21, // 8: metad.fsm.v1.Command.publish_generation:type_name -> metad.fsm.v1.PublishGeneration
+	22, // 9: metad.fsm.v1.Command.retire_generation:type_name -> metad.fsm.v1.RetireGeneration
+	23, // 10: metad.fsm.v1.Command.trim:type_name -> metad.fsm.v1.Trim
+	24, // 11: metad.fsm.v1.Command.seal:type_name -> metad.fsm.v1.Seal
+	25, // 12: metad.fsm.v1.Command.delete_stream:type_name -> metad.fsm.v1.DeleteStream
+	26, // 13: metad.fsm.v1.Command.register_object:type_name -> metad.fsm.v1.RegisterObject
+	27, // 14: metad.fsm.v1.Command.pin_object:type_name -> metad.fsm.v1.PinObject
+	28, // 15: metad.fsm.v1.Command.release_pin:type_name -> metad.fsm.v1.ReleasePin
+	29, // 16: metad.fsm.v1.Command.mark_object_deleting:type_name -> metad.fsm.v1.MarkObjectDeleting
+	30, // 17: metad.fsm.v1.Command.mark_object_deleted:type_name -> metad.fsm.v1.MarkObjectDeleted
+	31, // 18: metad.fsm.v1.Command.report_candidate_failure:type_name -> metad.fsm.v1.ReportCandidateFailure
+	33, // 19: metad.fsm.v1.Command.repair_gen0:type_name -> metad.fsm.v1.RepairGen0
+	17, // 20: metad.fsm.v1.Command.set_feature_level:type_name -> metad.fsm.v1.SetFeatureLevel
+	14, // 21: metad.fsm.v1.Command.lift_quarantine:type_name -> metad.fsm.v1.LiftQuarantine
+	15, // 22: metad.fsm.v1.Command.add_tombstone:type_name -> metad.fsm.v1.AddTombstone
+	16, // 23: metad.fsm.v1.Command.lift_tombstone:type_name -> metad.fsm.v1.LiftTombstone
+	13, // 24: metad.fsm.v1.Command.set_cluster_id:type_name -> metad.fsm.v1.SetClusterID
+	10, // 25: metad.fsm.v1.LiftQuarantine.key:type_name -> metad.fsm.v1.IndexKey
+	9,  // 26: metad.fsm.v1.CommitAppend.object:type_name -> metad.fsm.v1.ObjectRef
+	8,  // 27: metad.fsm.v1.CommitAppend.bytes:type_name -> metad.fsm.v1.ByteRange
+	0,  // 28: metad.fsm.v1.PublishGeneration.view:type_name -> metad.fsm.v1.View
+	7,  // 29: metad.fsm.v1.PublishGeneration.coverage:type_name -> metad.fsm.v1.Range
+	11, // 30: metad.fsm.v1.PublishGeneration.records:type_name -> metad.fsm.v1.IndexRecord
+	0,  // 31: metad.fsm.v1.RetireGeneration.view:type_name -> metad.fsm.v1.View
+	9,  // 32: metad.fsm.v1.RegisterObject.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 33: metad.fsm.v1.PinObject.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 34: metad.fsm.v1.MarkObjectDeleting.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 35: metad.fsm.v1.MarkObjectDeleted.object:type_name -> metad.fsm.v1.ObjectRef
+	10, // 36: metad.fsm.v1.ReportCandidateFailure.key:type_name -> metad.fsm.v1.IndexKey
+	5,  // 37: metad.fsm.v1.ReportCandidateFailure.kind:type_name -> metad.fsm.v1.FailureKind
+	32, // 38: metad.fsm.v1.RepairGen0.replace:type_name -> metad.fsm.v1.RecordVersion
+	11, // 39: metad.fsm.v1.RepairGen0.record:type_name -> metad.fsm.v1.IndexRecord
+	6,  // 40: metad.fsm.v1.Rejection.code:type_name -> metad.fsm.v1.RejectCode
+	34, // 41: metad.fsm.v1.Result.rejection:type_name -> metad.fsm.v1.Rejection
+	1,  // 42: metad.fsm.v1.StreamState.status:type_name -> metad.fsm.v1.StreamStatus
+	7,  // 43: metad.fsm.v1.EvidenceState.range:type_name -> metad.fsm.v1.Range
+	9,  // 44: metad.fsm.v1.EvidenceState.object:type_name -> metad.fsm.v1.ObjectRef
+	8,  // 45: metad.fsm.v1.EvidenceState.bytes:type_name -> metad.fsm.v1.ByteRange
+	0,  // 46: metad.fsm.v1.GenerationState.view:type_name -> metad.fsm.v1.View
+	2,  // 47: metad.fsm.v1.GenerationState.status:type_name -> metad.fsm.v1.GenerationStatus
+	7,  // 48: metad.fsm.v1.GenerationState.coverage:type_name -> metad.fsm.v1.Range
+	10, // 49: metad.fsm.v1.IndexRecordState.key:type_name -> metad.fsm.v1.IndexKey
+	11, // 50: metad.fsm.v1.IndexRecordState.record:type_name -> metad.fsm.v1.IndexRecord
+	3,  // 51: metad.fsm.v1.IndexRecordState.status:type_name -> metad.fsm.v1.RecordStatus
+	9,  // 52: metad.fsm.v1.ObjectState.object:type_name -> metad.fsm.v1.ObjectRef
+	4,  // 53: metad.fsm.v1.ObjectState.status:type_name -> metad.fsm.v1.ObjectStatus
+	9,  // 54: metad.fsm.v1.PinState.object:type_name -> metad.fsm.v1.ObjectRef
+	35, // 55: metad.fsm.v1.DedupState.result:type_name -> metad.fsm.v1.Result
+	36, // 56: metad.fsm.v1.SnapshotRecord.meta:type_name -> metad.fsm.v1.MachineMeta
+	37, // 57: metad.fsm.v1.SnapshotRecord.stream:type_name -> metad.fsm.v1.StreamState
+	38, // 58: metad.fsm.v1.SnapshotRecord.evidence:type_name -> metad.fsm.v1.EvidenceState
+	39, // 59: metad.fsm.v1.SnapshotRecord.generation:type_name -> metad.fsm.v1.GenerationState
+	40, // 60: metad.fsm.v1.SnapshotRecord.index_record:type_name -> metad.fsm.v1.IndexRecordState
+	41, // 61: metad.fsm.v1.SnapshotRecord.object:type_name -> metad.fsm.v1.ObjectState
+	42, // 62: metad.fsm.v1.SnapshotRecord.pin:type_name -> metad.fsm.v1.PinState
+	43, // 63: metad.fsm.v1.SnapshotRecord.dedup:type_name -> metad.fsm.v1.DedupState
+	45, // 64: metad.fsm.v1.SnapshotRecord.tombstone:type_name -> metad.fsm.v1.TombstoneState
+	65, // [65:65] is the sub-list for method output_type
+	65, // [65:65] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_fsm_proto_init() }
@@ -3859,8 +3941,9 @@ func file_fsm_proto_init() {
 		(*Command_LiftQuarantine)(nil),
 		(*Command_AddTombstone)(nil),
 		(*Command_LiftTombstone)(nil),
+		(*Command_SetClusterId)(nil),
 	}
-	file_fsm_proto_msgTypes[36].OneofWrappers = []any{
+	file_fsm_proto_msgTypes[37].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Stream)(nil),
 		(*SnapshotRecord_Evidence)(nil),
@@ -3877,7 +3960,7 @@ func file_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fsm_proto_rawDesc), len(file_fsm_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   38,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

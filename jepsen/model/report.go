@@ -140,9 +140,9 @@ func CheckQuarantine(h history.History) []Anomaly {
 	return out
 }
 
-// CheckIntact: at the end of a run, every committed offset above the final
-// trim whose bytes are intact — not in an append whose object the harness
-// replaced — was read back (resolved, and its bytes read under the
+// CheckIntact checks that at the end of a run every committed offset above
+// the final trim whose bytes are intact — not in an append whose object the
+// harness replaced — was read back (resolved, and its bytes read under the
 // target's identity). Unlike CheckDurable it covers every committed
 // offset, acknowledged or not, and it is what a flapping object or a false
 // report must not break. Each stream's first unread offset is reported,

@@ -1,0 +1,143 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/metad/metad/fsm"
+)
+
+// The cluster id (fsm/clusterid.go) in the data dir. The replicated state
+// holds the cluster's id; the data dir keeps a copy, written when this
+// node first sees it applied (or restored), so that a node knows which
+// cluster its data belongs to before it talks to anyone: membership
+// advertises it in gossip, the Raft transport tells it (raftstore's
+// identity preamble), and a data dir given a state that names another
+// cluster is a hard stop with both ids in the message, never silently
+// adopted.
+
+const clusterIDFile = "cluster-id"
+
+// ErrClusterIDMismatch: the data dir belongs to another cluster than the
+// replicated state this node holds.
+var ErrClusterIDMismatch = errors.New("cluster id mismatch")
+
+// LoadClusterID returns the cluster id recorded in the data dir, "" if
+// none yet.
+func LoadClusterID(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, clusterIDFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(string(b))
+	if err := fsm.ValidClusterID(id); err != nil {
+		return "", fmt.Errorf("%s: cluster id %q: %v; the file is damaged", path, id, err)
+	}
+	return id, nil
+}
+
+// StoreClusterID records id in the data dir: written to a temporary file,
+// synced and renamed, so a crash leaves the old file or the new one.
+func StoreClusterID(dataDir, id string) error {
+	path := filepath.Join(dataDir, clusterIDFile)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(id + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// clusterIdentity is this node's record of its cluster id.
+type clusterIdentity struct {
+	dataDir string
+	mu      sync.Mutex
+	// recorded is what the data dir holds ("" if nothing yet).
+	recorded string
+}
+
+// reconcile compares the state's id with the data dir's: it records a new
+// one, and reports a different one as ErrClusterIDMismatch naming both.
+func (c *clusterIdentity) reconcile(state string) (recordedNow bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case state == "" || state == c.recorded:
+		return false, nil
+	case c.recorded != "":
+		return false, fmt.Errorf("%w: the data dir %s belongs to cluster %s, but the replicated state this node was given names cluster %s: "+
+			"this node's data is another cluster's; stop it and give it its own data dir (or a new, empty one to join this cluster)",
+			ErrClusterIDMismatch, c.dataDir, c.recorded, state)
+	}
+	if err := StoreClusterID(c.dataDir, state); err != nil {
+		return false, fmt.Errorf("recording cluster id %s in %s: %w", state, c.dataDir, err)
+	}
+	c.recorded = state
+	return true, nil
+}
+
+func (c *clusterIdentity) get() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.recorded
+}
+
+// stateClusterID is the cluster id of the applied state ("" if none).
+func (n *Server) stateClusterID() string {
+	var id string
+	_ = n.store.ReadLocal(func(m *fsm.Machine) error {
+		id = m.ClusterID()
+		return nil
+	})
+	return id
+}
+
+// checkClusterID records the state's id in the data dir, or stops on a
+// mismatch.
+func (n *Server) checkClusterID() error {
+	recorded, err := n.clusterID.reconcile(n.stateClusterID())
+	if recorded {
+		n.log.Info("cluster id recorded in the data dir", "cluster_id", n.clusterID.get(), "data_dir", n.cfg.DataDir)
+	}
+	return err
+}
+
+// watchClusterID keeps the data dir's copy in line with the state, every
+// interval, and stops the node on a mismatch (a snapshot or log of
+// another cluster reached this node).
+func (n *Server) watchClusterID(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := n.checkClusterID(); err != nil {
+			n.serveErr <- err
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
