@@ -16,16 +16,20 @@
 //	nemesis/   the seeded schedule (pure) and the runner that injects it:
 //	           kill -9, SIGSTOP, Jepsen's partition shapes, membership churn,
 //	           clock skew, slow links, the object store stopped, objects
-//	           that vanish and return
-//	workload/  recording clients: a writer per stream and readers resolving
-//	           and reading bytes under the target's identity
+//	           that vanish and return, an amnesiac voter (wiped while it
+//	           holds a committed entry another voter lacks), a long
+//	           partition under the default removal policy
+//	workload/  recording clients: a writer per stream, readers resolving
+//	           and reading bytes under the target's identity, and watchers
+//	           following streams with Watch in resumed sessions
 //	history/   the record of operations and faults, JSON Lines
 //	model/     the model and every checker: porcupine (G1) per stream with
 //	           indeterminate operations, G2 durability with a final
 //	           read-back, G3 monotonicity, G5/G6 outcome shapes, G7 newest
 //	           admissible pinned target, G8 bytes, G9 pins vs GC, G10
 //	           false reports and intact offsets readable, G12 quarantine
-//	           that heals
+//	           that heals, G14 watch sessions, the Raft configuration
+//	           around membership faults
 //	report/    history.html, latency.svg, summary.json/txt per run
 //
 // jepsen never imports metad's server packages (the architecture test keeps

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +31,8 @@ type options struct {
 	bugs      string
 	streams   int
 	readers   int
+	watchers  int
+	longHold  time.Duration
 	minOps    int
 	out       string
 	keep      bool
@@ -44,14 +47,16 @@ type options struct {
 func main() {
 	var o options
 	flag.IntVar(&o.nodes, "nodes", 3, "servers: 3 or 5")
-	flag.StringVar(&o.nemesis, "nemesis", "partition,kill,pause", "faults, comma-separated: "+strings.Join(nemesis.AllKinds, ", ")+", or none")
+	flag.StringVar(&o.nemesis, "nemesis", "partition,kill,pause", "faults, comma-separated: "+strings.Join(slices.Concat(nemesis.AllKinds, nemesis.MembershipKinds, nemesis.StoreKinds), ", ")+", or none")
 	flag.StringVar(&o.profile, "workload", workload.ProfileStream, "workload: stream, resolve, append or replace")
 	flag.DurationVar(&o.timeLimit, "time-limit", 60*time.Second, "length of each run (faults, then recovery)")
 	flag.Int64Var(&o.seed, "seed", 0, "seed of the fault schedule and the clients' choices (0: from the clock)")
 	flag.StringVar(&o.matrix, "matrix", "", "smoke or full: run every nemesis x workload cell")
-	flag.StringVar(&o.bugs, "bugs", "", "planted bugs to switch on (METAD_FAULTS): stale-read, skip-recheck, cross-view, lose-append, diverge-NODE, heartbeat-fast-path")
+	flag.StringVar(&o.bugs, "bugs", "", "planted bugs to switch on (METAD_FAULTS): stale-read, skip-recheck, cross-view, lose-append, diverge-NODE, heartbeat-fast-path, accept-old-incarnation")
 	flag.IntVar(&o.streams, "streams", 6, "streams (one writer each)")
 	flag.IntVar(&o.readers, "readers", 4, "reading clients")
+	flag.IntVar(&o.watchers, "watchers", 3, "watching clients in the stream workload (each follows 2 streams with Watch)")
+	flag.DurationVar(&o.longHold, "long-hold", 30*time.Second, "how long a long-partition fault keeps its node cut off")
 	flag.IntVar(&o.minOps, "min-ops", 20, "successful operations required before each fault for a valid run")
 	flag.StringVar(&o.out, "out", filepath.Join("jepsen", "runs"), "directory for run reports")
 	flag.BoolVar(&o.keep, "keep", false, "keep data directories and objects after a run")
@@ -141,10 +146,10 @@ func run(ctx context.Context, o options, stdout io.Writer) (bool, error) {
 		name := fmt.Sprintf("%s-%s-%s-n%d", stamp, strings.Join(append([]string{"none"}, c.nemesis...)[min(1, len(c.nemesis)):], "+"), c.profile, o.nodes)
 		cfg := RunConfig{Name: name, Dir: filepath.Join(o.out, name), Binary: bin, Nodes: o.nodes, Nemesis: c.nemesis,
 			Profile: c.profile, TimeLimit: o.timeLimit, Seed: o.seed + int64(i), Bugs: o.bugs, Streams: o.streams,
-			Readers: o.readers, MinOps: o.minOps, CheckTimeout: o.checkTO, Keep: o.keep, Log: log, TLS: o.tls,
+			Readers: o.readers, Watchers: o.watchers, LongHold: o.longHold, MinOps: o.minOps, CheckTimeout: o.checkTO, Keep: o.keep, Log: log, TLS: o.tls,
 			Store: o.store, FalseReports: o.falseReps}
 		fmt.Fprintf(stdout, "== run %d/%d: %s (seed %d; replay: go run ./jepsen --nodes %d --nemesis %s --workload %s --time-limit %s --seed %d%s%s)\n",
-			i+1, len(cells), name, cfg.Seed, o.nodes, strings.Join(append(c.nemesis, "none")[:max(1, len(c.nemesis))], ","), c.profile, o.timeLimit, cfg.Seed, bugsFlag(o.bugs), tlsFlag(o.tls)+storeFlags(o))
+			i+1, len(cells), name, cfg.Seed, o.nodes, strings.Join(append(c.nemesis, "none")[:max(1, len(c.nemesis))], ","), c.profile, o.timeLimit, cfg.Seed, bugsFlag(o.bugs), tlsFlag(o.tls)+storeFlags(o)+longHoldFlag(o.longHold))
 		res, err := Run(ctx, cfg)
 		if err != nil {
 			return false, fmt.Errorf("run %s: %w", name, err)
@@ -186,6 +191,13 @@ func tlsFlag(on bool) string {
 		return " --tls"
 	}
 	return ""
+}
+
+func longHoldFlag(d time.Duration) string {
+	if d == 30*time.Second {
+		return ""
+	}
+	return " --long-hold " + d.String()
 }
 
 // checkStoreFlags refuses what the object store cannot do: a nemesis that

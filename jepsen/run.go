@@ -32,6 +32,10 @@ type RunConfig struct {
 	Bugs    string
 	Streams int
 	Readers int
+	// Watchers follow streams with Watch (stream workload only).
+	Watchers int
+	// LongHold is how long a long-partition fault holds (0: its default).
+	LongHold time.Duration
 	// MinOps: successful operations required before each fault.
 	MinOps int
 	// CheckTimeout bounds porcupine.
@@ -75,7 +79,9 @@ const healWait = 2*time.Second + 10*time.Second
 
 // serverFlags are the timings every server runs with: short GC and repair
 // intervals so objects are collected and records repaired within a run.
-var serverFlags = []string{"--dead-server-timeout", "2m", "--pin-ttl", "10s", "--gc-interval", "500ms",
+// The removal policy is the default (--dead-server-timeout in hours): the
+// long-partition nemesis checks that a partitioned node is not removed.
+var serverFlags = []string{"--pin-ttl", "10s", "--gc-interval", "500ms",
 	"--gc-min-idle", "2s", "--repair-scan-interval", "2s"}
 
 // Run performs one run and writes its report; the result says whether it
@@ -100,7 +106,7 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 		return report.Result{}, err
 	}
 	defer closeClient()
-	steps := nemesis.Plan(cfg.Seed, cfg.Nemesis, cfg.Nodes, cfg.TimeLimit-warmup)
+	steps := nemesis.PlanWith(cfg.Seed, cfg.Nemesis, cfg.Nodes, cfg.TimeLimit-warmup, nemesis.Options{LongHold: cfg.LongHold})
 	for _, s := range steps {
 		cfg.Log.Info("planned", "step", s.String())
 	}
@@ -154,8 +160,25 @@ func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	if err != nil {
 		return nil, nil, err
 	}
-	closeAll := func() { all.Close() }
+	var bound []*client.Client // one per node, never routed to the leader: for watchers
+	closeAll := func() {
+		all.Close()
+		for _, c := range bound {
+			c.Close()
+		}
+	}
+	for _, addr := range addrs {
+		ccfg := cl.ClientConfig([]string{addr})
+		ccfg.SpreadCalls = true
+		c, err := client.New(ccfg)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		bound = append(bound, c)
+	}
 	wl, err := workload.New(workload.Config{Profile: cfg.Profile, Streams: cfg.Streams, Readers: cfg.Readers,
+		Watchers: cfg.Watchers, WatchClients: bound,
 		OpTimeout: 3 * time.Second, Seed: cfg.Seed, Clients: clients, NodeIDs: ids, All: all, Objects: objs, Rec: rec, Log: cfg.Log,
 		FalseReports: cfg.FalseReports, HealWait: healWait})
 	if err != nil {

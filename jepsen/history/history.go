@@ -42,6 +42,11 @@ const (
 	KindDescribe = "describe"
 	KindResolve  = "resolve" // Resolve, then a read of the target's bytes
 	KindPin      = "pin"     // an explicit pin held while watching the object
+	// KindWatch is one Watch RPC session of a watcher: In.From is the
+	// version it resumed after, Out.Events what it delivered.
+	KindWatch = "watch"
+	// KindEvidence is the final ListEvidence of a stream (read-back).
+	KindEvidence = "evidence"
 	// KindReport is ReportCandidateFailure: In.Report names the candidate
 	// and the kind, Out.Report the server's answer.
 	KindReport = "report"
@@ -111,8 +116,48 @@ type Input struct {
 	// Content names the bytes Put under Object (register/replace): the
 	// offsets whose payloads it holds, so checkers can rebuild it.
 	Content *Content `json:"content,omitempty"`
+	// From is the version a watch session resumed after (0: a fresh start).
+	From uint64 `json:"from,omitempty"`
 	// Report is what a report op says about a candidate.
 	Report *Report `json:"report,omitempty"`
+}
+
+// Event is one event a watch session delivered (metad.proto WatchEvent):
+// its kind (STARTED, OPENED, APPENDED, TRIMMED, SEALED, PUBLISHED,
+// RETIRED, DELETED), its version, and the stream's state after it.
+type Event struct {
+	Kind    string `json:"k"`
+	Version uint64 `json:"v"`
+	End     uint64 `json:"end"`
+	Trim    uint64 `json:"trim,omitempty"`
+	Epoch   uint64 `json:"epoch,omitempty"`
+	// APPENDED: the append's offsets and object.
+	Range  *Range  `json:"range,omitempty"`
+	Object *Object `json:"obj,omitempty"`
+	// PUBLISHED, RETIRED.
+	View       string `json:"view,omitempty"`
+	Generation uint64 `json:"gen,omitempty"`
+	// At is when the watcher received it (wall-clock unix nanoseconds).
+	At int64 `json:"at"`
+}
+
+// Watch event kinds as Event.Kind names them.
+const (
+	EventStarted   = "STARTED"
+	EventOpened    = "OPENED"
+	EventAppended  = "APPENDED"
+	EventTrimmed   = "TRIMMED"
+	EventSealed    = "SEALED"
+	EventPublished = "PUBLISHED"
+	EventRetired   = "RETIRED"
+	EventDeleted   = "DELETED"
+)
+
+// Evidence is one append evidence entry as ListEvidence returns it.
+type Evidence struct {
+	Range   Range  `json:"range"`
+	Object  Object `json:"obj"`
+	Version uint64 `json:"v"`
 }
 
 // Report is a ReportCandidateFailure request: the candidate (a target the
@@ -215,6 +260,10 @@ type Output struct {
 	PinID   uint64  `json:"pin,omitempty"`
 	// Expiry is the pin's expiry in machine time (pin).
 	Expiry int64 `json:"expiry,omitempty"`
+	// Events are what a watch session delivered, in order (watch).
+	Events []Event `json:"events,omitempty"`
+	// Evidence is a stream's append evidence, in offset order (evidence).
+	Evidence []Evidence `json:"evidence,omitempty"`
 	// Report is the answer to a report; Quarantined the records a
 	// quarantine listing showed (of every stream: the op's Stream is 0).
 	Report      *Verdict      `json:"report,omitempty"`
@@ -245,7 +294,7 @@ type Op struct {
 // IsWrite reports whether the op kind is a mutation.
 func (o *Op) IsWrite() bool {
 	switch o.Kind {
-	case KindDescribe, KindResolve, KindQuarantine:
+	case KindDescribe, KindResolve, KindQuarantine, KindWatch, KindEvidence:
 		return false
 	}
 	return true
@@ -268,6 +317,24 @@ type Fault struct {
 	MaxSkew int64 `json:"max_skew,omitempty"`
 	// Object is the object a flapping fault hid from Start to End.
 	Object *Object `json:"object,omitempty"`
+	// Config is what the membership nemeses (amnesia, long-partition) saw
+	// of the Raft configuration.
+	Config *ConfigSeen `json:"config,omitempty"`
+}
+
+// ConfigSeen is the Raft configuration around a fault, each as sorted
+// "id:voter" / "id:nonvoter" entries.
+type ConfigSeen struct {
+	Before []string `json:"before"`
+	After  []string `json:"after,omitempty"`
+	// During is the first configuration seen while the fault held that
+	// differed from Before (none: empty); At is when it was seen.
+	During []string `json:"during,omitempty"`
+	At     int64    `json:"at,omitempty"`
+	// Amnesia: the nodes that were cut off (lagging), and the leaders
+	// they reported while the old leader was down (other than it).
+	Lagging          []string `json:"lagging,omitempty"`
+	LeadersWhileDown []string `json:"leaders_while_down,omitempty"`
 }
 
 // Recorder collects operations from concurrent clients.

@@ -29,6 +29,8 @@ func CheckAll(h history.History) []Anomaly {
 	out = append(out, CheckData(h)...)
 	out = append(out, CheckPins(h)...)
 	out = append(out, CheckDurable(h)...)
+	out = append(out, CheckWatch(h)...)
+	out = append(out, CheckMembership(h)...)
 	out = append(out, CheckStore(h)...)
 	return out
 }

@@ -34,13 +34,18 @@
 // CheckResolveShapes (G5, G6), CheckData (G8: bytes read are exactly the
 // payloads of the target's offsets; a failed read under a pin is G9),
 // CheckPins (G9, explicit pins watched while GC may collect),
-// CheckDurable (G2, against the final read-back), and CheckStore
+// CheckDurable (G2, against the final read-back), CheckStore
 // (report.go): CheckReports (G10: a false report on intact bytes is never
 // confirmed), CheckIntact (every committed offset above the final trim
 // whose bytes the harness did not replace reads back at the end) and
 // CheckQuarantine (G12: nothing with intact bytes stays quarantined once
-// the repair job had time). Reads of an object the flapping nemesis hid
-// may fail. In the model a confirmed report makes its record suspect from
-// then on — quarantined, and later healed at a time the history does not
-// show — so a resolve may pass it over; nothing else may.
+// the repair job had time), CheckWatch (G14: each watcher's events a
+// gap-free, duplicate-free, in-order slice of the stream's committed
+// history, each resume right after the last event seen; watch.go) and
+// CheckMembership (the Raft configuration the amnesia and long-partition
+// nemeses saw is the one before the fault; membership.go). Reads of an
+// object the flapping nemesis hid may fail. In the model a confirmed
+// report makes its record suspect from then on — quarantined, and later
+// healed at a time the history does not show — so a resolve may pass it
+// over; nothing else may.
 package model

@@ -70,7 +70,8 @@ func Operations(h history.History) []porcupine.Operation {
 	var out []porcupine.Operation
 	for i := range h.Ops {
 		op := &h.Ops[i]
-		if op.Kind == history.KindRegister || op.Kind == history.KindPin || op.Stream == 0 {
+		if op.Kind == history.KindRegister || op.Kind == history.KindPin || op.Kind == history.KindWatch ||
+			op.Kind == history.KindEvidence || op.Stream == 0 {
 			continue
 		}
 		call, ret := op.Call, op.Return

@@ -37,8 +37,9 @@ type Runner struct {
 type injected struct {
 	fault history.Fault
 	heal  func(ctx context.Context)
-	// hold overrides the step's Hold (membership waits for the node).
-	hold func(ctx context.Context) error
+	// hold overrides the step's Hold (membership waits for the node); it
+	// may add to the fault's record.
+	hold func(ctx context.Context, f *history.Fault) error
 }
 
 // Run injects steps in order until they are done or the deadline leaves
@@ -57,7 +58,7 @@ func (r *Runner) Run(ctx context.Context, steps []Step, deadline time.Time) {
 		r.Log.Info("nemesis: fault", "step", st.String(), "targets", inj.fault.Targets, "detail", inj.fault.Detail, "ops_before", inj.fault.OpsBefore)
 		var err error
 		if inj.hold != nil {
-			err = inj.hold(ctx)
+			err = inj.hold(ctx, &inj.fault)
 		} else {
 			err = sleep(ctx, st.Hold)
 		}
@@ -155,6 +156,10 @@ func (r *Runner) inject(ctx context.Context, st Step) injected {
 		}}
 	case Membership:
 		return r.churn(ctx, st, f)
+	case Amnesia:
+		return r.amnesia(ctx, st, f)
+	case LongPartition:
+		return r.longPartition(ctx, st, f)
 	case StoreUnavailable, Flapping:
 		return r.storeFault(ctx, st, f)
 	case Clock:
@@ -245,7 +250,7 @@ func (r *Runner) churn(ctx context.Context, st Step, f history.Fault) injected {
 	if err := r.Cluster.Start(victim, true); err != nil {
 		f.Error = err.Error()
 	}
-	hold := func(ctx context.Context) error {
+	hold := func(ctx context.Context, _ *history.Fault) error {
 		deadline := time.Now().Add(60 * time.Second)
 		for time.Now().Before(deadline) {
 			if voters, _, err := r.Cluster.Voters(ctx, via); err == nil && slices.Contains(voters, id) {

@@ -5,9 +5,13 @@
 // exactly from its seed. Only choices that depend on the cluster at the
 // moment ("the leader") are resolved when the fault is injected; the rest of
 // the choice (which other nodes) is still drawn from the seed. The Runner
-// injects and heals the planned faults against a cluster. The object-store
-// faults (store.go: store-unavailable, flapping) are in no matrix; a run
-// names them.
+// injects and heals the planned faults against a cluster. The membership
+// faults have their own files: amnesia.go (a voter wiped at the worst
+// moment and restarted under its id) and longpartition.go (a node cut off
+// for Options.LongHold); both record the Raft configuration they saw in
+// the fault (history.ConfigSeen) for model.CheckMembership.
+// The object-store faults (store.go: store-unavailable, flapping) are in
+// no matrix; a run names them (nor are the membership faults).
 package nemesis
 
 import (
@@ -27,20 +31,32 @@ const (
 	Membership  = "membership"   // remove a node, wipe it, re-add it fresh
 	Clock       = "clock"        // shift nodes' command-stamping clocks
 	Slow        = "slow"         // delay peer links (gRPC forwarding, raft)
+	// Amnesia wipes a voter holding a committed entry another voter lacks
+	// and restarts it under its old id (amnesia.go).
+	Amnesia = "amnesia"
+	// LongPartition cuts one node (or the leader) off for Options.LongHold
+	// and checks the configuration is left alone (longpartition.go).
+	LongPartition = "long-partition"
 )
 
 // AllKinds is every kind, in the order the full matrix runs them.
 var AllKinds = []string{Partition, Kill, Pause, LeaderPause, Membership, Clock, Slow}
 
+// MembershipKinds are run on their own (CI's membership cell), not in the
+// matrices: a long partition needs a longer time limit than a matrix cell.
+var MembershipKinds = []string{Amnesia, LongPartition}
+
 // shapes lists each kind's variants.
 var shapes = map[string][]string{
-	Partition:   {"isolate-one", "isolate-leader", "majority-minority", "majorities-ring", "bridge"},
-	Kill:        {"one", "leader", "majority", "all", "all-quiet"},
-	Pause:       {"one", "majority"},
-	LeaderPause: {"leader"},
-	Membership:  {"churn"},
-	Clock:       {"one", "all"},
-	Slow:        {"grpc", "all"},
+	Partition:     {"isolate-one", "isolate-leader", "majority-minority", "majorities-ring", "bridge"},
+	Kill:          {"one", "leader", "majority", "all", "all-quiet"},
+	Pause:         {"one", "majority"},
+	LeaderPause:   {"leader"},
+	Membership:    {"churn"},
+	Clock:         {"one", "all"},
+	Slow:          {"grpc", "all"},
+	Amnesia:       {"wipe-follower"},
+	LongPartition: {"one", "leader"},
 }
 
 // ParseKinds checks a comma-separated --nemesis value ("none" is empty).
@@ -55,7 +71,7 @@ func ParseKinds(s string) ([]string, error) {
 		kind, shape, _ := strings.Cut(k, ":")
 		sh, ok := shapes[kind]
 		if !ok {
-			return nil, fmt.Errorf("nemesis %q: want one of %s", k, strings.Join(AllKinds, ", "))
+			return nil, fmt.Errorf("nemesis %q: want one of %s", k, strings.Join(slices.Concat(AllKinds, MembershipKinds, StoreKinds), ", "))
 		}
 		if shape != "" && !slices.Contains(sh, shape) {
 			return nil, fmt.Errorf("nemesis %q: %s has shapes %s", k, kind, strings.Join(sh, ", "))
@@ -95,10 +111,24 @@ func (s Step) String() string {
 	return fmt.Sprintf("%s:%s perm=%v hold=%s quiet=%s%s", s.Kind, s.Shape, s.Perm, s.Hold, s.Quiet, extra)
 }
 
+// Options are the schedule's settings beyond the seed.
+type Options struct {
+	// LongHold is how long a long-partition fault holds (default 30s).
+	LongHold time.Duration
+}
+
 // Plan draws a schedule of faults filling `budget` (the run's time limit
 // minus its warm-up and final recovery). Kinds are used in turn, shapes
 // drawn at random.
 func Plan(seed int64, kinds []string, nodes int, budget time.Duration) []Step {
+	return PlanWith(seed, kinds, nodes, budget, Options{})
+}
+
+// PlanWith is Plan with options.
+func PlanWith(seed int64, kinds []string, nodes int, budget time.Duration, o Options) []Step {
+	if o.LongHold <= 0 {
+		o.LongHold = 30 * time.Second
+	}
 	if len(kinds) == 0 || budget <= 0 {
 		return nil
 	}
@@ -127,6 +157,13 @@ func Plan(seed int64, kinds []string, nodes int, budget time.Duration) []Step {
 			// all-quiet: the workload goes idle first, so every node's last
 			// log entry is an acknowledged write when the power goes.
 			st.Quiesce = st.Shape == "all-quiet"
+		case Amnesia:
+			// How long the cluster runs without the old leader once the
+			// wiped node and the lagging one meet: long enough for several
+			// election rounds.
+			st.Hold = between(r, 5*time.Second, 8*time.Second)
+		case LongPartition:
+			st.Hold = o.LongHold
 		}
 		out = append(out, st)
 		used += st.expectedHold() + st.Quiet
@@ -148,6 +185,10 @@ func (s Step) expectedHold() time.Duration {
 	switch {
 	case s.Kind == Membership:
 		return 15 * time.Second
+	case s.Kind == Amnesia:
+		return amnesiaStaging + s.Hold + amnesiaRecovery
+	case s.Kind == LongPartition:
+		return s.Hold + longPartitionRejoin
 	case s.Quiesce:
 		return quiesceAllowance + s.Hold
 	case s.Kind == StoreUnavailable && s.Shape == "kill":

@@ -97,3 +97,28 @@ func TestPartitionShapes(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanMembershipKinds(t *testing.T) {
+	kinds, err := ParseKinds("amnesia,long-partition:leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := PlanWith(3, kinds, 3, 90*time.Second, Options{LongHold: 45 * time.Second})
+	if len(steps) < 2 || steps[0].Kind != Amnesia || steps[1].Kind != LongPartition {
+		t.Fatalf("kinds not used in turn: %v", steps)
+	}
+	if steps[1].Hold != 45*time.Second || steps[1].Shape != "leader" {
+		t.Fatalf("long partition %v: want the 45s hold and the leader shape", steps[1])
+	}
+	// The schedule must budget the staging and the recovery, or the fault
+	// runs into the time limit and the run is invalid.
+	if steps[0].expectedHold() <= steps[0].Hold+amnesiaStaging {
+		t.Fatalf("amnesia budgets %s for a hold of %s", steps[0].expectedHold(), steps[0].Hold)
+	}
+	if steps[1].expectedHold() != steps[1].Hold+longPartitionRejoin {
+		t.Fatalf("long partition budgets %s for a hold of %s", steps[1].expectedHold(), steps[1].Hold)
+	}
+	if d := Plan(3, []string{LongPartition}, 3, time.Minute)[0].Hold; d != 30*time.Second {
+		t.Fatalf("default long hold %s, want 30s", d)
+	}
+}

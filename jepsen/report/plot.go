@@ -47,6 +47,9 @@ func Plot(h history.History) string {
 	axes(&b, left, w-right, latTop, latH, thrTop, thrH, span, y)
 	colors := map[history.Status]string{history.OK: "#2b6cb0", history.Rejected: "#888", history.Fail: "#dd8a00", history.Info: "#d00"}
 	for _, op := range h.Ops {
+		if op.Kind == history.KindWatch {
+			continue // a session lasts as long as the watcher chose: not a latency
+		}
 		ms := float64(op.Return-op.Call) / 1e6
 		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="1.4" fill="%s" opacity="0.6"/>`+"\n", x(op.Call), y(ms), colors[op.Status])
 	}

@@ -13,7 +13,9 @@ import (
 // describe, then a resolve and read of every offset from the trim point to
 // the committed end in the COMMITTED view, one record at a time. Each op is
 // marked Final and checked like any other, and CheckDurable compares them
-// with everything acknowledged. Streams are read in parallel, each in four
+// with everything acknowledged. The stream's append evidence is listed too
+// (ListEvidence), for CheckWatch, after every watcher was resumed to the
+// end of its stream's history. Streams are read in parallel, each in four
 // slices; failures are retried on other nodes.
 //
 // An offset that will not read is tried again, polling, until HealWait has
@@ -23,6 +25,7 @@ import (
 // before then. An offset that never reads stays unread, and CheckDurable
 // and CheckIntact report it.
 func (w *Workload) ReadBack(ctx context.Context) {
+	w.drainWatchers(ctx)
 	healBy := time.Now().Add(w.cfg.HealWait)
 	var wg sync.WaitGroup
 	for si := range w.streams {
@@ -48,6 +51,7 @@ func (w *Workload) readBackStream(ctx context.Context, si int, healBy time.Time)
 		return
 	}
 	w.markFinal(d.ID)
+	w.readBackEvidence(ctx, h)
 	replaced := w.writers[si].replacedRanges()
 	lo, hi := d.Out.Trim, d.Out.CommittedEnd
 	const slices = 4

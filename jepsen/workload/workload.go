@@ -2,10 +2,12 @@
 // concurrent recording clients and writes every operation to a history:
 // one writer per stream (appends through the object store, trims,
 // generations in both views, retires, epoch bumps, fenced appends, object
-// replacement, watched pins) and readers resolving and reading bytes under
-// the target's identity while all that happens; optionally false
-// reporters (reports.go), which report healthy candidates as broken. At
-// the end it lists what stayed quarantined and reads every offset back.
+// replacement, watched pins), readers resolving and reading bytes under
+// the target's identity while all that happens, (stream profile) watchers
+// following streams with the Watch RPC in resumed sessions (watcher.go),
+// and optionally false reporters (reports.go), which report healthy
+// candidates as broken. At the end it lists what stayed quarantined and
+// reads every offset back.
 //
 // Mutations carry request ids; the client library retries retryable
 // failures with the same id, and an operation is recorded indeterminate
@@ -66,6 +68,11 @@ type Config struct {
 	Clients []*client.Client
 	NodeIDs []string
 	All     *client.Client
+	// Watchers follow streams with Watch (stream profile only), each on
+	// WatchClients: one per node, bound to it (client.Config.SpreadCalls),
+	// so a session stays on the node it was drawn for.
+	Watchers     int
+	WatchClients []*client.Client
 	// Objects is the store shared with the servers.
 	Objects objectstore.Store
 	// FalseReports is the number of clients that report healthy
@@ -93,6 +100,12 @@ func (c Config) Validate() error {
 	if c.Readers < 0 || c.Readers > 64 {
 		errs = append(errs, fmt.Errorf("workload: Readers %d outside [0, 64]", c.Readers))
 	}
+	if c.Watchers < 0 || c.Watchers > 16 {
+		errs = append(errs, fmt.Errorf("workload: Watchers %d outside [0, 16]", c.Watchers))
+	}
+	if c.Watchers > 0 && len(c.WatchClients) != len(c.NodeIDs) {
+		errs = append(errs, fmt.Errorf("workload: Watchers need one WatchClient per node, have %d for %d nodes", len(c.WatchClients), len(c.NodeIDs)))
+	}
 	if c.FalseReports < 0 || c.FalseReports > 16 {
 		errs = append(errs, fmt.Errorf("workload: FalseReports %d outside [0, 16]", c.FalseReports))
 	}
@@ -116,6 +129,8 @@ type Workload struct {
 	writers []*writer
 	// watchers are pin-watching goroutines; Run joins them.
 	watchers sync.WaitGroup
+	// follows are the stream watchers (watcher.go), set by Run.
+	follows []*watchFollow
 	// recent are targets readers read intact, for the flapping nemesis.
 	recentMu sync.Mutex
 	recent   []history.Target
@@ -152,6 +167,9 @@ func New(cfg Config) (*Workload, error) {
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Profile != ProfileStream {
+		cfg.Watchers = 0 // watchers belong to the stream mix
 	}
 	return &Workload{cfg: cfg}, nil
 }
@@ -214,6 +232,7 @@ func (w *Workload) Run(ctx context.Context) {
 		wg.Add(1)
 		go func() { defer wg.Done(); rd.run(ctx) }()
 	}
+	w.runWatchers(ctx, &wg)
 	for i := range w.cfg.FalseReports {
 		fr := w.newFalseReporter(i)
 		wg.Add(1)
