@@ -35,6 +35,9 @@ func openAlone(t *testing.T, id, dir, addr string) *Store {
 	t.Helper()
 	cfg := testConfig(id, dir)
 	cfg.BindAddr = addr
+	if has, err := DirLogStore(dir); err == nil && has != "" {
+		cfg.LogStore = has // the log store the dir holds
+	}
 	s, err := Open(cfg, nil, testLogger(t))
 	if err != nil {
 		t.Fatalf("open %s: %v", dir, err)
@@ -211,8 +214,15 @@ func TestSnapshotFileDetectsCorruption(t *testing.T) {
 // TestInspectAndRecoverDir: a 3-node cluster loses two nodes for good; the
 // survivor's dir is inspected, recovered to a configuration of itself
 // alone, and serves every write it had.
+// TestInspectAndRecoverDir runs the offline operations on each log store.
 func TestInspectAndRecoverDir(t *testing.T) {
-	c := newCluster(t, 3, nil)
+	for _, kind := range LogStores {
+		t.Run(string(kind), func(t *testing.T) { inspectAndRecoverDir(t, kind) })
+	}
+}
+
+func inspectAndRecoverDir(t *testing.T, kind LogStore) {
+	c := newCluster(t, 3, func(_ int, cfg *Config, _ *openOptions) { cfg.LogStore = kind })
 	writeStreams(c, "s", 10)
 	survivor := c.store(0)
 	c.hasStream(survivor, "s9") // applied here
