@@ -73,6 +73,8 @@ type DirInfo struct {
 	CurrentTerm  uint64 `json:"current_term"`
 	LastVoteTerm uint64 `json:"last_vote_term"`
 	LastVoteFor  string `json:"last_vote_for"`
+	// LogStore is where the log lives (bolt or wal).
+	LogStore LogStore `json:"log_store"`
 	// FirstIndex and LastIndex bound the log (0 when empty); LastTerm is the
 	// term of the last entry, or of the newest snapshot if the log is empty.
 	FirstIndex uint64 `json:"first_index"`
@@ -123,7 +125,7 @@ func InspectDir(dir string, replay bool) (DirInfo, error) {
 		return DirInfo{}, err
 	}
 	defer o.close()
-	var info DirInfo
+	info := DirInfo{LogStore: o.disk.kind}
 	if err := o.readStable(&info); err != nil {
 		return info, err
 	}

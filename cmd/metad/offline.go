@@ -254,7 +254,7 @@ func printDataReport(w io.Writer, rep *dataReport) {
 	if r.LastIndex > 0 {
 		logs = fmt.Sprintf("entries %d..%d", r.FirstIndex, r.LastIndex)
 	}
-	fmt.Fprintf(tw, "Log\t%s, last term %d\n", logs, r.LastTerm)
+	fmt.Fprintf(tw, "Log\t%s, last term %d (log store %s)\n", logs, r.LastTerm, r.LogStore)
 	fmt.Fprintf(tw, "Configuration\tat index %d: %s\n", r.ConfigIndex, serversString(r.Servers))
 	for i, s := range r.Snapshots {
 		label := ""
