@@ -115,6 +115,7 @@
 //	offline      a running server holds the data dir       ErrDirInUse            definite       after stopping it
 //	Open/Check…  the dir holds the other log store         ErrLogStoreMismatch    definite       no (see Log stores)
 //	             (*LogStoreMismatchError: Dir, Has, Wants)
+//	Open/offline a wal dir with a term but no wal/        ErrLogMissing          definite       no (wipe, rejoin)
 //	Inspect/Rec… no raft.db in the dir                     ErrNoState             definite       no
 //	RestoreDir   the dir already has raft state            ErrHasState            definite       no (use a new dir)
 //	Recover/Res… invalid server list                       ErrBadServers          definite       no

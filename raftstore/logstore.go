@@ -149,6 +149,9 @@ func (d *disk) openLog(o diskOptions) error {
 		o.hlog = hclog.NewNullLogger()
 	}
 	wdir := filepath.Join(d.dir, walDir)
+	if err := d.checkWALPresent(wdir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(wdir, 0o750); err != nil {
 		return fmt.Errorf("raftstore: wal dir: %w", err)
 	}
@@ -163,6 +166,32 @@ func (d *disk) openLog(o diskOptions) error {
 		return fmt.Errorf("raftstore: open wal log store: %w", err)
 	}
 	d.wal, d.walMeta, d.log = w, meta, w
+	return nil
+}
+
+// ErrLogMissing: the stable store says this node has voted or been in a
+// term, but the WAL it records is gone. Opening an empty log under the old
+// term would let the node vote as if it had never acknowledged anything.
+var ErrLogMissing = errors.New("raftstore: the data dir's raft log is missing")
+
+// checkWALPresent refuses a dir whose stable store holds a term while its
+// WAL meta file is gone (deleted by hand, or a partial restore), rather
+// than let wal.Open start an empty log under that term. A dir recorded as
+// wal but never in a term (a crash between the record and the first
+// write) opens as new.
+func (d *disk) checkWALPresent(wdir string) error {
+	meta := filepath.Join(wdir, "wal-meta.db")
+	if _, err := os.Stat(meta); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	term, err := d.stable.GetUint64(keyCurrentTerm)
+	if err != nil && err.Error() != "not found" {
+		return fmt.Errorf("raftstore: stable store: %w", err)
+	}
+	if term > 0 {
+		return fmt.Errorf("%w: %s holds term %d but %s does not exist; wipe the whole data dir and let the node rejoin as a new incarnation",
+			ErrLogMissing, filepath.Join(d.dir, "raft.db"), term, meta)
+	}
 	return nil
 }
 

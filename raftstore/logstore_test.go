@@ -245,3 +245,24 @@ func TestWALReopensAfterTailTruncation(t *testing.T) {
 		t.Errorf("last index %d, want 8", last)
 	}
 }
+
+// TestLostWALIsRefused: a wal dir whose wal/ is gone while raft.db keeps
+// the term is refused, not opened as an empty log under that term.
+func TestLostWALIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	writeAlone(t, dir, LogStoreWAL, "a")
+	if err := os.RemoveAll(filepath.Join(dir, walDir)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig("solo", dir)
+	cfg.LogStore = LogStoreWAL
+	if s, err := Open(cfg, nil, nil); !errors.Is(err, ErrLogMissing) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open without wal/: %v, want ErrLogMissing", err)
+	}
+	if _, err := InspectDir(dir, false); !errors.Is(err, ErrLogMissing) {
+		t.Errorf("InspectDir without wal/: %v, want ErrLogMissing", err)
+	}
+}
