@@ -52,6 +52,10 @@ type Machine struct {
 	// below feature level 2; once set, never changes.
 	clusterID string
 
+	// lastInterned is intern's one-entry cache (snapshot.go): not state,
+	// only which registry strings restore shared last.
+	lastInterned ObjectRef
+
 	// checkInvariants runs CheckInvariants after every Apply. Tests set it;
 	// production does not, because the check is O(state).
 	checkInvariants bool

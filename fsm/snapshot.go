@@ -698,8 +698,17 @@ func (m *Machine) restorePin(ps *fsmpb.PinState) error {
 // intern returns ref with its strings shared with the registry entry when
 // they are equal, so that a million records naming one object hold one copy
 // of its key and identity.
+//
+// Records come in order and neighbours mostly name the same object, so the
+// last interned reference is tried before the registry's B-tree. Returning
+// it is right even if the registry has changed since: the strings are equal,
+// and sharing their bytes is all interning does.
 func (m *Machine) intern(ref ObjectRef) ObjectRef {
+	if last := m.lastInterned; last.Key == ref.Key && last.Identity == ref.Identity && last.Key != "" {
+		return last
+	}
 	if o, ok := m.getObject(ref.Key); ok && o.ref.Identity == ref.Identity {
+		m.lastInterned = o.ref
 		return o.ref
 	}
 	return ref
