@@ -636,20 +636,20 @@ feed:
 
 // say prints a setup step on a terminal.
 func (e *benchEnv) say(format string, args ...any) {
-	if isTerminal(e.status) {
+	if cliflags.IsTerminal(e.status) {
 		fmt.Fprintf(e.status, "\r"+format+"...\x1b[K", args...)
 	}
 }
 
 func (e *benchEnv) clearLine() {
-	if isTerminal(e.status) {
+	if cliflags.IsTerminal(e.status) {
 		fmt.Fprint(e.status, "\r\x1b[K")
 	}
 }
 
 // progress redraws one status line on a terminal.
 func (e *benchEnv) progress() func(load.Progress) {
-	if !isTerminal(e.status) {
+	if !cliflags.IsTerminal(e.status) {
 		return nil
 	}
 	return func(p load.Progress) {

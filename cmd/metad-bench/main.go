@@ -107,12 +107,3 @@ func (o *clientOpts) printJSON(w io.Writer, v any, table func(tw *tabwriter.Writ
 	table(tw)
 	return tw.Flush()
 }
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metad/metad/cmd/internal/cliflags"
 	"github.com/metad/metad/raftstore"
 )
 
@@ -41,8 +42,8 @@ func TestProgressSilentWhenNotATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if buf.Len() != 0 || isTerminal(f) {
-		t.Errorf("drew %q; file is terminal: %v", buf.String(), isTerminal(f))
+	if buf.Len() != 0 || cliflags.IsTerminal(f) {
+		t.Errorf("drew %q; file is terminal: %v", buf.String(), cliflags.IsTerminal(f))
 	}
 }
 

@@ -3,10 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/metad/metad/cmd/internal/cliflags"
 )
 
 // progress draws a one-line progress bar for long byte-moving work
@@ -34,16 +35,7 @@ const redrawEvery = 100 * time.Millisecond
 
 // newProgress returns a bar on w (drawn only if w is a terminal).
 func newProgress(w io.Writer, label string, total int64) *progress {
-	return &progress{w: w, label: label, total: total, enabled: isTerminal(w), start: time.Now()}
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return &progress{w: w, label: label, total: total, enabled: cliflags.IsTerminal(w), start: time.Now()}
 }
 
 // Reader counts what is read through r.
