@@ -1,0 +1,53 @@
+package metad_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// mdLink matches a Markdown link or image target: ](target).
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestDocsLinkOnlyInsideTheRepository: the project documents its own
+// guarantees in its own words, so the top-level documents link nothing
+// outside the repository (no web address, no path that climbs out of it)
+// and every file they link exists.
+func TestDocsLinkOnlyInsideTheRepository(t *testing.T) {
+	docs, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs = append(docs, "jepsen/README.md")
+	root, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mdLink.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.HasPrefix(target, "#") {
+				continue
+			}
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				t.Errorf("%s links outside the repository: %s", doc, target)
+				continue
+			}
+			path := filepath.Join(filepath.Dir(doc), strings.SplitN(target, "#", 2)[0])
+			abs, err := filepath.Abs(path)
+			if err != nil || !strings.HasPrefix(abs, root+string(filepath.Separator)) {
+				t.Errorf("%s links a path outside the repository: %s", doc, target)
+				continue
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s links a missing file: %s", doc, target)
+			}
+		}
+	}
+}
