@@ -13,42 +13,70 @@ type readiness struct {
 	reason atomic.Pointer[string]
 }
 
-// ready decides whether this node should take traffic (DESIGN.md §9):
-//
-//   - it is a member (voter or non-voter) of its latest configuration: a
-//     removed server, or a fresh one not added yet, is not;
-//   - a leader is known;
-//   - the leader's barrier of this term has applied (on the leader), or
-//     (on a follower) this node has applied within CaughtUpSlack entries
-//     of the leader's commit index, which it asks the leader for. Its own
-//     commit index is no measure: a restarted follower has it at 0 until
-//     the leader next commits, and would look caught up at applied 0.
-//
-// It returns the reason when not ready.
+// ready decides whether this node should take traffic (DESIGN.md §9); it
+// gathers what readyVerdict needs, asking the leader for its commit index
+// only on a follower that is otherwise ready. It returns the reason when
+// not ready.
 func (s *Server) ready(ctx context.Context) (bool, string) {
 	st := s.store.Status()
-	if !s.isMember(st.NodeID) {
-		return false, "not a member of the raft configuration"
+	in := readyInput{
+		member:    s.isMember(st.NodeID),
+		leaderID:  st.LeaderID,
+		leader:    st.Leader,
+		readReady: st.ReadReady,
+		slack:     s.cfg.CaughtUpSlack,
 	}
-	if st.LeaderID == "" {
-		return false, "no leader known"
-	}
-	if st.Leader {
-		if !st.ReadReady {
-			return false, "leader whose term's barrier has not applied yet"
+	if in.member && in.leaderID != "" && !in.leader {
+		ctx, cancel := context.WithTimeout(ctx, max(s.cfg.HealthInterval, 100*time.Millisecond))
+		defer cancel()
+		ls, err := s.peers.NodeStatus(ctx, st.LeaderID, false)
+		in.leaderErr = err
+		if err == nil {
+			in.leaderCommit = ls.CommitIndex
 		}
+		in.applied = s.store.AppliedIndex()
+	}
+	return readyVerdict(in)
+}
+
+// readyInput is what readiness is decided from.
+type readyInput struct {
+	member    bool   // in this node's latest configuration (voter or not)
+	leaderID  string // the leader this node knows, "" if none
+	leader    bool   // this node leads
+	readReady bool   // (leader) its term's barrier has applied
+	// On a follower: its applied index, and the leader's commit index as
+	// the leader answered it (or why it did not).
+	applied, leaderCommit uint64
+	leaderErr             error
+	slack                 uint64 // api.Config.CaughtUpSlack
+}
+
+// readyVerdict is the readiness rule:
+//
+//   - a member (voter or non-voter) of its latest configuration: a removed
+//     server, or a fresh one not added yet, is not;
+//   - a leader is known;
+//   - the leader's barrier of this term has applied (on the leader), or
+//     (on a follower) this node has applied within slack entries of the
+//     leader's commit index. Its own commit index is no measure: a
+//     restarted follower has it at 0 until the leader next tells it, and
+//     would look caught up at applied 0.
+func readyVerdict(in readyInput) (bool, string) {
+	switch {
+	case !in.member:
+		return false, "not a member of the raft configuration"
+	case in.leaderID == "":
+		return false, "no leader known"
+	case in.leader && !in.readReady:
+		return false, "leader whose term's barrier has not applied yet"
+	case in.leader:
 		return true, ""
-	}
-	ctx, cancel := context.WithTimeout(ctx, max(s.cfg.HealthInterval, 100*time.Millisecond))
-	defer cancel()
-	ls, err := s.peers.NodeStatus(ctx, st.LeaderID, false)
-	if err != nil {
-		return false, fmt.Sprintf("leader %s's commit index unavailable: %v", st.LeaderID, err)
-	}
-	applied := s.store.AppliedIndex()
-	if applied+s.cfg.CaughtUpSlack < ls.CommitIndex {
+	case in.leaderErr != nil:
+		return false, fmt.Sprintf("leader %s's commit index unavailable: %v", in.leaderID, in.leaderErr)
+	case in.applied+in.slack < in.leaderCommit:
 		return false, fmt.Sprintf("applied index %d, more than %d behind leader %s's commit index %d",
-			applied, s.cfg.CaughtUpSlack, st.LeaderID, ls.CommitIndex)
+			in.applied, in.slack, in.leaderID, in.leaderCommit)
 	}
 	return true, ""
 }
