@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -134,21 +132,6 @@ func (t *Tokens) Lookup(token string) (string, Role, bool) {
 	defer t.mu.RUnlock()
 	info, ok := t.byHash[h]
 	return info.name, info.role, ok
-}
-
-// Watch re-reads the file every interval until ctx ends, logging changes
-// and failures (the previous tokens stay in force on a failure).
-func (t *Tokens) Watch(ctx context.Context, interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		t.ReloadAndLog("poll")
-	}
 }
 
 // ReloadAndLog reloads and logs the outcome.

@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/metad/metad/membership"
 )
@@ -101,18 +99,4 @@ func (g *gossipKeys) reload(why string) {
 	}
 	g.last = b
 	g.log.Info("gossip keys reloaded", "why", why, "keys", len(keys))
-}
-
-// watch polls the file every interval until ctx ends.
-func (g *gossipKeys) watch(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			g.reload("file changed")
-		}
-	}
 }

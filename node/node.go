@@ -179,10 +179,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		}
 	})
 	n.goLoop(func() { n.api.RunHealth(ctx) })
-	n.goLoop(func() { n.sec.watch(ctx) })
-	if n.gossipKeys != nil {
-		n.goLoop(func() { n.gossipKeys.watch(ctx, n.sec.cfg.ReloadInterval) })
-	}
+	n.goLoop(func() { n.watchFiles(ctx) })
 	n.goLoop(func() { n.leaderWork(ctx, rep, col) })
 	n.goLoop(func() {
 		select {

@@ -223,18 +223,15 @@ func (s *security) peerDialOptions() []grpc.DialOption {
 	return []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(s.tls.ClientConfig(false, requirePeerRole)))}
 }
 
-// watch re-reads the TLS files and the tokens file until ctx ends.
-func (s *security) watch(ctx context.Context) {
-	done := make(chan struct{})
+// poll re-reads the TLS files if they changed and the tokens file (its
+// reload changes nothing when the tokens are the same).
+func (s *security) poll() {
 	if s.tls != nil {
-		go func() { s.tls.Watch(ctx); done <- struct{}{} }()
-	} else {
-		close(done)
+		s.tls.Poll()
 	}
 	if s.settings.Tokens != nil {
-		s.settings.Tokens.Watch(ctx, s.cfg.ReloadInterval)
+		s.settings.Tokens.ReloadAndLog("poll")
 	}
-	<-done
 }
 
 // reload re-reads everything now (SIGHUP).
@@ -244,6 +241,25 @@ func (s *security) reload(why string) {
 	}
 	if s.settings.Tokens != nil {
 		s.settings.Tokens.ReloadAndLog(why)
+	}
+}
+
+// watchFiles re-reads the TLS files, the tokens file and the gossip key
+// file every ReloadInterval until ctx ends; a file that does not load is
+// logged and what is in use stays.
+func (n *Server) watchFiles(ctx context.Context) {
+	t := time.NewTicker(n.sec.cfg.ReloadInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n.sec.poll()
+		if n.gossipKeys != nil {
+			n.gossipKeys.reload("file changed")
+		}
 	}
 }
 

@@ -156,8 +156,7 @@ func (r *Reloader) Reload() (bool, error) {
 	return true, nil
 }
 
-// Watch polls the files every PollInterval until ctx ends, reloading when
-// their size or mtime changed, and logs each outcome.
+// Watch polls the files every PollInterval until ctx ends (Poll).
 func (r *Reloader) Watch(ctx context.Context) {
 	t := time.NewTicker(r.cfg.PollInterval)
 	defer t.Stop()
@@ -166,13 +165,19 @@ func (r *Reloader) Watch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			r.Poll()
 		}
-		r.mu.RLock()
-		same := r.stamp == r.statStamp()
-		r.mu.RUnlock()
-		if !same {
-			r.ReloadAndLog("files changed")
-		}
+	}
+}
+
+// Poll reloads, and logs the outcome, if the files' size or mtime changed
+// since they were last read.
+func (r *Reloader) Poll() {
+	r.mu.RLock()
+	same := r.stamp == r.statStamp()
+	r.mu.RUnlock()
+	if !same {
+		r.ReloadAndLog("files changed")
 	}
 }
 
