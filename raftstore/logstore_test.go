@@ -56,20 +56,7 @@ func TestWALAndBoltNodesInOneCluster(t *testing.T) {
 		}
 		waitFor(t, "n1 to lead", func() bool { return c.leader().ID() == "n1" })
 	}
-	f := 1
-	c.stop(f)
-	for i := range 20 {
-		c.propose(createStream(fmt.Sprintf("x%d", i)))
-	}
-	for i := range c.nodes {
-		if s := c.store(i); s != nil {
-			if err := s.raft.Snapshot().Error(); err != nil {
-				t.Fatalf("snapshot: %v", err)
-			}
-		}
-	}
-	c.start(f)
-	s := c.store(f)
+	s := c.restartBehindSnapshot(t, 1)
 	if !c.hasStream(s, "x19") || !c.hasStream(s, "w0") {
 		t.Fatal("WAL follower did not catch up")
 	}

@@ -209,16 +209,16 @@ func TestSnapshotAndRestoreFromSnapshotPlusLog(t *testing.T) {
 	}
 }
 
-func TestLaggingFollowerCatchesUpByInstallSnapshot(t *testing.T) {
-	c := newCluster(t, 3, func(_ int, cfg *Config, _ *openOptions) { cfg.TrailingLogs = 2 })
-	c.propose(createStream("first"))
-	f := (c.index(c.leader()) + 1) % 3
+// restartBehindSnapshot stops server f, commits streams x0..x19, has
+// every live store snapshot (and so compact its log, with TrailingLogs
+// small) so the leader no longer holds the entries f needs, restarts f and
+// returns its store: its catch-up must come by InstallSnapshot.
+func (c *testCluster) restartBehindSnapshot(t *testing.T, f int) *Store {
+	t.Helper()
 	c.stop(f)
 	for i := range 20 {
 		c.propose(createStream(fmt.Sprintf("x%d", i)))
 	}
-	// Snapshot and compact the log on the live nodes, so the leader no
-	// longer has the entries the stopped follower needs.
 	for i := range c.nodes {
 		if s := c.store(i); s != nil {
 			if err := s.raft.Snapshot().Error(); err != nil {
@@ -227,7 +227,14 @@ func TestLaggingFollowerCatchesUpByInstallSnapshot(t *testing.T) {
 		}
 	}
 	c.start(f)
-	s := c.store(f)
+	return c.store(f)
+}
+
+func TestLaggingFollowerCatchesUpByInstallSnapshot(t *testing.T) {
+	c := newCluster(t, 3, func(_ int, cfg *Config, _ *openOptions) { cfg.TrailingLogs = 2 })
+	c.propose(createStream("first"))
+	f := (c.index(c.leader()) + 1) % 3
+	s := c.restartBehindSnapshot(t, f)
 	if !c.hasStream(s, "x19") || !c.hasStream(s, "first") {
 		t.Fatal("follower did not catch up")
 	}
