@@ -66,7 +66,7 @@ func (r *Runner) amnesia(ctx context.Context, st Step, f history.Fault) injected
 	f.Config = &history.ConfigSeen{Before: configOf(before)}
 	f.Targets = r.ids(append([]int{wiped, leader}, lagging...))
 
-	r.Cluster.SetLinks(linksOf(cutGroups(lagging, minus(st.Perm, lagging)), cluster.Protocols), true)
+	r.Cluster.SetLinks(linksOf(cutGroups(lagging, without(st.Perm, lagging...)), cluster.Protocols), true)
 	cut := time.Now()
 	if err := r.awaitCommittedWithout(ctx, leader, lagging, cut); err != nil {
 		f.Error = err.Error()
@@ -248,9 +248,4 @@ func configOf(st *metadpb.StatusResponse) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// minus returns perm without the nodes of xs.
-func minus(perm, xs []int) []int {
-	return slices.DeleteFunc(slices.Clone(perm), func(x int) bool { return slices.Contains(xs, x) })
 }

@@ -201,11 +201,7 @@ func between(r *rand.Rand, lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
 }
 
-// without returns perm minus node x.
-func without(perm []int, x int) []int {
-	out := slices.Clone(perm)
-	if i := slices.Index(out, x); i >= 0 {
-		out = slices.Delete(out, i, i+1)
-	}
-	return out
+// without returns perm minus the nodes xs, in perm's order.
+func without(perm []int, xs ...int) []int {
+	return slices.DeleteFunc(slices.Clone(perm), func(x int) bool { return slices.Contains(xs, x) })
 }
