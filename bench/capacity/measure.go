@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/bench/load"
+	"github.com/metad/metad/client"
+)
+
+// bench is one run: the cluster, a client of all its nodes, the filled
+// streams, and the settings.
+type bench struct {
+	o   options
+	cl  *cluster
+	c   *client.Client
+	f   *filler
+	out io.Writer // progress lines
+	// appenders are the streams the commit-append runs write to, made
+	// once; each run's appends are trimmed away afterwards so that the
+	// state stays the size being measured.
+	appenders []*appender
+}
+
+func (b *bench) say(format string, args ...any) {
+	fmt.Fprintf(b.out, "==> "+format+"\n", args...)
+}
+
+// memory reads every running node's memory and marks the leader.
+func (b *bench) memory(ctx context.Context) ([]NodeMemory, error) {
+	leader, err := b.cl.leader(ctx, b.c)
+	if err != nil {
+		return nil, err
+	}
+	var out []NodeMemory
+	for i := range b.cl.nodes {
+		m, err := b.cl.memory(i)
+		if err != nil {
+			return nil, err
+		}
+		m.Role = "follower"
+		if i == leader {
+			m.Role = "leader"
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// nodeClient returns a client that talks to node i only.
+func (b *bench) nodeClient(i int) (*client.Client, error) {
+	return client.New(client.Config{Addrs: []string{b.cl.nodes[i].grpc}, Timeout: 10 * time.Minute, SpreadCalls: true, Holder: "metad-capacity"})
+}
+
+// checkpoint streams one consistent snapshot from node i and counts its
+// bytes.
+func (b *bench) checkpoint(ctx context.Context, i int) (*Checkpoint, error) {
+	nc, err := b.nodeClient(i)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	start := time.Now()
+	st, err := nc.Cluster.Snapshot(ctx, &metadpb.SnapshotRequest{})
+	if err != nil {
+		return nil, err
+	}
+	var n int64
+	for {
+		chunk, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint from %s after %d bytes: %w", b.cl.nodes[i].id, n, err)
+		}
+		n += int64(len(chunk.Data))
+	}
+	return &Checkpoint{Bytes: n, Seconds: time.Since(start).Seconds()}, nil
+}
+
+// snapCounts are a node's raft snapshot summaries (sum in ms, count).
+type snapCounts struct{ createSum, createN, persistSum, persistN float64 }
+
+func (b *bench) snapCounts(i int) snapCounts {
+	m, err := b.cl.metrics(i)
+	if err != nil {
+		return snapCounts{}
+	}
+	return snapCounts{m["raft_snapshot_create_sum"], m["raft_snapshot_create_count"],
+		m["raft_snapshot_persist_sum"], m["raft_snapshot_persist_count"]}
+}
+
+// waitRaftSnapshot waits (up to --snapshot-wait) until the leader has a
+// raft snapshot at or past index, and reports it with what the leader's
+// metrics say its snapshots took since before.
+func (b *bench) waitRaftSnapshot(ctx context.Context, leader int, index uint64, before snapCounts) *RaftSnapshot {
+	rs := &RaftSnapshot{}
+	if b.o.snapshotWait <= 0 {
+		rs.Note = "not waited for (--snapshot-wait 0)"
+		return rs
+	}
+	err := b.cl.waitFor(ctx, "a raft snapshot of the leader covering the fill", b.o.snapshotWait, func() bool {
+		m, ok := b.cl.newestSnapshot(leader)
+		return ok && m.Index >= index
+	})
+	if err != nil {
+		rs.Note = err.Error()
+		return rs
+	}
+	meta, _ := b.cl.newestSnapshot(leader)
+	after := b.snapCounts(leader)
+	rs.Taken, rs.Index, rs.Bytes = true, meta.Index, meta.Size
+	rs.CreateMs, _ = summaryDelta(before.createSum, before.createN, after.createSum, after.createN)
+	rs.PersistMs, rs.Count = summaryDelta(before.persistSum, before.persistN, after.persistSum, after.persistN)
+	return rs
+}
+
+// gauge is one series of node i's metrics.
+func (b *bench) gauge(i int, name string) (float64, bool) {
+	m, err := b.cl.metrics(i)
+	if err != nil {
+		return 0, false
+	}
+	v, ok := m[name]
+	return v, ok
+}
+
+// rejoin stops follower i, wipes its data dir if asked, starts it again
+// and times it until it serves: /readyz 200 and the leader's commit index
+// of the moment it was stopped applied.
+func (b *bench) rejoin(ctx context.Context, i, leader int, wipe bool) (*Rejoin, error) {
+	nd := b.cl.nodes[i]
+	commit, ok := b.gauge(leader, "metad_raft_commit_index")
+	if !ok {
+		return nil, fmt.Errorf("no metad_raft_commit_index from the leader %s", b.cl.nodes[leader].id)
+	}
+	installs := b.cl.countInLog(i, "Installed remote snapshot")
+	r := &Rejoin{Node: nd.id}
+	start := time.Now()
+	if err := b.cl.stop(i, 5*time.Minute); err != nil {
+		return nil, err
+	}
+	r.StopSeconds = time.Since(start).Seconds()
+	if wipe {
+		if err := os.RemoveAll(nd.dataDir); err != nil {
+			return nil, err
+		}
+	}
+	start = time.Now()
+	if err := b.cl.start(i); err != nil {
+		return nil, err
+	}
+	err := b.cl.waitFor(ctx, nd.id+" serving", b.o.rejoinTimeout, func() bool {
+		if !b.cl.ready(i) {
+			return false
+		}
+		applied, ok := b.gauge(i, "metad_raft_applied_index")
+		return ok && applied >= commit
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.ServingSeconds = time.Since(start).Seconds()
+	m, err := b.cl.metrics(i)
+	if err != nil {
+		return nil, err
+	}
+	r.RestoreMs = m["raft_fsm_restore_sum"]
+	r.FromSnapshot = m["raft_fsm_restore_count"] > 0
+	r.InstallSnapshot = b.cl.countInLog(i, "Installed remote snapshot") > installs
+	return r, nil
+}
+
+// appender is one stream the commit-append runs write to.
+type appender struct {
+	id, epoch, end uint64
+	obj            *metadpb.ObjectRef
+	seq            uint64
+}
+
+// makeAppenders creates --concurrency appender streams, once.
+func (b *bench) makeAppenders(ctx context.Context) error {
+	if b.appenders != nil {
+		return nil
+	}
+	b.appenders = make([]*appender, b.o.concurrency)
+	return parallel(ctx, len(b.appenders), b.o.writers, func(ctx context.Context, w *writer, i int) error {
+		s, err := w.create(ctx, fmt.Sprintf("%s-append-%03d", b.f.prefix, i))
+		if err != nil {
+			return err
+		}
+		obj, _, err := w.place(ctx)
+		if err != nil {
+			return err
+		}
+		b.appenders[i] = &appender{id: s.id, epoch: s.epoch, obj: obj}
+		return nil
+	}, b.f)
+}
+
+// appendOffsets is the offsets each measured commit-append adds, with its
+// generation-0 record, as metad-bench's commit-append does.
+const appendOffsets = 10
+
+func (b *bench) appendOnce(ctx context.Context, w int) (string, error) {
+	a := b.appenders[w]
+	req := &metadpb.CommitAppendRequest{StreamId: a.id, WriterEpoch: a.epoch, ExpectedStart: a.end, End: a.end + appendOffsets,
+		Object: a.obj, Bytes: &metadpb.ByteRange{Offset: (a.seq % recordsPerObject) * recordBytes, Length: recordBytes},
+		IndexGen0: true, RequestId: client.NewRequestID()}
+	a.seq++
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := client.Call(ctx, b.c, b.c.Metad.CommitAppend, req)
+	if err != nil {
+		if d, derr := client.Call(ctx, b.c, b.c.Metad.DescribeStream, &metadpb.DescribeStreamRequest{StreamId: a.id}); derr == nil {
+			a.end = d.Stream.CommittedEnd
+		}
+		return "commit-append", err
+	}
+	a.end = resp.CommittedEnd
+	return "commit-append", nil
+}
+
+// trimAppenders drops what the commit-append runs wrote.
+func (b *bench) trimAppenders(ctx context.Context) error {
+	return parallel(ctx, len(b.appenders), b.o.writers, func(ctx context.Context, w *writer, i int) error {
+		a := b.appenders[i]
+		s := &stream{id: a.id, epoch: a.epoch}
+		return w.trim(ctx, s, a.end)
+	}, b.f)
+}
+
+// outcomeError is a resolve that answered without a target: every offset
+// the tool resolves is committed, live and indexed.
+type outcomeError struct{ outcome metadpb.Outcome }
+
+func (e outcomeError) Error() string { return "resolve answered " + e.outcome.String() }
+
+// resolveOnce resolves a random live offset of a random filled stream.
+func (b *bench) resolveOnce(ctx context.Context, _ int) (string, error) {
+	s := b.f.streams[rand.IntN(len(b.f.streams))]
+	off := s.trim + rand.Uint64N(s.end-s.trim)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := b.c.Resolve(ctx, s.id, metadpb.View_COMMITTED, off, nil)
+	if err == nil && resp.Outcome != metadpb.Outcome_TARGET {
+		err = outcomeError{resp.Outcome}
+	}
+	return "resolve", err
+}
+
+func reason(err error) string {
+	if r := client.Reason(err); r != "" {
+		return r
+	}
+	var oe outcomeError
+	if errors.As(err, &oe) {
+		return "OUTCOME_" + oe.outcome.String()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "DEADLINE_EXCEEDED"
+	}
+	return "CLIENT_ERROR"
+}
+
+// runLoad runs op at --concurrency for --duration after --warmup; with
+// during, checkpoints are streamed from the leader back to back for the
+// whole run.
+func (b *bench) runLoad(ctx context.Context, op load.Op, leader int, during bool) (*Load, error) {
+	before := b.snapCounts(leader)
+	var checkpoints int
+	var cpErr error
+	var wg sync.WaitGroup
+	runCtx, stop := context.WithCancel(ctx)
+	if during {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for runCtx.Err() == nil {
+				if _, err := b.checkpoint(runCtx, leader); err != nil {
+					if runCtx.Err() == nil {
+						cpErr = err
+					}
+					return
+				}
+				checkpoints++
+			}
+		}()
+	}
+	cfg := load.Config{Concurrency: b.o.concurrency, Duration: b.o.duration, Warmup: b.o.warmup}
+	res, err := load.Run(ctx, cfg, op, reason)
+	stop()
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	if cpErr != nil {
+		return nil, cpErr
+	}
+	l := loadOf(res)
+	l.Checkpoints = checkpoints
+	after := b.snapCounts(leader)
+	l.RaftSnapshots = int(after.persistN - before.persistN)
+	return l, nil
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// The fill's shape is decided here, without a cluster, so that it can be
+// tested: how the records of each size are spread over the streams, which
+// index records a stream holds, and how many of them a trim leaves.
+
+// maxSize is the largest state --sizes accepts.
+const maxSize = 10_000_000
+
+// parseSizes reads "10k,100k,1M": counts of index records, strictly
+// ascending, each 1..maxSize, with an optional k or M suffix.
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		n, err := parseCount(f)
+		if err != nil {
+			return nil, fmt.Errorf("--sizes %q: %w", f, err)
+		}
+		if n < 1 || n > maxSize {
+			return nil, fmt.Errorf("--sizes %q: want 1..%d records", f, maxSize)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("--sizes %q: sizes must grow (after %d)", f, out[len(out)-1])
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseCount reads an integer with an optional k (thousand) or M
+// (million) suffix.
+func parseCount(s string) (int, error) {
+	mult := 1
+	switch {
+	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
+		mult, s = 1000, s[:len(s)-1]
+	case strings.HasSuffix(s, "M"), strings.HasSuffix(s, "m"):
+		mult, s = 1_000_000, s[:len(s)-1]
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("not a count (want e.g. 10k, 1M, 2500)")
+	}
+	return n * mult, nil
+}
+
+// distribute spreads the records that take the state from prev to next
+// records over the streams: up to maxStreams streams hold records (never
+// more streams than records, since a stream holds at least one), a stream
+// that appears at this step gets one record first, and the rest are spread
+// evenly over all active streams, the first ones taking the remainder.
+// add[i] is what stream i gets; its length is the active stream count.
+func distribute(prev, next, maxStreams int) []int {
+	before, active := min(prev, maxStreams), min(next, maxStreams)
+	add := make([]int, active)
+	for i := before; i < active; i++ {
+		add[i] = 1
+	}
+	rest := next - prev - (active - before)
+	for i := range add {
+		add[i] += rest / active
+		if i < rest%active {
+			add[i]++
+		}
+	}
+	return add
+}
+
+// segment is what one stream received at one step: the offsets
+// [start, start+n), one offset per index record. The commit-append of the
+// segment's evidence carries a generation-0 record covering all of it;
+// the step's published generation holds one record per remaining offset,
+// start+1 .. start+n-1. A segment is thus exactly n index records.
+type segment struct {
+	start, n uint64
+}
+
+func (s segment) end() uint64 { return s.start + s.n }
+
+// liveRecords counts the index records of a stream's segments that a trim
+// at offset trim leaves: a record is dropped when it lies wholly below the
+// trim point (fsm's rule).
+func liveRecords(segs []segment, trim uint64) uint64 {
+	var live uint64
+	for _, s := range segs {
+		if s.end() > trim {
+			live++ // generation 0: [start, end)
+		}
+		// Published: [o, o+1) for o in start+1 .. end-1, live when o+1 > trim.
+		first := max(s.start+1, trim)
+		if s.end() > first {
+			live += s.end() - first
+		}
+	}
+	return live
+}
+
+// trimPoint is where a stream of end offsets is trimmed in --trim mode:
+// its oldest fraction of offsets (and so of records) is dropped. It never
+// moves back as end grows.
+func trimPoint(end uint64, fraction float64) uint64 {
+	return uint64(math.Floor(fraction * float64(end)))
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+
+	"github.com/metad/metad/bench/load"
+)
+
+// Report is the JSON file a run writes: every size's figures, and what was
+// run. bench/plot -capacity draws its charts from it.
+type Report struct {
+	Label    string   `json:"label"`
+	Commit   string   `json:"commit"`
+	Machine  string   `json:"machine"`
+	Settings Settings `json:"settings"`
+	// Empty is every node's memory with the cluster formed and no state.
+	Empty []NodeMemory `json:"empty"`
+	Sizes []SizeResult `json:"sizes"`
+	// WallSeconds is the whole run, build and cluster start included.
+	WallSeconds float64 `json:"wall_s"`
+}
+
+// Settings are the flags that shaped the run.
+type Settings struct {
+	Streams           int      `json:"streams"`
+	Trim              float64  `json:"trim"`
+	Writers           int      `json:"writers"`
+	Concurrency       int      `json:"concurrency"`
+	DurationSeconds   float64  `json:"duration_s"`
+	SnapshotThreshold uint64   `json:"snapshot_threshold"`
+	ServerFlags       []string `json:"server_flags,omitempty"`
+}
+
+// NodeMemory is one node's resident memory, read from /proc/PID/status.
+type NodeMemory struct {
+	Node string `json:"node"`
+	Role string `json:"role"` // leader or follower, when read
+	// RSSBytes is VmRSS; PeakBytes is VmHWM, the largest RSS the process
+	// had since it started (a restarted node starts again).
+	RSSBytes  int64 `json:"rss_bytes"`
+	PeakBytes int64 `json:"peak_bytes"`
+}
+
+// SizeResult is everything measured at one state size.
+type SizeResult struct {
+	// Records is the index records written so far; LiveRecords is what the
+	// trims left of them (Records when untrimmed).
+	Records     int64 `json:"records"`
+	LiveRecords int64 `json:"live_records"`
+	Streams     int   `json:"streams"`
+	// RaftIndex is the leader's commit index once the fill was applied.
+	RaftIndex uint64 `json:"raft_index"`
+	// Phases is the wall time of each phase at this size, in seconds.
+	Phases map[string]float64 `json:"phases_s"`
+	// FillRecordsPerSecond is the records added at this size over the fill
+	// phase's time.
+	FillRecordsPerSecond float64      `json:"fill_records_per_s"`
+	Memory               []NodeMemory `json:"memory"`
+	// BytesPerRecord is the leader's RSS minus its RSS in the empty
+	// cluster, over LiveRecords.
+	BytesPerRecord float64 `json:"bytes_per_record"`
+	// MemoryAfterRejoin is every node's memory after the restart and the
+	// wiped follower's catch-up; RestoredBytesPerRecord is the wiped
+	// follower's RSS (a state built by one snapshot restore, with no
+	// garbage of the fill) minus its empty RSS, over LiveRecords.
+	MemoryAfterRejoin      []NodeMemory `json:"memory_after_rejoin,omitempty"`
+	RestoredBytesPerRecord float64      `json:"restored_bytes_per_record,omitempty"`
+	// MemAvailableBytes is the machine's MemAvailable after the fill.
+	MemAvailableBytes int64            `json:"mem_available_bytes"`
+	Checkpoint        *Checkpoint      `json:"checkpoint,omitempty"`
+	RaftSnapshot      *RaftSnapshot    `json:"raft_snapshot,omitempty"`
+	Restart           *Rejoin          `json:"restart,omitempty"`
+	Wiped             *Rejoin          `json:"wiped,omitempty"`
+	Load              map[string]*Load `json:"load,omitempty"`
+}
+
+// Checkpoint is one consistent snapshot streamed from the leader
+// (Cluster.Snapshot, as `metad snapshot save` takes it): a clone of the
+// state machine written out in the snapshot encoding raft's own snapshots
+// use, sent over loopback gRPC and counted, not stored.
+type Checkpoint struct {
+	Bytes   int64   `json:"bytes"`
+	Seconds float64 `json:"seconds"`
+}
+
+// RaftSnapshot is the newest raft snapshot of the leader once it covers
+// the fill: its size on disk and what raft's metrics say writing it took
+// (the mean over the snapshots the leader took while this size was
+// measured).
+type RaftSnapshot struct {
+	Taken     bool    `json:"taken"`
+	Index     uint64  `json:"index,omitempty"`
+	Bytes     int64   `json:"bytes,omitempty"`
+	Count     int     `json:"count,omitempty"`
+	CreateMs  float64 `json:"create_ms,omitempty"`
+	PersistMs float64 `json:"persist_ms,omitempty"`
+	Note      string  `json:"note,omitempty"`
+}
+
+// Rejoin is a follower brought back: restarted on its data dir, or wiped
+// and restarted under the same id.
+type Rejoin struct {
+	Node string `json:"node"`
+	// StopSeconds is SIGTERM until the process exited.
+	StopSeconds float64 `json:"stop_s"`
+	// ServingSeconds is the start of the process until /readyz said 200
+	// and the node had applied the leader's commit index of the moment it
+	// was stopped.
+	ServingSeconds float64 `json:"serving_s"`
+	// RestoreMs is the state machine's snapshot restore in the new process
+	// (raft_fsm_restore), 0 when none ran.
+	RestoreMs float64 `json:"restore_ms"`
+	// FromSnapshot: the node restored a snapshot (its own on restart; one
+	// the leader sent by InstallSnapshot when wiped). Without it, it
+	// replayed the log.
+	FromSnapshot bool `json:"from_snapshot"`
+	// InstallSnapshot: the leader sent the node a snapshot.
+	InstallSnapshot bool `json:"install_snapshot"`
+}
+
+// Load is one closed-loop run at --concurrency.
+type Load struct {
+	Ops        int64            `json:"ops"`
+	Throughput float64          `json:"throughput"`
+	P50Ms      float64          `json:"p50_ms"`
+	P99Ms      float64          `json:"p99_ms"`
+	Errors     map[string]int64 `json:"errors,omitempty"`
+	// Checkpoints is how many checkpoints were streamed from the leader
+	// during the run (the "during snapshot" runs).
+	Checkpoints int `json:"checkpoints,omitempty"`
+	// RaftSnapshots is how many raft snapshots the leader took during the
+	// run: a steady run with one is not steady.
+	RaftSnapshots int `json:"raft_snapshots,omitempty"`
+}
+
+// The load runs, by key of SizeResult.Load.
+const (
+	loadResolve       = "resolve"
+	loadAppend        = "commit-append"
+	loadResolveDuring = "resolve-during-snapshot"
+	loadAppendDuring  = "commit-append-during-snapshot"
+)
+
+func loadOf(r load.Result) *Load {
+	l := &Load{Ops: r.Ops, Throughput: r.Throughput, P50Ms: r.Latency.P50, P99Ms: r.Latency.P99}
+	if len(r.Errors) > 0 {
+		l.Errors = r.Errors
+	}
+	return l
+}
+
+// bytesPerRecord is the memory the leader gained over the empty cluster,
+// per live record; 0 when there is nothing to divide by.
+func bytesPerRecord(rss, emptyRSS, live int64) float64 {
+	if live <= 0 {
+		return 0
+	}
+	return float64(rss-emptyRSS) / float64(live)
+}
+
+// leaderMemory returns the leader's entry of mem and the same node's
+// entry of empty.
+func leaderMemory(mem, empty []NodeMemory) (leader, before NodeMemory, ok bool) {
+	if leader, ok = leaderOf(mem); !ok {
+		return leader, before, false
+	}
+	before, ok = nodeMemory(empty, leader.Node)
+	return leader, before, ok
+}
+
+// leaderOf returns the leader's entry of mem.
+func leaderOf(mem []NodeMemory) (NodeMemory, bool) {
+	for _, m := range mem {
+		if m.Role == "leader" {
+			return m, true
+		}
+	}
+	return NodeMemory{}, false
+}
+
+// nodeMemory returns node id's entry of mem.
+func nodeMemory(mem []NodeMemory, id string) (NodeMemory, bool) {
+	for _, m := range mem {
+		if m.Node == id {
+			return m, true
+		}
+	}
+	return NodeMemory{}, false
+}
+
+// summaryDelta is the mean of the observations a Prometheus summary got
+// between two scrapes (sum and count of each), and how many there were.
+func summaryDelta(sum0, count0, sum1, count1 float64) (mean float64, n int) {
+	n = int(count1 - count0)
+	if n <= 0 {
+		return 0, 0
+	}
+	return (sum1 - sum0) / float64(n), n
+}
+
+func writeReport(path string, r *Report) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
