@@ -6,6 +6,13 @@
 //
 //	go run . -in /tmp/metad-bench.X/summary.json -out ../../docs/perf
 //
+// With -capacity it draws bench/capacity's JSON instead: each figure
+// (memory per node and per record, snapshot size, snapshot write and
+// restore, back-to-serving times, resolve and commit latency,
+// throughput) against the number of index records, on a log scale.
+//
+//	go run . -capacity /tmp/metad-capacity.X/capacity.json -out ../charts/capacity
+//
 // It reads only the fields it draws, so it needs nothing from the metad
 // module, and keeps gonum's plotting libraries out of metad's go.mod.
 package main
@@ -67,9 +74,23 @@ func main() {
 	in := flag.String("in", "", "bench/compare's summary.json")
 	out := flag.String("out", ".", "directory for the PNG files")
 	title := flag.String("title", "", "a suffix for every chart's title, e.g. the commit and mode")
+	capacity := flag.String("capacity", "", "bench/capacity's JSON: draw the capacity charts from it instead")
 	flag.Parse()
+	if *capacity != "" {
+		r, err := readCapacity(*capacity)
+		var files []string
+		if err == nil {
+			files, err = drawCapacity(r, *out, *title)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "plot:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("wrote %s in %s\n", strings.Join(files, ", "), *out)
+		return
+	}
 	if *in == "" {
-		fmt.Fprintln(os.Stderr, "plot: -in is required: the summary.json of a bench/compare run (WORKDIR/summary.json)")
+		fmt.Fprintln(os.Stderr, "plot: -in is required: the summary.json of a bench/compare run (WORKDIR/summary.json); or -capacity: bench/capacity's JSON")
 		os.Exit(2)
 	}
 	rows, err := read(*in)

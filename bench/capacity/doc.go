@@ -1,0 +1,89 @@
+// Command capacity measures how metad's costs grow with its state: it
+// starts a real 3-node cluster of metad processes on free loopback ports,
+// fills it to successive numbers of index records, and at each size
+// measures memory, snapshots, restarts, a wiped follower's catch-up and
+// latency. PERFORMANCE.md reports its figures; bench/plot -capacity draws
+// them.
+//
+//	go run ./bench/capacity                                  # 10k, 100k, 1M over 1000 streams
+//	go run ./bench/capacity --sizes 10k,100k,1M,10M --streams 10000
+//	go run ./bench/capacity --trim 0.5 --streams 100000      # half of every stream trimmed away
+//	go run ./bench/capacity --metad /path/to/metad --server-flags "--raft-log-store wal"
+//	(cd bench/plot && go run . -capacity /tmp/metad-capacity.X/capacity.json -out ../charts/capacity)
+//
+// It prints three markdown tables on stdout (state and recovery, latency,
+// phase wall times) and writes every figure to one JSON file
+// (--out, default WORK/capacity.json), rewritten after each size so that
+// a long run stopped halfway keeps what it measured. Progress goes to
+// stderr. Exit status: 0 done, 1 a phase failed, 2 bad flags.
+//
+// # The fill
+//
+// Records are written the fast way, as a compactor would: each stream
+// gets, per size step, one commit-append of n offsets with its
+// generation-0 index record, then a new COMMITTED generation of the other
+// n-1 offsets, one record each, published in parts of up to
+// fsm.MaxRecordsPerCommand records. Records name objects registered once,
+// each holding 1024 records' bytes and shared by the streams a writer
+// fills (objects are synthetic: registered, never written). A step's new
+// records are spread evenly over up to --streams streams (a new stream
+// gets one record first, so there are never more streams than records),
+// by --writers concurrent writers. With --trim F every stream is then
+// trimmed at F of its committed end, dropping its oldest records; "live"
+// counts what is left, and bytes per record divide by it.
+//
+// # What is measured at each size
+//
+//   - memory: VmRSS and VmHWM (peak) of every node, read from /proc after
+//     the fill; bytes per record is the leader's RSS minus its RSS in the
+//     empty cluster, over live records. After the rejoins, the wiped
+//     follower's RSS gives the same figure for a state built by one
+//     snapshot restore (no garbage of the fill).
+//   - checkpoint: one consistent snapshot streamed from the leader
+//     (Cluster.Snapshot, what `metad snapshot save` takes: a clone of the
+//     state machine in the encoding raft's snapshots use), its bytes and
+//     time, over loopback gRPC, not stored.
+//   - raft snapshot: metad has no way to force a raft snapshot (raft takes
+//     one when --raft-snapshot-threshold entries have been written since
+//     the last, checked every 2-4 minutes; no admin call triggers one), so
+//     the servers run with the threshold at --snapshot-threshold (1024)
+//     and the tool waits, up to --snapshot-wait, for the leader's newest
+//     snapshot (its data dir's snapshots/*/meta.json) to cover the fill.
+//     Its size is meta.json's; its create and persist times are the means
+//     of the leader's raft_snapshot_create and raft_snapshot_persist
+//     summaries over the snapshots taken since the fill ended.
+//   - load: resolve of a random live offset of a random filled stream, and
+//     commit-append (10 offsets with its generation-0 record, on
+//     --concurrency streams of its own, trimmed away after each run so the
+//     state stays the size measured), each at --concurrency for
+//     --duration after --warmup, through bench/load (the runner
+//     metad-bench and the etcd yardstick share). Then both again while
+//     checkpoints are streamed from the leader back to back, the whole run
+//     long ("during snapshot": the clone and encoding work of a snapshot,
+//     which a raft snapshot does too, without its fsync). A run during
+//     which the leader took a raft snapshot says so (raft_snapshots).
+//   - restart: one follower is stopped with SIGTERM and started again on
+//     its data dir; serving is /readyz 200 and the leader's commit index
+//     of the moment it was stopped applied. restore_ms is the new
+//     process's raft_fsm_restore (its own snapshot, if it had one; the
+//     rest of the log is replayed).
+//   - wiped: the other follower is stopped, its data dir removed, and it
+//     is started again under the same id and flags (README, Membership:
+//     a wiped server neither votes nor asks for votes until it has caught
+//     up); serving as above. install_snapshot says whether the leader sent
+//     it a snapshot (its log says "Installed remote snapshot"); when the
+//     leader still holds the whole log (fewer entries than raft's
+//     TrailingLogs, 10240, past its snapshot) it replays the log instead.
+//
+// # Reading the figures
+//
+// The state also holds what the load runs leave: request ids are kept for
+// fsm.DedupTTL (10 minutes) and a commit-append run at 2500/s leaves tens
+// of thousands, so at small sizes memory and snapshot bytes per record
+// are dominated by them; the curves mean most from 100k records on. RSS
+// includes the Go heap's headroom (GOGC) and garbage not yet returned to
+// the kernel. Phase wall times are printed so that a larger run can be
+// planned: the fill is roughly linear in records, the raft snapshot wait
+// is up to two check intervals (4 minutes), a wiped follower's catch-up
+// and a restart are dominated by the snapshot restore.
+package main

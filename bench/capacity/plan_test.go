@@ -1,0 +1,105 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseSizes(t *testing.T) {
+	got, err := parseSizes("2500,10k,100k, 1M,10M")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{2500, 10_000, 100_000, 1_000_000, 10_000_000}; !slices.Equal(got, want) {
+		t.Errorf("parseSizes = %v", got)
+	}
+	for _, bad := range []string{"100k,10k", "10k,10k", "0", "11M", "ten", "", "1G"} {
+		if _, err := parseSizes(bad); err == nil || !strings.Contains(err.Error(), "--sizes") {
+			t.Errorf("parseSizes(%q) = %v, want an error naming --sizes", bad, err)
+		}
+	}
+}
+
+func TestDistributeAddsExactlyTheNewRecords(t *testing.T) {
+	for _, tc := range []struct{ prev, next, streams int }{
+		{0, 10_000, 1000}, {10_000, 100_000, 1000}, {0, 10, 1000}, {10, 100, 1000},
+		{0, 10_000, 1_000_000}, {10_000, 100_000, 1_000_000}, {0, 7, 3}, {7, 8, 3},
+	} {
+		add := distribute(tc.prev, tc.next, tc.streams)
+		if want := min(tc.next, tc.streams); len(add) != want {
+			t.Errorf("%+v: %d streams active, want %d", tc, len(add), want)
+		}
+		sum := 0
+		for i, n := range add {
+			sum += n
+			if i >= min(tc.prev, tc.streams) && n < 1 {
+				t.Errorf("%+v: new stream %d gets %d records; a stream needs one", tc, i, n)
+			}
+		}
+		if sum != tc.next-tc.prev {
+			t.Errorf("%+v: adds %d records, want %d", tc, sum, tc.next-tc.prev)
+		}
+	}
+}
+
+func TestDistributeIsEven(t *testing.T) {
+	add := distribute(0, 10, 4)
+	if !slices.Equal(add, []int{3, 3, 2, 2}) {
+		t.Errorf("distribute(0, 10, 4) = %v, want [3 3 2 2]", add)
+	}
+	// Two new streams get one each first; the other 6 go evenly over all 4.
+	add = distribute(2, 10, 4)
+	if !slices.Equal(add, []int{2, 2, 2, 2}) {
+		t.Errorf("distribute(2, 10, 4) = %v, want [2 2 2 2]", add)
+	}
+}
+
+func TestLiveRecords(t *testing.T) {
+	// Two segments: [0,5) and [5,6): 5 + 1 records.
+	segs := []segment{{0, 5}, {5, 1}}
+	for _, tc := range []struct {
+		trim uint64
+		want uint64
+	}{
+		{0, 6},
+		{1, 6}, // [0,1) holds only the generation-0 record [0,5), still live
+		{2, 5}, // published [1,2) dropped
+		{4, 3}, // [1,2) [2,3) [3,4) dropped
+		{5, 1}, // the first segment entirely: only [5,6) left
+		{6, 0},
+	} {
+		if got := liveRecords(segs, tc.trim); got != tc.want {
+			t.Errorf("liveRecords(trim %d) = %d, want %d", tc.trim, got, tc.want)
+		}
+	}
+}
+
+func TestTrimPoint(t *testing.T) {
+	if got := trimPoint(1000, 0.5); got != 500 {
+		t.Errorf("trimPoint(1000, 0.5) = %d", got)
+	}
+	if got := trimPoint(1000, 0); got != 0 {
+		t.Errorf("trimPoint(1000, 0) = %d", got)
+	}
+	if trimPoint(3, 0.5) > trimPoint(4, 0.5) {
+		t.Error("trim point moved back as the stream grew")
+	}
+}
+
+func TestParseFlagsNamesEachBadFlag(t *testing.T) {
+	_, err := parseFlags([]string{"--streams", "0", "--trim", "1.5", "--writers", "0", "--sizes", "1M,10k", "--skip", "nap",
+		"--duration", "1ms"}, &strings.Builder{})
+	for _, flag := range []string{"--streams", "--trim", "--writers", "--sizes", "--skip", "--duration"} {
+		if err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("parseFlags did not name %s: %v", flag, err)
+		}
+	}
+	o, err := parseFlags(nil, &strings.Builder{})
+	if err != nil {
+		t.Fatalf("defaults refused: %v", err)
+	}
+	if !slices.Equal(o.sizes, []int{10_000, 100_000, 1_000_000}) || o.streams != 1000 || o.concurrency != 16 {
+		t.Errorf("defaults = %+v", o)
+	}
+}

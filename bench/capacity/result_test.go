@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metad/metad/bench/load"
+)
+
+func TestBytesPerRecordUsesTheLeadersOwnEmptyRSS(t *testing.T) {
+	empty := []NodeMemory{{Node: "n1", RSSBytes: 30 << 20}, {Node: "n2", RSSBytes: 40 << 20}}
+	mem := []NodeMemory{{Node: "n1", Role: "follower", RSSBytes: 100 << 20}, {Node: "n2", Role: "leader", RSSBytes: 140 << 20}}
+	lm, e, ok := leaderMemory(mem, empty)
+	if !ok || lm.Node != "n2" || e.Node != "n2" {
+		t.Fatalf("leaderMemory = %+v %+v %v", lm, e, ok)
+	}
+	if got := bytesPerRecord(lm.RSSBytes, e.RSSBytes, 1<<20); got != 100 {
+		t.Errorf("bytesPerRecord = %v, want 100", got)
+	}
+	if got := bytesPerRecord(1, 0, 0); got != 0 {
+		t.Errorf("bytesPerRecord over no records = %v", got)
+	}
+	if _, _, ok := leaderMemory(mem[:1], empty); ok {
+		t.Error("leaderMemory found a leader among followers")
+	}
+}
+
+func TestSummaryDelta(t *testing.T) {
+	mean, n := summaryDelta(100, 2, 700, 5)
+	if mean != 200 || n != 3 {
+		t.Errorf("summaryDelta = %v, %d; want 200, 3", mean, n)
+	}
+	if mean, n := summaryDelta(100, 2, 100, 2); mean != 0 || n != 0 {
+		t.Errorf("no new observations: %v, %d", mean, n)
+	}
+}
+
+func TestParseMetrics(t *testing.T) {
+	text := `# HELP raft_fsm_restore Raft: milliseconds.
+# TYPE raft_fsm_restore summary
+raft_fsm_restore{quantile="0.5"} NaN
+raft_fsm_restore_sum 1234.5
+raft_fsm_restore_count 1
+metad_raft_log_store{store="bolt"} 1
+metad_raft_applied_index 4.2e+06
+`
+	m, err := parseMetrics(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["raft_fsm_restore_sum"] != 1234.5 || m["raft_fsm_restore_count"] != 1 || m["metad_raft_applied_index"] != 4.2e6 ||
+		m[`metad_raft_log_store{store="bolt"}`] != 1 {
+		t.Errorf("parseMetrics = %v", m)
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	text := "Name:\tmetad\nVmPeak:\t 900000 kB\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\n"
+	rss, peak, err := parseStatus(strings.NewReader(text))
+	if err != nil || rss != 100<<20 || peak != 200<<20 {
+		t.Errorf("parseStatus = %d, %d, %v", rss, peak, err)
+	}
+	if _, _, err := parseStatus(strings.NewReader("Name:\tmetad\n")); err == nil {
+		t.Error("parseStatus accepted a status without VmRSS")
+	}
+}
+
+func TestLoadOfKeepsTheFiguresAndErrors(t *testing.T) {
+	r := load.Result{Ops: 10, Throughput: 5, Latency: load.Latency{P50: 1.5, P99: 9}, Errors: map[string]int64{"UNAVAILABLE": 2}}
+	l := loadOf(r)
+	if l.Ops != 10 || l.Throughput != 5 || l.P50Ms != 1.5 || l.P99Ms != 9 || l.Errors["UNAVAILABLE"] != 2 {
+		t.Errorf("loadOf = %+v", l)
+	}
+	if loadOf(load.Result{Errors: map[string]int64{}}).Errors != nil {
+		t.Error("no errors should leave Errors out of the JSON")
+	}
+}
+
+func TestWriteReportRoundTrips(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "capacity.json")
+	in := sampleReport()
+	if err := writeReport(path, in); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Report
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(in)
+	c, _ := json.Marshal(&out)
+	if !bytes.Equal(a, c) {
+		t.Errorf("round trip differs:\n%s\n%s", a, c)
+	}
+	for _, field := range []string{`"records"`, `"bytes_per_record"`, `"checkpoint"`, `"raft_snapshot"`, `"wiped"`, `"p99_ms"`, `"phases_s"`} {
+		if !bytes.Contains(b, []byte(field)) {
+			t.Errorf("JSON lacks %s (bench/plot reads it)", field)
+		}
+	}
+}
+
+// sampleReport is two sizes as a run would record them.
+func sampleReport() *Report {
+	size := func(n int64, p99 float64) SizeResult {
+		return SizeResult{
+			Records: n, LiveRecords: n, Streams: 1000, RaftIndex: 5000,
+			Phases:               map[string]float64{"fill": 12.5, "checkpoint": 0.5},
+			FillRecordsPerSecond: float64(n) / 12.5,
+			Memory: []NodeMemory{{Node: "n1", Role: "leader", RSSBytes: 64 << 20, PeakBytes: 80 << 20},
+				{Node: "n2", Role: "follower", RSSBytes: 60 << 20}},
+			BytesPerRecord: 180,
+			Checkpoint:     &Checkpoint{Bytes: n * 150, Seconds: 0.25},
+			RaftSnapshot:   &RaftSnapshot{Taken: true, Index: 5000, Bytes: n * 150, Count: 1, PersistMs: 800},
+			Restart:        &Rejoin{Node: "n2", ServingSeconds: 1.5, RestoreMs: 700, FromSnapshot: true},
+			Wiped:          &Rejoin{Node: "n3", ServingSeconds: 3.25, RestoreMs: 900, FromSnapshot: true, InstallSnapshot: true},
+			Load: map[string]*Load{
+				loadResolve:       {Ops: 1000, Throughput: 7000, P50Ms: 1.5, P99Ms: p99},
+				loadAppend:        {Ops: 500, Throughput: 2500, P50Ms: 5, P99Ms: 19},
+				loadResolveDuring: {Ops: 800, Throughput: 5000, P50Ms: 2, P99Ms: 2 * p99, Checkpoints: 3},
+				loadAppendDuring:  {Ops: 400, Throughput: 1500, P50Ms: 7, P99Ms: 40, Errors: map[string]int64{"UNAVAILABLE": 1}},
+			},
+		}
+	}
+	return &Report{Label: "test", Commit: "abc", Machine: "2 cores",
+		Settings: Settings{Streams: 1000, Concurrency: 16, DurationSeconds: 10, SnapshotThreshold: 1024},
+		Empty:    []NodeMemory{{Node: "n1", RSSBytes: 30 << 20}},
+		Sizes:    []SizeResult{size(10_000, 7), size(1_000_000, 9)}, WallSeconds: float64(time.Minute / time.Second)}
+}
