@@ -67,7 +67,7 @@ func newCluster(bin, dir string, n int, extra []string) (*cluster, error) {
 		nd.args = []string{"server", "--node-id", nd.id, "--data-dir", nd.dataDir, "--grpc-addr", nd.grpc,
 			"--raft-addr", nd.raft, "--gossip-addr", nd.gossip, "--http-addr", nd.http,
 			"--bootstrap-expect", strconv.Itoa(n), "--object-dir", filepath.Join(dir, "objects"),
-			"--peer-secret-file", secret}
+			"--peer-secret-file", secret, "--pprof"}
 		for _, other := range c.nodes {
 			if other != nd {
 				nd.args = append(nd.args, "--join", other.gossip)
@@ -227,7 +227,9 @@ func parseMetrics(r io.Reader) (map[string]float64, error) {
 	return out, sc.Err()
 }
 
-// memory reads node i's VmRSS and VmHWM.
+// memory reads node i's VmRSS and VmHWM, then has it collect garbage
+// (its /debug/pprof/heap?gc=1, served with --pprof) and reads its live
+// heap (go_memstats_heap_alloc_bytes).
 func (c *cluster) memory(i int) (NodeMemory, error) {
 	nd := c.nodes[i]
 	m := NodeMemory{Node: nd.id}
@@ -238,9 +240,36 @@ func (c *cluster) memory(i int) (NodeMemory, error) {
 	if err != nil {
 		return m, err
 	}
-	defer f.Close()
 	m.RSSBytes, m.PeakBytes, err = parseStatus(f)
-	return m, err
+	f.Close()
+	if err != nil {
+		return m, err
+	}
+	if err := c.collectGarbage(i); err != nil {
+		return m, err
+	}
+	metrics, err := c.metrics(i)
+	if err != nil {
+		return m, err
+	}
+	m.HeapBytes = int64(metrics["go_memstats_heap_alloc_bytes"])
+	return m, nil
+}
+
+// collectGarbage asks node i for a heap profile after a garbage
+// collection, and discards the profile.
+func (c *cluster) collectGarbage(i int) error {
+	hc := &http.Client{Timeout: 5 * time.Minute} // a GC of a large heap on a busy machine
+	resp, err := hc.Get("http://" + c.nodes[i].http + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s /debug/pprof/heap: HTTP %d (is --pprof on?)", c.nodes[i].id, resp.StatusCode)
+	}
+	return nil
 }
 
 // parseStatus reads VmRSS and VmHWM (kB) from a /proc/PID/status file.
@@ -334,9 +363,10 @@ type snapshotMeta struct {
 }
 
 // newestSnapshot returns the newest raft snapshot in node i's data dir
-// (raft.FileSnapshotStore keeps them under snapshots/), if any.
+// (raftstore's raft.FileSnapshotStore keeps them under raft/snapshots/),
+// if any.
 func (c *cluster) newestSnapshot(i int) (snapshotMeta, bool) {
-	metas, _ := filepath.Glob(filepath.Join(c.nodes[i].dataDir, "snapshots", "*", "meta.json"))
+	metas, _ := filepath.Glob(filepath.Join(c.nodes[i].dataDir, "raft", "snapshots", "*", "meta.json"))
 	var best snapshotMeta
 	found := false
 	for _, p := range metas {

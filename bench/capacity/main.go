@@ -258,9 +258,10 @@ func (b *bench) measureSize(ctx context.Context, step, prev, size int, empty []N
 		}
 		if lm, e, ok := leaderMemory(sr.Memory, empty); ok {
 			sr.BytesPerRecord = bytesPerRecord(lm.RSSBytes, e.RSSBytes, sr.LiveRecords)
+			sr.HeapBytesPerRecord = bytesPerRecord(lm.HeapBytes, e.HeapBytes, sr.LiveRecords)
 		}
 		sr.MemAvailableBytes = memAvailable()
-		b.say("%s; %.0f B/record", describeMemory(sr.Memory), sr.BytesPerRecord)
+		b.say("%s; %.0f B/record (RSS), %.0f B/record (live heap)", describeMemory(sr.Memory), sr.BytesPerRecord, sr.HeapBytesPerRecord)
 		return nil
 	})
 	if err != nil {
@@ -363,6 +364,7 @@ func (b *bench) rejoins(ctx context.Context, sr *SizeResult, phase func(string, 
 	if m, ok := nodeMemory(mem, sr.Wiped.Node); ok {
 		if e, ok := nodeMemory(empty, sr.Wiped.Node); ok {
 			sr.RestoredBytesPerRecord = bytesPerRecord(m.RSSBytes, e.RSSBytes, sr.LiveRecords)
+			sr.RestoredHeapBytesPerRecord = bytesPerRecord(m.HeapBytes, e.HeapBytes, sr.LiveRecords)
 		}
 	}
 	return nil
@@ -386,7 +388,7 @@ func (b *bench) follower(leader int, last bool) int {
 func describeMemory(mem []NodeMemory) string {
 	var parts []string
 	for _, m := range mem {
-		parts = append(parts, fmt.Sprintf("%s (%s) RSS %s MiB", m.Node, m.Role, mib(m.RSSBytes)))
+		parts = append(parts, fmt.Sprintf("%s (%s) RSS %s MiB heap %s MiB", m.Node, m.Role, mib(m.RSSBytes), mib(m.HeapBytes)))
 	}
 	return strings.Join(parts, ", ")
 }

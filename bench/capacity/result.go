@@ -40,6 +40,9 @@ type NodeMemory struct {
 	// had since it started (a restarted node starts again).
 	RSSBytes  int64 `json:"rss_bytes"`
 	PeakBytes int64 `json:"peak_bytes"`
+	// HeapBytes is the Go heap's live bytes right after a garbage
+	// collection (read after RSS: the collection does not change it).
+	HeapBytes int64 `json:"heap_bytes"`
 }
 
 // SizeResult is everything measured at one state size.
@@ -60,12 +63,16 @@ type SizeResult struct {
 	// BytesPerRecord is the leader's RSS minus its RSS in the empty
 	// cluster, over LiveRecords.
 	BytesPerRecord float64 `json:"bytes_per_record"`
+	// HeapBytesPerRecord is the same with the leader's live heap: what the
+	// state holds, without the heap's headroom and garbage.
+	HeapBytesPerRecord float64 `json:"heap_bytes_per_record"`
 	// MemoryAfterRejoin is every node's memory after the restart and the
 	// wiped follower's catch-up; RestoredBytesPerRecord is the wiped
 	// follower's RSS (a state built by one snapshot restore, with no
 	// garbage of the fill) minus its empty RSS, over LiveRecords.
-	MemoryAfterRejoin      []NodeMemory `json:"memory_after_rejoin,omitempty"`
-	RestoredBytesPerRecord float64      `json:"restored_bytes_per_record,omitempty"`
+	MemoryAfterRejoin          []NodeMemory `json:"memory_after_rejoin,omitempty"`
+	RestoredBytesPerRecord     float64      `json:"restored_bytes_per_record,omitempty"`
+	RestoredHeapBytesPerRecord float64      `json:"restored_heap_bytes_per_record,omitempty"`
 	// MemAvailableBytes is the machine's MemAvailable after the fill.
 	MemAvailableBytes int64            `json:"mem_available_bytes"`
 	Checkpoint        *Checkpoint      `json:"checkpoint,omitempty"`

@@ -14,7 +14,7 @@ var phaseOrder = []string{"fill", "memory", "checkpoint", "load", "raft-snapshot
 
 func writeTables(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "### State and recovery (%s)\n\n", settingsLine(r.Settings))
-	table(w, []string{"records", "live", "streams", "leader RSS MiB", "B/record", "checkpoint MB", "checkpoint s",
+	table(w, []string{"records", "live", "streams", "leader RSS MiB", "B/record", "heap B/record", "checkpoint MB", "checkpoint s",
 		"raft snapshot MB", "persist s", "restart s", "restore s", "wiped catch-up s", "wiped via"}, r.Sizes, stateRow)
 	fmt.Fprintf(w, "\n### Latency at concurrency %d (ms; \"snap\": while checkpoints are streamed from the leader)\n\n", r.Settings.Concurrency)
 	table(w, []string{"records", "resolve p50", "resolve p99", "resolve p99 snap", "resolve/s",
@@ -42,9 +42,9 @@ func table(w io.Writer, head []string, sizes []SizeResult, row func(SizeResult) 
 func stateRow(s SizeResult) []string {
 	row := []string{count(s.Records), count(s.LiveRecords), fmt.Sprint(s.Streams)}
 	if lm, ok := leaderOf(s.Memory); ok {
-		row = append(row, mib(lm.RSSBytes), fmt.Sprintf("%.0f", s.BytesPerRecord))
+		row = append(row, mib(lm.RSSBytes), fmt.Sprintf("%.0f", s.BytesPerRecord), fmt.Sprintf("%.0f", s.HeapBytesPerRecord))
 	} else {
-		row = append(row, "-", "-")
+		row = append(row, "-", "-", "-")
 	}
 	if cp := s.Checkpoint; cp != nil {
 		row = append(row, mb(cp.Bytes), secs(cp.Seconds))

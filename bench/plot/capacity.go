@@ -35,7 +35,9 @@ type capSize struct {
 	LiveRecords    int64     `json:"live_records"`
 	Memory         []capNode `json:"memory"`
 	BytesPerRecord float64   `json:"bytes_per_record"`
+	HeapPerRecord  float64   `json:"heap_bytes_per_record"`
 	Restored       float64   `json:"restored_bytes_per_record"`
+	RestoredHeap   float64   `json:"restored_heap_bytes_per_record"`
 	Checkpoint     *struct {
 		Bytes   float64 `json:"bytes"`
 		Seconds float64 `json:"seconds"`
@@ -111,9 +113,11 @@ var capacityCharts = []capChart{
 		{"followers (largest)", func(s capSize) (float64, bool) { return role(s, "follower", false) }},
 		{"peak of any node (VmHWM)", func(s capSize) (float64, bool) { return role(s, "", true) }},
 	}},
-	{"bytes-per-record.png", "Memory per index record", "bytes (RSS over the empty cluster's, per live record)", []capSeries{
-		{"leader after the fill", func(s capSize) (float64, bool) { return s.BytesPerRecord, s.BytesPerRecord > 0 }},
-		{"wiped follower after its restore", func(s capSize) (float64, bool) { return s.Restored, s.Restored > 0 }},
+	{"bytes-per-record.png", "Memory per index record", "bytes over the empty cluster's, per live record", []capSeries{
+		{"leader RSS after the fill", positive(func(s capSize) float64 { return s.BytesPerRecord })},
+		{"leader live heap after the fill", positive(func(s capSize) float64 { return s.HeapPerRecord })},
+		{"wiped follower RSS after its restore", positive(func(s capSize) float64 { return s.Restored })},
+		{"wiped follower live heap after its restore", positive(func(s capSize) float64 { return s.RestoredHeap })},
 	}},
 	{"snapshot-size.png", "Snapshot size", "MB", []capSeries{
 		{"checkpoint (Cluster.Snapshot)", func(s capSize) (float64, bool) {
@@ -158,6 +162,11 @@ var capacityCharts = []capChart{
 		{"resolve while a snapshot is written", loadValue("resolve-during-snapshot", rate)},
 		{"commit-append while a snapshot is written", loadValue("commit-append-during-snapshot", rate)},
 	}},
+}
+
+// positive is a series measured where its value is above zero.
+func positive(v func(capSize) float64) func(capSize) (float64, bool) {
+	return func(s capSize) (float64, bool) { return v(s), v(s) > 0 }
 }
 
 func pick(ok bool, v func() float64) (float64, bool) {
