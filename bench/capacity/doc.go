@@ -47,15 +47,18 @@
 //     one when --raft-snapshot-threshold entries have been written since
 //     the last, checked every 2-4 minutes; no admin call triggers one), so
 //     the servers run with the threshold at --snapshot-threshold (1024)
-//     and the tool waits, up to --snapshot-wait, for the leader's newest
-//     snapshot (its data dir's snapshots/*/meta.json) to cover the fill.
-//     Its size is meta.json's; its create and persist times are the means
-//     of the leader's raft_snapshot_create and raft_snapshot_persist
-//     summaries over the snapshots taken since the fill ended.
+//     and the tool waits, up to --snapshot-wait, until every node's newest
+//     snapshot (DATA/raft/snapshots/*/meta.json; each node takes its own)
+//     covers the fill, so that the restart below restores one. The
+//     leader's is reported: its size is meta.json's, its create and
+//     persist times the means of the leader's raft_snapshot_create and
+//     raft_snapshot_persist summaries over the snapshots it took since
+//     the fill ended.
 //   - load: resolve of a random live offset of a random filled stream, and
 //     commit-append (10 offsets with its generation-0 record, on
-//     --concurrency streams of its own, trimmed away after each run so the
-//     state stays the size measured), each at --concurrency for
+//     --concurrency streams of its own, each with a newly registered
+//     object, trimmed away after each run so the state stays the size
+//     measured), each at --concurrency for
 //     --duration after --warmup, through bench/load (the runner
 //     metad-bench and the etcd yardstick share). Then both again while
 //     checkpoints are streamed from the leader back to back, the whole run

@@ -290,9 +290,6 @@ func (b *bench) measureSize(ctx context.Context, step, prev, size int, empty []N
 // loads runs resolve and commit-append, steady and while checkpoints are
 // streamed.
 func (b *bench) loads(ctx context.Context, sr *SizeResult, leader int) error {
-	if err := b.makeAppenders(ctx); err != nil {
-		return err
-	}
 	sr.Load = map[string]*Load{}
 	for _, run := range []struct {
 		key    string
@@ -304,6 +301,11 @@ func (b *bench) loads(ctx context.Context, sr *SizeResult, leader int) error {
 		{loadResolveDuring, b.resolveOnce, true},
 		{loadAppendDuring, b.appendOnce, true},
 	} {
+		if run.key == loadAppend || run.key == loadAppendDuring {
+			if err := b.makeAppenders(ctx); err != nil {
+				return err
+			}
+		}
 		l, err := b.runLoad(ctx, run.op, leader, run.during)
 		if err != nil {
 			return fmt.Errorf("%s: %w", run.key, err)

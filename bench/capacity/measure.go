@@ -98,8 +98,9 @@ func (b *bench) snapCounts(i int) snapCounts {
 		m["raft_snapshot_persist_sum"], m["raft_snapshot_persist_count"]}
 }
 
-// waitRaftSnapshot waits (up to --snapshot-wait) until the leader has a
-// raft snapshot at or past index, and reports it with what the leader's
+// waitRaftSnapshot waits (up to --snapshot-wait) until every node has a
+// raft snapshot at or past index (each takes its own; the restarted
+// follower then restores one), and reports the leader's with what its
 // metrics say its snapshots took since before.
 func (b *bench) waitRaftSnapshot(ctx context.Context, leader int, index uint64, before snapCounts) *RaftSnapshot {
 	rs := &RaftSnapshot{}
@@ -107,9 +108,13 @@ func (b *bench) waitRaftSnapshot(ctx context.Context, leader int, index uint64, 
 		rs.Note = "not waited for (--snapshot-wait 0)"
 		return rs
 	}
-	err := b.cl.waitFor(ctx, "a raft snapshot of the leader covering the fill", b.o.snapshotWait, func() bool {
-		m, ok := b.cl.newestSnapshot(leader)
-		return ok && m.Index >= index
+	err := b.cl.waitFor(ctx, "a raft snapshot of every node covering the fill", b.o.snapshotWait, func() bool {
+		for i := range b.cl.nodes {
+			if m, ok := b.cl.newestSnapshot(i); !ok || m.Index < index {
+				return false
+			}
+		}
+		return true
 	})
 	if err != nil {
 		rs.Note = err.Error()
@@ -186,23 +191,25 @@ type appender struct {
 	seq            uint64
 }
 
-// makeAppenders creates --concurrency appender streams, once.
+// makeAppenders creates --concurrency appender streams, once, and gives
+// each a newly registered object for the run about to start: the last
+// run's object lost its last reference when its appends were trimmed, and
+// GC may have deleted it since (--gc-min-idle).
 func (b *bench) makeAppenders(ctx context.Context) error {
-	if b.appenders != nil {
-		return nil
+	if b.appenders == nil {
+		b.appenders = make([]*appender, b.o.concurrency)
 	}
-	b.appenders = make([]*appender, b.o.concurrency)
 	return parallel(ctx, len(b.appenders), b.o.writers, func(ctx context.Context, w *writer, i int) error {
-		s, err := w.create(ctx, fmt.Sprintf("%s-append-%03d", b.f.prefix, i))
-		if err != nil {
-			return err
+		if b.appenders[i] == nil {
+			s, err := w.create(ctx, fmt.Sprintf("%s-append-%03d", b.f.prefix, i))
+			if err != nil {
+				return err
+			}
+			b.appenders[i] = &appender{id: s.id, epoch: s.epoch}
 		}
 		obj, _, err := w.place(ctx)
-		if err != nil {
-			return err
-		}
-		b.appenders[i] = &appender{id: s.id, epoch: s.epoch, obj: obj}
-		return nil
+		b.appenders[i].obj = obj
+		return err
 	}, b.f)
 }
 
