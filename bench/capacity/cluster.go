@@ -382,6 +382,55 @@ func (c *cluster) newestSnapshot(i int) (snapshotMeta, bool) {
 	return best, found
 }
 
+// logSize is the length of node i's log so far, for reading what a new
+// process of it writes (logSince).
+func (c *cluster) logSize(i int) int64 {
+	st, err := os.Stat(c.nodes[i].logPath)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// logSince returns node i's log from offset on.
+func (c *cluster) logSince(i int, offset int64) string {
+	b, err := os.ReadFile(c.nodes[i].logPath)
+	if err != nil || int64(len(b)) < offset {
+		return ""
+	}
+	return string(b[offset:])
+}
+
+// startupRestore finds, in a server's log, raft's restore of its own
+// snapshot at start ("starting restore from snapshot" ... "restored from
+// snapshot") and returns how long it took. The raft_fsm_restore metric
+// misses it: the restore runs before the node's metrics are bridged.
+func startupRestore(log string) (time.Duration, bool) {
+	var start time.Time
+	for _, line := range strings.Split(log, "\n") {
+		switch {
+		case strings.Contains(line, `msg="starting restore from snapshot"`):
+			start, _ = logTime(line)
+		case strings.Contains(line, `msg="restored from snapshot"`) && !start.IsZero():
+			if end, ok := logTime(line); ok {
+				return end.Sub(start), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// logTime reads the time= field of a text-format log line.
+func logTime(line string) (time.Time, bool) {
+	rest, ok := strings.CutPrefix(line, "time=")
+	if !ok {
+		return time.Time{}, false
+	}
+	field, _, _ := strings.Cut(rest, " ")
+	t, err := time.Parse(time.RFC3339Nano, field)
+	return t, err == nil
+}
+
 // countInLog counts lines of node i's log that contain s.
 func (c *cluster) countInLog(i int, s string) int {
 	b, err := os.ReadFile(c.nodes[i].logPath)

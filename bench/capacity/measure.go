@@ -159,6 +159,7 @@ func (b *bench) rejoin(ctx context.Context, i, leader int, wipe bool) (*Rejoin, 
 			return nil, err
 		}
 	}
+	logFrom := b.cl.logSize(i)
 	start = time.Now()
 	if err := b.cl.start(i); err != nil {
 		return nil, err
@@ -180,6 +181,9 @@ func (b *bench) rejoin(ctx context.Context, i, leader int, wipe bool) (*Rejoin, 
 	}
 	r.RestoreMs = m["raft_fsm_restore_sum"]
 	r.FromSnapshot = m["raft_fsm_restore_count"] > 0
+	if d, ok := startupRestore(b.cl.logSince(i, logFrom)); ok && !r.FromSnapshot {
+		r.RestoreMs, r.FromSnapshot = float64(d)/float64(time.Millisecond), true
+	}
 	r.InstallSnapshot = b.cl.countInLog(i, "Installed remote snapshot") > installs
 	return r, nil
 }

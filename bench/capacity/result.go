@@ -115,8 +115,12 @@ type Rejoin struct {
 	// and the node had applied the leader's commit index of the moment it
 	// was stopped.
 	ServingSeconds float64 `json:"serving_s"`
-	// RestoreMs is the state machine's snapshot restore in the new process
-	// (raft_fsm_restore), 0 when none ran.
+	// RestoreMs is the snapshot restore in the new process: raft's
+	// raft_fsm_restore (an installed snapshot), or for the restore of its
+	// own snapshot at start, which that metric misses (it runs before the
+	// node bridges raft's metrics), the time between raft's "starting
+	// restore from snapshot" and "restored from snapshot" log lines; 0
+	// when none ran.
 	RestoreMs float64 `json:"restore_ms"`
 	// FromSnapshot: the node restored a snapshot (its own on restart; one
 	// the leader sent by InstallSnapshot when wiped). Without it, it

@@ -134,3 +134,21 @@ func sampleReport() *Report {
 		Empty:    []NodeMemory{{Node: "n1", RSSBytes: 30 << 20}},
 		Sizes:    []SizeResult{size(10_000, 7), size(1_000_000, 9)}, WallSeconds: float64(time.Minute / time.Second)}
 }
+
+func TestStartupRestoreFromTheLog(t *testing.T) {
+	log := `time=2026-12-01T10:59:02.691Z level=INFO msg="effective configuration" data-dir=/tmp/x
+time=2026-12-01T10:59:02.710Z level=INFO msg="starting restore from snapshot" component=raft id=2-56391-1 size-in-bytes=7112666
+time=2026-12-01T10:59:02.842Z level=INFO msg="raftstore: state restored from a snapshot" component=raft index=56391
+time=2026-12-01T10:59:02.842Z level=INFO msg="restored from snapshot" component=raft id=2-56391-1
+`
+	d, ok := startupRestore(log)
+	if !ok || d != 132*time.Millisecond {
+		t.Errorf("startupRestore = %v, %v; want 132ms", d, ok)
+	}
+	if _, ok := startupRestore(strings.SplitN(log, "\n", 2)[0]); ok {
+		t.Error("startupRestore found a restore in a log without one")
+	}
+	if _, ok := startupRestore(`time=bad msg="starting restore from snapshot"` + "\n" + `time=2026-12-01T10:59:02.842Z msg="restored from snapshot"`); ok {
+		t.Error("startupRestore accepted a restore whose start has no time")
+	}
+}
