@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
 	"sort"
@@ -103,6 +104,13 @@ type capSeries struct {
 type capChart struct {
 	file, title, axis string
 	series            []capSeries
+	// target, if set, is drawn as a dashed line: issue 15's bound.
+	target *capTarget
+}
+
+type capTarget struct {
+	value float64
+	name  string
 }
 
 const mib = 1 << 20
@@ -112,13 +120,13 @@ var capacityCharts = []capChart{
 		{"leader", func(s capSize) (float64, bool) { return role(s, "leader", false) }},
 		{"followers (largest)", func(s capSize) (float64, bool) { return role(s, "follower", false) }},
 		{"peak of any node (VmHWM)", func(s capSize) (float64, bool) { return role(s, "", true) }},
-	}},
+	}, nil},
 	{"bytes-per-record.png", "Memory per index record", "bytes over the empty cluster's, per live record", []capSeries{
 		{"leader RSS after the fill", positive(func(s capSize) float64 { return s.BytesPerRecord })},
 		{"leader live heap after the fill", positive(func(s capSize) float64 { return s.HeapPerRecord })},
 		{"wiped follower RSS after its restore", positive(func(s capSize) float64 { return s.Restored })},
 		{"wiped follower live heap after its restore", positive(func(s capSize) float64 { return s.RestoredHeap })},
-	}},
+	}, &capTarget{150, "target: 150 bytes per record"}},
 	{"snapshot-size.png", "Snapshot size", "MB", []capSeries{
 		{"checkpoint (Cluster.Snapshot)", func(s capSize) (float64, bool) {
 			return pick(s.Checkpoint != nil, func() float64 { return s.Checkpoint.Bytes / 1e6 })
@@ -126,7 +134,7 @@ var capacityCharts = []capChart{
 		{"raft snapshot on disk", func(s capSize) (float64, bool) {
 			return pick(s.RaftSnapshot != nil && s.RaftSnapshot.Taken, func() float64 { return s.RaftSnapshot.Bytes / 1e6 })
 		}},
-	}},
+	}, nil},
 	{"snapshot-time.png", "Snapshot write and restore", "seconds", []capSeries{
 		{"checkpoint streamed", func(s capSize) (float64, bool) {
 			return pick(s.Checkpoint != nil, func() float64 { return s.Checkpoint.Seconds })
@@ -137,7 +145,7 @@ var capacityCharts = []capChart{
 		}},
 		{"restore on restart", func(s capSize) (float64, bool) { return restoreOf(s.Restart) }},
 		{"restore on the wiped follower", func(s capSize) (float64, bool) { return restoreOf(s.Wiped) }},
-	}},
+	}, nil},
 	{"rejoin.png", "Back to serving (/readyz 200, leader's commit applied)", "seconds", []capSeries{
 		{"follower restarted", func(s capSize) (float64, bool) {
 			return pick(s.Restart != nil, func() float64 { return s.Restart.ServingSeconds })
@@ -145,23 +153,23 @@ var capacityCharts = []capChart{
 		{"follower wiped", func(s capSize) (float64, bool) {
 			return pick(s.Wiped != nil, func() float64 { return s.Wiped.ServingSeconds })
 		}},
-	}},
+	}, nil},
 	{"resolve-latency.png", "Resolve latency", "ms", []capSeries{
 		{"p50", loadValue("resolve", p50)},
 		{"p99", loadValue("resolve", p99)},
 		{"p99 while a snapshot is written", loadValue("resolve-during-snapshot", p99)},
-	}},
+	}, nil},
 	{"commit-latency.png", "Commit-append latency", "ms", []capSeries{
 		{"p50", loadValue("commit-append", p50)},
 		{"p99", loadValue("commit-append", p99)},
 		{"p99 while a snapshot is written", loadValue("commit-append-during-snapshot", p99)},
-	}},
+	}, nil},
 	{"throughput.png", "Throughput", "operations/s", []capSeries{
 		{"resolve", loadValue("resolve", rate)},
 		{"commit-append", loadValue("commit-append", rate)},
 		{"resolve while a snapshot is written", loadValue("resolve-during-snapshot", rate)},
 		{"commit-append while a snapshot is written", loadValue("commit-append-during-snapshot", rate)},
-	}},
+	}, nil},
 }
 
 // positive is a series measured where its value is above zero.
@@ -262,11 +270,14 @@ func capacityChart(r *capReport, c capChart, suffix string) (*plot.Plot, bool, e
 	p.Y.Tick.Marker = plainTicks{}
 	p.Y.Min = 0
 	p.Legend.Top, p.Legend.Left = true, true
-	drawn := 0
+	drawn, top := 0, 0.0
 	for i, s := range c.series {
 		pts := capPoints(r.Sizes, s.value)
 		if len(pts) == 0 {
 			continue
+		}
+		for _, pt := range pts {
+			top = max(top, pt.Y)
 		}
 		line, dots, err := plotter.NewLinePoints(pts)
 		if err != nil {
@@ -279,7 +290,30 @@ func capacityChart(r *capReport, c capChart, suffix string) (*plot.Plot, bool, e
 		p.Legend.Add(s.name, line, dots)
 		drawn++
 	}
+	if drawn > 0 && c.target != nil {
+		if err := addTarget(p, r.Sizes, *c.target); err != nil {
+			return nil, false, err
+		}
+		top = max(top, c.target.value)
+		drawn++
+	}
+	// Room above the lines for the legend, one line per series.
+	p.Y.Max = top * (1.15 + 0.09*float64(drawn))
 	return p, drawn > 0, nil
+}
+
+// addTarget draws a bound across the measured sizes, dashed and grey.
+func addTarget(p *plot.Plot, sizes []capSize, t capTarget) error {
+	line, err := plotter.NewLine(plotter.XYs{
+		{X: float64(sizes[0].Records), Y: t.value}, {X: float64(sizes[len(sizes)-1].Records), Y: t.value}})
+	if err != nil {
+		return err
+	}
+	line.Color = color.Gray{Y: 0x80}
+	line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	p.Add(line)
+	p.Legend.Add(t.name, line)
+	return nil
 }
 
 func trimNote(r *capReport) string {
