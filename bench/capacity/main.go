@@ -311,8 +311,8 @@ func (b *bench) loads(ctx context.Context, sr *SizeResult, leader int) error {
 			return fmt.Errorf("%s: %w", run.key, err)
 		}
 		sr.Load[run.key] = l
-		b.say("  %s: %.0f/s p50 %.2f ms p99 %.2f ms, errors %v, checkpoints %d, raft snapshots %d",
-			run.key, l.Throughput, l.P50Ms, l.P99Ms, l.Errors, l.Checkpoints, l.RaftSnapshots)
+		b.say("  %s: %.0f/s p50 %.2f ms p99 %.2f ms, errors %v, checkpoints %d (%d failed), raft snapshots %d, leader lost %v",
+			run.key, l.Throughput, l.P50Ms, l.P99Ms, l.Errors, l.Checkpoints, l.CheckpointErrors, l.RaftSnapshots, l.LeaderLost)
 		if run.key == loadAppend || run.key == loadAppendDuring {
 			if err := b.trimAppenders(ctx); err != nil {
 				return err

@@ -287,8 +287,7 @@ func reason(err error) string {
 // whole run.
 func (b *bench) runLoad(ctx context.Context, op load.Op, leader int, during bool) (*Load, error) {
 	before := b.snapCounts(leader)
-	var checkpoints int
-	var cpErr error
+	var checkpoints, failed int
 	var wg sync.WaitGroup
 	runCtx, stop := context.WithCancel(ctx)
 	if during {
@@ -297,10 +296,18 @@ func (b *bench) runLoad(ctx context.Context, op load.Op, leader int, during bool
 			defer wg.Done()
 			for runCtx.Err() == nil {
 				if _, err := b.checkpoint(runCtx, leader); err != nil {
+					// The node may have lost leadership on a loaded machine
+					// (it then knows no leader for a moment): count it, and
+					// go on once it answers again.
 					if runCtx.Err() == nil {
-						cpErr = err
+						failed++
+						b.say("  checkpoint failed (%v); retrying", err)
+						select {
+						case <-runCtx.Done():
+						case <-time.After(200 * time.Millisecond):
+						}
 					}
-					return
+					continue
 				}
 				checkpoints++
 			}
@@ -313,11 +320,10 @@ func (b *bench) runLoad(ctx context.Context, op load.Op, leader int, during bool
 	if err != nil {
 		return nil, err
 	}
-	if cpErr != nil {
-		return nil, cpErr
-	}
 	l := loadOf(res)
-	l.Checkpoints = checkpoints
+	l.Checkpoints, l.CheckpointErrors = checkpoints, failed
+	after0, _ := b.gauge(leader, "metad_raft_leader")
+	l.LeaderLost = after0 != 1
 	after := b.snapCounts(leader)
 	l.RaftSnapshots = int(after.persistN - before.persistN)
 	return l, nil

@@ -140,6 +140,11 @@ type Load struct {
 	// Checkpoints is how many checkpoints were streamed from the leader
 	// during the run (the "during snapshot" runs).
 	Checkpoints int `json:"checkpoints,omitempty"`
+	// CheckpointErrors counts checkpoints that failed (the node had lost
+	// its leader for a moment); LeaderLost says the node measured against
+	// was no longer the leader when the run ended.
+	CheckpointErrors int  `json:"checkpoint_errors,omitempty"`
+	LeaderLost       bool `json:"leader_lost,omitempty"`
 	// RaftSnapshots is how many raft snapshots the leader took during the
 	// run: a steady run with one is not steady.
 	RaftSnapshots int `json:"raft_snapshots,omitempty"`
