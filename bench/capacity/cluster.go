@@ -362,14 +362,18 @@ type snapshotMeta struct {
 	Size  int64
 }
 
-// newestSnapshot returns the newest raft snapshot in node i's data dir
-// (raftstore's raft.FileSnapshotStore keeps them under raft/snapshots/),
-// if any.
+// newestSnapshot returns the newest complete raft snapshot in node i's
+// data dir (raftstore's raft.FileSnapshotStore keeps them under
+// raft/snapshots/, in an ID.tmp directory until they are complete), if
+// any.
 func (c *cluster) newestSnapshot(i int) (snapshotMeta, bool) {
 	metas, _ := filepath.Glob(filepath.Join(c.nodes[i].dataDir, "raft", "snapshots", "*", "meta.json"))
 	var best snapshotMeta
 	found := false
 	for _, p := range metas {
+		if strings.HasSuffix(filepath.Dir(p), ".tmp") {
+			continue // still being written: raft renames it when done
+		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue // being written or pruned
