@@ -34,6 +34,9 @@ func (m *Machine) CheckInvariants() error {
 		fail("expiry index has %d entries for %d pins", m.pinExpiry.Len(), m.pins.Len())
 	}
 	m.objects.Ascend(func(o object) bool {
+		if o.target == nil || o.target.ref != o.ref || len(o.target.survivors) > 0 {
+			fail("object %q: shared target does not name it", o.ref.Key)
+		}
 		if o.refs != refs[o.ref.Key] {
 			fail("object %q counts %d references, the state has %d", o.ref.Key, o.refs, refs[o.ref.Key])
 		}
@@ -75,7 +78,7 @@ func (m *Machine) checkStream(id uint64, s *stream, refs map[string]uint64, fail
 	}
 	var prev *evidence
 	s.evidence.Ascend(func(e evidence) bool {
-		refs[e.object.Key]++
+		refs[e.target.ref.Key]++
 		if e.rng.Start >= e.rng.End || e.rng.End <= in.Trim {
 			fail("stream %d: evidence %v empty or wholly trimmed (trim %d)", id, e.rng, in.Trim)
 		}
@@ -113,7 +116,7 @@ func (m *Machine) checkView(s *stream, view View, refs map[string]uint64, fail f
 		}
 		var prev *record
 		g.records.Ascend(func(r record) bool {
-			refs[r.object.Key]++
+			refs[r.target.ref.Key]++
 			key := IndexKey{Stream: id, View: view, Generation: g.number, Start: r.rng.Start}
 			m.checkRecord(s, g, key, r, prev, fail)
 			prev = &r
@@ -132,10 +135,10 @@ func (m *Machine) checkRecord(s *stream, g *generation, key IndexKey, r record, 
 	if key.Generation > 0 && (r.rng.Start < g.coverage.Start || r.rng.End > g.coverage.End) {
 		fail("%v: range %v outside coverage %v", key, r.rng, g.coverage)
 	}
-	if (key.View == Committed) != (len(r.survivors) == 0) {
-		fail("%v: %d survivors in a %s record", key, len(r.survivors), key.View)
+	if (key.View == Committed) != (len(r.target.survivors) == 0) {
+		fail("%v: %d survivors in a %s record", key, len(r.target.survivors), key.View)
 	}
-	if r.checksum != RecordChecksum(key, r.rng, r.survivors, r.object, r.bytes) {
+	if r.checksum != RecordChecksum(key, r.rng, r.target.survivors, r.target.ref, r.bytes) {
 		fail("%v: checksum does not verify", key)
 	}
 	if r.version == 0 || r.version > m.applied {
