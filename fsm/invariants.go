@@ -114,12 +114,19 @@ func (m *Machine) checkView(s *stream, view View, refs map[string]uint64, fail f
 		if g.status != GenerationBuilding && g.status != GenerationPublished {
 			fail("stream %d %s: live generation %d is %s", id, view, g.number, g.status)
 		}
-		var prev *record
+		// prev is a copy, not a pointer to r: that would move every r to
+		// the heap, one allocation per record of the state.
+		var prev record
+		first := true
 		g.records.Ascend(func(r record) bool {
 			refs[r.target.ref.Key]++
 			key := IndexKey{Stream: id, View: view, Generation: g.number, Start: r.rng.Start}
-			m.checkRecord(s, g, key, r, prev, fail)
-			prev = &r
+			if first {
+				m.checkRecord(s, g, key, r, nil, fail)
+			} else {
+				m.checkRecord(s, g, key, r, &prev, fail)
+			}
+			prev, first = r, false
 			return true
 		})
 	}
