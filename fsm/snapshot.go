@@ -141,25 +141,10 @@ func (m *Machine) StateHash() ([32]byte, uint64, error) {
 }
 
 func (m *Machine) writeBody(w io.Writer) (uint64, error) {
-	var n uint64
-	buf := make([]byte, 0, 512)
-	// Size fills every message's size cache, so the marshal right after it
-	// uses the cache instead of sizing the record a second time.
-	opts := proto.MarshalOptions{Deterministic: true}
-	cached := proto.MarshalOptions{Deterministic: true, UseCachedSize: true}
-	err := m.eachRecord(func(r *fsmpb.SnapshotRecord) error {
-		var err error
-		size := opts.Size(r)
-		buf = binary.AppendUvarint(buf[:0], uint64(size))
-		buf, err = cached.MarshalAppend(buf, r)
-		if err != nil {
-			return err
-		}
-		n++
-		_, err = w.Write(buf)
-		return err
-	})
-	return n, err
+	bw := newBodyWriter(w)
+	m.eachRecord(bw)
+	bw.flush()
+	return bw.n, bw.err
 }
 
 func (m *Machine) sortedStreamIDs() []uint64 {
@@ -171,53 +156,42 @@ func (m *Machine) sortedStreamIDs() []uint64 {
 	return ids
 }
 
-// eachRecord walks the state in canonical order. emit must not keep the
-// record past its return: the index-record and evidence messages, the
-// bulk of a large state, are reused from one record to the next.
-func (m *Machine) eachRecord(emit func(*fsmpb.SnapshotRecord) error) error {
-	var err error
-	put := func(r *fsmpb.SnapshotRecord) bool {
-		err = emit(r)
-		return err == nil
-	}
-	put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Meta{Meta: &fsmpb.MachineMeta{
+// eachRecord writes the state to bw in canonical order, stopping at bw's
+// first error.
+func (m *Machine) eachRecord(bw *bodyWriter) {
+	put := bw.message
+	if !put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Meta{Meta: &fsmpb.MachineMeta{
 		ClockUnixNano: m.clock, NextStreamId: m.nextStreamID, NextPinId: m.nextPinID, FeatureLevel: m.level,
 		ClusterId: m.clusterID,
-	}}})
-	if err != nil {
-		return err
+	}}}) {
+		return
 	}
 	m.objects.Ascend(func(o object) bool { return put(o.record()) })
 	for _, id := range m.sortedStreamIDs() {
-		if err != nil {
-			return err
+		if bw.err != nil {
+			return
 		}
-		m.streams[id].eachRecord(put)
+		m.streams[id].eachRecord(bw)
 	}
-	if err != nil {
-		return err
+	if bw.err != nil {
+		return
 	}
 	m.pins.Ascend(func(p pin) bool { return put(p.record()) })
-	if err != nil {
-		return err
-	}
 	m.dedup.Ascend(func(d dedupEntry) bool {
 		return put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Dedup{Dedup: &fsmpb.DedupState{
 			RequestId: d.requestID, CommandDigest: d.digest, AtUnixNano: d.at, Result: d.result,
 		}}})
 	})
 	for _, t := range m.Tombstones() {
-		if err != nil {
-			return err
+		if !put(t.record()) {
+			return
 		}
-		put(t.record())
 	}
-	return err
 }
 
-func (s *stream) eachRecord(put func(*fsmpb.SnapshotRecord) bool) {
+func (s *stream) eachRecord(bw *bodyWriter) {
 	id := s.info.ID
-	if !put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Stream{Stream: &fsmpb.StreamState{
+	if !bw.message(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Stream{Stream: &fsmpb.StreamState{
 		Id: id, Name: s.info.Name, WriterEpoch: s.info.WriterEpoch, Status: s.info.Status,
 		Version: s.info.Version, CommittedEnd: s.info.CommittedEnd, Trim: s.info.Trim,
 		CreatedVersion:          s.info.CreatedVersion,
@@ -227,88 +201,21 @@ func (s *stream) eachRecord(put func(*fsmpb.SnapshotRecord) bool) {
 	}}}) {
 		return
 	}
-	ok := true
-	ev := newEvidenceRecord()
-	s.evidence.Ascend(func(e evidence) bool {
-		ok = put(ev.set(id, e))
-		return ok
-	})
+	s.evidence.Ascend(func(e evidence) bool { return bw.evidence(id, e) })
 	for _, view := range []View{Committed, TopicCompacted} {
 		for _, g := range s.views[view].gens {
-			if !ok || !put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Generation{Generation: &fsmpb.GenerationState{
+			if bw.err != nil || !bw.message(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Generation{Generation: &fsmpb.GenerationState{
 				StreamId: id, View: view, Number: g.number, Status: g.status, Version: g.version, Coverage: g.coverage.PB(),
 			}}}) {
 				return
 			}
 			key := IndexKey{Stream: id, View: view, Generation: g.number}
-			ir := newIndexRecordRecord()
 			g.records.Ascend(func(r record) bool {
 				key.Start = r.rng.Start
-				ok = put(ir.set(key, r))
-				return ok
+				return bw.indexRecord(key, r)
 			})
 		}
 	}
-}
-
-// indexRecordRecord is one SnapshotRecord of an index record, its nested
-// messages allocated once and refilled for each record: a million records
-// then cost no allocation each but their survivors. Every field is set
-// by set, so nothing of the previous record remains.
-type indexRecordRecord struct {
-	rec    fsmpb.SnapshotRecord
-	state  fsmpb.IndexRecordState
-	key    fsmpb.IndexKey
-	body   fsmpb.IndexRecord
-	rng    fsmpb.Range
-	object fsmpb.ObjectRef
-	bytes  fsmpb.ByteRange
-}
-
-func newIndexRecordRecord() *indexRecordRecord {
-	x := &indexRecordRecord{}
-	x.rec.Record = &fsmpb.SnapshotRecord_IndexRecord{IndexRecord: &x.state}
-	x.state.Key, x.state.Record = &x.key, &x.body
-	x.body.Range, x.body.Object, x.body.Bytes = &x.rng, &x.object, &x.bytes
-	return x
-}
-
-func (x *indexRecordRecord) set(k IndexKey, r record) *fsmpb.SnapshotRecord {
-	x.key.StreamId, x.key.View, x.key.Generation, x.key.Start = k.Stream, k.View, k.Generation, k.Start
-	x.state.Version, x.state.Status = r.version, r.status
-	x.rng.Start, x.rng.End = r.rng.Start, r.rng.End
-	x.object.Key, x.object.Identity = r.target.ref.Key, r.target.ref.Identity
-	x.bytes.Offset, x.bytes.Length = r.bytes.Offset, r.bytes.Length
-	x.body.Checksum = r.checksum
-	x.body.Survivors = nil
-	if len(r.target.survivors) > 0 {
-		x.body.Survivors = RangesPB(r.target.survivors)
-	}
-	return &x.rec
-}
-
-// evidenceRecord is indexRecordRecord for append evidence.
-type evidenceRecord struct {
-	rec    fsmpb.SnapshotRecord
-	state  fsmpb.EvidenceState
-	rng    fsmpb.Range
-	object fsmpb.ObjectRef
-	bytes  fsmpb.ByteRange
-}
-
-func newEvidenceRecord() *evidenceRecord {
-	x := &evidenceRecord{}
-	x.rec.Record = &fsmpb.SnapshotRecord_Evidence{Evidence: &x.state}
-	x.state.Range, x.state.Object, x.state.Bytes = &x.rng, &x.object, &x.bytes
-	return x
-}
-
-func (x *evidenceRecord) set(stream uint64, e evidence) *fsmpb.SnapshotRecord {
-	x.state.StreamId, x.state.WriterEpoch, x.state.Version = stream, e.epoch, e.version
-	x.rng.Start, x.rng.End = e.rng.Start, e.rng.End
-	x.object.Key, x.object.Identity = e.target.ref.Key, e.target.ref.Identity
-	x.bytes.Offset, x.bytes.Length = e.bytes.Offset, e.bytes.Length
-	return &x.rec
 }
 
 func (o object) record() *fsmpb.SnapshotRecord {
