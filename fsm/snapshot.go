@@ -279,6 +279,7 @@ func Restore(r io.Reader, opts ...Option) (*Machine, error) {
 	if err != nil {
 		return nil, err
 	}
+	x.flushRecords()
 	m := x.m
 	if x.order.phase == phaseNone {
 		return nil, fmt.Errorf("%w: no meta record", ErrCorruptSnapshot)
@@ -299,6 +300,38 @@ type restorer struct {
 	// The fast path's decoded records, reused from one to the next.
 	rec restoredRecord
 	ev  restoredEvidence
+	// pending are index records of generation pendingGen not yet in its
+	// tree: they go in by insertRecords, a chunk at a time, which packs
+	// the tree's leaves full where one by one would leave them half empty.
+	pending    []record
+	pendingGen *generation
+}
+
+// restoreChunk is how many index records restore gathers before putting
+// them in their generation's tree.
+const restoreChunk = 1 << 16
+
+// indexRecord adds an index record to the pending chunk of its generation.
+func (x *restorer) indexRecord(rr *restoredRecord) error {
+	g := x.m.generation(rr.key.Stream, rr.key.View, rr.key.Generation)
+	if g == nil || !rr.hasBody {
+		return fmt.Errorf("record %v of an unknown generation", rr.key)
+	}
+	if g != x.pendingGen || len(x.pending) == restoreChunk {
+		x.flushRecords()
+		x.pendingGen = g
+	}
+	x.pending = append(x.pending, x.m.restoredRecord(rr))
+	return nil
+}
+
+// flushRecords puts the pending records in their generation's tree.
+func (x *restorer) flushRecords() {
+	if len(x.pending) > 0 {
+		insertRecords(x.pendingGen.records, x.pending)
+	}
+	clear(x.pending) // let go of the targets
+	x.pending = x.pending[:0]
 }
 
 // restore restores record i from its bytes b: index records and evidence
@@ -309,7 +342,7 @@ func (x *restorer) restore(i uint64, b []byte) error {
 	switch num, payload, ok := decodeSnapshotRecord(b); {
 	case ok && num == fieldSnapshotIndexRecord && decodeIndexRecordState(payload, &x.rec):
 		if err = x.order.indexRecord(x.rec.key); err == nil {
-			err = x.m.restoreIndexRecord(&x.rec)
+			err = x.indexRecord(&x.rec)
 		}
 	case ok && num == fieldSnapshotEvidence && decodeEvidenceState(payload, &x.ev):
 		if err = x.order.evidence(x.ev.stream, x.ev.rng.Start); err == nil {
@@ -320,7 +353,13 @@ func (x *restorer) restore(i uint64, b []byte) error {
 		if err := proto.Unmarshal(b, rec); err != nil {
 			return readError(fmt.Sprintf("record %d", i), err)
 		}
-		if err = x.order.check(rec); err == nil {
+		if err = x.order.check(rec); err != nil {
+			break
+		}
+		if ir, ok := rec.Record.(*fsmpb.SnapshotRecord_IndexRecord); ok {
+			rr := restoredRecordOf(ir.IndexRecord)
+			err = x.indexRecord(&rr)
+		} else {
 			err = x.m.restoreRecord(rec)
 		}
 	}
@@ -572,8 +611,8 @@ func (m *Machine) restoreRecord(rec *fsmpb.SnapshotRecord) error {
 	case *fsmpb.SnapshotRecord_Generation:
 		return m.restoreGeneration(r.Generation)
 	case *fsmpb.SnapshotRecord_IndexRecord:
-		rr := restoredRecordOf(r.IndexRecord)
-		return m.restoreIndexRecord(&rr)
+		// The restorer handles index records (restorer.indexRecord).
+		return fmt.Errorf("index record %v outside a restore", indexKeyOf(r.IndexRecord.Key))
 	case *fsmpb.SnapshotRecord_Object:
 		o := r.Object
 		ref := refOf(o.Object)
@@ -640,16 +679,12 @@ func (m *Machine) restoreEvidence(e *restoredEvidence) error {
 	return nil
 }
 
-func (m *Machine) restoreIndexRecord(rr *restoredRecord) error {
-	g := m.generation(rr.key.Stream, rr.key.View, rr.key.Generation)
-	if g == nil || !rr.hasBody {
-		return fmt.Errorf("record %v of an unknown generation", rr.key)
-	}
-	g.records.ReplaceOrInsert(record{
+// restoredRecord is the stored form of a restored index record.
+func (m *Machine) restoredRecord(rr *restoredRecord) record {
+	return record{
 		rng: rr.rng, target: m.intern(rr.objKey, rr.objID).withSurvivors(rr.survivors),
 		bytes: rr.bytes, version: rr.version, checksum: rr.checksum, status: rr.status,
-	})
-	return nil
+	}
 }
 
 func (m *Machine) restorePin(ps *fsmpb.PinState) error {
