@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	gometrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
@@ -169,13 +170,29 @@ func (d *disk) openLog(o diskOptions) error {
 	// HasStateIn, then Open) waited forever for its lock. Closing it twice
 	// is harmless.
 	meta := &metadb.BoltMetaDB{}
-	w, err := wal.Open(wdir, wal.WithLogger(o.hlog.Named("wal")), wal.WithMetaStore(meta))
+	w, err := wal.Open(wdir, wal.WithLogger(o.hlog.Named("wal")), wal.WithMetaStore(meta),
+		wal.WithMetricsCollector(walMetrics{}))
 	if err != nil {
 		meta.Close()
 		return fmt.Errorf("raftstore: open wal log store: %w", err)
 	}
 	d.wal, d.walMeta, d.log = w, meta, w
 	return nil
+}
+
+// walMetrics sends raft-wal's metrics where raft's go: to go-metrics'
+// global sink (bridged to /metrics by node), as raft_wal_log_appends,
+// raft_wal_log_entry_bytes_written and so on. raft-wal's own
+// GoMetricsCollector would hold the global that exists when the WAL opens,
+// before node installs its sink, and report nowhere.
+type walMetrics struct{}
+
+func (walMetrics) IncrementCounter(name string, delta uint64) {
+	gometrics.IncrCounter([]string{"raft", "wal", name}, float32(delta))
+}
+
+func (walMetrics) SetGauge(name string, val uint64) {
+	gometrics.SetGauge([]string{"raft", "wal", name}, float32(val))
 }
 
 // ErrLogMissing: the stable store says this node has voted or been in a
