@@ -210,21 +210,42 @@ func reportCPU(b *testing.B, cpu0 time.Duration, size int) {
 // BenchmarkMemoryPerRecord reports the live heap per index record of a
 // machine with 1M published index records, and per indexed append
 // (evidence + generation-0 record) of one with 1M appends, measured with
-// runtime.ReadMemStats after GC. Its ns/op means nothing.
+// runtime.ReadMemStats after GC, as built by Apply and as a restart
+// restores it from a snapshot of that state. Its ns/op means nothing.
 func BenchmarkMemoryPerRecord(b *testing.B) {
+	restored := func(build func(testing.TB, int) *applier) func(testing.TB, int) *Machine {
+		return func(tb testing.TB, n int) *Machine {
+			var buf bytes.Buffer
+			if err := build(tb, n).m.WriteSnapshot(&buf); err != nil {
+				tb.Fatal(err)
+			}
+			// The applied machine and the snapshot are garbage once this
+			// returns: only the restored machine is counted.
+			m, err := Restore(&buf)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return m
+		}
+	}
+	applied := func(build func(testing.TB, int) *applier) func(testing.TB, int) *Machine {
+		return func(tb testing.TB, n int) *Machine { return build(tb, n).m }
+	}
 	for _, tc := range []struct {
 		name  string
-		build func(testing.TB, int) *applier
+		build func(testing.TB, int) *Machine
 		unit  string
 	}{
-		{"published", buildPublished, "B/record"},
-		{"appends", buildAppends, "B/append"},
+		{"published", applied(buildPublished), "B/record"},
+		{"appends", applied(buildAppends), "B/append"},
+		{"published-restored", restored(buildPublished), "B/record"},
+		{"appends-restored", restored(buildAppends), "B/append"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var perRecord float64
 			for b.Loop() {
 				before := liveHeap()
-				m := tc.build(b, benchRecords).m
+				m := tc.build(b, benchRecords)
 				perRecord = float64(liveHeap()-before) / benchRecords
 				runtime.KeepAlive(m)
 			}

@@ -58,12 +58,12 @@
 // never changed once in a tree: Clone shares the trees' nodes between
 // copies, so a change is always a new value put in by ReplaceOrInsert.
 //
-// google/btree splits a full node in half, so records inserted in key
-// order leave leaves half empty. Records that arrive together — the parts
-// of PublishGeneration, and restore's chunks — go in by insertRecords,
-// every other one first, which fills leaves instead (about 70 bytes per
-// published record in all). Single appends still arrive one at a time and
-// fill leaves half.
+// google/btree splits a full node in half, so items inserted in key order
+// leave leaves half empty. Items that arrive together — the parts of
+// PublishGeneration, and restore's chunks of records and evidence — go in
+// by insertSorted, every other one first, which fills leaves instead
+// (about 70 bytes per published record in all). Single appends still
+// arrive one at a time and fill leaves half until the next restore.
 //
 // # Snapshots
 //

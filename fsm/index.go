@@ -73,20 +73,20 @@ func (t *target) withSurvivors(survivors []Range) *target {
 
 func recordLess(a, b record) bool { return a.rng.Start < b.rng.Start }
 
-// insertRecords puts records, sorted by start and none already in t, into
-// t. The result is what inserting them one by one gives; only the tree's
-// shape differs. google/btree splits a full node in half, so records added
+// insertSorted puts items, sorted by key and none already in t, into t.
+// The result is what inserting them one by one gives; only the tree's
+// shape differs. google/btree splits a full node in half, so items added
 // in key order leave every leaf half empty behind them: twice the memory
-// per record. Inserting every other record first and then those between
-// fills those leaves instead: each of the second pass's records lands
-// between two neighbours in a half-full leaf, which ends holding all 63
-// items a node of degree 32 can, without splitting again.
-func insertRecords(t *btree.BTreeG[record], recs []record) {
-	for i := 1; i < len(recs); i += 2 {
-		t.ReplaceOrInsert(recs[i])
+// per item. Inserting every other item first and then those between fills
+// those leaves instead: each of the second pass's items lands between two
+// neighbours in a half-full leaf, which ends holding all 63 items a node
+// of degree 32 can, without splitting again.
+func insertSorted[T any](t *btree.BTreeG[T], items []T) {
+	for i := 1; i < len(items); i += 2 {
+		t.ReplaceOrInsert(items[i])
 	}
-	for i := 0; i < len(recs); i += 2 {
-		t.ReplaceOrInsert(recs[i])
+	for i := 0; i < len(items); i += 2 {
+		t.ReplaceOrInsert(items[i])
 	}
 }
 
@@ -186,7 +186,7 @@ func (m *Machine) publishGeneration(index uint64, c *fsmpb.PublishGeneration) *f
 	}
 	// Validate refused records out of order or overlapping, and
 	// admitRecord records overlapping the generation's.
-	insertRecords(g.records, kept)
+	insertSorted(g.records, kept)
 	g.version = index
 	if c.Complete {
 		g.status = GenerationPublished

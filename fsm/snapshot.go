@@ -280,6 +280,7 @@ func Restore(r io.Reader, opts ...Option) (*Machine, error) {
 		return nil, err
 	}
 	x.flushRecords()
+	x.flushEvidence()
 	m := x.m
 	if x.order.phase == phaseNone {
 		return nil, fmt.Errorf("%w: no meta record", ErrCorruptSnapshot)
@@ -301,10 +302,13 @@ type restorer struct {
 	rec restoredRecord
 	ev  restoredEvidence
 	// pending are index records of generation pendingGen not yet in its
-	// tree: they go in by insertRecords, a chunk at a time, which packs
-	// the tree's leaves full where one by one would leave them half empty.
-	pending    []record
-	pendingGen *generation
+	// tree: they go in by insertSorted, a chunk at a time, which packs the
+	// tree's leaves full where one by one would leave them half empty.
+	// pendingEvidence is the same for the evidence of pendingStream.
+	pending         []record
+	pendingGen      *generation
+	pendingEvidence []evidence
+	pendingStream   *stream
 }
 
 // restoreChunk is how many index records restore gathers before putting
@@ -325,13 +329,38 @@ func (x *restorer) indexRecord(rr *restoredRecord) error {
 	return nil
 }
 
+// evidence adds an evidence entry to the pending chunk of its stream.
+func (x *restorer) evidence(e *restoredEvidence) error {
+	s, ok := x.m.streams[e.stream]
+	if !ok {
+		return fmt.Errorf("evidence of unknown stream %d", e.stream)
+	}
+	if s != x.pendingStream || len(x.pendingEvidence) == restoreChunk {
+		x.flushEvidence()
+		x.pendingStream = s
+	}
+	x.pendingEvidence = append(x.pendingEvidence, evidence{
+		rng: e.rng, target: x.m.intern(e.objKey, e.objID), bytes: e.bytes, epoch: e.epoch, version: e.version,
+	})
+	return nil
+}
+
 // flushRecords puts the pending records in their generation's tree.
 func (x *restorer) flushRecords() {
 	if len(x.pending) > 0 {
-		insertRecords(x.pendingGen.records, x.pending)
+		insertSorted(x.pendingGen.records, x.pending)
 	}
 	clear(x.pending) // let go of the targets
 	x.pending = x.pending[:0]
+}
+
+// flushEvidence puts the pending evidence in its stream's tree.
+func (x *restorer) flushEvidence() {
+	if len(x.pendingEvidence) > 0 {
+		insertSorted(x.pendingStream.evidence, x.pendingEvidence)
+	}
+	clear(x.pendingEvidence)
+	x.pendingEvidence = x.pendingEvidence[:0]
 }
 
 // restore restores record i from its bytes b: index records and evidence
@@ -346,7 +375,7 @@ func (x *restorer) restore(i uint64, b []byte) error {
 		}
 	case ok && num == fieldSnapshotEvidence && decodeEvidenceState(payload, &x.ev):
 		if err = x.order.evidence(x.ev.stream, x.ev.rng.Start); err == nil {
-			err = x.m.restoreEvidence(&x.ev)
+			err = x.evidence(&x.ev)
 		}
 	default:
 		rec := &fsmpb.SnapshotRecord{}
@@ -356,10 +385,14 @@ func (x *restorer) restore(i uint64, b []byte) error {
 		if err = x.order.check(rec); err != nil {
 			break
 		}
-		if ir, ok := rec.Record.(*fsmpb.SnapshotRecord_IndexRecord); ok {
-			rr := restoredRecordOf(ir.IndexRecord)
+		switch r := rec.Record.(type) {
+		case *fsmpb.SnapshotRecord_IndexRecord:
+			rr := restoredRecordOf(r.IndexRecord)
 			err = x.indexRecord(&rr)
-		} else {
+		case *fsmpb.SnapshotRecord_Evidence:
+			e := restoredEvidenceOf(r.Evidence)
+			err = x.evidence(&e)
+		default:
 			err = x.m.restoreRecord(rec)
 		}
 	}
@@ -593,6 +626,8 @@ func readRecord(r *bufio.Reader, buf []byte) ([]byte, error) {
 // restoreRecord adds one record to a machine being restored. Records must
 // arrive in canonical order: objects before everything naming them, a stream
 // before its evidence and generations, a generation before its records.
+// Evidence and index records are not among them: the restorer gathers
+// those into chunks (restorer.evidence, restorer.indexRecord).
 func (m *Machine) restoreRecord(rec *fsmpb.SnapshotRecord) error {
 	switch r := rec.Record.(type) {
 	case *fsmpb.SnapshotRecord_Meta:
@@ -605,14 +640,8 @@ func (m *Machine) restoreRecord(rec *fsmpb.SnapshotRecord) error {
 		m.clusterID = r.Meta.ClusterId
 	case *fsmpb.SnapshotRecord_Stream:
 		return m.restoreStream(r.Stream)
-	case *fsmpb.SnapshotRecord_Evidence:
-		e := restoredEvidenceOf(r.Evidence)
-		return m.restoreEvidence(&e)
 	case *fsmpb.SnapshotRecord_Generation:
 		return m.restoreGeneration(r.Generation)
-	case *fsmpb.SnapshotRecord_IndexRecord:
-		// The restorer handles index records (restorer.indexRecord).
-		return fmt.Errorf("index record %v outside a restore", indexKeyOf(r.IndexRecord.Key))
 	case *fsmpb.SnapshotRecord_Object:
 		o := r.Object
 		ref := refOf(o.Object)
@@ -665,17 +694,6 @@ func (m *Machine) restoreGeneration(gs *fsmpb.GenerationState) error {
 		return fmt.Errorf("generation %d after %d", gs.Number, g.number)
 	}
 	vi.gens = append(vi.gens, newGeneration(gs.Number, gs.Status, gs.Version, rangeOf(gs.Coverage)))
-	return nil
-}
-
-func (m *Machine) restoreEvidence(e *restoredEvidence) error {
-	s, ok := m.streams[e.stream]
-	if !ok {
-		return fmt.Errorf("evidence of unknown stream %d", e.stream)
-	}
-	s.evidence.ReplaceOrInsert(evidence{
-		rng: e.rng, target: m.intern(e.objKey, e.objID), bytes: e.bytes, epoch: e.epoch, version: e.version,
-	})
 	return nil
 }
 
