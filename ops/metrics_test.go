@@ -29,7 +29,7 @@ func TestMetricsScrape(t *testing.T) {
 	for _, nd := range c.Nodes {
 		waitReady(t, c, nd)
 	}
-	leader := c.Leader(0)
+	leader := c.WaitLeader(0)
 	if leader < 0 {
 		t.Fatal("no leader")
 	}
