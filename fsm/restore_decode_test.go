@@ -302,3 +302,21 @@ func resealed(hdr, body []byte) []byte {
 	sealHeader(hdr)
 	return append(hdr, body...)
 }
+
+// TestRestoreAcrossChunks: generations and evidence longer than a restore
+// chunk, put in the trees a chunk at a time, restore to the same state.
+func TestRestoreAcrossChunks(t *testing.T) {
+	for name, m := range map[string]*Machine{
+		"published": buildPublished(t, restoreChunk+restoreChunk/2+1).m,
+		"appends":   buildAppends(t, restoreChunk+3).m,
+	} {
+		snap := snapshotBytes(t, m)
+		restored, err := Restore(bytes.NewReader(snap), WithInvariantChecks())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(snapshotBytes(t, restored), snap) {
+			t.Fatalf("%s: restored state differs", name)
+		}
+	}
+}
