@@ -61,6 +61,7 @@ func (n *Server) startHTTP(reg *prometheus.Registry) error {
 		// Served over TLS with the node's certificate (security.go).
 		lis = tls.NewListener(lis, tc)
 	}
+	n.log.Info("http admin serving; /readyz says 503 until the raft state is open", "http", lis.Addr().String())
 	n.goLoop(func() {
 		if err := n.http.Serve(lis); err != nil && err != http.ErrServerClosed {
 			n.serveErr <- fmt.Errorf("http: %w", err)
