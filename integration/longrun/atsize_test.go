@@ -473,29 +473,42 @@ func countGen0(t *testing.T, c *proc.Cluster, i int, stream, end uint64) int {
 	return n
 }
 
-// checkSameState waits until every server has applied the same index and
-// then compares their state hashes.
+// checkSameState asks for every server's state hash (`metad status --hash`)
+// until all three are at one command index, and compares them there.
 func checkSameState(t *testing.T, c *proc.Cluster) {
 	t.Helper()
-	c.WaitFor("every server's state hash at one applied index", 2*time.Minute, func() bool {
-		cl := c.Client(0)
+	cl := c.Client(0)
+	var last []string
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		asked := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
 		st, err := cl.Cluster.Status(ctx, &metadpb.StatusRequest{WithHash: true})
-		if err != nil || len(st.Nodes) != len(c.Nodes) {
-			return false
+		cancel()
+		if err != nil {
+			last = []string{err.Error()}
+			continue
 		}
-		first := st.Nodes[0]
+		last = last[:0]
+		same := len(st.Nodes) == len(c.Nodes)
+		for _, n := range st.Nodes {
+			last = append(last, fmt.Sprintf("%s at %d hash %x %s", n.NodeId, n.AppliedIndex, n.StateHash, n.Error))
+			same = same && len(n.StateHash) > 0 && n.AppliedIndex == st.Nodes[0].AppliedIndex
+		}
+		if !same {
+			time.Sleep(time.Second) // pacing of the poll
+			continue
+		}
 		for _, n := range st.Nodes[1:] {
-			if n.AppliedIndex != first.AppliedIndex || len(n.StateHash) == 0 {
-				return false
-			}
-			if !bytes.Equal(n.StateHash, first.StateHash) {
-				t.Fatalf("%s and %s differ at applied index %d", first.NodeId, n.NodeId, n.AppliedIndex)
+			if !bytes.Equal(n.StateHash, st.Nodes[0].StateHash) {
+				t.Fatalf("%s and %s differ at command index %d: %v", st.Nodes[0].NodeId, n.NodeId, n.AppliedIndex, last)
 			}
 		}
-		return len(first.StateHash) > 0
-	})
+		t.Logf("every server's state hash equal at command index %d (the hashed status took %v)",
+			st.Nodes[0].AppliedIndex, time.Since(asked).Round(10*time.Millisecond))
+		return
+	}
+	t.Fatalf("no state hash of every server at one command index within 3m; last: %v", last)
 }
 
 // notePeaks raises peak[i] to server i's peak RSS so far (VmHWM).
