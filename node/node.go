@@ -208,7 +208,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 	// /readyz and / turn from "restoring" to the API's verdict and page.
 	n.opened.Store(true)
 	log.Info("metad serving", "node", cfg.NodeID, "grpc", lis.Addr().String(), "raft", n.store.Addr(),
-		"gossip", n.agent.GossipAddr(), "http", cfg.HTTPAddr, "data_dir", cfg.DataDir, "raft_log_store", cfg.Raft.LogStore)
+		"gossip", n.agent.GossipAddr(), "http", cfg.HTTPAddr, "data_dir", cfg.DataDir, "raft_log_store", n.store.Status().LogStore)
 	return nil
 }
 

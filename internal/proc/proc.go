@@ -373,6 +373,20 @@ func (c *Cluster) Leader(from int) int {
 	return -1
 }
 
+// WaitLeader waits up to 30 s for server `from` to name a leader and
+// returns its index. Right after a cluster formed, one status call can
+// still miss (an election under way, or a call timed out on a loaded
+// machine), which Leader reports as -1.
+func (c *Cluster) WaitLeader(from int) int {
+	c.t.Helper()
+	leader := -1
+	c.WaitFor(fmt.Sprintf("server %d to name a leader", from), 30*time.Second, func() bool {
+		leader = c.Leader(from)
+		return leader >= 0
+	})
+	return leader
+}
+
 // Log returns server i's log so far.
 func (c *Cluster) Log(i int) string {
 	b, _ := os.ReadFile(c.Nodes[i].logPath)
