@@ -96,8 +96,9 @@ func TestRestartsAtSize(t *testing.T) {
 	checkAcked(t, c, w, len(acks))
 	checkSameState(t, c)
 	noConfigurationChange(t, c)
-	t.Logf("%d appends acknowledged in %v, every one on every server; longest wait between two acknowledgements overall %v",
-		len(acks), stopped.Sub(padded).Round(time.Second), maxGap(acks, padded, acks[len(acks)-1]))
+	gap, gapAt := longestGap(acks, padded, acks[len(acks)-1])
+	t.Logf("%d appends acknowledged in %v, every one on every server; longest wait between two acknowledgements overall %v, from %s",
+		len(acks), stopped.Sub(padded).Round(time.Second), gap, gapAt.UTC().Format("15:04:05.000"))
 	for i := range c.Nodes {
 		t.Logf("%s: peak RSS %d MiB; %s", c.Nodes[i].ID, peak[i]>>20, snapshotFigures(c.Log(i)))
 	}
@@ -643,21 +644,26 @@ func (l *writes) gap(from, to time.Time) time.Duration {
 
 // maxGap is the longest time in [from, to] without an acknowledgement.
 func maxGap(acks []time.Time, from, to time.Time) time.Duration {
+	d, _ := longestGap(acks, from, to)
+	return d
+}
+
+// longestGap is the longest time in [from, to] without an
+// acknowledgement, and when it began.
+func longestGap(acks []time.Time, from, to time.Time) (time.Duration, time.Time) {
 	var longest time.Duration
+	var began time.Time
 	prev := from
-	for _, at := range acks {
+	for _, at := range append(slices.Clone(acks), to) {
 		if at.Before(from) || at.After(to) {
 			continue
 		}
-		if !prev.IsZero() {
-			longest = max(longest, at.Sub(prev))
+		if at.Sub(prev) > longest {
+			longest, began = at.Sub(prev), prev
 		}
 		prev = at
 	}
-	if !prev.IsZero() {
-		longest = max(longest, to.Sub(prev))
-	}
-	return longest.Round(time.Millisecond)
+	return longest.Round(time.Millisecond), began
 }
 
 // waitAcks waits until n more appends are acknowledged.
@@ -712,27 +718,25 @@ func lastSnapshotIndex(log string) uint64 {
 	return last
 }
 
-// snapshotFigures summarises the snapshots a server's log says it wrote:
-// how many, the fastest and slowest, and the size of the last one restored
-// or installed.
+// snapshotFigures lists the snapshots a server's log says it wrote: when
+// each began and how long it took.
 func snapshotFigures(log string) string {
 	var started time.Time
-	var took []time.Duration
+	var took []string
 	for _, l := range parseLog(log) {
 		switch l.msg {
 		case "starting snapshot up to":
 			started = l.at
 		case "snapshot complete up to":
 			if !started.IsZero() {
-				took = append(took, l.at.Sub(started))
+				took = append(took, fmt.Sprintf("%s (%v)", started.UTC().Format("15:04:05"), l.at.Sub(started).Round(10*time.Millisecond)))
 			}
 		}
 	}
 	if len(took) == 0 {
 		return "no snapshot written"
 	}
-	slices.Sort(took)
-	return fmt.Sprintf("%d snapshots written, %v to %v each", len(took), took[0].Round(10*time.Millisecond), took[len(took)-1].Round(10*time.Millisecond))
+	return fmt.Sprintf("%d snapshots written, begun at %s", len(took), strings.Join(took, ", "))
 }
 
 // restoreFigures: the size and duration of the snapshot restore in a
