@@ -273,6 +273,12 @@ func TestStatusAndConfiguration(t *testing.T) {
 		}
 	}
 	f := c.store((c.index(l) + 1) % 3)
+	// A follower learns the leader from its first AppendEntries, which
+	// may not have arrived yet: wait for it, then check the whole status.
+	waitFor(t, "the follower to hear from the leader", func() bool {
+		fs := f.Status()
+		return fs.LeaderID != "" && !fs.LastContact.IsZero()
+	})
 	fs := f.Status()
 	if fs.State != "Follower" || fs.Leader || fs.ReadReady || fs.LeaderID != l.ID() || fs.LeaderAddr != l.Addr() || fs.LastContact.IsZero() {
 		t.Errorf("follower status %+v", fs)
