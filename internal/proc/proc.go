@@ -249,6 +249,18 @@ func (c *Cluster) Running(i int) bool {
 	return nd.cmd != nil
 }
 
+// PID returns server i's process id, 0 when it is not running, for a
+// test that reads its /proc entry (peak memory, say).
+func (c *Cluster) PID(i int) int {
+	nd := c.Nodes[i]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.cmd == nil {
+		return 0
+	}
+	return nd.cmd.Process.Pid
+}
+
 func (c *Cluster) signal(i int, sig syscall.Signal, wait bool) {
 	c.t.Helper()
 	nd := c.Nodes[i]
