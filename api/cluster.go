@@ -49,12 +49,22 @@ func (s *Server) Status(ctx context.Context, req *metadpb.StatusRequest) (*metad
 	return resp, nil
 }
 
+// peerStatusTimeout bounds a peer's answer to a Status without the hash.
+const peerStatusTimeout = 2 * time.Second
+
 func (s *Server) nodeStatus(ctx context.Context, srv raftstore.Server, withHash bool) *metadpb.NodeStatus {
 	if srv.ID == s.store.ID() {
 		return s.localStatus(withHash)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
+	if !withHash {
+		// A live peer answers its indexes at once. The state hash it
+		// computes over its whole state, seconds at millions of records:
+		// bounded by the call's own deadline only (2 s made every peer of
+		// a 2M-record cluster UNREACHABLE).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, peerStatusTimeout)
+		defer cancel()
+	}
 	st, err := s.peers.NodeStatus(ctx, srv.ID, withHash)
 	if err != nil {
 		return &metadpb.NodeStatus{NodeId: srv.ID, RaftAddr: srv.Address, State: "UNREACHABLE",
@@ -70,6 +80,7 @@ func (s *Server) localStatus(withHash bool) *metadpb.NodeStatus {
 		NodeId: st.NodeID, RaftAddr: st.Address, State: st.State, Voter: st.Voter, Term: st.Term,
 		LastIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LeaderId: st.LeaderID,
 		FeatureLevel: fsm.MaxLevel, Incarnation: s.incarnation, ClusterId: s.store.ClusterID(),
+		RaftLogStore: string(st.LogStore),
 	}
 	if s.peers != nil {
 		ns.GrpcAddr = s.peers.addrOf(st.NodeID)

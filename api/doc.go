@@ -31,7 +31,9 @@
 // configuration, a leader known, and — on a follower — applied within
 // CaughtUpSlack of the leader's commit index, which it asks the leader
 // for (its own commit index is 0 on a restarted follower until the leader
-// next commits). RemovePeer leaves a tombstone, or at feature level 1 the
+// next commits). The rule is readyVerdict, pure and table-tested;
+// OpeningVerdict is its answer for a node still restoring its raft state,
+// which node serves at /readyz before a Server exists. RemovePeer leaves a tombstone, or at feature level 1 the
 // leader's memory, before removing (tombstones.go); Untombstone lifts it.
 //
 // Watch (watch.go) serves one stream's changes from this node's applied

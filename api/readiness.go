@@ -39,8 +39,16 @@ func (s *Server) ready(ctx context.Context) (bool, string) {
 	return readyVerdict(in)
 }
 
+// OpeningVerdict is the readiness verdict of a node still opening its raft
+// state (restoring the latest snapshot), before its Server exists: node
+// serves it at /readyz meanwhile.
+func OpeningVerdict() (bool, string) { return readyVerdict(readyInput{opening: true}) }
+
 // readyInput is what readiness is decided from.
 type readyInput struct {
+	// opening: the node is still opening its raft state; nothing else is
+	// known yet.
+	opening   bool
 	member    bool   // in this node's latest configuration (voter or not)
 	leaderID  string // the leader this node knows, "" if none
 	leader    bool   // this node leads
@@ -54,6 +62,8 @@ type readyInput struct {
 
 // readyVerdict is the readiness rule:
 //
+//   - its raft state is open: a node restoring its latest snapshot knows
+//     neither its configuration nor its applied index yet;
 //   - a member (voter or non-voter) of its latest configuration: a removed
 //     server, or a fresh one not added yet, is not;
 //   - a leader is known;
@@ -64,6 +74,8 @@ type readyInput struct {
 //     would look caught up at applied 0.
 func readyVerdict(in readyInput) (bool, string) {
 	switch {
+	case in.opening:
+		return false, "restoring the raft state (latest snapshot) before serving"
 	case !in.member:
 		return false, "not a member of the raft configuration"
 	case in.leaderID == "":

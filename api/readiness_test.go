@@ -20,6 +20,8 @@ func TestReadyVerdict(t *testing.T) {
 		ready  bool
 		reason string
 	}{
+		{"raft state still opening", readyInput{opening: true}, false, "restoring the raft state"},
+		{"opening wins over the rest", with(follower, func(in *readyInput) { in.opening, in.applied, in.leaderCommit = true, 5000, 5000 }), false, "restoring"},
 		{"not a member", with(follower, func(in *readyInput) { in.member = false }), false, "not a member"},
 		{"no leader known", with(follower, func(in *readyInput) { in.leaderID = "" }), false, "no leader known"},
 		{"leader before its barrier", readyInput{member: true, leaderID: "n1", leader: true}, false, "barrier"},

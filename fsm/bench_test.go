@@ -4,12 +4,18 @@ package fsm
 //
 //	go test -run='^$' -bench=. -benchtime=3x ./fsm/                 # all
 //	go test -run='^$' -bench=ApplyCommitAppend -benchmem ./fsm/
+//	go test -run='^$' -bench='SnapshotWrite|SnapshotRestore' -benchtime=3x ./fsm/ -largesnapshot
+//
+// -largesnapshot adds 4M index records to the snapshot benchmarks' sizes,
+// so that how their cost grows with the state shows; it needs about 2 GiB
+// and a minute to build the state, so it is not run by default.
 //
 // Machines are built through Apply, as a replica would build them, with
 // realistic key and identity lengths.
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"runtime"
 	"sync"
@@ -77,8 +83,15 @@ func buildPublished(b testing.TB, n int) *applier {
 
 const benchRecords = 1_000_000
 
+var flagLargeSnapshot = flag.Bool("largesnapshot", false, "also run the snapshot benchmarks at 4M index records")
+
 // snapshotSizes are the index-record counts the snapshot benchmarks run at.
-var snapshotSizes = []int{100_000, 1_000_000}
+func snapshotSizes() []int {
+	if *flagLargeSnapshot {
+		return []int{100_000, 1_000_000, 4_000_000}
+	}
+	return []int{100_000, 1_000_000}
+}
 
 var (
 	snapMu       sync.Mutex
@@ -131,7 +144,7 @@ func BenchmarkApplyCommitAppend(b *testing.B) {
 // BenchmarkSnapshotWrite writes a Clone of the machine as a snapshot into
 // memory, as raftstore's Persist does into a file: MB/s is snapshot bytes.
 func BenchmarkSnapshotWrite(b *testing.B) {
-	for _, n := range snapshotSizes {
+	for _, n := range snapshotSizes() {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			m, snap := snapshotMachine(b, n)
 			_, count, _ := m.StateHash()
@@ -158,7 +171,7 @@ func BenchmarkSnapshotWrite(b *testing.B) {
 // BenchmarkSnapshotRestore restores (reads, verifies, checks invariants)
 // the snapshot from memory: MB/s is snapshot bytes.
 func BenchmarkSnapshotRestore(b *testing.B) {
-	for _, n := range snapshotSizes {
+	for _, n := range snapshotSizes() {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			m, snap := snapshotMachine(b, n)
 			_, count, _ := m.StateHash()
@@ -197,21 +210,42 @@ func reportCPU(b *testing.B, cpu0 time.Duration, size int) {
 // BenchmarkMemoryPerRecord reports the live heap per index record of a
 // machine with 1M published index records, and per indexed append
 // (evidence + generation-0 record) of one with 1M appends, measured with
-// runtime.ReadMemStats after GC. Its ns/op means nothing.
+// runtime.ReadMemStats after GC, as built by Apply and as a restart
+// restores it from a snapshot of that state. Its ns/op means nothing.
 func BenchmarkMemoryPerRecord(b *testing.B) {
+	restored := func(build func(testing.TB, int) *applier) func(testing.TB, int) *Machine {
+		return func(tb testing.TB, n int) *Machine {
+			var buf bytes.Buffer
+			if err := build(tb, n).m.WriteSnapshot(&buf); err != nil {
+				tb.Fatal(err)
+			}
+			// The applied machine and the snapshot are garbage once this
+			// returns: only the restored machine is counted.
+			m, err := Restore(&buf)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return m
+		}
+	}
+	applied := func(build func(testing.TB, int) *applier) func(testing.TB, int) *Machine {
+		return func(tb testing.TB, n int) *Machine { return build(tb, n).m }
+	}
 	for _, tc := range []struct {
 		name  string
-		build func(testing.TB, int) *applier
+		build func(testing.TB, int) *Machine
 		unit  string
 	}{
-		{"published", buildPublished, "B/record"},
-		{"appends", buildAppends, "B/append"},
+		{"published", applied(buildPublished), "B/record"},
+		{"appends", applied(buildAppends), "B/append"},
+		{"published-restored", restored(buildPublished), "B/record"},
+		{"appends-restored", restored(buildAppends), "B/append"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var perRecord float64
 			for b.Loop() {
 				before := liveHeap()
-				m := tc.build(b, benchRecords).m
+				m := tc.build(b, benchRecords)
 				perRecord = float64(liveHeap()-before) / benchRecords
 				runtime.KeepAlive(m)
 			}

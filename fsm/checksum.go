@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"sync"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -23,8 +24,12 @@ const checksumDomain = "metad/index-record/v1"
 //	len(key) u32, key, len(identity) u32, identity,
 //	bytes.offset u64, bytes.length u64
 func RecordChecksum(key IndexKey, r Range, survivors []Range, obj ObjectRef, b ByteRange) uint32 {
-	buf := make([]byte, 0, len(checksumDomain)+64+16*len(survivors)+len(obj.Key)+len(obj.Identity))
-	buf = append(buf, checksumDomain...)
+	// The buffer comes from a pool: the CRC function is called through a
+	// function value, so a local buffer would escape anyway, and one
+	// allocation per record was a fifth of Restore's garbage (it checks
+	// every record's checksum).
+	pooled := checksumBuffers.Get().(*[]byte)
+	buf := append((*pooled)[:0], checksumDomain...)
 	buf = binary.BigEndian.AppendUint64(buf, key.Stream)
 	buf = append(buf, byte(key.View))
 	buf = binary.BigEndian.AppendUint64(buf, key.Generation)
@@ -41,8 +46,22 @@ func RecordChecksum(key IndexKey, r Range, survivors []Range, obj ObjectRef, b B
 	buf = append(buf, obj.Identity...)
 	buf = binary.BigEndian.AppendUint64(buf, b.Offset)
 	buf = binary.BigEndian.AppendUint64(buf, b.Length)
-	return crc32.Checksum(buf, castagnoli)
+	sum := crc32.Checksum(buf, castagnoli)
+	if cap(buf) <= maxPooledChecksumBuffer {
+		*pooled = buf
+		checksumBuffers.Put(pooled)
+	}
+	return sum
 }
+
+// maxPooledChecksumBuffer bounds what the pool keeps: a record with many
+// survivors needs a large buffer once, not for ever.
+const maxPooledChecksumBuffer = 4 << 10
+
+var checksumBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 256)
+	return &b
+}}
 
 // Verify reports whether the record's checksum matches its canonical fields.
 func (r RecordInfo) Verify() bool {

@@ -46,15 +46,41 @@
 // plans reads over them. Clone gives a copy-on-write point-in-time copy that
 // can be read, hashed or written as a snapshot while Apply goes on.
 //
+// # Memory
+//
+// Index records and append evidence are nearly all of a large state, so
+// their layout is the state's size. Both are stored by value in the
+// B-trees' leaves, 56 bytes each: offsets, bytes, versions, and one
+// pointer to a target (index.go) holding the object reference and, for a
+// sparse record, its survivors. Records and evidence naming the same
+// object share the registry's target (object.target), so the object's key
+// and identity are kept once, not per record. Targets, like records, are
+// never changed once in a tree: Clone shares the trees' nodes between
+// copies, so a change is always a new value put in by ReplaceOrInsert.
+//
+// google/btree splits a full node in half, so items inserted in key order
+// leave leaves half empty. Items that arrive together — the parts of
+// PublishGeneration, and restore's chunks of records and evidence — go in
+// by insertSorted, every other one first, which fills leaves instead
+// (about 70 bytes per published record in all). Single appends still
+// arrive one at a time and fill leaves half until the next restore.
+//
 // # Snapshots
 //
 // WriteSnapshot writes a 64-byte header (magic, format, applied index,
 // record count, SHA-256) and then typed records in one canonical order, so
 // the same state always gives the same bytes and replicas can be compared
-// by StateHash. Restore verifies everything, invariants included, before
-// returning a machine the caller may swap in. DiffSnapshots walks two
-// snapshots side by side in that order and names every record that
-// differs: the hash says two replicas differ, the diff says where.
+// by StateHash. Index records and evidence are encoded by hand into the
+// bytes proto's deterministic marshalling gives (snapshot_encode.go);
+// other records go through proto. Restore verifies everything — the header
+// CRC, count, SHA-256, canonical order, and every invariant including each
+// record's checksum — before returning a machine the caller may swap in.
+// It reads index records and evidence with a decoder of its own
+// (restore_decode.go) that declines anything but the writer's shape, which
+// then goes through proto.Unmarshal, so both paths accept and refuse
+// alike. DiffSnapshots walks two snapshots side by side in that order and
+// names every record that differs: the hash says two replicas differ, the
+// diff says where.
 //
 // # Invariants
 //

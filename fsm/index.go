@@ -31,17 +31,64 @@ type generation struct {
 }
 
 // record is the stored form of RecordInfo; the key is implied by position.
+//
+// Records are stored by value in the B-tree's leaves, so their size is the
+// state's size: 56 bytes, with what is the same for many records (the
+// object) or rarely present (survivors) behind one shared pointer.
+//
+// Invariant (copy-on-write): a record is never changed in place once it is
+// in a tree, and neither is its target: Clone shares the trees' nodes, and
+// through them the targets, with every copy. A change is a new record (and
+// a new target, if the object or survivors change) put in with
+// ReplaceOrInsert, which copies the node first.
 type record struct {
-	rng       Range
+	rng      Range
+	bytes    ByteRange
+	version  uint64
+	target   *target
+	checksum uint32
+	status   RecordStatus
+}
+
+// target is the object a record or evidence entry names and, for a sparse
+// record, its survivors. Records and evidence without survivors share the
+// registry's target of their object (object.target), so a million records
+// naming one object hold one copy of its key and identity; a sparse record
+// has a target of its own, sharing the strings.
+//
+// Invariant: immutable once made (see record).
+type target struct {
+	ref       ObjectRef
 	survivors []Range
-	object    ObjectRef
-	bytes     ByteRange
-	version   uint64
-	checksum  uint32
-	status    RecordStatus
+}
+
+// withSurvivors returns the target naming t's object with survivors: t
+// itself when there are none.
+func (t *target) withSurvivors(survivors []Range) *target {
+	if len(survivors) == 0 {
+		return t
+	}
+	return &target{ref: t.ref, survivors: survivors}
 }
 
 func recordLess(a, b record) bool { return a.rng.Start < b.rng.Start }
+
+// insertSorted puts items, sorted by key and none already in t, into t.
+// The result is what inserting them one by one gives; only the tree's
+// shape differs. google/btree splits a full node in half, so items added
+// in key order leave every leaf half empty behind them: twice the memory
+// per item. Inserting every other item first and then those between fills
+// those leaves instead: each of the second pass's items lands between two
+// neighbours in a half-full leaf, which ends holding all 63 items a node
+// of degree 32 can, without splitting again.
+func insertSorted[T any](t *btree.BTreeG[T], items []T) {
+	for i := 1; i < len(items); i += 2 {
+		t.ReplaceOrInsert(items[i])
+	}
+	for i := 0; i < len(items); i += 2 {
+		t.ReplaceOrInsert(items[i])
+	}
+}
 
 func newGeneration(number uint64, status GenerationStatus, index uint64, coverage Range) *generation {
 	return &generation{
@@ -127,15 +174,19 @@ func (m *Machine) publishGeneration(index uint64, c *fsmpb.PublishGeneration) *f
 		vi.gens = append(vi.gens, g)
 		vi.last, vi.hasLast = c.Generation, true
 	}
+	kept := recs[:0]
 	for _, rec := range recs {
 		if rec.rng.End <= s.info.Trim {
 			// Trimmed while the generation was being written: it can never be
 			// read, so it is not kept (trim would have dropped it).
 			continue
 		}
-		g.records.ReplaceOrInsert(rec)
-		m.addReference(rec.object.Key)
+		kept = append(kept, rec)
+		m.addReference(rec.target.ref.Key)
 	}
+	// Validate refused records out of order or overlapping, and
+	// admitRecord records overlapping the generation's.
+	insertSorted(g.records, kept)
 	g.version = index
 	if c.Complete {
 		g.status = GenerationPublished
@@ -165,11 +216,11 @@ func (m *Machine) admitRecord(index uint64, s *stream, g *generation, view View,
 		return record{}, rej
 	}
 	rec := record{
-		rng: rng, survivors: rangesOf(pr.Survivors), object: obj.ref, bytes: byteRangeOf(pr.Bytes),
+		rng: rng, target: obj.target.withSurvivors(rangesOf(pr.Survivors)), bytes: byteRangeOf(pr.Bytes),
 		version: index, checksum: pr.Checksum, status: RecordValid,
 	}
 	key := IndexKey{Stream: s.info.ID, View: view, Generation: g.number, Start: rng.Start}
-	if want := RecordChecksum(key, rng, rec.survivors, rec.object, rec.bytes); want != pr.Checksum {
+	if want := RecordChecksum(key, rng, rec.target.survivors, rec.target.ref, rec.bytes); want != pr.Checksum {
 		return record{}, reject(index, fsmpb.RejectCode_CHECKSUM_MISMATCH, field+".checksum",
 			"checksum %08x does not match the record's canonical fields (see RecordChecksum)", pr.Checksum)
 	}
@@ -198,7 +249,7 @@ func (m *Machine) retireGeneration(index uint64, c *fsmpb.RetireGeneration) *fsm
 
 func (m *Machine) dropGenerationRecords(g *generation) {
 	g.records.Ascend(func(r record) bool {
-		m.dropReference(r.object.Key)
+		m.dropReference(r.target.ref.Key)
 		return true
 	})
 	g.records.Clear(false)
@@ -211,7 +262,7 @@ func (m *Machine) dropRecordsBelow(g *generation, trim uint64) {
 			return
 		}
 		g.records.DeleteMin()
-		m.dropReference(r.object.Key)
+		m.dropReference(r.target.ref.Key)
 	}
 }
 
@@ -297,14 +348,13 @@ func (m *Machine) repairGen0(index uint64, c *fsmpb.RepairGen0) *fsmpb.Result {
 		return reject(index, fsmpb.RejectCode_CONDITION_FAILED, "evidence_version",
 			"no evidence at %d with version %d", c.EvidenceStart, c.EvidenceVersion)
 	}
-	want := record{rng: ev.rng, object: ev.object, bytes: ev.bytes}
-	got := record{rng: rangeOf(c.Record.Range), object: refOf(c.Record.Object), bytes: byteRangeOf(c.Record.Bytes)}
-	if got.rng != want.rng || got.object != want.object || got.bytes != want.bytes || len(c.Record.Survivors) > 0 {
+	gotRange, gotObject := rangeOf(c.Record.Range), refOf(c.Record.Object)
+	if gotRange != ev.rng || gotObject != ev.target.ref || byteRangeOf(c.Record.Bytes) != ev.bytes || len(c.Record.Survivors) > 0 {
 		return reject(index, fsmpb.RejectCode_CONDITION_FAILED, "record",
-			"record %v %v does not match its evidence %v %v", got.rng, got.object, want.rng, want.object)
+			"record %v %v does not match its evidence %v %v", gotRange, gotObject, ev.rng, ev.target.ref)
 	}
 	key := IndexKey{Stream: s.info.ID, View: Committed, Generation: 0, Start: ev.rng.Start}
-	if sum := RecordChecksum(key, ev.rng, nil, ev.object, ev.bytes); sum != c.Record.Checksum {
+	if sum := RecordChecksum(key, ev.rng, nil, ev.target.ref, ev.bytes); sum != c.Record.Checksum {
 		return reject(index, fsmpb.RejectCode_CHECKSUM_MISMATCH, "record.checksum",
 			"checksum %08x does not match the record's canonical fields (see RecordChecksum)", c.Record.Checksum)
 	}
@@ -314,16 +364,16 @@ func (m *Machine) repairGen0(index uint64, c *fsmpb.RepairGen0) *fsmpb.Result {
 		return reject(index, fsmpb.RejectCode_CONDITION_FAILED, "replace",
 			"generation-0 records overlapping %v changed since the repair was planned", ev.rng)
 	}
-	obj, rej := m.liveObject(index, ev.object, "record.object")
+	obj, rej := m.liveObject(index, ev.target.ref, "record.object")
 	if rej != nil {
 		return rej
 	}
 	for _, r := range stale {
 		g0.records.Delete(r)
-		m.dropReference(r.object.Key)
+		m.dropReference(r.target.ref.Key)
 	}
 	g0.records.ReplaceOrInsert(record{
-		rng: ev.rng, object: obj.ref, bytes: ev.bytes, version: index,
+		rng: ev.rng, target: obj.target, bytes: ev.bytes, version: index,
 		checksum: c.Record.Checksum, status: RecordValid,
 	})
 	m.addReference(obj.ref.Key)

@@ -34,6 +34,9 @@ func (m *Machine) CheckInvariants() error {
 		fail("expiry index has %d entries for %d pins", m.pinExpiry.Len(), m.pins.Len())
 	}
 	m.objects.Ascend(func(o object) bool {
+		if o.target == nil || o.target.ref != o.ref || len(o.target.survivors) > 0 {
+			fail("object %q: shared target does not name it", o.ref.Key)
+		}
 		if o.refs != refs[o.ref.Key] {
 			fail("object %q counts %d references, the state has %d", o.ref.Key, o.refs, refs[o.ref.Key])
 		}
@@ -75,7 +78,7 @@ func (m *Machine) checkStream(id uint64, s *stream, refs map[string]uint64, fail
 	}
 	var prev *evidence
 	s.evidence.Ascend(func(e evidence) bool {
-		refs[e.object.Key]++
+		refs[e.target.ref.Key]++
 		if e.rng.Start >= e.rng.End || e.rng.End <= in.Trim {
 			fail("stream %d: evidence %v empty or wholly trimmed (trim %d)", id, e.rng, in.Trim)
 		}
@@ -111,12 +114,19 @@ func (m *Machine) checkView(s *stream, view View, refs map[string]uint64, fail f
 		if g.status != GenerationBuilding && g.status != GenerationPublished {
 			fail("stream %d %s: live generation %d is %s", id, view, g.number, g.status)
 		}
-		var prev *record
+		// prev is a copy, not a pointer to r: that would move every r to
+		// the heap, one allocation per record of the state.
+		var prev record
+		first := true
 		g.records.Ascend(func(r record) bool {
-			refs[r.object.Key]++
+			refs[r.target.ref.Key]++
 			key := IndexKey{Stream: id, View: view, Generation: g.number, Start: r.rng.Start}
-			m.checkRecord(s, g, key, r, prev, fail)
-			prev = &r
+			if first {
+				m.checkRecord(s, g, key, r, nil, fail)
+			} else {
+				m.checkRecord(s, g, key, r, &prev, fail)
+			}
+			prev, first = r, false
 			return true
 		})
 	}
@@ -132,10 +142,10 @@ func (m *Machine) checkRecord(s *stream, g *generation, key IndexKey, r record, 
 	if key.Generation > 0 && (r.rng.Start < g.coverage.Start || r.rng.End > g.coverage.End) {
 		fail("%v: range %v outside coverage %v", key, r.rng, g.coverage)
 	}
-	if (key.View == Committed) != (len(r.survivors) == 0) {
-		fail("%v: %d survivors in a %s record", key, len(r.survivors), key.View)
+	if (key.View == Committed) != (len(r.target.survivors) == 0) {
+		fail("%v: %d survivors in a %s record", key, len(r.target.survivors), key.View)
 	}
-	if r.checksum != RecordChecksum(key, r.rng, r.survivors, r.object, r.bytes) {
+	if r.checksum != RecordChecksum(key, r.rng, r.target.survivors, r.target.ref, r.bytes) {
 		fail("%v: checksum does not verify", key)
 	}
 	if r.version == 0 || r.version > m.applied {

@@ -32,6 +32,9 @@ func TestCheckInvariantsDetects(t *testing.T) {
 		{"reference count", `object "a" counts`, func(m *Machine) { obj(m, "a", func(o *object) { o.refs++ }) }},
 		{"referenced object deleting", "but referenced", func(m *Machine) { obj(m, "a", func(o *object) { o.status = ObjectDeleting }) }},
 		{"pin count", `counts 2 pins`, func(m *Machine) { obj(m, "a", func(o *object) { o.pins++ }) }},
+		{"object target", `shared target does not name it`, func(m *Machine) {
+			obj(m, "a", func(o *object) { o.target = &target{ref: ObjectRef{Key: "a", Identity: "other"}} })
+		}},
 		{"referenced object unregistered", "reference to unregistered object", func(m *Machine) {
 			m.objects.Delete(object{ref: ObjectRef{Key: "a"}})
 		}},
@@ -62,14 +65,14 @@ func TestCheckInvariantsDetects(t *testing.T) {
 		{"records overlap", "overlaps", func(m *Machine) {
 			r := g0rec(m)
 			r.rng = Range{15, 25}
-			r.checksum = RecordChecksum(IndexKey{1, Committed, 0, 15}, r.rng, nil, r.object, r.bytes)
+			r.checksum = RecordChecksum(IndexKey{1, Committed, 0, 15}, r.rng, nil, r.target.ref, r.bytes)
 			putG0(m, r)
 		}},
 		{"record past end", "outside (trim", func(m *Machine) { m.streams[1].info.CommittedEnd = 30 }},
 		{"record outside coverage", "outside coverage", func(m *Machine) { tc3(m).coverage = Range{0, 10} }},
 		{"survivors in COMMITTED", "survivors in a COMMITTED record", func(m *Machine) {
 			r := g0rec(m)
-			r.survivors = []Range{{r.rng.Start, r.rng.End}}
+			r.target = r.target.withSurvivors([]Range{{r.rng.Start, r.rng.End}})
 			putG0(m, r)
 		}},
 		{"checksum", "checksum does not verify", func(m *Machine) {

@@ -53,8 +53,8 @@ type Machine struct {
 	clusterID string
 
 	// lastInterned is intern's one-entry cache (snapshot.go): not state,
-	// only which registry strings restore shared last.
-	lastInterned ObjectRef
+	// only which target restore shared last.
+	lastInterned *target
 
 	// checkInvariants runs CheckInvariants after every Apply. Tests set it;
 	// production does not, because the check is O(state).

@@ -10,7 +10,12 @@ import (
 // object is one registry entry, keyed by object key. It holds the identity
 // of the bytes currently stored under the key.
 type object struct {
-	ref     ObjectRef
+	ref ObjectRef
+	// target is ref as records and evidence name it, shared by all of them
+	// (index.go). Registering new bytes under the key makes a new target;
+	// records of the old bytes keep the old one.
+	// Invariant: target.ref == ref and target.survivors is empty.
+	target  *target
 	size    uint64
 	status  ObjectStatus
 	version uint64
@@ -147,7 +152,7 @@ func (m *Machine) registerObject(index uint64, c *fsmpb.RegisterObject) *fsmpb.R
 	o, ok := m.getObject(ref.Key)
 	switch {
 	case !ok:
-		o = object{ref: ref, idleSince: m.clock}
+		o = object{ref: ref, target: &target{ref: ref}, idleSince: m.clock}
 	case o.status == ObjectDeleting:
 		return reject(index, fsmpb.RejectCode_OBJECT_NOT_LIVE, "object.key",
 			"object %q is being deleted; register it again once it is DELETED", ref.Key)
@@ -159,7 +164,7 @@ func (m *Machine) registerObject(index uint64, c *fsmpb.RegisterObject) *fsmpb.R
 		return &fsmpb.Result{Version: index}
 	default:
 		// A new identity for a live key, or a deleted key registered again.
-		o.ref = ref
+		o.ref, o.target = ref, &target{ref: ref}
 		if o.refs == 0 {
 			o.idleSince = m.clock
 		}

@@ -122,7 +122,7 @@ func (m *Machine) Records(streamID uint64, view View, gen, from uint64, limit in
 func (r record) info(key IndexKey) RecordInfo {
 	key.Start = r.rng.Start
 	return RecordInfo{
-		Key: key, Range: r.rng, Survivors: r.survivors, Object: r.object, Bytes: r.bytes,
+		Key: key, Range: r.rng, Survivors: r.target.survivors, Object: r.target.ref, Bytes: r.bytes,
 		Version: r.version, Checksum: r.checksum, Status: r.status,
 	}
 }
@@ -166,7 +166,7 @@ func (m *Machine) Evidence(streamID, from uint64, limit int) []EvidenceInfo {
 
 func (e evidence) info(streamID uint64) EvidenceInfo {
 	return EvidenceInfo{
-		Stream: streamID, Range: e.rng, Object: e.object, Bytes: e.bytes,
+		Stream: streamID, Range: e.rng, Object: e.target.ref, Bytes: e.bytes,
 		WriterEpoch: e.epoch, Version: e.version,
 	}
 }

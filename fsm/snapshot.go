@@ -141,25 +141,10 @@ func (m *Machine) StateHash() ([32]byte, uint64, error) {
 }
 
 func (m *Machine) writeBody(w io.Writer) (uint64, error) {
-	var n uint64
-	buf := make([]byte, 0, 512)
-	// Size fills every message's size cache, so the marshal right after it
-	// uses the cache instead of sizing the record a second time.
-	opts := proto.MarshalOptions{Deterministic: true}
-	cached := proto.MarshalOptions{Deterministic: true, UseCachedSize: true}
-	err := m.eachRecord(func(r *fsmpb.SnapshotRecord) error {
-		var err error
-		size := opts.Size(r)
-		buf = binary.AppendUvarint(buf[:0], uint64(size))
-		buf, err = cached.MarshalAppend(buf, r)
-		if err != nil {
-			return err
-		}
-		n++
-		_, err = w.Write(buf)
-		return err
-	})
-	return n, err
+	bw := newBodyWriter(w)
+	m.eachRecord(bw)
+	bw.flush()
+	return bw.n, bw.err
 }
 
 func (m *Machine) sortedStreamIDs() []uint64 {
@@ -171,53 +156,42 @@ func (m *Machine) sortedStreamIDs() []uint64 {
 	return ids
 }
 
-// eachRecord walks the state in canonical order. emit must not keep the
-// record past its return: the index-record and evidence messages, the
-// bulk of a large state, are reused from one record to the next.
-func (m *Machine) eachRecord(emit func(*fsmpb.SnapshotRecord) error) error {
-	var err error
-	put := func(r *fsmpb.SnapshotRecord) bool {
-		err = emit(r)
-		return err == nil
-	}
-	put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Meta{Meta: &fsmpb.MachineMeta{
+// eachRecord writes the state to bw in canonical order, stopping at bw's
+// first error.
+func (m *Machine) eachRecord(bw *bodyWriter) {
+	put := bw.message
+	if !put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Meta{Meta: &fsmpb.MachineMeta{
 		ClockUnixNano: m.clock, NextStreamId: m.nextStreamID, NextPinId: m.nextPinID, FeatureLevel: m.level,
 		ClusterId: m.clusterID,
-	}}})
-	if err != nil {
-		return err
+	}}}) {
+		return
 	}
 	m.objects.Ascend(func(o object) bool { return put(o.record()) })
 	for _, id := range m.sortedStreamIDs() {
-		if err != nil {
-			return err
+		if bw.err != nil {
+			return
 		}
-		m.streams[id].eachRecord(put)
+		m.streams[id].eachRecord(bw)
 	}
-	if err != nil {
-		return err
+	if bw.err != nil {
+		return
 	}
 	m.pins.Ascend(func(p pin) bool { return put(p.record()) })
-	if err != nil {
-		return err
-	}
 	m.dedup.Ascend(func(d dedupEntry) bool {
 		return put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Dedup{Dedup: &fsmpb.DedupState{
 			RequestId: d.requestID, CommandDigest: d.digest, AtUnixNano: d.at, Result: d.result,
 		}}})
 	})
 	for _, t := range m.Tombstones() {
-		if err != nil {
-			return err
+		if !put(t.record()) {
+			return
 		}
-		put(t.record())
 	}
-	return err
 }
 
-func (s *stream) eachRecord(put func(*fsmpb.SnapshotRecord) bool) {
+func (s *stream) eachRecord(bw *bodyWriter) {
 	id := s.info.ID
-	if !put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Stream{Stream: &fsmpb.StreamState{
+	if !bw.message(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Stream{Stream: &fsmpb.StreamState{
 		Id: id, Name: s.info.Name, WriterEpoch: s.info.WriterEpoch, Status: s.info.Status,
 		Version: s.info.Version, CommittedEnd: s.info.CommittedEnd, Trim: s.info.Trim,
 		CreatedVersion:          s.info.CreatedVersion,
@@ -227,88 +201,21 @@ func (s *stream) eachRecord(put func(*fsmpb.SnapshotRecord) bool) {
 	}}}) {
 		return
 	}
-	ok := true
-	ev := newEvidenceRecord()
-	s.evidence.Ascend(func(e evidence) bool {
-		ok = put(ev.set(id, e))
-		return ok
-	})
+	s.evidence.Ascend(func(e evidence) bool { return bw.evidence(id, e) })
 	for _, view := range []View{Committed, TopicCompacted} {
 		for _, g := range s.views[view].gens {
-			if !ok || !put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Generation{Generation: &fsmpb.GenerationState{
+			if bw.err != nil || !bw.message(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Generation{Generation: &fsmpb.GenerationState{
 				StreamId: id, View: view, Number: g.number, Status: g.status, Version: g.version, Coverage: g.coverage.PB(),
 			}}}) {
 				return
 			}
 			key := IndexKey{Stream: id, View: view, Generation: g.number}
-			ir := newIndexRecordRecord()
 			g.records.Ascend(func(r record) bool {
 				key.Start = r.rng.Start
-				ok = put(ir.set(key, r))
-				return ok
+				return bw.indexRecord(key, r)
 			})
 		}
 	}
-}
-
-// indexRecordRecord is one SnapshotRecord of an index record, its nested
-// messages allocated once and refilled for each record: a million records
-// then cost no allocation each but their survivors. Every field is set
-// by set, so nothing of the previous record remains.
-type indexRecordRecord struct {
-	rec    fsmpb.SnapshotRecord
-	state  fsmpb.IndexRecordState
-	key    fsmpb.IndexKey
-	body   fsmpb.IndexRecord
-	rng    fsmpb.Range
-	object fsmpb.ObjectRef
-	bytes  fsmpb.ByteRange
-}
-
-func newIndexRecordRecord() *indexRecordRecord {
-	x := &indexRecordRecord{}
-	x.rec.Record = &fsmpb.SnapshotRecord_IndexRecord{IndexRecord: &x.state}
-	x.state.Key, x.state.Record = &x.key, &x.body
-	x.body.Range, x.body.Object, x.body.Bytes = &x.rng, &x.object, &x.bytes
-	return x
-}
-
-func (x *indexRecordRecord) set(k IndexKey, r record) *fsmpb.SnapshotRecord {
-	x.key.StreamId, x.key.View, x.key.Generation, x.key.Start = k.Stream, k.View, k.Generation, k.Start
-	x.state.Version, x.state.Status = r.version, r.status
-	x.rng.Start, x.rng.End = r.rng.Start, r.rng.End
-	x.object.Key, x.object.Identity = r.object.Key, r.object.Identity
-	x.bytes.Offset, x.bytes.Length = r.bytes.Offset, r.bytes.Length
-	x.body.Checksum = r.checksum
-	x.body.Survivors = nil
-	if len(r.survivors) > 0 {
-		x.body.Survivors = RangesPB(r.survivors)
-	}
-	return &x.rec
-}
-
-// evidenceRecord is indexRecordRecord for append evidence.
-type evidenceRecord struct {
-	rec    fsmpb.SnapshotRecord
-	state  fsmpb.EvidenceState
-	rng    fsmpb.Range
-	object fsmpb.ObjectRef
-	bytes  fsmpb.ByteRange
-}
-
-func newEvidenceRecord() *evidenceRecord {
-	x := &evidenceRecord{}
-	x.rec.Record = &fsmpb.SnapshotRecord_Evidence{Evidence: &x.state}
-	x.state.Range, x.state.Object, x.state.Bytes = &x.rng, &x.object, &x.bytes
-	return x
-}
-
-func (x *evidenceRecord) set(stream uint64, e evidence) *fsmpb.SnapshotRecord {
-	x.state.StreamId, x.state.WriterEpoch, x.state.Version = stream, e.epoch, e.version
-	x.rng.Start, x.rng.End = e.rng.Start, e.rng.End
-	x.object.Key, x.object.Identity = e.object.Key, e.object.Identity
-	x.bytes.Offset, x.bytes.Length = e.bytes.Offset, e.bytes.Length
-	return &x.rec
 }
 
 func (o object) record() *fsmpb.SnapshotRecord {
@@ -367,20 +274,15 @@ type RecordVisitor func(*fsmpb.SnapshotRecord) error
 // returning, so a caller can swap the result in or discard it whole. Errors caused by the snapshot's bytes wrap
 // ErrCorruptSnapshot; an error of the reader is returned wrapped as it is.
 func Restore(r io.Reader, opts ...Option) (*Machine, error) {
-	m := New(opts...)
-	// restoreRecord alone would tolerate disorder (a B-tree sorts what it
-	// is given, a duplicate replaces its twin), so the order is checked too.
-	var order canonicalOrder
-	hdr, err := ReadSnapshot(r, func(rec *fsmpb.SnapshotRecord) error {
-		if err := order.check(rec); err != nil {
-			return err
-		}
-		return m.restoreRecord(rec)
-	})
+	x := &restorer{m: New(opts...)}
+	hdr, err := readSnapshot(r, x.restore)
 	if err != nil {
 		return nil, err
 	}
-	if order.phase == phaseNone {
+	x.flushRecords()
+	x.flushEvidence()
+	m := x.m
+	if x.order.phase == phaseNone {
 		return nil, fmt.Errorf("%w: no meta record", ErrCorruptSnapshot)
 	}
 	m.applied = hdr.AppliedIndex
@@ -388,6 +290,116 @@ func Restore(r io.Reader, opts ...Option) (*Machine, error) {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptSnapshot, err)
 	}
 	return m, nil
+}
+
+// restorer builds a machine from a snapshot's records.
+type restorer struct {
+	m *Machine
+	// restoreRecord alone would tolerate disorder (a B-tree sorts what it
+	// is given, a duplicate replaces its twin), so the order is checked too.
+	order canonicalOrder
+	// The fast path's decoded records, reused from one to the next.
+	rec restoredRecord
+	ev  restoredEvidence
+	// pending are index records of generation pendingGen not yet in its
+	// tree: they go in by insertSorted, a chunk at a time, which packs the
+	// tree's leaves full where one by one would leave them half empty.
+	// pendingEvidence is the same for the evidence of pendingStream.
+	pending         []record
+	pendingGen      *generation
+	pendingEvidence []evidence
+	pendingStream   *stream
+}
+
+// restoreChunk is how many index records restore gathers before putting
+// them in their generation's tree.
+const restoreChunk = 1 << 16
+
+// indexRecord adds an index record to the pending chunk of its generation.
+func (x *restorer) indexRecord(rr *restoredRecord) error {
+	g := x.m.generation(rr.key.Stream, rr.key.View, rr.key.Generation)
+	if g == nil || !rr.hasBody {
+		return fmt.Errorf("record %v of an unknown generation", rr.key)
+	}
+	if g != x.pendingGen || len(x.pending) == restoreChunk {
+		x.flushRecords()
+		x.pendingGen = g
+	}
+	x.pending = append(x.pending, x.m.restoredRecord(rr))
+	return nil
+}
+
+// evidence adds an evidence entry to the pending chunk of its stream.
+func (x *restorer) evidence(e *restoredEvidence) error {
+	s, ok := x.m.streams[e.stream]
+	if !ok {
+		return fmt.Errorf("evidence of unknown stream %d", e.stream)
+	}
+	if s != x.pendingStream || len(x.pendingEvidence) == restoreChunk {
+		x.flushEvidence()
+		x.pendingStream = s
+	}
+	x.pendingEvidence = append(x.pendingEvidence, evidence{
+		rng: e.rng, target: x.m.intern(e.objKey, e.objID), bytes: e.bytes, epoch: e.epoch, version: e.version,
+	})
+	return nil
+}
+
+// flushRecords puts the pending records in their generation's tree.
+func (x *restorer) flushRecords() {
+	if len(x.pending) > 0 {
+		insertSorted(x.pendingGen.records, x.pending)
+	}
+	clear(x.pending) // let go of the targets
+	x.pending = x.pending[:0]
+}
+
+// flushEvidence puts the pending evidence in its stream's tree.
+func (x *restorer) flushEvidence() {
+	if len(x.pendingEvidence) > 0 {
+		insertSorted(x.pendingStream.evidence, x.pendingEvidence)
+	}
+	clear(x.pendingEvidence)
+	x.pendingEvidence = x.pendingEvidence[:0]
+}
+
+// restore restores record i from its bytes b: index records and evidence
+// by the fast path (restore_decode.go) when it can read them, everything
+// else, and whatever it refuses, through proto.Unmarshal.
+func (x *restorer) restore(i uint64, b []byte) error {
+	var err error
+	switch num, payload, ok := decodeSnapshotRecord(b); {
+	case ok && num == fieldSnapshotIndexRecord && decodeIndexRecordState(payload, &x.rec):
+		if err = x.order.indexRecord(x.rec.key); err == nil {
+			err = x.indexRecord(&x.rec)
+		}
+	case ok && num == fieldSnapshotEvidence && decodeEvidenceState(payload, &x.ev):
+		if err = x.order.evidence(x.ev.stream, x.ev.rng.Start); err == nil {
+			err = x.evidence(&x.ev)
+		}
+	default:
+		rec := &fsmpb.SnapshotRecord{}
+		if err := proto.Unmarshal(b, rec); err != nil {
+			return readError(fmt.Sprintf("record %d", i), err)
+		}
+		if err = x.order.check(rec); err != nil {
+			break
+		}
+		switch r := rec.Record.(type) {
+		case *fsmpb.SnapshotRecord_IndexRecord:
+			rr := restoredRecordOf(r.IndexRecord)
+			err = x.indexRecord(&rr)
+		case *fsmpb.SnapshotRecord_Evidence:
+			e := restoredEvidenceOf(r.Evidence)
+			err = x.evidence(&e)
+		default:
+			err = x.m.restoreRecord(rec)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: record %d: %w", ErrCorruptSnapshot, i, err)
+	}
+	return nil
 }
 
 // Phases of the canonical record order.
@@ -443,11 +455,7 @@ func (o *canonicalOrder) check(rec *fsmpb.SnapshotRecord) error {
 		o.evidenceSeen, o.genSeen, o.recordSeen = false, false, false
 		return nil
 	case *fsmpb.SnapshotRecord_Evidence:
-		e := r.Evidence
-		if o.phase != phaseStreams || e.StreamId != o.lastID || o.genSeen || (o.evidenceSeen && e.GetRange().GetStart() <= o.lastStart) {
-			return fmt.Errorf("evidence of stream %d at %d out of order", e.StreamId, e.GetRange().GetStart())
-		}
-		o.evidenceSeen, o.lastStart = true, e.GetRange().GetStart()
+		return o.evidence(r.Evidence.StreamId, r.Evidence.GetRange().GetStart())
 	case *fsmpb.SnapshotRecord_Generation:
 		g := r.Generation
 		if o.phase != phaseStreams || g.StreamId != o.lastID ||
@@ -456,12 +464,7 @@ func (o *canonicalOrder) check(rec *fsmpb.SnapshotRecord) error {
 		}
 		o.genSeen, o.recordSeen, o.lastView, o.lastGen = true, false, g.View, g.Number
 	case *fsmpb.SnapshotRecord_IndexRecord:
-		k := indexKeyOf(r.IndexRecord.Key)
-		if o.phase != phaseStreams || !o.genSeen || k.Stream != o.lastID || k.View != o.lastView ||
-			k.Generation != o.lastGen || (o.recordSeen && k.Start <= o.lastStart) {
-			return fmt.Errorf("index record %v out of order", k)
-		}
-		o.recordSeen, o.lastStart = true, k.Start
+		return o.indexRecord(indexKeyOf(r.IndexRecord.Key))
 	case *fsmpb.SnapshotRecord_Pin:
 		return o.after(phasePins, "", r.Pin.Id)
 	case *fsmpb.SnapshotRecord_Dedup:
@@ -469,6 +472,27 @@ func (o *canonicalOrder) check(rec *fsmpb.SnapshotRecord) error {
 	case *fsmpb.SnapshotRecord_Tombstone:
 		return o.after(phaseTombstones, r.Tombstone.NodeId, 0)
 	}
+	return nil
+}
+
+// evidence checks an evidence entry: in its stream, before the stream's
+// generations, after the previous entry.
+func (o *canonicalOrder) evidence(stream, start uint64) error {
+	if o.phase != phaseStreams || stream != o.lastID || o.genSeen || (o.evidenceSeen && start <= o.lastStart) {
+		return fmt.Errorf("evidence of stream %d at %d out of order", stream, start)
+	}
+	o.evidenceSeen, o.lastStart = true, start
+	return nil
+}
+
+// indexRecord checks an index record: in the generation last seen, after
+// the previous record.
+func (o *canonicalOrder) indexRecord(k IndexKey) error {
+	if o.phase != phaseStreams || !o.genSeen || k.Stream != o.lastID || k.View != o.lastView ||
+		k.Generation != o.lastGen || (o.recordSeen && k.Start <= o.lastStart) {
+		return fmt.Errorf("index record %v out of order", k)
+	}
+	o.recordSeen, o.lastStart = true, k.Start
 	return nil
 }
 
@@ -529,6 +553,22 @@ func readError(what string, err error) error {
 // ReadSnapshot reads a snapshot, passing each record to visit, and checks
 // the count and checksum at the end.
 func ReadSnapshot(r io.Reader, visit RecordVisitor) (Header, error) {
+	return readSnapshot(r, func(i uint64, b []byte) error {
+		rec := &fsmpb.SnapshotRecord{}
+		if err := proto.Unmarshal(b, rec); err != nil {
+			return readError(fmt.Sprintf("record %d", i), err)
+		}
+		if err := visit(rec); err != nil {
+			return fmt.Errorf("%w: record %d: %w", ErrCorruptSnapshot, i, err)
+		}
+		return nil
+	})
+}
+
+// readSnapshot reads a snapshot, passing each record's bytes to visit
+// (they are valid only until it returns), and checks the count and
+// checksum at the end. visit's errors are returned as they are.
+func readSnapshot(r io.Reader, visit func(i uint64, b []byte) error) (Header, error) {
 	tr := &trackedReader{r: r}
 	br := bufio.NewReaderSize(tr, 256<<10)
 	hdr, err := ReadHeader(br)
@@ -542,13 +582,13 @@ func ReadSnapshot(r io.Reader, visit RecordVisitor) (Header, error) {
 	body := bufio.NewReader(io.TeeReader(br, h))
 	var buf []byte
 	for i := uint64(0); i < hdr.Records; i++ {
-		rec, b, err := readRecord(body, buf)
+		b, err := readRecord(body, buf)
 		buf = b
 		if err != nil {
 			return hdr, readError(fmt.Sprintf("record %d", i), tr.failure(err))
 		}
-		if err := visit(rec); err != nil {
-			return hdr, fmt.Errorf("%w: record %d: %w", ErrCorruptSnapshot, i, err)
+		if err := visit(i, b); err != nil {
+			return hdr, err
 		}
 	}
 	if _, err := body.ReadByte(); err != io.EOF {
@@ -563,31 +603,31 @@ func ReadSnapshot(r io.Reader, visit RecordVisitor) (Header, error) {
 	return hdr, nil
 }
 
-func readRecord(r *bufio.Reader, buf []byte) (*fsmpb.SnapshotRecord, []byte, error) {
+// readRecord reads one length-prefixed record into buf, growing it if
+// needed, and returns it.
+func readRecord(r *bufio.Reader, buf []byte) ([]byte, error) {
 	size, err := binary.ReadUvarint(r)
 	if err != nil {
-		return nil, buf, fmt.Errorf("length: %w", err)
+		return buf, fmt.Errorf("length: %w", err)
 	}
 	if size > maxRecordLength {
-		return nil, buf, fmt.Errorf("length %d exceeds %d", size, maxRecordLength)
+		return buf, fmt.Errorf("length %d exceeds %d", size, maxRecordLength)
 	}
 	if uint64(cap(buf)) < size {
 		buf = make([]byte, size)
 	}
 	buf = buf[:size]
 	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, buf, err
+		return buf, err
 	}
-	rec := &fsmpb.SnapshotRecord{}
-	if err := proto.Unmarshal(buf, rec); err != nil {
-		return nil, buf, err
-	}
-	return rec, buf, nil
+	return buf, nil
 }
 
 // restoreRecord adds one record to a machine being restored. Records must
 // arrive in canonical order: objects before everything naming them, a stream
 // before its evidence and generations, a generation before its records.
+// Evidence and index records are not among them: the restorer gathers
+// those into chunks (restorer.evidence, restorer.indexRecord).
 func (m *Machine) restoreRecord(rec *fsmpb.SnapshotRecord) error {
 	switch r := rec.Record.(type) {
 	case *fsmpb.SnapshotRecord_Meta:
@@ -600,24 +640,13 @@ func (m *Machine) restoreRecord(rec *fsmpb.SnapshotRecord) error {
 		m.clusterID = r.Meta.ClusterId
 	case *fsmpb.SnapshotRecord_Stream:
 		return m.restoreStream(r.Stream)
-	case *fsmpb.SnapshotRecord_Evidence:
-		e := r.Evidence
-		s, ok := m.streams[e.StreamId]
-		if !ok {
-			return fmt.Errorf("evidence of unknown stream %d", e.StreamId)
-		}
-		s.evidence.ReplaceOrInsert(evidence{
-			rng: rangeOf(e.Range), object: m.intern(refOf(e.Object)), bytes: byteRangeOf(e.Bytes),
-			epoch: e.WriterEpoch, version: e.Version,
-		})
 	case *fsmpb.SnapshotRecord_Generation:
 		return m.restoreGeneration(r.Generation)
-	case *fsmpb.SnapshotRecord_IndexRecord:
-		return m.restoreIndexRecord(r.IndexRecord)
 	case *fsmpb.SnapshotRecord_Object:
 		o := r.Object
+		ref := refOf(o.Object)
 		m.objects.ReplaceOrInsert(object{
-			ref: refOf(o.Object), size: o.Size, status: o.Status, version: o.Version, refs: o.References,
+			ref: ref, target: &target{ref: ref}, size: o.Size, status: o.Status, version: o.Version, refs: o.References,
 			idleSince: o.IdleSinceUnixNano, pinMaxExpiry: o.PinMaxExpiryUnixNano,
 		})
 	case *fsmpb.SnapshotRecord_Pin:
@@ -668,18 +697,12 @@ func (m *Machine) restoreGeneration(gs *fsmpb.GenerationState) error {
 	return nil
 }
 
-func (m *Machine) restoreIndexRecord(rs *fsmpb.IndexRecordState) error {
-	key := indexKeyOf(rs.Key)
-	g := m.generation(key.Stream, key.View, key.Generation)
-	if g == nil || rs.Record == nil {
-		return fmt.Errorf("record %v of an unknown generation", key)
+// restoredRecord is the stored form of a restored index record.
+func (m *Machine) restoredRecord(rr *restoredRecord) record {
+	return record{
+		rng: rr.rng, target: m.intern(rr.objKey, rr.objID).withSurvivors(rr.survivors),
+		bytes: rr.bytes, version: rr.version, checksum: rr.checksum, status: rr.status,
 	}
-	pr := rs.Record
-	g.records.ReplaceOrInsert(record{
-		rng: rangeOf(pr.Range), survivors: rangesOf(pr.Survivors), object: m.intern(refOf(pr.Object)),
-		bytes: byteRangeOf(pr.Bytes), version: rs.Version, checksum: pr.Checksum, status: rs.Status,
-	})
-	return nil
 }
 
 func (m *Machine) restorePin(ps *fsmpb.PinState) error {
@@ -687,7 +710,7 @@ func (m *Machine) restorePin(ps *fsmpb.PinState) error {
 	if !ok {
 		return fmt.Errorf("pin %d on unknown object %v", ps.Id, refOf(ps.Object))
 	}
-	p := pin{id: ps.Id, object: m.intern(refOf(ps.Object)), holder: ps.Holder, ttl: ps.TtlNanos, expiry: ps.ExpiryUnixNano, version: ps.Version}
+	p := pin{id: ps.Id, object: m.intern([]byte(ps.Object.GetKey()), []byte(ps.Object.GetIdentity())).ref, holder: ps.Holder, ttl: ps.TtlNanos, expiry: ps.ExpiryUnixNano, version: ps.Version}
 	m.pins.ReplaceOrInsert(p)
 	m.pinExpiry.ReplaceOrInsert(pinDeadline{at: p.pruneAt(), id: p.id})
 	o.pins++
@@ -695,21 +718,25 @@ func (m *Machine) restorePin(ps *fsmpb.PinState) error {
 	return nil
 }
 
-// intern returns ref with its strings shared with the registry entry when
-// they are equal, so that a million records naming one object hold one copy
-// of its key and identity.
+// intern returns the target naming the object with this key and identity
+// and no survivors: the registry's, so that a million records naming one
+// object share one target and one copy of its strings. A reference to
+// bytes the registry no longer holds (a record of replaced bytes) gets a
+// target of its own. key and identity may alias the read buffer; they are
+// copied when kept.
 //
 // Records come in order and neighbours mostly name the same object, so the
-// last interned reference is tried before the registry's B-tree. Returning
-// it is right even if the registry has changed since: the strings are equal,
-// and sharing their bytes is all interning does.
-func (m *Machine) intern(ref ObjectRef) ObjectRef {
-	if last := m.lastInterned; last.Key == ref.Key && last.Identity == ref.Identity && last.Key != "" {
+// target interned last is tried before the registry's B-tree, and that
+// costs no allocation. Returning it is right even if the registry has
+// changed since: it names the same strings, and targets never change.
+func (m *Machine) intern(key, identity []byte) *target {
+	if last := m.lastInterned; last != nil && string(key) == last.ref.Key && string(identity) == last.ref.Identity {
 		return last
 	}
-	if o, ok := m.getObject(ref.Key); ok && o.ref.Identity == ref.Identity {
-		m.lastInterned = o.ref
-		return o.ref
+	t := &target{ref: ObjectRef{Key: string(key), Identity: string(identity)}}
+	if o, ok := m.getObject(t.ref.Key); ok && o.ref.Identity == t.ref.Identity {
+		t = o.target
 	}
-	return ref
+	m.lastInterned = t
+	return t
 }

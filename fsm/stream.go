@@ -20,12 +20,15 @@ type stream struct {
 }
 
 // evidence is the stored form of EvidenceInfo; the stream id is implied.
+// Like a record (index.go), it is stored by value, names its object through
+// the registry's shared target (never one with survivors), and is never
+// changed in place once in the tree.
 type evidence struct {
 	rng     Range
-	object  ObjectRef
 	bytes   ByteRange
 	epoch   uint64
 	version uint64
+	target  *target
 }
 
 func evidenceLess(a, b evidence) bool { return a.rng.Start < b.rng.Start }
@@ -131,13 +134,13 @@ func (m *Machine) commitAppend(index uint64, c *fsmpb.CommitAppend) *fsmpb.Resul
 		return rej
 	}
 	rng := Range{c.ExpectedStart, c.End}
-	ev := evidence{rng: rng, object: obj.ref, bytes: byteRangeOf(c.Bytes), epoch: c.WriterEpoch, version: index}
+	ev := evidence{rng: rng, target: obj.target, bytes: byteRangeOf(c.Bytes), epoch: c.WriterEpoch, version: index}
 	s.evidence.ReplaceOrInsert(ev)
 	m.addReference(obj.ref.Key)
 	if c.IndexGen0 {
 		key := IndexKey{Stream: s.info.ID, View: Committed, Generation: 0, Start: rng.Start}
-		rec := record{rng: rng, object: obj.ref, bytes: ev.bytes, version: index, status: RecordValid}
-		rec.checksum = RecordChecksum(key, rng, nil, rec.object, rec.bytes)
+		rec := record{rng: rng, target: obj.target, bytes: ev.bytes, version: index, status: RecordValid}
+		rec.checksum = RecordChecksum(key, rng, nil, obj.ref, rec.bytes)
 		g := s.views[Committed].gens[0]
 		g.records.ReplaceOrInsert(rec)
 		g.version = index
@@ -177,7 +180,7 @@ func (m *Machine) trim(index uint64, c *fsmpb.Trim) *fsmpb.Result {
 			break
 		}
 		s.evidence.DeleteMin()
-		m.dropReference(e.object.Key)
+		m.dropReference(e.target.ref.Key)
 	}
 	for v := range s.views {
 		for _, g := range s.views[v].gens {
@@ -207,7 +210,7 @@ func (m *Machine) deleteStream(index uint64, c *fsmpb.DeleteStream) *fsmpb.Resul
 		return rej
 	}
 	s.evidence.Ascend(func(e evidence) bool {
-		m.dropReference(e.object.Key)
+		m.dropReference(e.target.ref.Key)
 		return true
 	})
 	for v := range s.views {

@@ -32,7 +32,7 @@ func TestAmnesiacVoterCannotLoseACommittedWrite(t *testing.T) {
 			c := proc.New(t, 3)
 			c.StartAll()
 			formed(t, c, 3)
-			l := c.Leader(0)
+			l := c.WaitLeader(0)
 			x, y := (l+1)%3, (l+2)%3
 			incarnation := func(i int) string {
 				st, err := c.Status(l)

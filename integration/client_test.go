@@ -24,7 +24,7 @@ func TestClientFollowsTheLeader(t *testing.T) {
 	for range 20 {
 		w.MustAppend(t, 1)
 	}
-	old := c.Leader(0)
+	old := c.WaitLeader(0)
 	c.Kill(old)
 	start := time.Now()
 	for range 20 {

@@ -136,7 +136,7 @@ func TestFormsInAnyStartOrder(t *testing.T) {
 			}
 			formed(t, c, tc.n)
 			// One cluster: every node names the same leader.
-			leader := c.Leader(0)
+			leader := c.WaitLeader(0)
 			for i := range c.Nodes {
 				if l := c.Leader(i); l != leader {
 					t.Fatalf("node %d sees leader %d, node 0 sees %d", i, l, leader)
@@ -153,7 +153,7 @@ func TestWriteThroughFollowerReadOnAnother(t *testing.T) {
 	c := proc.New(t, 3)
 	c.StartAll()
 	formed(t, c, 3)
-	leader := c.Leader(0)
+	leader := c.WaitLeader(0)
 	var followers []int
 	for i := range c.Nodes {
 		if i != leader {
@@ -184,7 +184,7 @@ func TestKillLeader(t *testing.T) {
 	for range 30 {
 		w.MustAppend(t, 2)
 	}
-	old := c.Leader(0)
+	old := c.WaitLeader(0)
 	killed := time.Now()
 	c.Kill(old)
 	next := -1
@@ -271,7 +271,7 @@ func TestDeadServerRemovedWithoutLosingQuorum(t *testing.T) {
 	w.MustAppend(t, 1)
 	// A second kill: three voters remain, at --bootstrap-expect, so the
 	// leader holds (and says why) instead of going down to two.
-	leader := c.Leader(0)
+	leader := c.WaitLeader(0)
 	victim := (leader + 1) % 3
 	c.Kill(victim)
 	c.WaitFor("the leader holds at the bootstrap-expect floor", 30*time.Second, func() bool {

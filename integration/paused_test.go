@@ -29,7 +29,7 @@ func TestPausedLeaderServesNoStaleReads(t *testing.T) {
 	c := proc.New(t, 3)
 	c.StartAll()
 	formed(t, c, 3)
-	old := c.Leader(0)
+	old := c.WaitLeader(0)
 	var others []int
 	for i := range c.Nodes {
 		if i != old {

@@ -24,6 +24,10 @@
 // for read confirmations; membership before Raft, so that the node
 // announces itself in gossip while opening Raft restores its latest
 // snapshot — minutes for a large state — and the leader sees it alive;
+// the HTTP admin endpoints before Raft too, so that meanwhile /healthz
+// says ok and /readyz 503 with api.OpeningVerdict's reason instead of
+// refusing connections (http.go; n.opened switches / and /readyz to the
+// API once it exists);
 // membership drives Raft through membershipRaft (membership.go), a
 // type-converting adapter of the raft store to the interface membership
 // declares, which answers "still opening" until the store is set, since

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,10 @@ type Server struct {
 	gossipKeys *gossipKeys
 	// leaders are the recent leader changes, for the status page.
 	leaders leaderLog
+	// opened turns true once the raft state is open and the API built:
+	// until then the HTTP admin endpoints, served from before the restore,
+	// answer without them (http.go).
+	opened atomic.Bool
 	// Claimed by preflight before anything is written.
 	grpcLis, httpLis net.Listener
 	lock             *os.File // flock on the data dir
@@ -129,7 +134,15 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	if n.hub, err = watch.New(cfg.API.Watch); err != nil {
 		return nil, err
 	}
-	if n.store, err = raftstore.OpenObserved(cfg.Raft, n.peers, log.With("component", "raft"), n.hub); err != nil {
+	// Health next, for the same reason: /healthz answers and /readyz says
+	// 503 "restoring" while the restore runs, instead of refusing
+	// connections, which a supervisor or balancer reads as a dead process.
+	if cfg.HTTPAddr != "" {
+		if err = n.startHTTP(reg); err != nil {
+			return nil, err
+		}
+	}
+	if n.store, err = openRaft(cfg.Raft, n.peers, log.With("component", "raft"), n.hub); err != nil {
 		return nil, err
 	}
 	n.raftRef.p.Store(n.store)
@@ -192,13 +205,10 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 	n.goLoop(func() { n.watchRemoval(ctx) })
 	n.goLoop(func() { n.watchClusterID(ctx, cfg.API.HealthInterval) })
 	n.goLoop(func() { n.watchLeader(ctx, cfg.API.HealthInterval) })
-	if cfg.HTTPAddr != "" {
-		if err := n.startHTTP(reg); err != nil {
-			return err
-		}
-	}
+	// /readyz and / turn from "restoring" to the API's verdict and page.
+	n.opened.Store(true)
 	log.Info("metad serving", "node", cfg.NodeID, "grpc", lis.Addr().String(), "raft", n.store.Addr(),
-		"gossip", n.agent.GossipAddr(), "http", cfg.HTTPAddr, "data_dir", cfg.DataDir, "raft_log_store", cfg.Raft.LogStore)
+		"gossip", n.agent.GossipAddr(), "http", cfg.HTTPAddr, "data_dir", cfg.DataDir, "raft_log_store", n.store.Status().LogStore)
 	return nil
 }
 
@@ -417,6 +427,9 @@ func (n *Server) closeParts() error {
 	if n.grpc != nil {
 		n.grpc.Stop()
 	}
+	if n.http != nil {
+		_ = n.http.Close() // ends its serve loop, which wg.Wait waits for
+	}
 	var errs []error
 	if n.agent != nil {
 		errs = append(errs, n.agent.Close())
@@ -495,6 +508,10 @@ func (n *Server) authSettings() auth.Settings {
 	}
 	return s
 }
+
+// openRaft opens the raft state (restoring its latest snapshot): a
+// variable so that a test can hold the open and look at /readyz meanwhile.
+var openRaft = raftstore.OpenObserved
 
 // priorRaftState reports whether the raft data dir holds state, after
 // refusing a log store other than the dir's (raftstore.CheckLogStore), so

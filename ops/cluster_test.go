@@ -44,7 +44,7 @@ func TestClusterCommands(t *testing.T) {
 	}
 
 	// transfer-leader --to a follower, asked through another follower.
-	leader := c.Leader(0)
+	leader := c.WaitLeader(0)
 	to, via := (leader+1)%3, (leader+2)%3
 	out = mustCLI(t, "raft", "transfer-leader", "--to", c.Nodes[to].ID, "--addr", c.Nodes[via].GRPC)
 	if !strings.Contains(out, "leader is now "+c.Nodes[to].ID) {

@@ -31,7 +31,7 @@ func TestKill9KeepsAcknowledgedWritesPerLogStore(t *testing.T) {
 			l := startLoad(t, w)
 			l.waitAcks(c, 50)
 
-			leader := c.Leader(0)
+			leader := c.WaitLeader(0)
 			c.Kill(leader)
 			l.waitAcks(c, 50) // a new leader takes the writes
 			c.Start(leader)

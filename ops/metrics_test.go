@@ -29,7 +29,7 @@ func TestMetricsScrape(t *testing.T) {
 	for _, nd := range c.Nodes {
 		waitReady(t, c, nd)
 	}
-	leader := c.Leader(0)
+	leader := c.WaitLeader(0)
 	if leader < 0 {
 		t.Fatal("no leader")
 	}
@@ -44,8 +44,9 @@ func TestMetricsScrape(t *testing.T) {
 		want := []string{
 			// raft, through the go-metrics bridge
 			"raft_commitTime_count", "raft_state_follower", "raft_rpc_appendEntries_count",
-			// raft-boltdb and memberlist, through the same bridge
-			"raft_boltdb_storeLogs_count", "memberlist_gossip_count",
+			// raft-wal (the log store of a new data dir) and memberlist,
+			// through the same bridge
+			"raft_wal_log_appends", "memberlist_gossip_count",
 			// metad's own
 			"metad_raft_commit_index", "metad_raft_applied_index", "metad_raft_last_log_index",
 			"metad_raft_term", "metad_raft_leader", "metad_raft_leader_changes_total",

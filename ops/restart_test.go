@@ -29,7 +29,7 @@ func TestRollingRestartUnderWrites(t *testing.T) {
 	// Stop the followers first and the leader last, so that at least one
 	// stop hands leadership over (the leader can change along the way).
 	order := []int{}
-	leader := c.Leader(0)
+	leader := c.WaitLeader(0)
 	for i := range c.Nodes {
 		if i != leader {
 			order = append(order, i)

@@ -90,7 +90,7 @@ func TestSnapshotSaveUnderWritesRestoreSingleNode(t *testing.T) {
 // stopped and its log rebuilt and listed offline.
 func diffAfterWrites(t *testing.T, c *proc.Cluster, during string, stream uint64) {
 	t.Helper()
-	leader := c.Leader(0)
+	leader := c.WaitLeader(0)
 	follower := (leader + 1) % 3
 	dir := t.TempDir()
 	files := []string{filepath.Join(dir, "leader.snap"), filepath.Join(dir, "follower.snap")}

@@ -41,7 +41,7 @@ func TestRollingUpgradeUnderWrites(t *testing.T) {
 	l.waitAcks(c, 20)
 
 	order := []int{}
-	leader := c.Leader(0)
+	leader := c.WaitLeader(0)
 	for i := range c.Nodes {
 		if i != leader {
 			order = append(order, i)

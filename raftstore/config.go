@@ -47,8 +47,9 @@ type Config struct {
 	// LogStore is where the raft log lives: LogStoreBolt (raft.db, with the
 	// stable store) or LogStoreWAL (raft-wal segments under wal/, the
 	// stable store staying in raft.db). A data dir records the one it was
-	// first opened with and refuses another (LogStoreMismatchError).
-	// Default LogStoreBolt.
+	// first opened with and refuses another (LogStoreMismatchError);
+	// LogStoreAuto opens whichever the dir holds and starts a new dir on
+	// wal. Default LogStoreAuto.
 	LogStore LogStore
 	// BindAddr is the host:port the raft TCP transport listens on. Port 0
 	// picks a free port. Default "127.0.0.1:7421".
@@ -144,7 +145,7 @@ type Config struct {
 // DataDir are left empty: they have no sensible default.
 func DefaultConfig() Config {
 	return Config{
-		LogStore:               LogStoreBolt,
+		LogStore:               LogStoreAuto,
 		BindAddr:               "127.0.0.1:7421",
 		HeartbeatTimeout:       500 * time.Millisecond,
 		ElectionTimeout:        1 * time.Second,
@@ -245,7 +246,7 @@ func (c Config) checkNode(bad func(field, format string, args ...any)) {
 		bad("DataDir", "required")
 	}
 	if !c.LogStore.Valid() {
-		bad("LogStore", "%q: want %s or %s", c.LogStore, LogStoreBolt, LogStoreWAL)
+		bad("LogStore", "%q: want %s, %s or %s", c.LogStore, LogStoreAuto, LogStoreBolt, LogStoreWAL)
 	}
 	if c.ClusterID != "" {
 		if err := fsm.ValidClusterID(c.ClusterID); err != nil {

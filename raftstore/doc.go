@@ -34,10 +34,12 @@
 //
 // # Log stores (logstore.go)
 //
-// Config.LogStore chooses where the log lives. bolt (the default) writes a
-// batch of entries as one bbolt transaction: two fsyncs in series (data
-// pages, then the meta page). wal appends the batch to a preallocated
-// segment file: one fsync. Either way raft's rule holds: the leader counts
+// Config.LogStore chooses where the log lives. bolt writes a batch of
+// entries as one bbolt transaction: two fsyncs in series (data pages, then
+// the meta page). wal appends the batch to a preallocated segment file: one
+// fsync. auto (the default) opens whichever the dir holds and starts a new
+// dir on wal, so a dir written by an older release, which is bolt, keeps
+// working. Either way raft's rule holds: the leader counts
 // itself towards a commit only after its own StoreLogs returned, and a
 // follower answers AppendEntries only after its own. raft-wal is a
 // MonotonicLogStore, so after installing a snapshot raft empties the log
@@ -45,7 +47,7 @@
 //
 // A data dir keeps the log store it was created with: the first Open
 // records it in the stable store (a dir from before the record, whose
-// raft.db holds log entries, is bolt), and Open with the other one fails
+// raft.db holds log entries, is bolt), and Open naming the other one fails
 // with LogStoreMismatchError before raft starts (CheckLogStore runs the
 // same check without opening raft). A log is never converted in place: a
 // node switches by being wiped and rejoining as a new incarnation, which

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	gometrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
@@ -29,13 +30,21 @@ const (
 	// LogStoreWAL keeps the log in hashicorp/raft-wal segment files under
 	// wal/: one fsync per write (an append to the tail segment).
 	LogStoreWAL LogStore = "wal"
+	// LogStoreAuto, as Config.LogStore, opens the log store the data dir
+	// holds and starts a new dir on LogStoreWAL. A dir only ever holds
+	// bolt or wal; auto is never recorded.
+	LogStoreAuto LogStore = "auto"
 )
 
-// LogStores lists the valid values.
-var LogStores = []LogStore{LogStoreBolt, LogStoreWAL}
+// LogStores lists the valid values of Config.LogStore.
+var LogStores = []LogStore{LogStoreAuto, LogStoreBolt, LogStoreWAL}
 
 // Valid reports whether l is one of LogStores.
-func (l LogStore) Valid() bool { return l == LogStoreBolt || l == LogStoreWAL }
+func (l LogStore) Valid() bool { return l == LogStoreAuto || l == LogStoreBolt || l == LogStoreWAL }
+
+// newDirLogStore is what auto starts a new data dir on: raft-wal, one
+// fsync per write instead of bbolt's two (PERFORMANCE.md "Raft log stores").
+const newDirLogStore = LogStoreWAL
 
 // ErrLogStoreMismatch: the data dir holds a raft log in another log store
 // than the one configured. It is never converted in place (see
@@ -83,7 +92,8 @@ type disk struct {
 // diskOptions say how to open a data dir's stores.
 type diskOptions struct {
 	// want is the configured log store; empty (offline tools) opens what
-	// the dir holds, bolt for a dir that records nothing.
+	// the dir holds, bolt for a dir that records nothing; auto opens what
+	// the dir holds, newDirLogStore for a dir that holds no log yet.
 	want LogStore
 	// create allows a missing raft.db to be created.
 	create bool
@@ -160,13 +170,29 @@ func (d *disk) openLog(o diskOptions) error {
 	// HasStateIn, then Open) waited forever for its lock. Closing it twice
 	// is harmless.
 	meta := &metadb.BoltMetaDB{}
-	w, err := wal.Open(wdir, wal.WithLogger(o.hlog.Named("wal")), wal.WithMetaStore(meta))
+	w, err := wal.Open(wdir, wal.WithLogger(o.hlog.Named("wal")), wal.WithMetaStore(meta),
+		wal.WithMetricsCollector(walMetrics{}))
 	if err != nil {
 		meta.Close()
 		return fmt.Errorf("raftstore: open wal log store: %w", err)
 	}
 	d.wal, d.walMeta, d.log = w, meta, w
 	return nil
+}
+
+// walMetrics sends raft-wal's metrics where raft's go: to go-metrics'
+// global sink (bridged to /metrics by node), as raft_wal_log_appends,
+// raft_wal_log_entry_bytes_written and so on. raft-wal's own
+// GoMetricsCollector would hold the global that exists when the WAL opens,
+// before node installs its sink, and report nowhere.
+type walMetrics struct{}
+
+func (walMetrics) IncrementCounter(name string, delta uint64) {
+	gometrics.IncrCounter([]string{"raft", "wal", name}, float32(delta))
+}
+
+func (walMetrics) SetGauge(name string, val uint64) {
+	gometrics.SetGauge([]string{"raft", "wal", name}, float32(val))
 }
 
 // ErrLogMissing: the stable store says this node has voted or been in a
@@ -196,19 +222,22 @@ func (d *disk) checkWALPresent(wdir string) error {
 }
 
 // decideKind returns the log store to open: the one the dir holds, which
-// must be o.want if given; for a dir that holds none yet, o.want (recorded
-// if o.record), or bolt if o.want is empty.
+// must be o.want if o.want names one; for a dir that holds none yet, o.want
+// (newDirLogStore for auto; recorded if o.record), or bolt if o.want is
+// empty.
 func (d *disk) decideKind(o diskOptions) (LogStore, error) {
 	has, err := heldLogStore(d.stable)
 	switch {
 	case err != nil:
 		return "", err
-	case has != "" && o.want != "" && has != o.want:
+	case has != "" && o.want != "" && o.want != LogStoreAuto && has != o.want:
 		return "", &LogStoreMismatchError{Dir: d.dir, Has: has, Wants: o.want}
 	case has != "":
 		return has, nil
 	case o.want == "":
 		return LogStoreBolt, nil
+	case o.want == LogStoreAuto:
+		o.want = newDirLogStore
 	}
 	if o.record {
 		if err := d.stable.Set(keyLogStore, []byte(o.want)); err != nil {
@@ -276,7 +305,7 @@ func CheckLogStore(dir string, want LogStore) error {
 		return nil
 	case err != nil:
 		return err
-	case has != "" && has != want:
+	case has != "" && want != LogStoreAuto && has != want:
 		return &LogStoreMismatchError{Dir: dir, Has: has, Wants: want}
 	}
 	return nil

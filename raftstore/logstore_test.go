@@ -20,8 +20,9 @@ import (
 func TestWALAndBoltNodesInOneCluster(t *testing.T) {
 	c := newCluster(t, 3, func(i int, cfg *Config, _ *openOptions) {
 		cfg.TrailingLogs = 2
-		if i > 0 {
-			cfg.LogStore = LogStoreWAL
+		cfg.LogStore = LogStoreWAL
+		if i == 0 {
+			cfg.LogStore = LogStoreBolt
 		}
 	})
 	for i := range 10 {
@@ -95,7 +96,7 @@ func TestWALAndBoltNodesInOneCluster(t *testing.T) {
 // first opened with, and refuses another; a dir written before the record
 // existed (a bolt log, no record) is recognised as bolt.
 func TestDataDirKeepsItsLogStore(t *testing.T) {
-	for _, first := range LogStores {
+	for _, first := range []LogStore{LogStoreBolt, LogStoreWAL} {
 		t.Run(string(first), func(t *testing.T) {
 			other := LogStoreWAL
 			if first == LogStoreWAL {
@@ -132,6 +133,22 @@ func TestDataDirKeepsItsLogStore(t *testing.T) {
 			}
 		})
 	}
+	// auto opens what a dir holds, and starts a new one on wal.
+	t.Run("auto", func(t *testing.T) {
+		fresh := t.TempDir()
+		writeAuto(t, fresh, LogStoreWAL, "a")
+		writeAuto(t, fresh, LogStoreWAL, "b")
+		bolt := t.TempDir()
+		writeAlone(t, bolt, LogStoreBolt, "a")
+		if err := CheckLogStore(bolt, LogStoreAuto); err != nil {
+			t.Fatalf("CheckLogStore(auto) refused a bolt dir: %v", err)
+		}
+		writeAuto(t, bolt, LogStoreBolt, "b")
+		unrecorded := t.TempDir()
+		writeAlone(t, unrecorded, LogStoreBolt, "a")
+		forgetLogStore(t, unrecorded)
+		writeAuto(t, unrecorded, LogStoreBolt, "b")
+	})
 	t.Run("unrecorded bolt dir", func(t *testing.T) {
 		dir := t.TempDir()
 		writeAlone(t, dir, LogStoreBolt, "a")
@@ -168,8 +185,20 @@ func forgetLogStore(t *testing.T, dir string) {
 // stream name, checks every earlier stream is there, and closes it.
 func writeAlone(t *testing.T, dir string, kind LogStore, name string) {
 	t.Helper()
+	writeAs(t, dir, kind, kind, name)
+}
+
+// writeAuto is writeAlone with Config.LogStore auto, which must open (or
+// start) dir on kind.
+func writeAuto(t *testing.T, dir string, kind LogStore, name string) {
+	t.Helper()
+	writeAs(t, dir, LogStoreAuto, kind, name)
+}
+
+func writeAs(t *testing.T, dir string, configured, kind LogStore, name string) {
+	t.Helper()
 	cfg := testConfig("solo", dir)
-	cfg.LogStore = kind
+	cfg.LogStore = configured
 	s, err := Open(cfg, nil, testLogger(t))
 	if err != nil {
 		t.Fatalf("open %s with %s: %v", dir, kind, err)

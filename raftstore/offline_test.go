@@ -390,8 +390,8 @@ func TestStoreMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want >= %v", name, v, atLeast)
 		}
 	}
-	if ls := got["metad_raft_log_store"]; ls != nil && ls.Metric[0].GetLabel()[0].GetValue() != "bolt" {
-		t.Errorf("metad_raft_log_store labels %v, want store=bolt", ls.Metric[0].GetLabel())
+	if ls := got["metad_raft_log_store"]; ls != nil && ls.Metric[0].GetLabel()[0].GetValue() != "wal" {
+		t.Errorf("metad_raft_log_store labels %v, want store=wal (auto, on a new dir)", ls.Metric[0].GetLabel())
 	}
 	if err := l.RegisterMetrics(reg); err == nil {
 		t.Error("registering twice must fail")

@@ -4030,7 +4030,10 @@ type NodeStatus struct {
 	// replicated state's, or before that state has one its data dir's.
 	// Empty from a release before cluster ids, or before the cluster reached
 	// feature level 2.
-	ClusterId     string `protobuf:"bytes,18,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	ClusterId string `protobuf:"bytes,18,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// raft_log_store is where this node keeps its raft log: "bolt" or "wal".
+	// Empty from a release before the choice (always bolt there).
+	RaftLogStore  string `protobuf:"bytes,19,opt,name=raft_log_store,json=raftLogStore,proto3" json:"raft_log_store,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4187,6 +4190,13 @@ func (x *NodeStatus) GetIncarnation() string {
 func (x *NodeStatus) GetClusterId() string {
 	if x != nil {
 		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *NodeStatus) GetRaftLogStore() string {
+	if x != nil {
+		return x.RaftLogStore
 	}
 	return ""
 }
@@ -5980,7 +5990,7 @@ const file_metad_proto_rawDesc = "" +
 	"\bdeadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x1a\n" +
 	"\battempts\x18\x02 \x01(\rR\battempts\x12'\n" +
 	"\x05tried\x18\x03 \x03(\v2\x11.metad.v1.RefusalR\x05tried\x12\x14\n" +
-	"\x05cause\x18\x04 \x01(\tR\x05cause\"\xea\x04\n" +
+	"\x05cause\x18\x04 \x01(\tR\x05cause\"\x90\x05\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
@@ -6004,7 +6014,8 @@ const file_metad_proto_rawDesc = "" +
 	"\rfeature_level\x18\x10 \x01(\rR\ffeatureLevel\x12 \n" +
 	"\vincarnation\x18\x11 \x01(\tR\vincarnation\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x12 \x01(\tR\tclusterId\",\n" +
+	"cluster_id\x18\x12 \x01(\tR\tclusterId\x12$\n" +
+	"\x0eraft_log_store\x18\x13 \x01(\tR\fraftLogStore\",\n" +
 	"\rStatusRequest\x12\x1b\n" +
 	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"\xbe\x02\n" +
 	"\x0eStatusResponse\x12*\n" +

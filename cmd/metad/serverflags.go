@@ -36,7 +36,7 @@ func (f *serverFlags) checkFlags(fs *pflag.FlagSet) []error {
 func validateNode(fs *pflag.FlagSet, c node.Config) []error {
 	var errs []error
 	if !c.Raft.LogStore.Valid() {
-		errs = append(errs, fmt.Errorf("--raft-log-store %q: want %s or %s", c.Raft.LogStore, raftstore.LogStoreBolt, raftstore.LogStoreWAL))
+		errs = append(errs, fmt.Errorf("--raft-log-store %q: want %s, %s or %s", c.Raft.LogStore, raftstore.LogStoreAuto, raftstore.LogStoreBolt, raftstore.LogStoreWAL))
 		c.Raft.LogStore = raftstore.DefaultConfig().LogStore
 	}
 	if timings := checkRaftTimings(fs, c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout, c.Raft.LeaderLeaseTimeout); len(timings) > 0 {

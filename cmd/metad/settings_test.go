@@ -130,14 +130,14 @@ func TestRaftLogStoreSetting(t *testing.T) {
 		t.Errorf("raft-log-store: wal in the file gave %q", f.cfg.Raft.LogStore)
 	}
 	fs, f = flags(t)
-	if f.cfg.Raft.LogStore != raftstore.LogStoreBolt {
-		t.Errorf("default log store %q, want bolt", f.cfg.Raft.LogStore)
+	if f.cfg.Raft.LogStore != raftstore.LogStoreAuto {
+		t.Errorf("default log store %q, want auto", f.cfg.Raft.LogStore)
 	}
 	if err := fs.Parse([]string{"--data-dir", t.TempDir(), "--raft-log-store", "rocks"}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.resolve(fs)
-	if err == nil || !strings.Contains(err.Error(), `--raft-log-store "rocks": want bolt or wal`) || strings.Contains(err.Error(), "Config.LogStore") {
+	if err == nil || !strings.Contains(err.Error(), `--raft-log-store "rocks": want auto, bolt or wal`) || strings.Contains(err.Error(), "Config.LogStore") {
 		t.Fatalf("bad log store: %v", err)
 	}
 }

@@ -144,16 +144,16 @@ func (h clusterHealth) summary(leader string) string {
 }
 
 func statusTable(tw *tabwriter.Writer, st *metadpb.StatusResponse, hashes map[string]stateHash, h clusterHealth) {
-	header := "NODE\tID\tADDRESS\tSTATE\tVOTER\tTERM\tCOMMIT\tAPPLIED\tLAST CONTACT"
+	header := "NODE\tID\tADDRESS\tSTATE\tVOTER\tTERM\tCOMMIT\tAPPLIED\tLAST CONTACT\tLOG STORE"
 	if hashes != nil {
 		header += "\tSTATE HASH\tAT COMMAND"
 	}
 	fmt.Fprintln(tw, header)
 	for i, n := range st.Nodes {
-		line := fmt.Sprintf("%d\t%s\t%s\t%s\t%v\t%d\t%d\t%d\t%s", i+1, n.NodeId, orDash(n.GrpcAddr), n.State, n.Voter,
-			n.Term, n.CommitIndex, n.AppliedIndex, lastContact(n))
+		line := fmt.Sprintf("%d\t%s\t%s\t%s\t%v\t%d\t%d\t%d\t%s\t%s", i+1, n.NodeId, orDash(n.GrpcAddr), n.State, n.Voter,
+			n.Term, n.CommitIndex, n.AppliedIndex, lastContact(n), orDash(n.RaftLogStore))
 		if n.Error != "" {
-			line = fmt.Sprintf("%d\t%s\t%s\t%s\t%v\t-\t-\t-\t%s", i+1, n.NodeId, orDash(n.GrpcAddr), n.State, n.Voter, shortReason(n.Error))
+			line = fmt.Sprintf("%d\t%s\t%s\t%s\t%v\t-\t-\t-\t%s\t-", i+1, n.NodeId, orDash(n.GrpcAddr), n.State, n.Voter, shortReason(n.Error))
 		}
 		if hashes != nil {
 			if sh, ok := hashes[n.NodeId]; ok {

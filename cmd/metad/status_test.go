@@ -107,8 +107,9 @@ func TestStatusIsHonest(t *testing.T) {
 
 	var st struct {
 		Nodes []struct {
-			NodeID    string `json:"nodeId"`
-			StateHash string `json:"stateHash"`
+			NodeID       string `json:"nodeId"`
+			StateHash    string `json:"stateHash"`
+			RaftLogStore string `json:"raftLogStore"`
 		} `json:"nodes"`
 		FailureTolerance int  `json:"failureTolerance"`
 		NoQuorum         bool `json:"noQuorum"`
@@ -119,6 +120,10 @@ func TestStatusIsHonest(t *testing.T) {
 	for _, n := range st.Nodes {
 		if len(n.StateHash) != 64 || strings.Trim(n.StateHash, "0123456789abcdef") != "" {
 			t.Errorf("%s: state hash %q is not hex SHA-256", n.NodeID, n.StateHash)
+		}
+		// New data dirs, the default --raft-log-store auto: wal.
+		if n.RaftLogStore != "wal" {
+			t.Errorf("%s: raft log store %q, want wal", n.NodeID, n.RaftLogStore)
 		}
 	}
 	if st.FailureTolerance != 1 || st.NoQuorum {

@@ -6,6 +6,10 @@
 // so `go test ./...` runs them beside the other packages instead of after
 // the integration package's own tests.
 //
+// TestRestartsAtSize is the same kind of test with size for its subject:
+// a rolling restart and a wiped follower of a cluster holding 2M index
+// records, whose restores and InstallSnapshot take seconds each.
+//
 // The faster membership tests (readiness, gossip before raft, amnesia) stay
 // in package integration.
 package longrun

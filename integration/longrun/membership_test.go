@@ -31,7 +31,7 @@ func TestPartitionedFollowerNotRemoved(t *testing.T) {
 	c := proc.New(t, 3)
 	c.StartAll()
 	c.WaitFormed(3)
-	leader := c.Leader(0)
+	leader := c.WaitLeader(0)
 	f := (leader + 1) % 3
 	w := proc.NewWriter(t, c.Client(leader), "partitioned")
 	c.Pause(f)
@@ -74,7 +74,7 @@ func TestRemovedServerStaysRemoved(t *testing.T) {
 		st, err := c.Status(0)
 		return err == nil && st.ClusterFeatureLevel == 2
 	})
-	leader := c.Leader(0)
+	leader := c.WaitLeader(0)
 	victim := (leader + 1) % 3
 	id := c.Nodes[victim].ID
 	st, err := c.Status(leader)

@@ -249,6 +249,18 @@ func (c *Cluster) Running(i int) bool {
 	return nd.cmd != nil
 }
 
+// PID returns server i's process id, 0 when it is not running, for a
+// test that reads its /proc entry (peak memory, say).
+func (c *Cluster) PID(i int) int {
+	nd := c.Nodes[i]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.cmd == nil {
+		return 0
+	}
+	return nd.cmd.Process.Pid
+}
+
 func (c *Cluster) signal(i int, sig syscall.Signal, wait bool) {
 	c.t.Helper()
 	nd := c.Nodes[i]
@@ -359,6 +371,20 @@ func (c *Cluster) Leader(from int) int {
 		}
 	}
 	return -1
+}
+
+// WaitLeader waits up to 30 s for server `from` to name a leader and
+// returns its index. Right after a cluster formed, one status call can
+// still miss (an election under way, or a call timed out on a loaded
+// machine), which Leader reports as -1.
+func (c *Cluster) WaitLeader(from int) int {
+	c.t.Helper()
+	leader := -1
+	c.WaitFor(fmt.Sprintf("server %d to name a leader", from), 30*time.Second, func() bool {
+		leader = c.Leader(from)
+		return leader >= 0
+	})
+	return leader
 }
 
 // Log returns server i's log so far.
