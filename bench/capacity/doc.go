@@ -45,8 +45,11 @@
 //     time, over loopback gRPC, not stored.
 //   - raft snapshot: metad has no way to force a raft snapshot (raft takes
 //     one when --raft-snapshot-threshold entries have been written since
-//     the last, checked every 2-4 minutes; no admin call triggers one), so
-//     the servers run with the threshold at --snapshot-threshold (1024)
+//     the last, checked every one to two --raft-snapshot-interval, 2
+//     minutes by default; no admin call triggers one), so the servers run
+//     with the threshold at --snapshot-threshold (1024), and the interval
+//     at --snapshot-interval if given (shorter waits less, but snapshots
+//     then fall into the load runs, which count them),
 //     and the tool waits, up to --snapshot-wait, until every node's newest
 //     snapshot (DATA/raft/snapshots/*/meta.json; each node takes its own)
 //     covers the fill, so that the restart below restores one. The
@@ -75,8 +78,9 @@
 //     a wiped server neither votes nor asks for votes until it has caught
 //     up); serving as above. install_snapshot says whether the leader sent
 //     it a snapshot (its log says "Installed remote snapshot"); when the
-//     leader still holds the whole log (fewer entries than raft's
-//     TrailingLogs, 10240, past its snapshot) it replays the log instead.
+//     leader still holds the whole log (fewer entries than
+//     --raft-trailing-logs, 10240 by default, past its snapshot) it
+//     replays the log instead.
 //
 // # Reading the figures
 //

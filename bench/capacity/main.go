@@ -32,6 +32,7 @@ type options struct {
 	duration, warmup  time.Duration
 	snapshotThreshold uint64
 	snapshotWait      time.Duration
+	snapshotInterval  time.Duration
 	rejoinTimeout     time.Duration
 	work, out, label  string
 	serverFlags       []string
@@ -72,6 +73,7 @@ func parseFlags(args []string, usage io.Writer) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time of each load run")
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up of each load run")
 	fs.Uint64Var(&o.snapshotThreshold, "snapshot-threshold", 1024, "the servers' --raft-snapshot-threshold (log entries between raft snapshots)")
+	fs.DurationVar(&o.snapshotInterval, "snapshot-interval", 0, "the servers' --raft-snapshot-interval (0: theirs, 2m); shorter waits less for raft snapshots but lets them fall into the load runs")
 	fs.DurationVar(&o.snapshotWait, "snapshot-wait", 6*time.Minute, "how long to wait at each size for the leader's raft snapshot to cover the fill (raft checks every 2-4 min); 0 skips")
 	fs.DurationVar(&o.rejoinTimeout, "rejoin-timeout", 30*time.Minute, "how long a restarted or wiped follower may take to serve")
 	fs.StringVar(&o.work, "work", "", "directory for the servers' data, logs and the JSON (default: a new temporary one, kept)")
@@ -123,6 +125,9 @@ func (o options) validate() error {
 	if o.snapshotThreshold < 1 {
 		bad("--snapshot-threshold %d: want at least 1", o.snapshotThreshold)
 	}
+	if o.snapshotInterval < 0 {
+		bad("--snapshot-interval %v: want >= 0", o.snapshotInterval)
+	}
 	if o.snapshotWait < 0 || o.rejoinTimeout <= 0 {
 		bad("--snapshot-wait %v, --rejoin-timeout %v: want >= 0 and > 0", o.snapshotWait, o.rejoinTimeout)
 	}
@@ -155,7 +160,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	serverFlags := append([]string{"--raft-snapshot-threshold", strconv.FormatUint(o.snapshotThreshold, 10)}, o.serverFlags...)
+	serverFlags := []string{"--raft-snapshot-threshold", strconv.FormatUint(o.snapshotThreshold, 10)}
+	if o.snapshotInterval > 0 {
+		serverFlags = append(serverFlags, "--raft-snapshot-interval", o.snapshotInterval.String())
+	}
+	serverFlags = append(serverFlags, o.serverFlags...)
 	if b.cl, err = newCluster(bin, o.work, 3, serverFlags); err != nil {
 		return err
 	}
@@ -166,7 +175,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	defer b.c.Close()
 	rep := &Report{Label: o.label, Commit: commit(), Machine: machine(), Settings: Settings{
 		Streams: o.streams, Trim: o.trim, Writers: o.writers, Concurrency: o.concurrency,
-		DurationSeconds: o.duration.Seconds(), SnapshotThreshold: o.snapshotThreshold, ServerFlags: o.serverFlags}}
+		DurationSeconds: o.duration.Seconds(), SnapshotThreshold: o.snapshotThreshold,
+		SnapshotIntervalSeconds: o.snapshotInterval.Seconds(), ServerFlags: o.serverFlags}}
 	if err := b.startCluster(ctx, rep); err != nil {
 		return err
 	}
@@ -216,6 +226,9 @@ func (b *bench) startCluster(ctx context.Context, rep *Report) error {
 	}
 	if err := b.cl.waitFormed(ctx, b.c, 2*time.Minute); err != nil {
 		return err
+	}
+	if m, err := b.cl.metrics(0); err == nil {
+		rep.Settings.LogStore = logStore(m)
 	}
 	var err error
 	rep.Empty, err = b.memory(ctx)
@@ -393,6 +406,18 @@ func describeMemory(mem []NodeMemory) string {
 		parts = append(parts, fmt.Sprintf("%s (%s) RSS %s MiB heap %s MiB", m.Node, m.Role, mib(m.RSSBytes), mib(m.HeapBytes)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// logStore names the raft log store a node's metrics report
+// (metad_raft_log_store{store="wal"} 1).
+func logStore(metrics map[string]float64) string {
+	const prefix = `metad_raft_log_store{store="`
+	for k, v := range metrics {
+		if rest, ok := strings.CutPrefix(k, prefix); ok && v == 1 {
+			return strings.TrimSuffix(rest, `"}`)
+		}
+	}
+	return "unknown"
 }
 
 // commit names the checkout the tool runs in.

@@ -23,13 +23,18 @@ type Report struct {
 
 // Settings are the flags that shaped the run.
 type Settings struct {
-	Streams           int      `json:"streams"`
-	Trim              float64  `json:"trim"`
-	Writers           int      `json:"writers"`
-	Concurrency       int      `json:"concurrency"`
-	DurationSeconds   float64  `json:"duration_s"`
-	SnapshotThreshold uint64   `json:"snapshot_threshold"`
-	ServerFlags       []string `json:"server_flags,omitempty"`
+	Streams           int     `json:"streams"`
+	Trim              float64 `json:"trim"`
+	Writers           int     `json:"writers"`
+	Concurrency       int     `json:"concurrency"`
+	DurationSeconds   float64 `json:"duration_s"`
+	SnapshotThreshold uint64  `json:"snapshot_threshold"`
+	// SnapshotIntervalSeconds is --snapshot-interval; 0 is the servers'
+	// default.
+	SnapshotIntervalSeconds float64  `json:"snapshot_interval_s,omitempty"`
+	ServerFlags             []string `json:"server_flags,omitempty"`
+	// LogStore is the raft log store the servers report (bolt or wal).
+	LogStore string `json:"log_store"`
 }
 
 // NodeMemory is one node's resident memory, read from /proc/PID/status.

@@ -130,7 +130,7 @@ func sampleReport() *Report {
 		}
 	}
 	return &Report{Label: "test", Commit: "abc", Machine: "2 cores",
-		Settings: Settings{Streams: 1000, Concurrency: 16, DurationSeconds: 10, SnapshotThreshold: 1024},
+		Settings: Settings{Streams: 1000, Concurrency: 16, DurationSeconds: 10, SnapshotThreshold: 1024, LogStore: "wal"},
 		Empty:    []NodeMemory{{Node: "n1", RSSBytes: 30 << 20}},
 		Sizes:    []SizeResult{size(10_000, 7), size(1_000_000, 9)}, WallSeconds: float64(time.Minute / time.Second)}
 }
@@ -150,5 +150,15 @@ time=2026-12-01T10:59:02.842Z level=INFO msg="restored from snapshot" component=
 	}
 	if _, ok := startupRestore(`time=bad msg="starting restore from snapshot"` + "\n" + `time=2026-12-01T10:59:02.842Z msg="restored from snapshot"`); ok {
 		t.Error("startupRestore accepted a restore whose start has no time")
+	}
+}
+
+func TestLogStoreFromMetrics(t *testing.T) {
+	m := map[string]float64{`metad_raft_log_store{store="bolt"}`: 0, `metad_raft_log_store{store="wal"}`: 1, "x": 1}
+	if got := logStore(m); got != "wal" {
+		t.Errorf("logStore = %q, want wal", got)
+	}
+	if got := logStore(map[string]float64{}); got != "unknown" {
+		t.Errorf("logStore of no metrics = %q", got)
 	}
 }

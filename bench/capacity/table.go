@@ -28,7 +28,7 @@ func settingsLine(s Settings) string {
 	if s.Trim > 0 {
 		trim = fmt.Sprintf("trim %.2f", s.Trim)
 	}
-	return fmt.Sprintf("up to %d streams, %s, raft snapshot threshold %d", s.Streams, trim, s.SnapshotThreshold)
+	return fmt.Sprintf("up to %d streams, %s, raft snapshot threshold %d, log store %s", s.Streams, trim, s.SnapshotThreshold, s.LogStore)
 }
 
 func table(w io.Writer, head []string, sizes []SizeResult, row func(SizeResult) []string) {

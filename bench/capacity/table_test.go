@@ -10,7 +10,7 @@ func TestWriteTables(t *testing.T) {
 	writeTables(&b, sampleReport())
 	out := b.String()
 	for _, want := range []string{
-		"### State and recovery (up to 1000 streams, untrimmed, raft snapshot threshold 1024)",
+		"### State and recovery (up to 1000 streams, untrimmed, raft snapshot threshold 1024, log store wal)",
 		// records, live, streams, leader RSS, B/record (RSS, heap), checkpoint MB and s,
 		// raft snapshot MB and persist s, restart, restore, wiped, via
 		"| 10k | 10k | 1000 | 64.0 | 180 | 120 | 1.5 | 0.25 | 1.5 | 0.80 | 1.50 | 0.70 | 3.25 | InstallSnapshot |",
