@@ -115,11 +115,14 @@ type capTarget struct {
 
 const mib = 1 << 20
 
+// peakSeries is drawn dashed: it often lies on the leader's line.
+const peakSeries = "peak of any node (VmHWM)"
+
 var capacityCharts = []capChart{
 	{"memory.png", "Resident memory per node", "MiB (VmRSS after the fill)", []capSeries{
 		{"leader", func(s capSize) (float64, bool) { return role(s, "leader", false) }},
 		{"followers (largest)", func(s capSize) (float64, bool) { return role(s, "follower", false) }},
-		{"peak of any node (VmHWM)", func(s capSize) (float64, bool) { return role(s, "", true) }},
+		{peakSeries, func(s capSize) (float64, bool) { return role(s, "", true) }},
 	}, nil},
 	{"bytes-per-record.png", "Memory per index record", "bytes over the empty cluster's, per live record", []capSeries{
 		{"leader RSS after the fill", positive(func(s capSize) float64 { return s.BytesPerRecord })},
@@ -286,6 +289,10 @@ func capacityChart(r *capReport, c capChart, suffix string) (*plot.Plot, bool, e
 		line.Color = palette[i%len(palette)]
 		line.Width = vg.Points(1.5)
 		dots.Color, dots.Shape = line.Color, draw.CircleGlyph{}
+		if s.name == peakSeries {
+			line.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
+			dots.Shape = draw.BoxGlyph{}
+		}
 		p.Add(line, dots)
 		p.Legend.Add(s.name, line, dots)
 		drawn++
