@@ -87,7 +87,8 @@
 // The state also holds what the load runs leave: request ids are kept for
 // fsm.DedupTTL (10 minutes) and a commit-append run at 2500/s leaves tens
 // of thousands, so at small sizes memory and snapshot bytes per record
-// are dominated by them; the curves mean most from 100k records on. RSS
+// are dominated by them; the curves mean most from 100k records on, and
+// --skip load gives memory figures without them. RSS
 // includes the Go heap's headroom (GOGC) and garbage not yet returned to
 // the kernel. Phase wall times are printed so that a larger run can be
 // planned: the fill is roughly linear in records, the raft snapshot wait
