@@ -8,6 +8,7 @@
 //	go run ./bench/capacity                                  # 10k, 100k, 1M over 1000 streams
 //	go run ./bench/capacity --sizes 10k,100k,1M,10M --streams 10000
 //	go run ./bench/capacity --trim 0.5 --streams 100000      # half of every stream trimmed away
+//	go run ./bench/capacity --sizes 10k,10M --resolve-window 10  # resolve the same offsets (and objects) at every size
 //	go run ./bench/capacity --metad /path/to/metad --server-flags "--raft-log-store wal"
 //	(cd bench/plot && go run . -capacity /tmp/metad-capacity.X/capacity.json -out ../charts/capacity)
 //

@@ -29,6 +29,7 @@ type options struct {
 	trim              float64
 	writers           int
 	concurrency       int
+	resolveWindow     uint64
 	duration, warmup  time.Duration
 	snapshotThreshold uint64
 	snapshotWait      time.Duration
@@ -70,6 +71,7 @@ func parseFlags(args []string, usage io.Writer) (options, error) {
 	fs.Float64Var(&o.trim, "trim", 0, "after each size, trim every stream's oldest fraction of offsets (0: untrimmed; 0..0.99)")
 	fs.IntVar(&o.writers, "writers", 8, "concurrent writers of the fill (1..256)")
 	fs.IntVar(&o.concurrency, "concurrency", 16, "workers of the resolve and commit-append runs")
+	fs.Uint64Var(&o.resolveWindow, "resolve-window", 0, "resolve only the first N live offsets of each stream (a working set, and so a set of objects to pin, that stays the same as the state grows); 0: any live offset")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time of each load run")
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up of each load run")
 	fs.Uint64Var(&o.snapshotThreshold, "snapshot-threshold", 1024, "the servers' --raft-snapshot-threshold (log entries between raft snapshots)")
@@ -174,7 +176,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	defer b.c.Close()
 	rep := &Report{Label: o.label, Commit: commit(), Machine: machine(), Settings: Settings{
-		Streams: o.streams, Trim: o.trim, Writers: o.writers, Concurrency: o.concurrency,
+		Streams: o.streams, Trim: o.trim, Writers: o.writers, Concurrency: o.concurrency, ResolveWindow: o.resolveWindow,
 		DurationSeconds: o.duration.Seconds(), SnapshotThreshold: o.snapshotThreshold,
 		SnapshotIntervalSeconds: o.snapshotInterval.Seconds(), ServerFlags: o.serverFlags}}
 	if err := b.startCluster(ctx, rep); err != nil {

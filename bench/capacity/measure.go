@@ -255,10 +255,15 @@ type outcomeError struct{ outcome metadpb.Outcome }
 
 func (e outcomeError) Error() string { return "resolve answered " + e.outcome.String() }
 
-// resolveOnce resolves a random live offset of a random filled stream.
+// resolveOnce resolves a random live offset of a random filled stream,
+// among its first --resolve-window live offsets if that is set.
 func (b *bench) resolveOnce(ctx context.Context, _ int) (string, error) {
 	s := b.f.streams[rand.IntN(len(b.f.streams))]
-	off := s.trim + rand.Uint64N(s.end-s.trim)
+	span := s.end - s.trim
+	if w := b.o.resolveWindow; w > 0 && w < span {
+		span = w
+	}
+	off := s.trim + rand.Uint64N(span)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	resp, err := b.c.Resolve(ctx, s.id, metadpb.View_COMMITTED, off, nil)

@@ -27,6 +27,7 @@ type Settings struct {
 	Trim              float64 `json:"trim"`
 	Writers           int     `json:"writers"`
 	Concurrency       int     `json:"concurrency"`
+	ResolveWindow     uint64  `json:"resolve_window,omitempty"`
 	DurationSeconds   float64 `json:"duration_s"`
 	SnapshotThreshold uint64  `json:"snapshot_threshold"`
 	// SnapshotIntervalSeconds is --snapshot-interval; 0 is the servers'
