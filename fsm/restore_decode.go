@@ -261,22 +261,13 @@ func decodeEvidenceState(b []byte, out *restoredEvidence) bool {
 	}
 }
 
-func decodeRange(b []byte, rng *Range) bool {
-	r := newWireReader(b)
-	for {
-		num, typ, ok := r.next(2)
-		if !ok {
-			return r.done()
-		}
-		if num == 1 {
-			rng.Start = r.varint(typ)
-		} else {
-			rng.End = r.varint(typ)
-		}
-	}
-}
+func decodeRange(b []byte, rng *Range) bool { return decodePair(b, &rng.Start, &rng.End) }
 
-func decodeByteRange(b []byte, br *ByteRange) bool {
+func decodeByteRange(b []byte, br *ByteRange) bool { return decodePair(b, &br.Offset, &br.Length) }
+
+// decodePair decodes a message of two varint fields, numbers 1 and 2
+// (Range, ByteRange).
+func decodePair(b []byte, first, second *uint64) bool {
 	r := newWireReader(b)
 	for {
 		num, typ, ok := r.next(2)
@@ -284,9 +275,9 @@ func decodeByteRange(b []byte, br *ByteRange) bool {
 			return r.done()
 		}
 		if num == 1 {
-			br.Offset = r.varint(typ)
+			*first = r.varint(typ)
 		} else {
-			br.Length = r.varint(typ)
+			*second = r.varint(typ)
 		}
 	}
 }
