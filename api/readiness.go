@@ -77,7 +77,9 @@ func readyVerdict(in readyInput) (bool, string) {
 	case in.opening:
 		return false, "restoring the raft state (latest snapshot) before serving"
 	case !in.member:
-		return false, "not a member of the raft configuration"
+		// A wiped server is in the leader's configuration, but holds none
+		// until the leader's snapshot or log reaches it.
+		return false, "not a member of the raft configuration this node holds (yet: a new or wiped server learns it from the leader)"
 	case in.leaderID == "":
 		return false, "no leader known"
 	case in.leader && !in.readReady:
