@@ -88,31 +88,9 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	if n.objects, err = openObjects(cfg.Objects); err != nil {
 		return nil, err
 	}
-	if n.incarnation, err = LoadIncarnation(cfg.DataDir); err != nil {
+	if err = n.loadIdentity(&cfg); err != nil {
 		return nil, err
 	}
-	recordedID, err := LoadClusterID(cfg.DataDir)
-	if err != nil {
-		return nil, err
-	}
-	n.clusterID = &clusterIdentity{dataDir: cfg.DataDir, recorded: recordedID}
-	cfg.Raft.ClusterID, cfg.Membership.ClusterID = recordedID, recordedID
-	if cfg.Security.GossipKeyFile != "" {
-		if cfg.Membership.GossipKeys, err = LoadGossipKeys(cfg.Security.GossipKeyFile); err != nil {
-			return nil, err
-		}
-	}
-	var dial func(string) string
-	if len(cfg.DialMap) > 0 {
-		dial = cfg.dial
-	}
-	n.peers = api.NewPeerClient(dial)
-	if n.sec, err = newSecurity(cfg.Security, cfg.multiNode(), log.With("component", "security")); err != nil {
-		return nil, err
-	}
-	n.peers.SetCredentials(n.sec.peerDialOptions()...)
-	n.peers.SetClusterID(n.ownClusterID)
-	cfg.Raft.TLS = n.sec.raftTLS()
 	// Gossip first: opening raft restores the latest snapshot (minutes for
 	// a large state), and a server that announces itself meanwhile is
 	// alive to the leader, never a removal candidate.
@@ -159,6 +137,39 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 		return nil, err
 	}
 	return n, nil
+}
+
+// loadIdentity reads what this node is from its data dir (its incarnation
+// and recorded cluster id) and sets up how it proves it to the others
+// (gossip keys, peer credentials, TLS), filling in the parts of cfg's raft
+// and membership settings that depend on them.
+func (n *Server) loadIdentity(cfg *Config) (err error) {
+	if n.incarnation, err = LoadIncarnation(cfg.DataDir); err != nil {
+		return err
+	}
+	recordedID, err := LoadClusterID(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	n.clusterID = &clusterIdentity{dataDir: cfg.DataDir, recorded: recordedID}
+	cfg.Raft.ClusterID, cfg.Membership.ClusterID = recordedID, recordedID
+	if cfg.Security.GossipKeyFile != "" {
+		if cfg.Membership.GossipKeys, err = LoadGossipKeys(cfg.Security.GossipKeyFile); err != nil {
+			return err
+		}
+	}
+	var dial func(string) string
+	if len(cfg.DialMap) > 0 {
+		dial = cfg.dial
+	}
+	n.peers = api.NewPeerClient(dial)
+	if n.sec, err = newSecurity(cfg.Security, cfg.multiNode(), n.log.With("component", "security")); err != nil {
+		return err
+	}
+	n.peers.SetCredentials(n.sec.peerDialOptions()...)
+	n.peers.SetClusterID(n.ownClusterID)
+	cfg.Raft.TLS = n.sec.raftTLS()
+	return nil
 }
 
 // startServing builds the loops and the API and starts serving gRPC and HTTP.
