@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -40,7 +41,15 @@ const (
 var LogStores = []LogStore{LogStoreAuto, LogStoreBolt, LogStoreWAL}
 
 // Valid reports whether l is one of LogStores.
-func (l LogStore) Valid() bool { return l == LogStoreAuto || l == LogStoreBolt || l == LogStoreWAL }
+func (l LogStore) Valid() bool { return slices.Contains(LogStores, l) }
+
+// refuses reports whether a dir holding has must not be opened with l
+// configured: both name a log store, and not the same one. Empty has is a
+// dir with no log yet; an empty l (offline tools) and auto take what the
+// dir holds.
+func (l LogStore) refuses(has LogStore) bool {
+	return has != "" && l != "" && l != LogStoreAuto && has != l
+}
 
 // newDirLogStore is what auto starts a new data dir on: raft-wal, one
 // fsync per write instead of bbolt's two (PERFORMANCE.md "Raft log stores").
@@ -230,7 +239,7 @@ func (d *disk) decideKind(o diskOptions) (LogStore, error) {
 	switch {
 	case err != nil:
 		return "", err
-	case has != "" && o.want != "" && o.want != LogStoreAuto && has != o.want:
+	case o.want.refuses(has):
 		return "", &LogStoreMismatchError{Dir: d.dir, Has: has, Wants: o.want}
 	case has != "":
 		return has, nil
@@ -305,7 +314,7 @@ func CheckLogStore(dir string, want LogStore) error {
 		return nil
 	case err != nil:
 		return err
-	case has != "" && want != LogStoreAuto && has != want:
+	case want.refuses(has):
 		return &LogStoreMismatchError{Dir: dir, Has: has, Wants: want}
 	}
 	return nil
