@@ -15,7 +15,7 @@ const module = "github.com/metad/metad"
 
 // pureCore packages decide; they never do I/O, read clocks, log, or start
 // goroutines, so they can be tested exhaustively and deterministically.
-var pureCore = []string{"fsm", "fsm/fsmpb", "resolver"}
+var pureCore = []string{"fsm", "fsm/fsmpb", "resolver", "checksum"}
 
 // forbiddenInCore may not appear anywhere in a pure package's transitive
 // dependencies.
@@ -48,6 +48,9 @@ var inward = map[string][]string{
 	"client":      {"fsm", "resolver", "repair", "raftstore", "membership", "cmd/metad", "jepsen", "readpath"},
 	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$", "faults", "readpath"},
 	"faults":      {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal", "readpath"},
+	// The data checksum is a leaf: fsm, objectstore, client and the tools
+	// import it, and it imports nothing of the project's.
+	"checksum": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "tlsconfig", "readpath", "internal", "clock", "watch"},
 	// Security leaves: raftstore, api, node and client use them.
 	"tlsconfig": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "readpath"},
 	"auth":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "tlsconfig", "readpath"},

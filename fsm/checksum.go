@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"sync"
+
+	"github.com/metad/metad/checksum"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -54,6 +56,22 @@ func RecordChecksum(key IndexKey, r Range, survivors []Range, obj ObjectRef, b B
 	return sum
 }
 
+// RecordChecksumData is RecordChecksum for a record that carries a data
+// checksum: the canonical encoding above, then, only when data is set, the
+// byte 1 and data.CRC u32. A record without one (every record from before
+// feature level 3) has the checksum RecordChecksum gives, so records
+// published before the level keep verifying.
+func RecordChecksumData(key IndexKey, r Range, survivors []Range, obj ObjectRef, b ByteRange, data checksum.Data) uint32 {
+	sum := RecordChecksum(key, r, survivors, obj, b)
+	if !data.Set {
+		return sum
+	}
+	var tail [5]byte
+	tail[0] = 1
+	binary.BigEndian.PutUint32(tail[1:], data.CRC)
+	return crc32.Update(sum, castagnoli, tail[:])
+}
+
 // maxPooledChecksumBuffer bounds what the pool keeps: a record with many
 // survivors needs a large buffer once, not for ever.
 const maxPooledChecksumBuffer = 4 << 10
@@ -65,5 +83,5 @@ var checksumBuffers = sync.Pool{New: func() any {
 
 // Verify reports whether the record's checksum matches its canonical fields.
 func (r RecordInfo) Verify() bool {
-	return r.Checksum == RecordChecksum(r.Key, r.Range, r.Survivors, r.Object, r.Bytes)
+	return r.Checksum == RecordChecksumData(r.Key, r.Range, r.Survivors, r.Object, r.Bytes, r.Data)
 }

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -120,6 +121,9 @@ type RecordInfo struct {
 	Version   uint64 // Raft index of the record's last write
 	Checksum  uint32
 	Status    RecordStatus
+	// Data is the CRC-32C of the bytes of Bytes, as the writer committed
+	// it; absent on records from before feature level 3.
+	Data checksum.Data
 }
 
 // EvidenceInfo is the authoritative record of one committed append.
@@ -130,6 +134,8 @@ type EvidenceInfo struct {
 	Bytes       ByteRange
 	WriterEpoch uint64
 	Version     uint64 // Raft index the append committed at
+	// Data is the CRC-32C of the append's bytes; absent before level 3.
+	Data checksum.Data
 }
 
 // ObjectInfo is one entry of the object registry.

@@ -768,12 +768,16 @@ func (x *IndexKey) GetStart() uint64 {
 // then start u64, end u64 of each; len(key) u32, key; len(identity) u32,
 // identity; bytes.offset u64; bytes.length u64.
 type IndexRecord struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Range         *Range                 `protobuf:"bytes,1,opt,name=range,proto3" json:"range,omitempty"`
-	Survivors     []*Range               `protobuf:"bytes,2,rep,name=survivors,proto3" json:"survivors,omitempty"`
-	Object        *ObjectRef             `protobuf:"bytes,3,opt,name=object,proto3" json:"object,omitempty"`
-	Bytes         *ByteRange             `protobuf:"bytes,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	Checksum      uint32                 `protobuf:"varint,5,opt,name=checksum,proto3" json:"checksum,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Range     *Range                 `protobuf:"bytes,1,opt,name=range,proto3" json:"range,omitempty"`
+	Survivors []*Range               `protobuf:"bytes,2,rep,name=survivors,proto3" json:"survivors,omitempty"`
+	Object    *ObjectRef             `protobuf:"bytes,3,opt,name=object,proto3" json:"object,omitempty"`
+	Bytes     *ByteRange             `protobuf:"bytes,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Checksum  uint32                 `protobuf:"varint,5,opt,name=checksum,proto3" json:"checksum,omitempty"`
+	// data_crc32c: the CRC-32C (Castagnoli) of the exact bytes of `bytes`,
+	// computed by the writer; every reader checks it. Kept from feature
+	// level 3 on; absent on records from before it (read unchecked).
+	DataCrc32C    *uint32 `protobuf:"fixed32,6,opt,name=data_crc32c,json=dataCrc32c,proto3,oneof" json:"data_crc32c,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -839,6 +843,13 @@ func (x *IndexRecord) GetBytes() *ByteRange {
 func (x *IndexRecord) GetChecksum() uint32 {
 	if x != nil {
 		return x.Checksum
+	}
+	return 0
+}
+
+func (x *IndexRecord) GetDataCrc32C() uint32 {
+	if x != nil && x.DataCrc32C != nil {
+		return *x.DataCrc32C
 	}
 	return 0
 }
@@ -1061,8 +1072,10 @@ type CommitAppendRequest struct {
 	Object        *ObjectRef `protobuf:"bytes,5,opt,name=object,proto3" json:"object,omitempty"`
 	Bytes         *ByteRange `protobuf:"bytes,6,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	// index_gen0 also writes the COMMITTED generation-0 index record.
-	IndexGen0     bool   `protobuf:"varint,7,opt,name=index_gen0,json=indexGen0,proto3" json:"index_gen0,omitempty"`
-	RequestId     string `protobuf:"bytes,8,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	IndexGen0 bool   `protobuf:"varint,7,opt,name=index_gen0,json=indexGen0,proto3" json:"index_gen0,omitempty"`
+	RequestId string `protobuf:"bytes,8,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// data_crc32c: the CRC-32C of the append's bytes (see IndexRecord).
+	DataCrc32C    *uint32 `protobuf:"fixed32,9,opt,name=data_crc32c,json=dataCrc32c,proto3,oneof" json:"data_crc32c,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1151,6 +1164,13 @@ func (x *CommitAppendRequest) GetRequestId() string {
 		return x.RequestId
 	}
 	return ""
+}
+
+func (x *CommitAppendRequest) GetDataCrc32C() uint32 {
+	if x != nil && x.DataCrc32C != nil {
+		return *x.DataCrc32C
+	}
+	return 0
 }
 
 type CommitAppendResponse struct {
@@ -3174,6 +3194,7 @@ type Evidence struct {
 	Bytes         *ByteRange             `protobuf:"bytes,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	WriterEpoch   uint64                 `protobuf:"varint,4,opt,name=writer_epoch,json=writerEpoch,proto3" json:"writer_epoch,omitempty"`
 	Version       uint64                 `protobuf:"varint,5,opt,name=version,proto3" json:"version,omitempty"`
+	DataCrc32C    *uint32                `protobuf:"fixed32,6,opt,name=data_crc32c,json=dataCrc32c,proto3,oneof" json:"data_crc32c,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3239,6 +3260,13 @@ func (x *Evidence) GetWriterEpoch() uint64 {
 func (x *Evidence) GetVersion() uint64 {
 	if x != nil {
 		return x.Version
+	}
+	return 0
+}
+
+func (x *Evidence) GetDataCrc32C() uint32 {
+	if x != nil && x.DataCrc32C != nil {
+		return *x.DataCrc32C
 	}
 	return 0
 }
@@ -3500,9 +3528,13 @@ func (x *DescribeObjectRequest) GetConsistency() Consistency {
 }
 
 type DescribeObjectResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Object        *Object                `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
-	AppliedIndex  uint64                 `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// object is the key's newest version (the last registered).
+	Object       *Object `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	AppliedIndex uint64  `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// versions lists every version of the key the registry holds, by
+	// identity (feature level 3: a key has many versions; below it, one).
+	Versions      []*Object `protobuf:"bytes,3,rep,name=versions,proto3" json:"versions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3549,6 +3581,13 @@ func (x *DescribeObjectResponse) GetAppliedIndex() uint64 {
 		return x.AppliedIndex
 	}
 	return 0
+}
+
+func (x *DescribeObjectResponse) GetVersions() []*Object {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
 }
 
 type ResolveRequest struct {
@@ -3652,7 +3691,11 @@ type Target struct {
 	PinTtl *durationpb.Duration `protobuf:"bytes,10,opt,name=pin_ttl,json=pinTtl,proto3" json:"pin_ttl,omitempty"`
 	// pin_shared: the pin is a lease that also serves other readers of the
 	// same object; it expires by itself, and ReleasePin refuses it.
-	PinShared     bool `protobuf:"varint,11,opt,name=pin_shared,json=pinShared,proto3" json:"pin_shared,omitempty"`
+	PinShared bool `protobuf:"varint,11,opt,name=pin_shared,json=pinShared,proto3" json:"pin_shared,omitempty"`
+	// data_crc32c: the CRC-32C of the exact bytes of `bytes`, as the writer
+	// committed it; the reader checks it on every read. Absent: the record
+	// predates data checksums and is read unchecked.
+	DataCrc32C    *uint32 `protobuf:"fixed32,12,opt,name=data_crc32c,json=dataCrc32c,proto3,oneof" json:"data_crc32c,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3762,6 +3805,13 @@ func (x *Target) GetPinShared() bool {
 		return x.PinShared
 	}
 	return false
+}
+
+func (x *Target) GetDataCrc32C() uint32 {
+	if x != nil && x.DataCrc32C != nil {
+		return *x.DataCrc32C
+	}
+	return 0
 }
 
 type Refusal struct {
@@ -5735,13 +5785,16 @@ const file_metad_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x03 \x01(\x04R\n" +
 	"generation\x12\x14\n" +
-	"\x05start\x18\x04 \x01(\x04R\x05start\"\xd7\x01\n" +
+	"\x05start\x18\x04 \x01(\x04R\x05start\"\x8d\x02\n" +
 	"\vIndexRecord\x12%\n" +
 	"\x05range\x18\x01 \x01(\v2\x0f.metad.v1.RangeR\x05range\x12-\n" +
 	"\tsurvivors\x18\x02 \x03(\v2\x0f.metad.v1.RangeR\tsurvivors\x12+\n" +
 	"\x06object\x18\x03 \x01(\v2\x13.metad.v1.ObjectRefR\x06object\x12)\n" +
 	"\x05bytes\x18\x04 \x01(\v2\x13.metad.v1.ByteRangeR\x05bytes\x12\x1a\n" +
-	"\bchecksum\x18\x05 \x01(\rR\bchecksum\"H\n" +
+	"\bchecksum\x18\x05 \x01(\rR\bchecksum\x12$\n" +
+	"\vdata_crc32c\x18\x06 \x01(\aH\x00R\n" +
+	"dataCrc32c\x88\x01\x01B\x0e\n" +
+	"\f_data_crc32c\"H\n" +
 	"\x13CreateStreamRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
@@ -5755,7 +5808,7 @@ const file_metad_proto_rawDesc = "" +
 	"request_id\x18\x02 \x01(\tR\trequestId\"S\n" +
 	"\x14OpenForWriteResponse\x12!\n" +
 	"\fwriter_epoch\x18\x01 \x01(\x04R\vwriterEpoch\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x04R\aversion\"\xa4\x02\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\"\xda\x02\n" +
 	"\x13CommitAppendRequest\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12!\n" +
 	"\fwriter_epoch\x18\x02 \x01(\x04R\vwriterEpoch\x12%\n" +
@@ -5766,7 +5819,10 @@ const file_metad_proto_rawDesc = "" +
 	"\n" +
 	"index_gen0\x18\a \x01(\bR\tindexGen0\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\b \x01(\tR\trequestId\"U\n" +
+	"request_id\x18\b \x01(\tR\trequestId\x12$\n" +
+	"\vdata_crc32c\x18\t \x01(\aH\x00R\n" +
+	"dataCrc32c\x88\x01\x01B\x0e\n" +
+	"\f_data_crc32c\"U\n" +
 	"\x14CommitAppendResponse\x12#\n" +
 	"\rcommitted_end\x18\x01 \x01(\x04R\fcommittedEnd\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\"\xb7\x02\n" +
@@ -5921,13 +5977,16 @@ const file_metad_proto_rawDesc = "" +
 	"\vconsistency\x18\x06 \x01(\x0e2\x15.metad.v1.ConsistencyR\vconsistency\"o\n" +
 	"\x11ListIndexResponse\x125\n" +
 	"\arecords\x18\x01 \x03(\v2\x1b.metad.v1.StoredIndexRecordR\arecords\x12#\n" +
-	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\xc6\x01\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\xfc\x01\n" +
 	"\bEvidence\x12%\n" +
 	"\x05range\x18\x01 \x01(\v2\x0f.metad.v1.RangeR\x05range\x12+\n" +
 	"\x06object\x18\x02 \x01(\v2\x13.metad.v1.ObjectRefR\x06object\x12)\n" +
 	"\x05bytes\x18\x03 \x01(\v2\x13.metad.v1.ByteRangeR\x05bytes\x12!\n" +
 	"\fwriter_epoch\x18\x04 \x01(\x04R\vwriterEpoch\x12\x18\n" +
-	"\aversion\x18\x05 \x01(\x04R\aversion\"\x95\x01\n" +
+	"\aversion\x18\x05 \x01(\x04R\aversion\x12$\n" +
+	"\vdata_crc32c\x18\x06 \x01(\aH\x00R\n" +
+	"dataCrc32c\x88\x01\x01B\x0e\n" +
+	"\f_data_crc32c\"\x95\x01\n" +
 	"\x13ListEvidenceRequest\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\x04R\x04from\x12\x14\n" +
@@ -5947,16 +6006,17 @@ const file_metad_proto_rawDesc = "" +
 	"\x04pins\x18\x06 \x01(\x04R\x04pins\"b\n" +
 	"\x15DescribeObjectRequest\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x127\n" +
-	"\vconsistency\x18\x02 \x01(\x0e2\x15.metad.v1.ConsistencyR\vconsistency\"g\n" +
+	"\vconsistency\x18\x02 \x01(\x0e2\x15.metad.v1.ConsistencyR\vconsistency\"\x95\x01\n" +
 	"\x16DescribeObjectResponse\x12(\n" +
 	"\x06object\x18\x01 \x01(\v2\x10.metad.v1.ObjectR\x06object\x12#\n" +
-	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\xb3\x01\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12,\n" +
+	"\bversions\x18\x03 \x03(\v2\x10.metad.v1.ObjectR\bversions\"\xb3\x01\n" +
 	"\x0eResolveRequest\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\"\n" +
 	"\x04view\x18\x02 \x01(\x0e2\x0e.metad.v1.ViewR\x04view\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x04R\x06offset\x120\n" +
 	"\aexclude\x18\x04 \x03(\v2\x16.metad.v1.CandidateRefR\aexclude\x12\x16\n" +
-	"\x06holder\x18\x05 \x01(\tR\x06holder\"\xc2\x03\n" +
+	"\x06holder\x18\x05 \x01(\tR\x06holder\"\xf8\x03\n" +
 	"\x06Target\x12$\n" +
 	"\x03key\x18\x01 \x01(\v2\x12.metad.v1.IndexKeyR\x03key\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x1a\n" +
@@ -5971,7 +6031,10 @@ const file_metad_proto_rawDesc = "" +
 	"\apin_ttl\x18\n" +
 	" \x01(\v2\x19.google.protobuf.DurationR\x06pinTtl\x12\x1d\n" +
 	"\n" +
-	"pin_shared\x18\v \x01(\bR\tpinShared\"o\n" +
+	"pin_shared\x18\v \x01(\bR\tpinShared\x12$\n" +
+	"\vdata_crc32c\x18\f \x01(\aH\x00R\n" +
+	"dataCrc32c\x88\x01\x01B\x0e\n" +
+	"\f_data_crc32c\"o\n" +
 	"\aRefusal\x124\n" +
 	"\tcandidate\x18\x01 \x01(\v2\x16.metad.v1.CandidateRefR\tcandidate\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x16\n" +
@@ -6369,106 +6432,107 @@ var file_metad_proto_depIdxs = []int32{
 	6,   // 44: metad.v1.Object.status:type_name -> metad.v1.ObjectStatus
 	1,   // 45: metad.v1.DescribeObjectRequest.consistency:type_name -> metad.v1.Consistency
 	55,  // 46: metad.v1.DescribeObjectResponse.object:type_name -> metad.v1.Object
-	0,   // 47: metad.v1.ResolveRequest.view:type_name -> metad.v1.View
-	36,  // 48: metad.v1.ResolveRequest.exclude:type_name -> metad.v1.CandidateRef
-	12,  // 49: metad.v1.Target.key:type_name -> metad.v1.IndexKey
-	9,   // 50: metad.v1.Target.record_range:type_name -> metad.v1.Range
-	9,   // 51: metad.v1.Target.resolved:type_name -> metad.v1.Range
-	11,  // 52: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
-	10,  // 53: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
-	92,  // 54: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
-	91,  // 55: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
-	36,  // 56: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
-	7,   // 57: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
-	59,  // 58: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
-	60,  // 59: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
-	92,  // 60: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
-	60,  // 61: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
-	92,  // 62: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
-	91,  // 63: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
-	63,  // 64: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
-	66,  // 65: metad.v1.StatusResponse.tombstones:type_name -> metad.v1.Tombstone
-	92,  // 66: metad.v1.Tombstone.removed_at:type_name -> google.protobuf.Timestamp
-	67,  // 67: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
-	66,  // 68: metad.v1.MembersResponse.tombstones:type_name -> metad.v1.Tombstone
-	92,  // 69: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
-	77,  // 70: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
-	78,  // 71: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
-	8,   // 72: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
-	3,   // 73: metad.v1.WatchEvent.status:type_name -> metad.v1.StreamStatus
-	9,   // 74: metad.v1.WatchEvent.range:type_name -> metad.v1.Range
-	11,  // 75: metad.v1.WatchEvent.object:type_name -> metad.v1.ObjectRef
-	10,  // 76: metad.v1.WatchEvent.bytes:type_name -> metad.v1.ByteRange
-	0,   // 77: metad.v1.WatchEvent.view:type_name -> metad.v1.View
-	14,  // 78: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
-	16,  // 79: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
-	18,  // 80: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
-	20,  // 81: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
-	22,  // 82: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
-	24,  // 83: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
-	26,  // 84: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
-	28,  // 85: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
-	30,  // 86: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
-	32,  // 87: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
-	34,  // 88: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
-	37,  // 89: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
-	41,  // 90: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
-	43,  // 91: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
-	50,  // 92: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
-	53,  // 93: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
-	56,  // 94: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
-	46,  // 95: metad.v1.Metad.ListQuarantined:input_type -> metad.v1.ListQuarantinedRequest
-	48,  // 96: metad.v1.Metad.LiftQuarantine:input_type -> metad.v1.LiftQuarantineRequest
-	58,  // 97: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
-	89,  // 98: metad.v1.Metad.Watch:input_type -> metad.v1.WatchRequest
-	64,  // 99: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
-	68,  // 100: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
-	70,  // 101: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
-	72,  // 102: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
-	74,  // 103: metad.v1.Cluster.Untombstone:input_type -> metad.v1.UntombstoneRequest
-	76,  // 104: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
-	82,  // 105: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
-	84,  // 106: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
-	86,  // 107: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
-	88,  // 108: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
-	80,  // 109: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
-	15,  // 110: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
-	17,  // 111: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
-	19,  // 112: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
-	21,  // 113: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
-	23,  // 114: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
-	25,  // 115: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
-	27,  // 116: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
-	29,  // 117: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
-	31,  // 118: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
-	33,  // 119: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
-	35,  // 120: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
-	38,  // 121: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
-	42,  // 122: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
-	44,  // 123: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
-	51,  // 124: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
-	54,  // 125: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
-	57,  // 126: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
-	47,  // 127: metad.v1.Metad.ListQuarantined:output_type -> metad.v1.ListQuarantinedResponse
-	49,  // 128: metad.v1.Metad.LiftQuarantine:output_type -> metad.v1.LiftQuarantineResponse
-	61,  // 129: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
-	90,  // 130: metad.v1.Metad.Watch:output_type -> metad.v1.WatchEvent
-	65,  // 131: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
-	69,  // 132: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
-	71,  // 133: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
-	73,  // 134: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
-	75,  // 135: metad.v1.Cluster.Untombstone:output_type -> metad.v1.UntombstoneResponse
-	79,  // 136: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
-	83,  // 137: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
-	85,  // 138: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
-	87,  // 139: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
-	63,  // 140: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
-	81,  // 141: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
-	110, // [110:142] is the sub-list for method output_type
-	78,  // [78:110] is the sub-list for method input_type
-	78,  // [78:78] is the sub-list for extension type_name
-	78,  // [78:78] is the sub-list for extension extendee
-	0,   // [0:78] is the sub-list for field type_name
+	55,  // 47: metad.v1.DescribeObjectResponse.versions:type_name -> metad.v1.Object
+	0,   // 48: metad.v1.ResolveRequest.view:type_name -> metad.v1.View
+	36,  // 49: metad.v1.ResolveRequest.exclude:type_name -> metad.v1.CandidateRef
+	12,  // 50: metad.v1.Target.key:type_name -> metad.v1.IndexKey
+	9,   // 51: metad.v1.Target.record_range:type_name -> metad.v1.Range
+	9,   // 52: metad.v1.Target.resolved:type_name -> metad.v1.Range
+	11,  // 53: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
+	10,  // 54: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
+	92,  // 55: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
+	91,  // 56: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
+	36,  // 57: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
+	7,   // 58: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
+	59,  // 59: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
+	60,  // 60: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
+	92,  // 61: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
+	60,  // 62: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
+	92,  // 63: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
+	91,  // 64: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
+	63,  // 65: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
+	66,  // 66: metad.v1.StatusResponse.tombstones:type_name -> metad.v1.Tombstone
+	92,  // 67: metad.v1.Tombstone.removed_at:type_name -> google.protobuf.Timestamp
+	67,  // 68: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
+	66,  // 69: metad.v1.MembersResponse.tombstones:type_name -> metad.v1.Tombstone
+	92,  // 70: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
+	77,  // 71: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
+	78,  // 72: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
+	8,   // 73: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
+	3,   // 74: metad.v1.WatchEvent.status:type_name -> metad.v1.StreamStatus
+	9,   // 75: metad.v1.WatchEvent.range:type_name -> metad.v1.Range
+	11,  // 76: metad.v1.WatchEvent.object:type_name -> metad.v1.ObjectRef
+	10,  // 77: metad.v1.WatchEvent.bytes:type_name -> metad.v1.ByteRange
+	0,   // 78: metad.v1.WatchEvent.view:type_name -> metad.v1.View
+	14,  // 79: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
+	16,  // 80: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
+	18,  // 81: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
+	20,  // 82: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
+	22,  // 83: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
+	24,  // 84: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
+	26,  // 85: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
+	28,  // 86: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
+	30,  // 87: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
+	32,  // 88: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
+	34,  // 89: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
+	37,  // 90: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
+	41,  // 91: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
+	43,  // 92: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
+	50,  // 93: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
+	53,  // 94: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
+	56,  // 95: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
+	46,  // 96: metad.v1.Metad.ListQuarantined:input_type -> metad.v1.ListQuarantinedRequest
+	48,  // 97: metad.v1.Metad.LiftQuarantine:input_type -> metad.v1.LiftQuarantineRequest
+	58,  // 98: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
+	89,  // 99: metad.v1.Metad.Watch:input_type -> metad.v1.WatchRequest
+	64,  // 100: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
+	68,  // 101: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
+	70,  // 102: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
+	72,  // 103: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
+	74,  // 104: metad.v1.Cluster.Untombstone:input_type -> metad.v1.UntombstoneRequest
+	76,  // 105: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
+	82,  // 106: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
+	84,  // 107: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
+	86,  // 108: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
+	88,  // 109: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
+	80,  // 110: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
+	15,  // 111: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
+	17,  // 112: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
+	19,  // 113: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
+	21,  // 114: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
+	23,  // 115: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
+	25,  // 116: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
+	27,  // 117: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
+	29,  // 118: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
+	31,  // 119: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
+	33,  // 120: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
+	35,  // 121: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
+	38,  // 122: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
+	42,  // 123: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
+	44,  // 124: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
+	51,  // 125: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
+	54,  // 126: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
+	57,  // 127: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
+	47,  // 128: metad.v1.Metad.ListQuarantined:output_type -> metad.v1.ListQuarantinedResponse
+	49,  // 129: metad.v1.Metad.LiftQuarantine:output_type -> metad.v1.LiftQuarantineResponse
+	61,  // 130: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
+	90,  // 131: metad.v1.Metad.Watch:output_type -> metad.v1.WatchEvent
+	65,  // 132: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
+	69,  // 133: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
+	71,  // 134: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
+	73,  // 135: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
+	75,  // 136: metad.v1.Cluster.Untombstone:output_type -> metad.v1.UntombstoneResponse
+	79,  // 137: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
+	83,  // 138: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
+	85,  // 139: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
+	87,  // 140: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
+	63,  // 141: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
+	81,  // 142: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
+	111, // [111:143] is the sub-list for method output_type
+	79,  // [79:111] is the sub-list for method input_type
+	79,  // [79:79] is the sub-list for extension type_name
+	79,  // [79:79] is the sub-list for extension extendee
+	0,   // [0:79] is the sub-list for field type_name
 }
 
 func init() { file_metad_proto_init() }
@@ -6476,6 +6540,10 @@ func file_metad_proto_init() {
 	if File_metad_proto != nil {
 		return
 	}
+	file_metad_proto_msgTypes[4].OneofWrappers = []any{}
+	file_metad_proto_msgTypes[9].OneofWrappers = []any{}
+	file_metad_proto_msgTypes[43].OneofWrappers = []any{}
+	file_metad_proto_msgTypes[50].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -700,7 +700,11 @@ type IndexRecord struct {
 	Object    *ObjectRef             `protobuf:"bytes,3,opt,name=object,proto3" json:"object,omitempty"`
 	Bytes     *ByteRange             `protobuf:"bytes,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	// CRC-32C over the canonical fields (fsm.RecordChecksum).
-	Checksum      uint32 `protobuf:"varint,5,opt,name=checksum,proto3" json:"checksum,omitempty"`
+	Checksum uint32 `protobuf:"varint,5,opt,name=checksum,proto3" json:"checksum,omitempty"`
+	// data_crc32c is the CRC-32C (Castagnoli) of the exact bytes of `bytes`,
+	// computed by the writer (package checksum). Feature level 3 and later;
+	// absent on records from before it, which are read unchecked.
+	DataCrc32C    *uint32 `protobuf:"fixed32,6,opt,name=data_crc32c,json=dataCrc32c,proto3,oneof" json:"data_crc32c,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -766,6 +770,13 @@ func (x *IndexRecord) GetBytes() *ByteRange {
 func (x *IndexRecord) GetChecksum() uint32 {
 	if x != nil {
 		return x.Checksum
+	}
+	return 0
+}
+
+func (x *IndexRecord) GetDataCrc32C() uint32 {
+	if x != nil && x.DataCrc32C != nil {
+		return *x.DataCrc32C
 	}
 	return 0
 }
@@ -1520,7 +1531,10 @@ type CommitAppend struct {
 	Object        *ObjectRef             `protobuf:"bytes,5,opt,name=object,proto3" json:"object,omitempty"`
 	Bytes         *ByteRange             `protobuf:"bytes,6,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	// index_gen0 also writes the COMMITTED generation-0 record for the append.
-	IndexGen0     bool `protobuf:"varint,7,opt,name=index_gen0,json=indexGen0,proto3" json:"index_gen0,omitempty"`
+	IndexGen0 bool `protobuf:"varint,7,opt,name=index_gen0,json=indexGen0,proto3" json:"index_gen0,omitempty"`
+	// data_crc32c is the CRC-32C of the append's bytes (see IndexRecord).
+	// Kept from feature level 3 on; ignored below it.
+	DataCrc32C    *uint32 `protobuf:"fixed32,8,opt,name=data_crc32c,json=dataCrc32c,proto3,oneof" json:"data_crc32c,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1602,6 +1616,13 @@ func (x *CommitAppend) GetIndexGen0() bool {
 		return x.IndexGen0
 	}
 	return false
+}
+
+func (x *CommitAppend) GetDataCrc32C() uint32 {
+	if x != nil && x.DataCrc32C != nil {
+		return *x.DataCrc32C
+	}
+	return 0
 }
 
 // PublishGeneration publishes generation `generation` of (stream, view), in
@@ -2751,6 +2772,7 @@ type EvidenceState struct {
 	Bytes         *ByteRange             `protobuf:"bytes,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	WriterEpoch   uint64                 `protobuf:"varint,5,opt,name=writer_epoch,json=writerEpoch,proto3" json:"writer_epoch,omitempty"`
 	Version       uint64                 `protobuf:"varint,6,opt,name=version,proto3" json:"version,omitempty"`
+	DataCrc32C    *uint32                `protobuf:"fixed32,7,opt,name=data_crc32c,json=dataCrc32c,proto3,oneof" json:"data_crc32c,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2823,6 +2845,13 @@ func (x *EvidenceState) GetWriterEpoch() uint64 {
 func (x *EvidenceState) GetVersion() uint64 {
 	if x != nil {
 		return x.Version
+	}
+	return 0
+}
+
+func (x *EvidenceState) GetDataCrc32C() uint32 {
+	if x != nil && x.DataCrc32C != nil {
+		return *x.DataCrc32C
 	}
 	return 0
 }
@@ -3508,13 +3537,16 @@ const file_fsm_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x03 \x01(\x04R\n" +
 	"generation\x12\x14\n" +
-	"\x05start\x18\x04 \x01(\x04R\x05start\"\xe7\x01\n" +
+	"\x05start\x18\x04 \x01(\x04R\x05start\"\x9d\x02\n" +
 	"\vIndexRecord\x12)\n" +
 	"\x05range\x18\x01 \x01(\v2\x13.metad.fsm.v1.RangeR\x05range\x121\n" +
 	"\tsurvivors\x18\x02 \x03(\v2\x13.metad.fsm.v1.RangeR\tsurvivors\x12/\n" +
 	"\x06object\x18\x03 \x01(\v2\x17.metad.fsm.v1.ObjectRefR\x06object\x12-\n" +
 	"\x05bytes\x18\x04 \x01(\v2\x17.metad.fsm.v1.ByteRangeR\x05bytes\x12\x1a\n" +
-	"\bchecksum\x18\x05 \x01(\rR\bchecksum\"\xc3\v\n" +
+	"\bchecksum\x18\x05 \x01(\rR\bchecksum\x12$\n" +
+	"\vdata_crc32c\x18\x06 \x01(\aH\x00R\n" +
+	"dataCrc32c\x88\x01\x01B\x0e\n" +
+	"\f_data_crc32c\"\xc3\v\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12&\n" +
@@ -3560,7 +3592,7 @@ const file_fsm_proto_rawDesc = "" +
 	"\fCreateStream\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"+\n" +
 	"\fOpenForWrite\x12\x1b\n" +
-	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\"\x86\x02\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\"\xbc\x02\n" +
 	"\fCommitAppend\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12!\n" +
 	"\fwriter_epoch\x18\x02 \x01(\x04R\vwriterEpoch\x12%\n" +
@@ -3569,7 +3601,10 @@ const file_fsm_proto_rawDesc = "" +
 	"\x06object\x18\x05 \x01(\v2\x17.metad.fsm.v1.ObjectRefR\x06object\x12-\n" +
 	"\x05bytes\x18\x06 \x01(\v2\x17.metad.fsm.v1.ByteRangeR\x05bytes\x12\x1d\n" +
 	"\n" +
-	"index_gen0\x18\a \x01(\bR\tindexGen0\"\x9d\x02\n" +
+	"index_gen0\x18\a \x01(\bR\tindexGen0\x12$\n" +
+	"\vdata_crc32c\x18\b \x01(\aH\x00R\n" +
+	"dataCrc32c\x88\x01\x01B\x0e\n" +
+	"\f_data_crc32c\"\x9d\x02\n" +
 	"\x11PublishGeneration\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12&\n" +
 	"\x04view\x18\x02 \x01(\x0e2\x12.metad.fsm.v1.ViewR\x04view\x12\x1e\n" +
@@ -3660,14 +3695,17 @@ const file_fsm_proto_rawDesc = "" +
 	"\x19last_committed_generation\x18\t \x01(\x04R\x17lastCommittedGeneration\x12:\n" +
 	"\x19last_compacted_generation\x18\n" +
 	" \x01(\x04R\x17lastCompactedGeneration\x128\n" +
-	"\x18has_compacted_generation\x18\v \x01(\bR\x16hasCompactedGeneration\"\xf4\x01\n" +
+	"\x18has_compacted_generation\x18\v \x01(\bR\x16hasCompactedGeneration\"\xaa\x02\n" +
 	"\rEvidenceState\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12)\n" +
 	"\x05range\x18\x02 \x01(\v2\x13.metad.fsm.v1.RangeR\x05range\x12/\n" +
 	"\x06object\x18\x03 \x01(\v2\x17.metad.fsm.v1.ObjectRefR\x06object\x12-\n" +
 	"\x05bytes\x18\x04 \x01(\v2\x17.metad.fsm.v1.ByteRangeR\x05bytes\x12!\n" +
 	"\fwriter_epoch\x18\x05 \x01(\x04R\vwriterEpoch\x12\x18\n" +
-	"\aversion\x18\x06 \x01(\x04R\aversion\"\xf1\x01\n" +
+	"\aversion\x18\x06 \x01(\x04R\aversion\x12$\n" +
+	"\vdata_crc32c\x18\a \x01(\aH\x00R\n" +
+	"dataCrc32c\x88\x01\x01B\x0e\n" +
+	"\f_data_crc32c\"\xf1\x01\n" +
 	"\x0fGenerationState\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12&\n" +
 	"\x04view\x18\x02 \x01(\x0e2\x12.metad.fsm.v1.ViewR\x04view\x12\x16\n" +
@@ -3921,6 +3959,7 @@ func file_fsm_proto_init() {
 	if File_fsm_proto != nil {
 		return
 	}
+	file_fsm_proto_msgTypes[4].OneofWrappers = []any{}
 	file_fsm_proto_msgTypes[5].OneofWrappers = []any{
 		(*Command_CreateStream)(nil),
 		(*Command_OpenForWrite)(nil),
@@ -3943,6 +3982,8 @@ func file_fsm_proto_init() {
 		(*Command_LiftTombstone)(nil),
 		(*Command_SetClusterId)(nil),
 	}
+	file_fsm_proto_msgTypes[13].OneofWrappers = []any{}
+	file_fsm_proto_msgTypes[31].OneofWrappers = []any{}
 	file_fsm_proto_msgTypes[37].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Stream)(nil),
