@@ -128,11 +128,18 @@ func (s *Server) DescribeObject(ctx context.Context, req *metadpb.DescribeObject
 	}
 	resp := &metadpb.DescribeObjectResponse{}
 	err := s.read(ctx, req.Consistency, func(m *fsm.Machine) error {
-		o, ok := m.Object(req.Key)
-		if !ok {
+		versions := m.ObjectVersions(req.Key)
+		if len(versions) == 0 {
 			return notFound("key", "object %q is not registered", req.Key)
 		}
-		resp.Object, resp.AppliedIndex = objectInfoPB(o), m.AppliedIndex()
+		newest := versions[0]
+		for _, o := range versions {
+			resp.Versions = append(resp.Versions, objectInfoPB(o))
+			if o.Version > newest.Version {
+				newest = o
+			}
+		}
+		resp.Object, resp.AppliedIndex = objectInfoPB(newest), m.AppliedIndex()
 		return nil
 	})
 	if err != nil {

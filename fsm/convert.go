@@ -3,6 +3,7 @@ package fsm
 import (
 	"strconv"
 
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -72,11 +73,18 @@ func RangesPB(rs []Range) []*fsmpb.Range {
 	return out
 }
 
-// NewIndexRecord builds a publishable record with its checksum filled in.
+// NewIndexRecord builds a publishable record without a data checksum,
+// its record checksum filled in.
 func NewIndexRecord(key IndexKey, rng Range, survivors []Range, obj ObjectRef, b ByteRange) *fsmpb.IndexRecord {
+	return NewIndexRecordData(key, rng, survivors, obj, b, checksum.Data{})
+}
+
+// NewIndexRecordData builds a publishable record carrying data, the
+// writer's CRC-32C of the bytes, with its record checksum filled in.
+func NewIndexRecordData(key IndexKey, rng Range, survivors []Range, obj ObjectRef, b ByteRange, data checksum.Data) *fsmpb.IndexRecord {
 	return &fsmpb.IndexRecord{
 		Range: rng.PB(), Survivors: RangesPB(survivors), Object: obj.PB(), Bytes: b.PB(),
-		Checksum: RecordChecksum(key, rng, survivors, obj, b),
+		Checksum: RecordChecksumData(key, rng, survivors, obj, b, data), DataCrc32C: data.Ptr(),
 	}
 }
 

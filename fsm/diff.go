@@ -122,7 +122,9 @@ func keyOf(rec *fsmpb.SnapshotRecord) recordKey {
 	case *fsmpb.SnapshotRecord_Meta:
 		return recordKey{phase: phaseMeta}
 	case *fsmpb.SnapshotRecord_Object:
-		return recordKey{phase: phaseObjects, name: r.Object.GetObject().GetKey()}
+		// Keys hold no NUL (objectstore.ValidKey), so this orders by key,
+		// then identity: the registry's order.
+		return recordKey{phase: phaseObjects, name: r.Object.GetObject().GetKey() + "\x00" + r.Object.GetObject().GetIdentity()}
 	case *fsmpb.SnapshotRecord_Stream:
 		return recordKey{phase: phaseStreams, id: r.Stream.Id}
 	case *fsmpb.SnapshotRecord_Evidence:
@@ -163,7 +165,8 @@ func (k recordKey) String() string {
 	case phaseMeta:
 		return "meta"
 	case phaseObjects:
-		return fmt.Sprintf("object %q", k.name)
+		key, identity, _ := strings.Cut(k.name, "\x00")
+		return fmt.Sprintf("object %q version %q", key, identity)
 	case phasePins:
 		return fmt.Sprintf("pin %d", k.id)
 	case phaseDedup:

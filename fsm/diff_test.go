@@ -42,7 +42,7 @@ func TestDiffSnapshots(t *testing.T) {
 
 	want := []string{
 		"~ meta", // next stream id
-		`+ object "e"`,
+		`+ object "e" version "E"`,
 		"+ stream 4",
 		"+ stream 4 COMMITTED g0",
 		`+ dedup "zz"`,

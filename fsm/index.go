@@ -3,6 +3,8 @@ package fsm
 import (
 	"github.com/google/btree"
 
+	"github.com/metad/metad/checksum"
+
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -48,6 +50,8 @@ type record struct {
 	target   *target
 	checksum uint32
 	status   RecordStatus
+	// data is the writer's CRC-32C of the bytes (absent below level 3).
+	data checksum.Data
 }
 
 // target is the object a record or evidence entry names and, for a sparse
@@ -182,7 +186,7 @@ func (m *Machine) publishGeneration(index uint64, c *fsmpb.PublishGeneration) *f
 			continue
 		}
 		kept = append(kept, rec)
-		m.addReference(rec.target.ref.Key)
+		m.addReference(rec.target.ref)
 	}
 	// Validate refused records out of order or overlapping, and
 	// admitRecord records overlapping the generation's.
@@ -217,10 +221,10 @@ func (m *Machine) admitRecord(index uint64, s *stream, g *generation, view View,
 	}
 	rec := record{
 		rng: rng, target: obj.target.withSurvivors(rangesOf(pr.Survivors)), bytes: byteRangeOf(pr.Bytes),
-		version: index, checksum: pr.Checksum, status: RecordValid,
+		version: index, checksum: pr.Checksum, status: RecordValid, data: m.dataChecksum(pr.DataCrc32C),
 	}
 	key := IndexKey{Stream: s.info.ID, View: view, Generation: g.number, Start: rng.Start}
-	if want := RecordChecksum(key, rng, rec.target.survivors, rec.target.ref, rec.bytes); want != pr.Checksum {
+	if want := RecordChecksumData(key, rng, rec.target.survivors, rec.target.ref, rec.bytes, rec.data); want != pr.Checksum {
 		return record{}, reject(index, fsmpb.RejectCode_CHECKSUM_MISMATCH, field+".checksum",
 			"checksum %08x does not match the record's canonical fields (see RecordChecksum)", pr.Checksum)
 	}
@@ -249,7 +253,7 @@ func (m *Machine) retireGeneration(index uint64, c *fsmpb.RetireGeneration) *fsm
 
 func (m *Machine) dropGenerationRecords(g *generation) {
 	g.records.Ascend(func(r record) bool {
-		m.dropReference(r.target.ref.Key)
+		m.dropReference(r.target.ref)
 		return true
 	})
 	g.records.Clear(false)
@@ -262,7 +266,7 @@ func (m *Machine) dropRecordsBelow(g *generation, trim uint64) {
 			return
 		}
 		g.records.DeleteMin()
-		m.dropReference(r.target.ref.Key)
+		m.dropReference(r.target.ref)
 	}
 }
 
@@ -354,7 +358,9 @@ func (m *Machine) repairGen0(index uint64, c *fsmpb.RepairGen0) *fsmpb.Result {
 			"record %v %v does not match its evidence %v %v", gotRange, gotObject, ev.rng, ev.target.ref)
 	}
 	key := IndexKey{Stream: s.info.ID, View: Committed, Generation: 0, Start: ev.rng.Start}
-	if sum := RecordChecksum(key, ev.rng, nil, ev.target.ref, ev.bytes); sum != c.Record.Checksum {
+	// The record carries its evidence's data checksum, whatever the
+	// command says: the evidence is what the writer committed.
+	if sum := RecordChecksumData(key, ev.rng, nil, ev.target.ref, ev.bytes, ev.data); sum != c.Record.Checksum {
 		return reject(index, fsmpb.RejectCode_CHECKSUM_MISMATCH, "record.checksum",
 			"checksum %08x does not match the record's canonical fields (see RecordChecksum)", c.Record.Checksum)
 	}
@@ -370,13 +376,13 @@ func (m *Machine) repairGen0(index uint64, c *fsmpb.RepairGen0) *fsmpb.Result {
 	}
 	for _, r := range stale {
 		g0.records.Delete(r)
-		m.dropReference(r.target.ref.Key)
+		m.dropReference(r.target.ref)
 	}
 	g0.records.ReplaceOrInsert(record{
 		rng: ev.rng, target: obj.target, bytes: ev.bytes, version: index,
-		checksum: c.Record.Checksum, status: RecordValid,
+		checksum: c.Record.Checksum, status: RecordValid, data: ev.data,
 	})
-	m.addReference(obj.ref.Key)
+	m.addReference(obj.ref)
 	g0.version = index
 	return &fsmpb.Result{Version: index, StreamId: s.info.ID, Generation: 0}
 }

@@ -12,16 +12,18 @@ func (m *Machine) CheckInvariants() error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	refs := make(map[string]uint64)
+	// refs and pins are counted per entry that counts them (counted): by
+	// version from level 3 on, by key below it.
+	refs := make(map[ObjectRef]uint64)
 	for id, s := range m.streams {
 		m.checkStream(id, s, refs, fail)
 	}
 	if len(m.byName) != len(m.streams) {
 		fail("byName has %d names for %d streams", len(m.byName), len(m.streams))
 	}
-	pins := make(map[string]uint64)
+	pins := make(map[ObjectRef]uint64)
 	m.pins.Ascend(func(p pin) bool {
-		pins[p.object.Key]++
+		pins[m.countedBy(p.object)]++
 		if p.id >= m.nextPinID {
 			fail("pin %d not below next pin id %d", p.id, m.nextPinID)
 		}
@@ -33,28 +35,34 @@ func (m *Machine) CheckInvariants() error {
 	if m.pinExpiry.Len() != m.pins.Len() {
 		fail("expiry index has %d entries for %d pins", m.pinExpiry.Len(), m.pins.Len())
 	}
+	var prev *object
 	m.objects.Ascend(func(o object) bool {
 		if o.target == nil || o.target.ref != o.ref || len(o.target.survivors) > 0 {
-			fail("object %q: shared target does not name it", o.ref.Key)
+			fail("object %v: shared target does not name it", o.ref)
 		}
-		if o.refs != refs[o.ref.Key] {
-			fail("object %q counts %d references, the state has %d", o.ref.Key, o.refs, refs[o.ref.Key])
+		if prev != nil && prev.ref.Key == o.ref.Key && m.Level() < versionsLevel {
+			fail("object %q has versions %q and %q below level %d", o.ref.Key, prev.ref.Identity, o.ref.Identity, versionsLevel)
+		}
+		prev = &o
+		by := m.countedBy(o.ref)
+		if o.refs != refs[by] {
+			fail("object %q (version %q) counts %d references, the state has %d", o.ref.Key, o.ref.Identity, o.refs, refs[by])
 		}
 		if o.refs > 0 && o.status != ObjectLive {
-			fail("object %q is %s but referenced %d times", o.ref.Key, o.status, o.refs)
+			fail("object %q (version %q) is %s but referenced %d times", o.ref.Key, o.ref.Identity, o.status, o.refs)
 		}
-		if o.pins != pins[o.ref.Key] {
-			fail("object %q counts %d pins, the state has %d", o.ref.Key, o.pins, pins[o.ref.Key])
+		if o.pins != pins[by] {
+			fail("object %q (version %q) counts %d pins, the state has %d", o.ref.Key, o.ref.Identity, o.pins, pins[by])
 		}
-		delete(refs, o.ref.Key)
-		delete(pins, o.ref.Key)
+		delete(refs, by)
+		delete(pins, by)
 		return true
 	})
-	for key := range refs {
-		fail("reference to unregistered object %q", key)
+	for ref := range refs {
+		fail("reference to unregistered object %v", ref)
 	}
-	for key := range pins {
-		fail("pin on unregistered object %q", key)
+	for ref := range pins {
+		fail("pin on unregistered object %v", ref)
 	}
 	if m.dedup.Len() != m.dedupAge.Len() || m.dedup.Len() > MaxDedupEntries {
 		fail("dedup table has %d entries and %d ages (bound %d)", m.dedup.Len(), m.dedupAge.Len(), MaxDedupEntries)
@@ -68,7 +76,16 @@ func (m *Machine) CheckInvariants() error {
 	return errors.Join(errs...)
 }
 
-func (m *Machine) checkStream(id uint64, s *stream, refs map[string]uint64, fail func(string, ...any)) {
+// countedBy is what the invariants count a reference or pin naming ref
+// under: the version from level 3 on, the key alone below it.
+func (m *Machine) countedBy(ref ObjectRef) ObjectRef {
+	if m.Level() < versionsLevel {
+		return ObjectRef{Key: ref.Key}
+	}
+	return ref
+}
+
+func (m *Machine) checkStream(id uint64, s *stream, refs map[ObjectRef]uint64, fail func(string, ...any)) {
 	in := s.info
 	if in.ID != id || m.byName[in.Name] != id || id == 0 || id >= m.nextStreamID {
 		fail("stream %d: id or name index inconsistent (%d, %q)", id, in.ID, in.Name)
@@ -78,7 +95,7 @@ func (m *Machine) checkStream(id uint64, s *stream, refs map[string]uint64, fail
 	}
 	var prev *evidence
 	s.evidence.Ascend(func(e evidence) bool {
-		refs[e.target.ref.Key]++
+		refs[m.countedBy(e.target.ref)]++
 		if e.rng.Start >= e.rng.End || e.rng.End <= in.Trim {
 			fail("stream %d: evidence %v empty or wholly trimmed (trim %d)", id, e.rng, in.Trim)
 		}
@@ -99,7 +116,7 @@ func (m *Machine) checkStream(id uint64, s *stream, refs map[string]uint64, fail
 	}
 }
 
-func (m *Machine) checkView(s *stream, view View, refs map[string]uint64, fail func(string, ...any)) {
+func (m *Machine) checkView(s *stream, view View, refs map[ObjectRef]uint64, fail func(string, ...any)) {
 	id, vi := s.info.ID, s.views[view]
 	if view == Committed && (len(vi.gens) == 0 || vi.gens[0].number != 0 || vi.gens[0].status != GenerationPublished || !vi.hasLast) {
 		fail("stream %d: COMMITTED generation 0 missing or not published", id)
@@ -119,7 +136,7 @@ func (m *Machine) checkView(s *stream, view View, refs map[string]uint64, fail f
 		var prev record
 		first := true
 		g.records.Ascend(func(r record) bool {
-			refs[r.target.ref.Key]++
+			refs[m.countedBy(r.target.ref)]++
 			key := IndexKey{Stream: id, View: view, Generation: g.number, Start: r.rng.Start}
 			if first {
 				m.checkRecord(s, g, key, r, nil, fail)
@@ -145,7 +162,7 @@ func (m *Machine) checkRecord(s *stream, g *generation, key IndexKey, r record, 
 	if (key.View == Committed) != (len(r.target.survivors) == 0) {
 		fail("%v: %d survivors in a %s record", key, len(r.target.survivors), key.View)
 	}
-	if r.checksum != RecordChecksum(key, r.rng, r.target.survivors, r.target.ref, r.bytes) {
+	if r.checksum != RecordChecksumData(key, r.rng, r.target.survivors, r.target.ref, r.bytes, r.data) {
 		fail("%v: checksum does not verify", key)
 	}
 	if r.version == 0 || r.version > m.applied {

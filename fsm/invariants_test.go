@@ -13,7 +13,7 @@ func TestCheckInvariantsDetects(t *testing.T) {
 	putG0 := func(m *Machine, r record) { m.streams[1].views[Committed].gens[0].records.ReplaceOrInsert(r) }
 	tc3 := func(m *Machine) *generation { _, g := m.streams[1].views[TopicCompacted].find(3); return g }
 	obj := func(m *Machine, key string, f func(*object)) {
-		o, _ := m.getObject(key)
+		o, _ := m.firstVersion(key)
 		f(&o)
 		m.objects.ReplaceOrInsert(o)
 	}
@@ -29,17 +29,19 @@ func TestCheckInvariantsDetects(t *testing.T) {
 			d, _ := m.pinExpiry.Min()
 			m.pinExpiry.Delete(d)
 		}},
-		{"reference count", `object "a" counts`, func(m *Machine) { obj(m, "a", func(o *object) { o.refs++ }) }},
+		{"reference count", `object "a" (version "A") counts`, func(m *Machine) { obj(m, "a", func(o *object) { o.refs++ }) }},
 		{"referenced object deleting", "but referenced", func(m *Machine) { obj(m, "a", func(o *object) { o.status = ObjectDeleting }) }},
 		{"pin count", `counts 2 pins`, func(m *Machine) { obj(m, "a", func(o *object) { o.pins++ }) }},
 		{"object target", `shared target does not name it`, func(m *Machine) {
 			obj(m, "a", func(o *object) { o.target = &target{ref: ObjectRef{Key: "a", Identity: "other"}} })
 		}},
 		{"referenced object unregistered", "reference to unregistered object", func(m *Machine) {
-			m.objects.Delete(object{ref: ObjectRef{Key: "a"}})
+			o, _ := m.firstVersion("a")
+			m.objects.Delete(o)
 		}},
 		{"pinned object unregistered", "pin on unregistered object", func(m *Machine) {
-			m.objects.Delete(object{ref: ObjectRef{Key: "c"}})
+			o, _ := m.firstVersion("c")
+			m.objects.Delete(o)
 		}},
 		{"dedup age index", "dedup table has", func(m *Machine) { m.dedupAge.DeleteMin() }},
 		{"trim beyond end", "beyond committed end", func(m *Machine) { m.streams[1].info.Trim = 41 }},
@@ -144,7 +146,7 @@ func TestCheckMonotone(t *testing.T) {
 func TestRestoreRefusesBrokenInvariants(t *testing.T) {
 	m := richMachine(t)
 	obj := func(key string, f func(*object)) {
-		o, _ := m.getObject(key)
+		o, _ := m.firstVersion(key)
 		f(&o)
 		m.objects.ReplaceOrInsert(o)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/metad/metad/checksum"
+
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -26,12 +28,30 @@ import (
 //	   records must lie inside the object's registered size; AddTombstone
 //	   and LiftTombstone (tombstone.go: remove-peer's removals, replicated);
 //	   SetClusterID (clusterid.go: the cluster's identity).
+//	3  the object registry holds versions: (key, identity) entries, each
+//	   registered, referenced, pinned and collected on its own, so
+//	   registering new bytes under a key no longer replaces the old
+//	   version (objects.go); appends and index records keep the data
+//	   checksum their writer sent (below level 3 it is ignored, as the
+//	   binaries of those levels, which do not know the field, ignore it).
 const (
 	// BaseLevel is the level of a state that never recorded one.
 	BaseLevel uint32 = 1
 	// MaxLevel is the highest level this binary applies.
-	MaxLevel uint32 = 2
+	MaxLevel uint32 = 3
 )
+
+// versionsLevel is the level of object versions and data checksums.
+const versionsLevel uint32 = 3
+
+// dataChecksum is the data checksum a command carries, as the state's
+// level lets it be kept.
+func (m *Machine) dataChecksum(p *uint32) checksum.Data {
+	if m.Level() < versionsLevel {
+		return checksum.Data{}
+	}
+	return checksum.FromPtr(p)
+}
 
 // ErrUnsupported is wrapped by ApplyEntry's error for a committed entry
 // this binary cannot apply: an undecodable one, an operation it does not
@@ -74,7 +94,11 @@ func supported(index uint64, cmd *fsmpb.Command) error {
 // changes nothing (a retried or raced proposal), and is not an error.
 func (m *Machine) setFeatureLevel(index uint64, c *fsmpb.SetFeatureLevel) *fsmpb.Result {
 	if c.Level > m.Level() {
+		below := m.Level() < versionsLevel
 		m.level = c.Level
+		if below && m.Level() >= versionsLevel {
+			m.splitVersions(index)
+		}
 	}
 	return &fsmpb.Result{Version: index}
 }

@@ -374,26 +374,33 @@ func TestQueries(t *testing.T) {
 	}
 
 	var keys []string
-	for _, o := range a.m.Objects("", 2) {
+	first := a.m.Objects(ObjectRef{}, 2)
+	for _, o := range first {
 		keys = append(keys, o.Ref.Key)
 	}
-	for _, o := range a.m.Objects("a", 5) {
+	for _, o := range a.m.Objects(first[0].Ref, 5) {
 		keys = append(keys, o.Ref.Key)
 	}
-	for _, o := range a.m.Objects("aa", 5) {
+	for _, o := range a.m.Objects(ObjectRef{Key: "aa"}, 5) {
 		keys = append(keys, o.Ref.Key)
 	}
 	if got := strings.Join(keys, " "); got != "a b b c b c" {
 		t.Errorf("Objects pages = %q", got)
 	}
-	if a.m.Objects("", 0) != nil {
+	if a.m.Objects(ObjectRef{}, 0) != nil {
 		t.Error("Objects with limit 0")
 	}
-	if o, ok := a.m.Object("a"); !ok || o.References != 3 || o.Pins != 4 {
+	if o, ok := a.m.Object(first[0].Ref); !ok || o.References != 3 || o.Pins != 4 {
 		t.Errorf("Object(a) = %+v", o)
 	}
-	if _, ok := a.m.Object("zz"); ok {
-		t.Error("Object found an unknown key")
+	if _, ok := a.m.Object(ObjectRef{Key: "a", Identity: "other"}); ok {
+		t.Error("Object found a version that was never registered")
+	}
+	if vs := a.m.ObjectVersions("a"); len(vs) != 1 || vs[0].Ref != first[0].Ref {
+		t.Errorf("ObjectVersions(a) = %+v", vs)
+	}
+	if vs := a.m.ObjectVersions("zz"); vs != nil {
+		t.Errorf("ObjectVersions of an unknown key = %+v", vs)
 	}
 
 	var pins []string

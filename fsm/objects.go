@@ -1,28 +1,37 @@
 package fsm
 
 import (
+	"cmp"
+	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
-// object is one registry entry, keyed by object key. It holds the identity
-// of the bytes currently stored under the key.
+// object is one registry entry: one version of an object, named by its
+// key and the identity of its bytes.
+//
+// From feature level 3 the registry holds versions, as a versioned store
+// does: registering new bytes under a key adds an entry beside the key's
+// others and touches none of them, and each version is referenced, pinned
+// and collected on its own. Below level 3 a key has one entry: registering
+// new bytes moved it to the new identity, and its counts cover records and
+// pins of every identity the key has held (the level's raise splits them,
+// splitVersions). counted says which entry counts a reference.
 type object struct {
 	ref ObjectRef
 	// target is ref as records and evidence name it, shared by all of them
-	// (index.go). Registering new bytes under the key makes a new target;
-	// records of the old bytes keep the old one.
+	// (index.go). Records of another version keep that version's target.
 	// Invariant: target.ref == ref and target.survivors is empty.
 	target  *target
 	size    uint64
 	status  ObjectStatus
 	version uint64
-	// refs counts evidence entries and records of live generations naming
-	// this key, whatever identity they name: a record of replaced bytes
-	// keeps the key from being collected until the record itself goes,
-	// which is conservative, never unsafe.
+	// refs counts evidence entries and records of live generations that
+	// this entry counts (counted): those naming this version, or below
+	// level 3 this key, whatever identity they name.
 	// Invariant: equals the count recomputed from streams.
 	refs uint64
 	// idleSince is the machine time refs last became zero, or registration.
@@ -30,13 +39,21 @@ type object struct {
 	// pins counts unpruned pins; pinMaxExpiry is the latest expiry of any
 	// pin ever taken. Pins are refused once DELETING, so from then on
 	// pinMaxExpiry only bounds pins that already exist.
-	// Invariant: pins equals the number of entries in Machine.pins naming
-	// this key.
+	// Invariant: pins equals the number of entries in Machine.pins this
+	// entry counts.
 	pins         uint64
 	pinMaxExpiry int64
 }
 
-func objectLess(a, b object) bool { return a.ref.Key < b.ref.Key }
+// objectLess orders the registry by key, then identity: a key's versions
+// are neighbours, and below level 3 (one entry a key) the order is the
+// key order earlier releases kept.
+func objectLess(a, b object) bool {
+	if a.ref.Key != b.ref.Key {
+		return a.ref.Key < b.ref.Key
+	}
+	return a.ref.Identity < b.ref.Identity
+}
 
 func (o object) info() ObjectInfo {
 	return ObjectInfo{
@@ -87,15 +104,56 @@ func pinDeadlineLess(a, b pinDeadline) bool {
 	return a.id < b.id
 }
 
-func (m *Machine) getObject(key string) (object, bool) {
-	return m.objects.Get(object{ref: ObjectRef{Key: key}})
+// version returns the registry entry of exactly ref.
+func (m *Machine) version(ref ObjectRef) (object, bool) {
+	return m.objects.Get(object{ref: ref})
+}
+
+// versions calls fn for each entry of key, by identity, until fn returns
+// false.
+func (m *Machine) versions(key string, fn func(object) bool) {
+	m.objects.AscendGreaterOrEqual(object{ref: ObjectRef{Key: key}}, func(o object) bool {
+		return o.ref.Key == key && fn(o)
+	})
+}
+
+// firstVersion returns the key's first entry by identity: below level 3,
+// its only one.
+func (m *Machine) firstVersion(key string) (object, bool) {
+	var first object
+	found := false
+	m.versions(key, func(o object) bool {
+		first, found = o, true
+		return false
+	})
+	return first, found
+}
+
+// counted returns the entry that counts references and pins naming ref:
+// the version itself from level 3 on; below it, the key's one entry.
+func (m *Machine) counted(ref ObjectRef) (object, bool) {
+	if m.Level() < versionsLevel {
+		return m.firstVersion(ref.Key)
+	}
+	return m.version(ref)
 }
 
 // liveObject returns the registry entry for ref if it is LIVE under the same
 // identity, or the refusal that says why not. References may only be added
 // to live objects: that is what lets GC delete an unreferenced DELETING one.
 func (m *Machine) liveObject(index uint64, ref ObjectRef, field string) (object, *fsmpb.Result) {
-	o, ok := m.getObject(ref.Key)
+	if m.Level() >= versionsLevel {
+		o, ok := m.version(ref)
+		switch {
+		case !ok:
+			return o, m.noSuchVersion(index, ref, field)
+		case o.status != ObjectLive:
+			return o, reject(index, fsmpb.RejectCode_OBJECT_NOT_LIVE, field+".identity",
+				"version %q of object %q is %s", ref.Identity, ref.Key, o.status)
+		}
+		return o, nil
+	}
+	o, ok := m.firstVersion(ref.Key)
 	switch {
 	case !ok:
 		return o, reject(index, fsmpb.RejectCode_OBJECT_NOT_REGISTERED, field+".key",
@@ -110,6 +168,20 @@ func (m *Machine) liveObject(index uint64, ref ObjectRef, field string) (object,
 	return o, nil
 }
 
+// noSuchVersion is the refusal for a version the registry does not hold:
+// IDENTITY_MISMATCH if the key has other versions, OBJECT_NOT_REGISTERED
+// if it has none.
+func (m *Machine) noSuchVersion(index uint64, ref ObjectRef, field string) *fsmpb.Result {
+	n := 0
+	m.versions(ref.Key, func(object) bool { n++; return true })
+	if n == 0 {
+		return reject(index, fsmpb.RejectCode_OBJECT_NOT_REGISTERED, field+".key",
+			"object %q is not registered", ref.Key)
+	}
+	return reject(index, fsmpb.RejectCode_IDENTITY_MISMATCH, field+".identity",
+		"object %q has %d versions, none with identity %q", ref.Key, n, ref.Identity)
+}
+
 // insideObject refuses, from feature level 2 on, a byte range that does
 // not lie inside the object's registered size: a target naming it would
 // send readers to bytes that do not exist. At level 1 such ranges were
@@ -122,19 +194,19 @@ func (m *Machine) insideObject(index uint64, o object, b ByteRange, field string
 		"bytes [%d, %d+%d) lie outside object %q, registered with %d bytes", b.Offset, b.Offset, b.Length, o.ref.Key, o.size)
 }
 
-func (m *Machine) addReference(key string) {
-	o, ok := m.getObject(key)
+func (m *Machine) addReference(ref ObjectRef) {
+	o, ok := m.counted(ref)
 	if !ok {
-		panic("fsm: reference to unregistered object " + key)
+		panic(fmt.Sprintf("fsm: reference to unregistered object %v", ref))
 	}
 	o.refs++
 	m.objects.ReplaceOrInsert(o)
 }
 
-func (m *Machine) dropReference(key string) {
-	o, ok := m.getObject(key)
+func (m *Machine) dropReference(ref ObjectRef) {
+	o, ok := m.counted(ref)
 	if !ok || o.refs == 0 {
-		panic("fsm: dropping a reference that was never counted: " + key)
+		panic(fmt.Sprintf("fsm: dropping a reference that was never counted: %v", ref))
 	}
 	o.refs--
 	if o.refs == 0 {
@@ -143,13 +215,127 @@ func (m *Machine) dropReference(key string) {
 	m.objects.ReplaceOrInsert(o)
 }
 
-// registerObject records the identity of the bytes under a key. The same
-// identity again is a no-op. New bytes under a live key replace the identity:
-// records of the old bytes then fail their identity check, which is how a
-// replaced object is detected rather than served.
+// splitVersions turns the registry of one entry a key into one of
+// versions, as the level's raise to 3 applies: each entry then counts the
+// references and pins naming exactly its version. A version that records,
+// evidence or pins still name but the registry no longer held (its key was
+// registered again with other bytes) gets an entry of its own: LIVE, as
+// its bytes may still be in a versioned store, sized to cover every byte
+// range naming it, registered at this index. GC then collects it like any
+// other version once nothing names it: exactly that version.
+func (m *Machine) splitVersions(index uint64) {
+	type counts struct {
+		refs, pins   uint64
+		size         uint64
+		pinMaxExpiry int64
+	}
+	byVersion := map[ObjectRef]*counts{}
+	count := func(ref ObjectRef) *counts {
+		c := byVersion[ref]
+		if c == nil {
+			c = &counts{}
+			byVersion[ref] = c
+		}
+		return c
+	}
+	m.visitReferences(func(ref ObjectRef, b ByteRange) {
+		c := count(ref)
+		c.refs++
+		c.size = max(c.size, b.Offset+b.Length)
+	})
+	m.pins.Ascend(func(p pin) bool {
+		c := count(p.object)
+		c.pins++
+		c.pinMaxExpiry = max(c.pinMaxExpiry, p.expiry)
+		return true
+	})
+	var entries []object
+	m.objects.Ascend(func(o object) bool {
+		entries = append(entries, o)
+		return true
+	})
+	for _, o := range entries {
+		c := count(o.ref)
+		if o.refs > 0 && c.refs == 0 {
+			o.idleSince = m.clock
+		}
+		o.refs, o.pins = c.refs, c.pins
+		m.objects.ReplaceOrInsert(o)
+		delete(byVersion, o.ref)
+	}
+	// Versions named but not held, in (key, identity) order so that every
+	// replica inserts alike (the map's order is random; the result is not).
+	missing := make([]object, 0, len(byVersion))
+	for ref, c := range byVersion {
+		missing = append(missing, object{
+			ref: ref, target: &target{ref: ref}, size: c.size, status: ObjectLive, version: index,
+			refs: c.refs, idleSince: m.clock, pins: c.pins, pinMaxExpiry: c.pinMaxExpiry,
+		})
+	}
+	slices.SortFunc(missing, func(a, b object) int {
+		return cmp.Or(cmp.Compare(a.ref.Key, b.ref.Key), cmp.Compare(a.ref.Identity, b.ref.Identity))
+	})
+	for _, o := range missing {
+		m.objects.ReplaceOrInsert(o)
+	}
+}
+
+// visitReferences calls fn for everything that holds a reference on an
+// object: each evidence entry, and each record of a live generation.
+func (m *Machine) visitReferences(fn func(ObjectRef, ByteRange)) {
+	for _, s := range m.streams {
+		s.evidence.Ascend(func(e evidence) bool {
+			fn(e.target.ref, e.bytes)
+			return true
+		})
+		for v := range s.views {
+			for _, g := range s.views[v].gens {
+				g.records.Ascend(func(r record) bool {
+					fn(r.target.ref, r.bytes)
+					return true
+				})
+			}
+		}
+	}
+}
+
+// registerObject records a version of a key: its identity and size. The
+// same version again is a no-op.
 func (m *Machine) registerObject(index uint64, c *fsmpb.RegisterObject) *fsmpb.Result {
 	ref := refOf(c.Object)
-	o, ok := m.getObject(ref.Key)
+	if m.Level() < versionsLevel {
+		return m.registerReplacing(index, ref, c.Size)
+	}
+	o, ok := m.version(ref)
+	switch {
+	case !ok:
+		o = object{ref: ref, target: &target{ref: ref}, idleSince: m.clock}
+	case o.status == ObjectDeleting:
+		return reject(index, fsmpb.RejectCode_OBJECT_NOT_LIVE, "object.identity",
+			"version %q of object %q is being deleted; register it again once it is DELETED", ref.Identity, ref.Key)
+	case o.status == ObjectLive:
+		if o.size != c.Size {
+			return reject(index, fsmpb.RejectCode_INVALID_ARGUMENT, "size",
+				"version %q of object %q is registered with size %d, not %d", ref.Identity, ref.Key, o.size, c.Size)
+		}
+		return &fsmpb.Result{Version: index}
+	default:
+		// A deleted version registered again: the same bytes stored anew
+		// (a content-addressed identity names them again).
+		o.idleSince = m.clock
+	}
+	o.size = c.Size
+	o.status = ObjectLive
+	o.version = index
+	m.objects.ReplaceOrInsert(o)
+	return &fsmpb.Result{Version: index}
+}
+
+// registerReplacing is registration below level 3, as those releases
+// decide it: the key has one entry, and new bytes under a live key replace
+// its identity. Records of the old bytes then fail their identity check.
+func (m *Machine) registerReplacing(index uint64, ref ObjectRef, size uint64) *fsmpb.Result {
+	o, ok := m.firstVersion(ref.Key)
 	switch {
 	case !ok:
 		o = object{ref: ref, target: &target{ref: ref}, idleSince: m.clock}
@@ -157,19 +343,22 @@ func (m *Machine) registerObject(index uint64, c *fsmpb.RegisterObject) *fsmpb.R
 		return reject(index, fsmpb.RejectCode_OBJECT_NOT_LIVE, "object.key",
 			"object %q is being deleted; register it again once it is DELETED", ref.Key)
 	case o.status == ObjectLive && o.ref.Identity == ref.Identity:
-		if o.size != c.Size {
+		if o.size != size {
 			return reject(index, fsmpb.RejectCode_INVALID_ARGUMENT, "size",
-				"object %q is registered with size %d, not %d", ref.Key, o.size, c.Size)
+				"object %q is registered with size %d, not %d", ref.Key, o.size, size)
 		}
 		return &fsmpb.Result{Version: index}
 	default:
 		// A new identity for a live key, or a deleted key registered again.
+		if o.ref != ref {
+			m.objects.Delete(o)
+		}
 		o.ref, o.target = ref, &target{ref: ref}
 		if o.refs == 0 {
 			o.idleSince = m.clock
 		}
 	}
-	o.size = c.Size
+	o.size = size
 	o.status = ObjectLive
 	o.version = index
 	m.objects.ReplaceOrInsert(o)
@@ -207,9 +396,9 @@ func (m *Machine) releasePin(index uint64, c *fsmpb.ReleasePin) *fsmpb.Result {
 func (m *Machine) dropPin(p pin) {
 	m.pins.Delete(p)
 	m.pinExpiry.Delete(pinDeadline{at: p.pruneAt(), id: p.id})
-	o, ok := m.getObject(p.object.Key)
+	o, ok := m.counted(p.object)
 	if !ok || o.pins == 0 {
-		panic("fsm: pin on an object that does not count it: " + p.object.Key)
+		panic(fmt.Sprintf("fsm: pin on an object that does not count it: %v", p.object))
 	}
 	o.pins--
 	m.objects.ReplaceOrInsert(o)
@@ -250,8 +439,10 @@ func (m *Machine) markObjectDeleting(index uint64, c *fsmpb.MarkObjectDeleting) 
 // instead of recorded.
 func (m *Machine) markObjectDeleted(index uint64, c *fsmpb.MarkObjectDeleted) *fsmpb.Result {
 	ref := refOf(c.Object)
-	o, ok := m.getObject(ref.Key)
+	o, ok := m.counted(ref)
 	switch {
+	case !ok && m.Level() >= versionsLevel:
+		return m.noSuchVersion(index, ref, "object")
 	case !ok:
 		return reject(index, fsmpb.RejectCode_OBJECT_NOT_REGISTERED, "object.key", "object %q is not registered", ref.Key)
 	case o.ref.Identity != ref.Identity:

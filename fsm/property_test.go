@@ -226,7 +226,7 @@ func sameObjects(m *Machine, ref *refModel) error {
 		want = append(want, ObjectInfo{Ref: o.ref, Size: o.size, Status: o.status, Version: o.version,
 			References: refs[k], IdleSince: o.idle, Pins: ref.pinCount(k), PinMaxExpiry: o.maxExpiry})
 	}
-	if got := m.Objects("", 1<<20); !equal(got, want) {
+	if got := m.Objects(ObjectRef{}, 1<<20); !equal(got, want) {
 		return fmt.Errorf("objects\n machine: %+v\n   model: %+v", got, want)
 	}
 	var pins []PinInfo

@@ -123,7 +123,7 @@ func (r record) info(key IndexKey) RecordInfo {
 	key.Start = r.rng.Start
 	return RecordInfo{
 		Key: key, Range: r.rng, Survivors: r.target.survivors, Object: r.target.ref, Bytes: r.bytes,
-		Version: r.version, Checksum: r.checksum, Status: r.status,
+		Version: r.version, Checksum: r.checksum, Status: r.status, Data: r.data,
 	}
 }
 
@@ -167,27 +167,40 @@ func (m *Machine) Evidence(streamID, from uint64, limit int) []EvidenceInfo {
 func (e evidence) info(streamID uint64) EvidenceInfo {
 	return EvidenceInfo{
 		Stream: streamID, Range: e.rng, Object: e.target.ref, Bytes: e.bytes,
-		WriterEpoch: e.epoch, Version: e.version,
+		WriterEpoch: e.epoch, Version: e.version, Data: e.data,
 	}
 }
 
-// Object returns the registry entry for key.
-func (m *Machine) Object(key string) (ObjectInfo, bool) {
-	o, ok := m.getObject(key)
+// Object returns the registry entry of exactly the version ref: the key
+// and the identity of its bytes.
+func (m *Machine) Object(ref ObjectRef) (ObjectInfo, bool) {
+	o, ok := m.version(ref)
 	if !ok {
 		return ObjectInfo{}, false
 	}
 	return o.info(), true
 }
 
-// Objects returns up to limit registry entries with keys above `after`.
-func (m *Machine) Objects(after string, limit int) []ObjectInfo {
+// ObjectVersions returns every version of key the registry holds, by
+// identity (below feature level 3, at most one).
+func (m *Machine) ObjectVersions(key string) []ObjectInfo {
+	var out []ObjectInfo
+	m.versions(key, func(o object) bool {
+		out = append(out, o.info())
+		return true
+	})
+	return out
+}
+
+// Objects returns up to limit registry entries after `after`, in (key,
+// identity) order; the zero ref starts at the first.
+func (m *Machine) Objects(after ObjectRef, limit int) []ObjectInfo {
 	var out []ObjectInfo
 	if limit <= 0 {
 		return nil
 	}
-	m.objects.AscendGreaterOrEqual(object{ref: ObjectRef{Key: after}}, func(o object) bool {
-		if o.ref.Key == after {
+	m.objects.AscendGreaterOrEqual(object{ref: after}, func(o object) bool {
+		if o.ref == after {
 			return true
 		}
 		out = append(out, o.info())

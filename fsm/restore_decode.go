@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -39,6 +40,7 @@ type restoredRecord struct {
 	objID     []byte
 	bytes     ByteRange
 	checksum  uint32
+	data      checksum.Data
 	version   uint64
 	status    RecordStatus
 }
@@ -53,6 +55,7 @@ type restoredEvidence struct {
 	bytes   ByteRange
 	epoch   uint64
 	version uint64
+	data    checksum.Data
 }
 
 // restoredRecordOf converts a decoded message: the slow path's equivalent
@@ -63,6 +66,7 @@ func restoredRecordOf(rs *fsmpb.IndexRecordState) restoredRecord {
 		ref := refOf(pr.Object)
 		out.hasBody = true
 		out.rng, out.survivors, out.bytes, out.checksum = rangeOf(pr.Range), rangesOf(pr.Survivors), byteRangeOf(pr.Bytes), pr.Checksum
+		out.data = checksum.FromPtr(pr.DataCrc32C)
 		out.objKey, out.objID = []byte(ref.Key), []byte(ref.Identity)
 	}
 	return out
@@ -73,7 +77,7 @@ func restoredEvidenceOf(e *fsmpb.EvidenceState) restoredEvidence {
 	ref := refOf(e.Object)
 	return restoredEvidence{
 		stream: e.StreamId, rng: rangeOf(e.Range), objKey: []byte(ref.Key), objID: []byte(ref.Identity),
-		bytes: byteRangeOf(e.Bytes), epoch: e.WriterEpoch, version: e.Version,
+		bytes: byteRangeOf(e.Bytes), epoch: e.WriterEpoch, version: e.Version, data: checksum.FromPtr(e.DataCrc32C),
 	}
 }
 
@@ -141,6 +145,21 @@ func (r *wireReader) message(typ protowire.Type, decode func([]byte) bool) {
 	if r.ok && !decode(b) {
 		r.ok = false
 	}
+}
+
+// fixed32 reads an optional fixed32 field (a data checksum): present.
+func (r *wireReader) fixed32(typ protowire.Type) checksum.Data {
+	if typ != protowire.Fixed32Type {
+		r.ok = false
+		return checksum.Data{}
+	}
+	v, n := protowire.ConsumeFixed32(r.b)
+	if n < 0 {
+		r.ok = false
+		return checksum.Data{}
+	}
+	r.b = r.b[n:]
+	return checksum.Data{CRC: v, Set: true}
 }
 
 // str reads a proto3 string field, which proto.Unmarshal requires to be UTF-8.
@@ -213,7 +232,7 @@ func decodeIndexKey(b []byte, k *IndexKey) bool {
 func decodeIndexRecord(b []byte, out *restoredRecord) bool {
 	r := newWireReader(b)
 	for {
-		num, typ, ok := r.next(5)
+		num, typ, ok := r.next(6)
 		if !ok {
 			return r.done()
 		}
@@ -231,6 +250,8 @@ func decodeIndexRecord(b []byte, out *restoredRecord) bool {
 			r.message(typ, func(b []byte) bool { return decodeByteRange(b, &out.bytes) })
 		case 5:
 			out.checksum = uint32(r.varint(typ))
+		case 6:
+			out.data = r.fixed32(typ)
 		}
 	}
 }
@@ -240,7 +261,7 @@ func decodeEvidenceState(b []byte, out *restoredEvidence) bool {
 	*out = restoredEvidence{}
 	r := newWireReader(b)
 	for {
-		num, typ, ok := r.next(6)
+		num, typ, ok := r.next(7)
 		if !ok {
 			return r.done()
 		}
@@ -257,6 +278,8 @@ func decodeEvidenceState(b []byte, out *restoredEvidence) bool {
 			out.epoch = r.varint(typ)
 		case 6:
 			out.version = r.varint(typ)
+		case 7:
+			out.data = r.fixed32(typ)
 		}
 	}
 }

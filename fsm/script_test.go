@@ -425,7 +425,7 @@ func (r *scriptRunner) dump(a *scriptArgs) string {
 		}
 	}
 	if all || a.has("objects") {
-		for _, o := range r.m.Objects("", 1<<30) {
+		for _, o := range r.m.Objects(ObjectRef{}, 1<<30) {
 			b.WriteString(fmtObject(o) + "\n")
 		}
 	}

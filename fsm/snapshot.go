@@ -340,7 +340,7 @@ func (x *restorer) evidence(e *restoredEvidence) error {
 		x.pendingStream = s
 	}
 	x.pendingEvidence = append(x.pendingEvidence, evidence{
-		rng: e.rng, target: x.m.intern(e.objKey, e.objID), bytes: e.bytes, epoch: e.epoch, version: e.version,
+		rng: e.rng, target: x.m.intern(e.objKey, e.objID), bytes: e.bytes, epoch: e.epoch, version: e.version, data: e.data,
 	})
 	return nil
 }
@@ -701,12 +701,12 @@ func (m *Machine) restoreGeneration(gs *fsmpb.GenerationState) error {
 func (m *Machine) restoredRecord(rr *restoredRecord) record {
 	return record{
 		rng: rr.rng, target: m.intern(rr.objKey, rr.objID).withSurvivors(rr.survivors),
-		bytes: rr.bytes, version: rr.version, checksum: rr.checksum, status: rr.status,
+		bytes: rr.bytes, version: rr.version, checksum: rr.checksum, status: rr.status, data: rr.data,
 	}
 }
 
 func (m *Machine) restorePin(ps *fsmpb.PinState) error {
-	o, ok := m.getObject(refOf(ps.Object).Key)
+	o, ok := m.counted(refOf(ps.Object))
 	if !ok {
 		return fmt.Errorf("pin %d on unknown object %v", ps.Id, refOf(ps.Object))
 	}
@@ -734,7 +734,7 @@ func (m *Machine) intern(key, identity []byte) *target {
 		return last
 	}
 	t := &target{ref: ObjectRef{Key: string(key), Identity: string(identity)}}
-	if o, ok := m.getObject(t.ref.Key); ok && o.ref.Identity == t.ref.Identity {
+	if o, ok := m.version(t.ref); ok {
 		t = o.target
 	}
 	m.lastInterned = t

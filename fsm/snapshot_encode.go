@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/metad/metad/checksum"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/metad/metad/fsm/fsmpb"
@@ -156,7 +158,7 @@ func appendIndexRecordRecord(b []byte, k IndexKey, r record) []byte {
 	keySize := sizeVarintField(k.Stream) + sizeVarintField(enumWire(int32(k.View))) +
 		sizeVarintField(k.Generation) + sizeVarintField(k.Start)
 	bodySize := sizeMessageField(sizeRange(r.rng)) + sizeMessageField(sizeObjectRef(r.target.ref)) +
-		sizeMessageField(sizeByteRange(r.bytes)) + sizeVarintField(uint64(r.checksum))
+		sizeMessageField(sizeByteRange(r.bytes)) + sizeVarintField(uint64(r.checksum)) + sizeDataField(r.data)
 	for _, s := range r.target.survivors {
 		bodySize += sizeMessageField(sizeRange(s))
 	}
@@ -178,6 +180,7 @@ func appendIndexRecordRecord(b []byte, k IndexKey, r record) []byte {
 	b = appendObjectRef(b, 3, r.target.ref)
 	b = appendByteRange(b, 4, r.bytes)
 	b = appendVarintField(b, 5, uint64(r.checksum))
+	b = appendDataField(b, 6, r.data)
 	b = appendVarintField(b, 3, r.version)
 	return appendVarintField(b, 4, enumWire(int32(r.status)))
 }
@@ -187,7 +190,7 @@ func appendIndexRecordRecord(b []byte, k IndexKey, r record) []byte {
 func appendEvidenceRecord(b []byte, stream uint64, e evidence) []byte {
 	stateSize := sizeVarintField(stream) + sizeMessageField(sizeRange(e.rng)) +
 		sizeMessageField(sizeObjectRef(e.target.ref)) + sizeMessageField(sizeByteRange(e.bytes)) +
-		sizeVarintField(e.epoch) + sizeVarintField(e.version)
+		sizeVarintField(e.epoch) + sizeVarintField(e.version) + sizeDataField(e.data)
 
 	b = protowire.AppendVarint(b, uint64(sizeMessageField(stateSize)))
 	b = appendMessageHeader(b, fieldSnapshotEvidence, stateSize)
@@ -196,5 +199,23 @@ func appendEvidenceRecord(b []byte, stream uint64, e evidence) []byte {
 	b = appendObjectRef(b, 3, e.target.ref)
 	b = appendByteRange(b, 4, e.bytes)
 	b = appendVarintField(b, 5, e.epoch)
-	return appendVarintField(b, 6, e.version)
+	b = appendVarintField(b, 6, e.version)
+	return appendDataField(b, 7, e.data)
+}
+
+// sizeDataField is the size of an optional fixed32 data_crc32c field:
+// nothing when absent, so states from before data checksums encode as
+// they always did.
+func sizeDataField(d checksum.Data) int {
+	if !d.Set {
+		return 0
+	}
+	return 1 + 4
+}
+
+func appendDataField(b []byte, num protowire.Number, d checksum.Data) []byte {
+	if !d.Set {
+		return b
+	}
+	return protowire.AppendFixed32(protowire.AppendTag(b, num, protowire.Fixed32Type), d.CRC)
 }

@@ -3,6 +3,7 @@ package fsm
 import (
 	"github.com/google/btree"
 
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -29,6 +30,8 @@ type evidence struct {
 	epoch   uint64
 	version uint64
 	target  *target
+	// data is the writer's CRC-32C of the bytes (absent below level 3).
+	data checksum.Data
 }
 
 func evidenceLess(a, b evidence) bool { return a.rng.Start < b.rng.Start }
@@ -134,17 +137,20 @@ func (m *Machine) commitAppend(index uint64, c *fsmpb.CommitAppend) *fsmpb.Resul
 		return rej
 	}
 	rng := Range{c.ExpectedStart, c.End}
-	ev := evidence{rng: rng, target: obj.target, bytes: byteRangeOf(c.Bytes), epoch: c.WriterEpoch, version: index}
+	ev := evidence{
+		rng: rng, target: obj.target, bytes: byteRangeOf(c.Bytes), epoch: c.WriterEpoch, version: index,
+		data: m.dataChecksum(c.DataCrc32C),
+	}
 	s.evidence.ReplaceOrInsert(ev)
-	m.addReference(obj.ref.Key)
+	m.addReference(obj.ref)
 	if c.IndexGen0 {
 		key := IndexKey{Stream: s.info.ID, View: Committed, Generation: 0, Start: rng.Start}
-		rec := record{rng: rng, target: obj.target, bytes: ev.bytes, version: index, status: RecordValid}
-		rec.checksum = RecordChecksum(key, rng, nil, obj.ref, rec.bytes)
+		rec := record{rng: rng, target: obj.target, bytes: ev.bytes, version: index, status: RecordValid, data: ev.data}
+		rec.checksum = RecordChecksumData(key, rng, nil, obj.ref, rec.bytes, rec.data)
 		g := s.views[Committed].gens[0]
 		g.records.ReplaceOrInsert(rec)
 		g.version = index
-		m.addReference(obj.ref.Key)
+		m.addReference(obj.ref)
 	}
 	s.info.CommittedEnd = c.End
 	s.info.Version = index
@@ -180,7 +186,7 @@ func (m *Machine) trim(index uint64, c *fsmpb.Trim) *fsmpb.Result {
 			break
 		}
 		s.evidence.DeleteMin()
-		m.dropReference(e.target.ref.Key)
+		m.dropReference(e.target.ref)
 	}
 	for v := range s.views {
 		for _, g := range s.views[v].gens {
@@ -210,7 +216,7 @@ func (m *Machine) deleteStream(index uint64, c *fsmpb.DeleteStream) *fsmpb.Resul
 		return rej
 	}
 	s.evidence.Ascend(func(e evidence) bool {
-		m.dropReference(e.target.ref.Key)
+		m.dropReference(e.target.ref)
 		return true
 	})
 	for v := range s.views {

@@ -17,7 +17,8 @@ import (
 // State is the read-only view GC planning needs; *fsm.Machine has it.
 type State interface {
 	Clock() int64
-	Objects(after string, limit int) []fsm.ObjectInfo
+	// Objects pages the registry's versions in (key, identity) order.
+	Objects(after fsm.ObjectRef, limit int) []fsm.ObjectInfo
 }
 
 // Store is what the loop needs from Raft.
@@ -106,7 +107,7 @@ func New(cfg Config, store Store, deleter Deleter, log *slog.Logger, reg prometh
 // starts empty on every new leader, which only ever makes GC wait longer.
 type term struct {
 	firstSeen map[fsm.ObjectRef]sighting
-	cursor    string
+	cursor    fsm.ObjectRef
 }
 
 type sighting struct {
@@ -147,7 +148,7 @@ type window struct {
 	machine, now int64
 }
 
-func (c *Collector) read(ctx context.Context, after string) (window, error) {
+func (c *Collector) read(ctx context.Context, after fsm.ObjectRef) (window, error) {
 	var w window
 	err := c.store.Read(ctx, func(st State) {
 		w.objs, w.machine = st.Objects(after, c.cfg.ObjectsPerPass), st.Clock()
@@ -171,9 +172,9 @@ func (c *Collector) pass(ctx context.Context, t *term) error {
 		return err
 	}
 	if len(w.objs) < c.cfg.ObjectsPerPass {
-		t.cursor = "" // wrap around next pass
+		t.cursor = fsm.ObjectRef{} // wrap around next pass
 	} else {
-		t.cursor = w.objs[len(w.objs)-1].Ref.Key
+		t.cursor = w.objs[len(w.objs)-1].Ref
 	}
 	marked := 0
 	for _, o := range w.objs {

@@ -1,6 +1,7 @@
 package gc
 
 import (
+	"fmt"
 	"context"
 	"io"
 	"log/slog"
@@ -69,7 +70,11 @@ func (r *rig) pass(t *testing.T) {
 }
 
 func (r *rig) status(key string) fsm.ObjectStatus {
-	o, _ := r.s.Machine().Object(key)
+	vs := r.s.Machine().ObjectVersions(key)
+	if len(vs) != 1 {
+		panic(fmt.Sprintf("object %q has %d versions, want 1", key, len(vs)))
+	}
+	o := vs[0]
 	return o.Status
 }
 

@@ -14,7 +14,7 @@ type State interface {
 	EvidenceAt(stream, offset uint64) (fsm.EvidenceInfo, bool)
 	Evidence(stream, from uint64, limit int) []fsm.EvidenceInfo
 	Records(stream uint64, view fsm.View, gen, from uint64, limit int) []fsm.RecordInfo
-	Object(key string) (fsm.ObjectInfo, bool)
+	Object(ref fsm.ObjectRef) (fsm.ObjectInfo, bool)
 	Quarantined(after *fsm.IndexKey, limit, budget int) ([]fsm.RecordInfo, *fsm.IndexKey)
 }
 
@@ -114,8 +114,8 @@ func planEvidence(st State, ev fsm.EvidenceInfo, a Action) Action {
 		return a
 	}
 	quarantined := len(overlap) == 1 && sameProof(overlap[0], ev) && overlap[0].Status == fsm.RecordQuarantined
-	obj, ok := st.Object(ev.Object.Key)
-	if !ok || obj.Status != fsm.ObjectLive || obj.Ref.Identity != ev.Object.Identity {
+	obj, ok := st.Object(ev.Object)
+	if !ok || obj.Status != fsm.ObjectLive {
 		a.Verdict = ObjectUnusable
 		a.Detail = fmt.Sprintf("evidence %v names %v, which is not live under that identity", ev.Range, ev.Object)
 		return a
@@ -137,7 +137,7 @@ func planEvidence(st State, ev fsm.EvidenceInfo, a Action) Action {
 	}
 	a.Command = &fsmpb.RepairGen0{
 		StreamId: ev.Stream, EvidenceStart: ev.Range.Start, EvidenceVersion: ev.Version, Replace: replace,
-		Record: fsm.NewIndexRecord(key, ev.Range, nil, ev.Object, ev.Bytes),
+		Record: fsm.NewIndexRecordData(key, ev.Range, nil, ev.Object, ev.Bytes, ev.Data),
 	}
 	return a
 }
@@ -161,7 +161,7 @@ func matches(r fsm.RecordInfo, ev fsm.EvidenceInfo) bool {
 
 // sameProof reports whether a record says what the evidence says.
 func sameProof(r fsm.RecordInfo, ev fsm.EvidenceInfo) bool {
-	return r.Range == ev.Range && r.Object == ev.Object && r.Bytes == ev.Bytes
+	return r.Range == ev.Range && r.Object == ev.Object && r.Bytes == ev.Bytes && r.Data == ev.Data
 }
 
 func describeStale(overlap []fsm.RecordInfo, ev fsm.EvidenceInfo) string {

@@ -16,7 +16,8 @@ type State interface {
 	// RecordFrom returns the first record of a generation that ends after
 	// offset: the one containing it, or the next one.
 	RecordFrom(stream uint64, view fsm.View, gen, offset uint64) (fsm.RecordInfo, bool)
-	Object(key string) (fsm.ObjectInfo, bool)
+	Object(ref fsm.ObjectRef) (fsm.ObjectInfo, bool)
+	ObjectVersions(key string) []fsm.ObjectInfo
 	// AppliedIndex is the Raft index the state reflects.
 	AppliedIndex() uint64
 	// Pin returns a pin that is neither released nor pruned.
@@ -271,15 +272,18 @@ func admissible(st State, g fsm.GenerationInfo, rec fsm.RecordInfo) (Reason, str
 	if !rec.Verify() {
 		return ReasonChecksumMismatch, fmt.Sprintf("checksum %08x does not verify", rec.Checksum)
 	}
-	obj, ok := st.Object(rec.Object.Key)
+	// The record names one version of its object; other versions of the
+	// key, older or newer, say nothing about it.
+	obj, ok := st.Object(rec.Object)
 	switch {
+	case !ok && len(st.ObjectVersions(rec.Object.Key)) > 0:
+		// Below feature level 3 the key's bytes were replaced; from it on
+		// the version was never registered.
+		return ReasonIdentityMismatch, fmt.Sprintf("object %q holds no version %q", rec.Object.Key, rec.Object.Identity)
 	case !ok:
 		return ReasonObjectNotRegistered, fmt.Sprintf("object %q is not registered", rec.Object.Key)
 	case obj.Status != fsm.ObjectLive:
-		return ReasonObjectNotLive, fmt.Sprintf("object %q is %s", rec.Object.Key, obj.Status)
-	case obj.Ref.Identity != rec.Object.Identity:
-		return ReasonIdentityMismatch, fmt.Sprintf("object %q now holds %q, the record names %q",
-			rec.Object.Key, obj.Ref.Identity, rec.Object.Identity)
+		return ReasonObjectNotLive, fmt.Sprintf("version %q of object %q is %s", rec.Object.Identity, rec.Object.Key, obj.Status)
 	}
 	return "", ""
 }

@@ -120,7 +120,7 @@ func naivePlan(st *fsm.Machine, req Request) (Outcome, []CandidateID, []fsm.Rang
 	var ids []CandidateID
 	var resolved []fsm.Range
 	usable := func(g fsm.GenerationInfo, r fsm.RecordInfo) bool {
-		o, ok := st.Object(r.Object.Key)
+		o, ok := st.Object(r.Object)
 		id := CandidateID{Key: r.Key, Version: r.Version}
 		return g.Status == fsm.GenerationPublished && r.Status == fsm.RecordValid && r.Verify() &&
 			ok && o.Status == fsm.ObjectLive && o.Ref.Identity == r.Object.Identity && !slices.Contains(req.Exclude, id)

@@ -56,7 +56,7 @@ func (w *world) register(obj fsm.ObjectRef) {
 func (w *world) appendN(n uint64, key string, indexed bool) fsm.Range {
 	w.t.Helper()
 	obj := ref(key)
-	if _, ok := w.m.Object(key); !ok {
+	if _, ok := w.m.Object(obj); !ok {
 		w.register(obj)
 	}
 	s, _ := w.m.Stream(w.sid)
@@ -81,8 +81,8 @@ func (w *world) publish(view fsm.View, gen uint64, coverage fsm.Range, complete 
 	var prs []*fsmpb.IndexRecord
 	for _, r := range recs {
 		obj := ref(r.key)
-		if o, ok := w.m.Object(r.key); ok {
-			obj = o.Ref
+		if vs := w.m.ObjectVersions(r.key); len(vs) > 0 {
+			obj = vs[len(vs)-1].Ref
 		} else {
 			w.register(obj)
 		}
@@ -141,8 +141,8 @@ func (f faultyState) RecordFrom(stream uint64, view fsm.View, gen, offset uint64
 	return r, ok
 }
 
-func (f faultyState) Object(key string) (fsm.ObjectInfo, bool) {
-	o, ok := f.State.Object(key)
+func (f faultyState) Object(ref fsm.ObjectRef) (fsm.ObjectInfo, bool) {
+	o, ok := f.State.Object(ref)
 	if f.object != nil {
 		return f.object(o, ok)
 	}
@@ -325,4 +325,18 @@ func (r *rig) resolver(t testing.TB) *Resolver {
 func (r *rig) resolve(t testing.TB, view fsm.View, offset uint64, exclude ...CandidateID) (Result, error) {
 	t.Helper()
 	return r.resolver(t).Resolve(context.Background(), Request{Stream: r.w.sid, View: view, Offset: offset, Exclude: exclude})
+}
+
+func (f faultyState) ObjectVersions(key string) []fsm.ObjectInfo {
+	var out []fsm.ObjectInfo
+	for _, o := range f.State.ObjectVersions(key) {
+		if f.object != nil {
+			var ok bool
+			if o, ok = f.object(o, true); !ok {
+				continue
+			}
+		}
+		out = append(out, o)
+	}
+	return out
 }
