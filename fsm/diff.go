@@ -122,9 +122,7 @@ func keyOf(rec *fsmpb.SnapshotRecord) recordKey {
 	case *fsmpb.SnapshotRecord_Meta:
 		return recordKey{phase: phaseMeta}
 	case *fsmpb.SnapshotRecord_Object:
-		// Keys hold no NUL (objectstore.ValidKey), so this orders by key,
-		// then identity: the registry's order.
-		return recordKey{phase: phaseObjects, name: r.Object.GetObject().GetKey() + "\x00" + r.Object.GetObject().GetIdentity()}
+		return recordKey{phase: phaseObjects, name: objectOrderKey(r.Object.GetObject())}
 	case *fsmpb.SnapshotRecord_Stream:
 		return recordKey{phase: phaseStreams, id: r.Stream.Id}
 	case *fsmpb.SnapshotRecord_Evidence:
@@ -165,7 +163,7 @@ func (k recordKey) String() string {
 	case phaseMeta:
 		return "meta"
 	case phaseObjects:
-		key, identity, _ := strings.Cut(k.name, "\x00")
+		key, identity := splitObjectOrderKey(k.name)
 		return fmt.Sprintf("object %q version %q", key, identity)
 	case phasePins:
 		return fmt.Sprintf("pin %d", k.id)

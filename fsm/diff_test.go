@@ -126,3 +126,22 @@ func TestRecordDiffString(t *testing.T) {
 		t.Errorf("stream diff:\n%s", out[1])
 	}
 }
+
+func TestObjectOrderKeyOrdersAsThePair(t *testing.T) {
+	refs := []ObjectRef{
+		{Key: "a", Identity: "z"}, {Key: "a\x00", Identity: "a"}, {Key: "a\x00b", Identity: ""},
+		{Key: "a\x00b", Identity: "\x00"}, {Key: "a\x01", Identity: "a"}, {Key: "ab", Identity: "a"}, {Key: "b", Identity: ""},
+	}
+	for i := range refs {
+		k, id := splitObjectOrderKey(objectOrderKey(refs[i].PB()))
+		if k != refs[i].Key || id != refs[i].Identity {
+			t.Errorf("split(order(%q)) = %q %q", refs[i], k, id)
+		}
+		for j := range refs {
+			want := objectLess(object{ref: refs[i]}, object{ref: refs[j]})
+			if got := objectOrderKey(refs[i].PB()) < objectOrderKey(refs[j].PB()); got != want {
+				t.Errorf("order(%q) < order(%q) = %v, the pair order says %v", refs[i], refs[j], got, want)
+			}
+		}
+	}
+}

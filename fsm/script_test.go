@@ -28,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -320,8 +321,16 @@ func (r *scriptRunner) command(name string, a *scriptArgs) *fsmpb.Command {
 	case "open":
 		return cmdOpen(s)
 	case "append":
-		return cmdAppend(s, a.u64("epoch", 1), a.u64("start", 0), a.u64("end", 0), a.obj(),
+		cmd := cmdAppend(s, a.u64("epoch", 1), a.u64("start", 0), a.u64("end", 0), a.obj(),
 			a.parseBytes(a.str("bytes", "0+0")), a.has("index"))
+		if a.has("crc") {
+			crc, err := strconv.ParseUint(a.str("crc", ""), 16, 32)
+			if err != nil {
+				panic(fmt.Sprintf("crc=%q: %v", a.str("crc", ""), err))
+			}
+			cmd.GetCommitAppend().DataCrc32C = checksum.Data{CRC: uint32(crc), Set: true}.Ptr()
+		}
+		return cmd
 	case "publish":
 		view, gen := a.view("view"), a.u64("gen", 1)
 		var recs []*fsmpb.IndexRecord
@@ -498,11 +507,18 @@ func fmtRecord(r RecordInfo) string {
 	}
 	fmt.Fprintf(&b, " %s %d+%d %s v=%d sum=%s", r.Object, r.Bytes.Offset, r.Bytes.Length,
 		strings.TrimPrefix(r.Status.String(), "RECORD_STATUS_"), r.Version, sum)
+	if r.Data.Set {
+		b.WriteString(" data=" + r.Data.String())
+	}
 	return b.String()
 }
 
 func fmtEvidence(e EvidenceInfo) string {
-	return fmt.Sprintf("%v %s %d+%d epoch=%d v=%d", e.Range, e.Object, e.Bytes.Offset, e.Bytes.Length, e.WriterEpoch, e.Version)
+	s := fmt.Sprintf("%v %s %d+%d epoch=%d v=%d", e.Range, e.Object, e.Bytes.Offset, e.Bytes.Length, e.WriterEpoch, e.Version)
+	if e.Data.Set {
+		s += " data=" + e.Data.String()
+	}
+	return s
 }
 
 func fmtObject(o ObjectInfo) string {

@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/google/btree"
 	"google.golang.org/protobuf/proto"
@@ -447,7 +448,7 @@ func (o *canonicalOrder) check(rec *fsmpb.SnapshotRecord) error {
 	case *fsmpb.SnapshotRecord_Meta:
 		return o.enter(phaseMeta)
 	case *fsmpb.SnapshotRecord_Object:
-		return o.after(phaseObjects, r.Object.GetObject().GetKey(), 0)
+		return o.after(phaseObjects, objectOrderKey(r.Object.GetObject()), 0)
 	case *fsmpb.SnapshotRecord_Stream:
 		if err := o.after(phaseStreams, "", r.Stream.Id); err != nil {
 			return err
@@ -494,6 +495,30 @@ func (o *canonicalOrder) indexRecord(k IndexKey) error {
 	}
 	o.recordSeen, o.lastStart = true, k.Start
 	return nil
+}
+
+// objectOrderKey is a registry entry's place in the canonical order: by
+// key, then identity, as one string that orders as the pair does. The key's
+// NULs are escaped as NUL 0xff and a NUL ends it; 0xff never occurs in
+// UTF-8, which proto strings are, so a key that is a prefix of another
+// sorts first, as it does in the pair order.
+func objectOrderKey(ref *fsmpb.ObjectRef) string {
+	return strings.ReplaceAll(ref.GetKey(), "\x00", "\x00\xff") + "\x00" + ref.GetIdentity()
+}
+
+// splitObjectOrderKey undoes objectOrderKey.
+func splitObjectOrderKey(s string) (key, identity string) {
+	for i := 0; i < len(s); i++ {
+		if s[i] != 0 {
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == 0xff {
+			i++
+			continue
+		}
+		return strings.ReplaceAll(s[:i], "\x00\xff", "\x00"), s[i+1:]
+	}
+	return s, ""
 }
 
 // after checks a keyed record of a phase: the phase is not over, and the
