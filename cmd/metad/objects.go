@@ -43,7 +43,11 @@ func newObjectDescribeCmd(o *clientOpts) *cobra.Command {
 	var stale bool
 	cmd := &cobra.Command{
 		Use:     "describe KEY",
-		Short:   "Show a registered object: identity, size, status, references and pins",
+		Short:   "Show a registered object's versions: identity, size, status, references and pins",
+		Long: `Show every version of an object the registry holds. A key has one version
+per identity registered under it (a re-uploaded key has many); each is
+referenced, pinned and garbage-collected on its own. The newest, the last
+registered, is marked *. On a cluster below feature level 3 a key has one.`,
 		Example: `  metad object describe streams/1/00000000000000000000-00000000000000000001`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -53,9 +57,20 @@ func newObjectDescribeCmd(o *clientOpts) *cobra.Command {
 					return err
 				}
 				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
-					ob := resp.Object
-					fmt.Fprintf(tw, "key\t%s\nidentity\t%s\nsize\t%d\nstatus\t%s\nreferences\t%d\npins\t%d\nversion\t%d\nread at index\t%d\n",
-						ob.Ref.GetKey(), ob.Ref.GetIdentity(), ob.Size, ob.Status, ob.References, ob.Pins, ob.Version, resp.AppliedIndex)
+					versions := resp.Versions
+					if len(versions) == 0 { // a server from before versions
+						versions = []*metadpb.Object{resp.Object}
+					}
+					fmt.Fprintf(tw, "key\t%s\nversions\t%d\nread at index\t%d\n\n", resp.Object.Ref.GetKey(), len(versions), resp.AppliedIndex)
+					fmt.Fprintln(tw, "\tIDENTITY\tSIZE\tSTATUS\tREFERENCES\tPINS\tVERSION")
+					for _, ob := range versions {
+						newest := ""
+						if ob.Ref.GetIdentity() == resp.Object.Ref.GetIdentity() {
+							newest = "*"
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%d\n", newest, ob.Ref.GetIdentity(), ob.Size,
+							strings.TrimPrefix(ob.Status.String(), "OBJECT_STATUS_"), ob.References, ob.Pins, ob.Version)
+					}
 				})
 			})
 		},
