@@ -112,6 +112,9 @@ var failureTable = []struct {
 	{raftstore.ErrAlreadyLeader, ReasonAlreadyLeader, errorSpec{codes.FailedPrecondition, true, 0}, "to_node_id"},
 	{raftstore.ErrLastVoter, ReasonLastVoter, errorSpec{codes.FailedPrecondition, true, 0}, "node_id"},
 	{raftstore.ErrConfigurationRefused, ReasonConfigurationRefused, errorSpec{codes.Aborted, true, 200 * time.Millisecond}, ""},
+	// Refused before the proposal: definite, and no retry helps until the
+	// cluster's level is raised (every voter upgraded).
+	{raftstore.ErrFeatureLevel, ReasonFeatureLevel, errorSpec{codes.FailedPrecondition, true, 0}, ""},
 	{resolver.ErrUnavailable, ReasonResolveUnavailable, errorSpec{codes.Unavailable, true, 50 * time.Millisecond}, ""},
 	{context.DeadlineExceeded, ReasonDeadlineExceeded, errorSpec{codes.DeadlineExceeded, false, 0}, ""},
 	{context.Canceled, ReasonCancelled, errorSpec{codes.Canceled, false, 0}, ""},

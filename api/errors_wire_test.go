@@ -15,6 +15,7 @@ import (
 	"github.com/metad/metad/client"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/resolver"
 	"github.com/metad/metad/watch"
 )
@@ -44,6 +45,9 @@ func errorTableCases() []wireCase {
 		wireCase{"streamNotFound", streamNotFound("stream_id", "stream %d", 9)},
 		wireCase{"notFound", notFound("node_id", "no such server")},
 		wireCase{"pinShared", pinShared(7)},
+		wireCase{"feature level", toStatus(fmt.Errorf("propose: %w", raftstore.ErrFeatureLevel))},
+		wireCase{"quarantine not verified", quarantineNotVerified(errorSpec{codes.FailedPrecondition, true, 0}, "bytes differ")},
+		wireCase{"quarantine not verified, store unavailable", quarantineNotVerified(errorSpec{codes.Unavailable, true, time.Second}, "store down")},
 		wireCase{"unclassified", toStatus(errors.New("disk on fire"))},
 		wireCase{"watchCompacted", watchCompacted(fsm.StreamInfo{ID: 3, Version: 9}, watch.ErrCompacted)},
 		wireCase{"watch slow consumer", watchCutOff(watch.ErrSlowConsumer, 3, 9)},
@@ -132,6 +136,25 @@ func TestEveryRejectCodeHasARow(t *testing.T) {
 		}
 		if _, ok := rejectionTable[fsmpb.RejectCode(n)]; !ok {
 			t.Errorf("RejectCode %s has no row in rejectionTable", name)
+		}
+	}
+}
+
+// TestFeatureLevelRefusalIsDefinite: a command refused for the cluster's
+// feature level (raftstore refuses it before proposing) reaches a client
+// definite, FailedPrecondition, with its own sentinel, never INTERNAL.
+func TestFeatureLevelRefusalIsDefinite(t *testing.T) {
+	got, ok := client.AsError(client.FromStatus(toStatus(fmt.Errorf("lift: %w", raftstore.ErrFeatureLevel))))
+	if !ok || got.Reason != ReasonFeatureLevel || got.Code != codes.FailedPrecondition || !got.Definite {
+		t.Fatalf("feature-level refusal = %+v, want FEATURE_LEVEL, FailedPrecondition, definite", got)
+	}
+	if !errors.Is(got, client.ErrFeatureLevel) || !errors.Is(got, client.ErrFailedPrecondition) || errors.Is(got, client.ErrRetryable) {
+		t.Fatalf("feature-level refusal %v: sentinels wrong", got)
+	}
+	for _, spec := range []errorSpec{{codes.FailedPrecondition, true, 0}, {codes.Unavailable, true, time.Second}} {
+		e, _ := client.AsError(client.FromStatus(quarantineNotVerified(spec, "x")))
+		if !errors.Is(e, client.ErrQuarantineNotVerified) || !errors.Is(e, codeGroup[spec.code]) {
+			t.Errorf("quarantine not verified (%s): %v lacks its sentinel or its code's group", spec.code, e)
 		}
 	}
 }

@@ -73,8 +73,7 @@ func (s *Server) LiftQuarantine(ctx context.Context, req *metadpb.LiftQuarantine
 		if !objectstore.Unusable(cerr) {
 			spec = errorSpec{codes.Unavailable, true, time.Second}
 		}
-		return nil, build(spec, ReasonQuarantineNotVerified,
-			fmt.Sprintf("the bytes of %s do not verify, so record %v stays quarantined: %v", rec.Object, key, cerr), "key", nil)
+		return nil, quarantineNotVerified(spec, fmt.Sprintf("the bytes of %s do not verify, so record %v stays quarantined: %v", rec.Object, key, cerr))
 	}
 	res, err := s.applyRenamed(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_LiftQuarantine{LiftQuarantine: &fsmpb.LiftQuarantine{
 		Key: key.PB(), Version: req.Version}}}, map[string]string{"key": "key", "version": "version"})
@@ -83,4 +82,10 @@ func (s *Server) LiftQuarantine(ctx context.Context, req *metadpb.LiftQuarantine
 	}
 	s.log.Info("quarantine lifted by an operator: the bytes verify", "key", key.String(), "object", rec.Object.String(), "version", res.Version)
 	return &metadpb.LiftQuarantineResponse{Version: res.Version}, nil
+}
+
+// quarantineNotVerified refuses a lift whose bytes did not verify (spec
+// says whether the store answered).
+func quarantineNotVerified(spec errorSpec, msg string) error {
+	return build(spec, ReasonQuarantineNotVerified, msg, "key", nil)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -149,7 +150,10 @@ func codeReason(c codes.Code) string {
 // still classifies a newer server's errors by kind.
 func sentinelsOf(e *Error) []error {
 	if s, ok := reasonSentinels[e.Reason]; ok {
-		return s
+		// A reason's group is usually its code's, and listed with it; a
+		// reason sent with more than one code (QUARANTINE_NOT_VERIFIED)
+		// lists only its own sentinel and takes its group from the code.
+		return slices.Concat(s, codeSentinels[e.Code])
 	}
 	return codeSentinels[e.Code]
 }

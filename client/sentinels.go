@@ -58,6 +58,9 @@ const (
 	ReasonLastVoter            = "LAST_VOTER"            // removing the server would leave no voter
 	ReasonConfigurationRefused = "CONFIGURATION_REFUSED" // Raft refused a configuration change for now
 	ReasonFeatureLevel         = "FEATURE_LEVEL"         // the command needs a higher cluster feature level
+	// ReasonQuarantineNotVerified: a lift was asked, but the bytes do not
+	// verify (FailedPrecondition), or the store could not say (Unavailable).
+	ReasonQuarantineNotVerified = "QUARANTINE_NOT_VERIFIED"
 
 	ReasonWatchCompacted    = "WATCH_COMPACTED"     // a watch's resume point is older than the history held (CompactedError)
 	ReasonWatchSlowConsumer = "WATCH_SLOW_CONSUMER" // a watcher fell Buffer events behind; resume from last_version
@@ -136,6 +139,11 @@ var (
 	ErrLastVoter            = errors.New("metad: the last voter")
 	ErrConfigurationRefused = errors.New("metad: configuration change refused")
 	ErrFeatureLevel         = errors.New("metad: the cluster's feature level is too low")
+	// ErrQuarantineNotVerified: a quarantine lift was refused because the
+	// record's bytes did not verify; it also matches the group of its code
+	// (ErrFailedPrecondition, or ErrUnavailable when the store did not
+	// answer).
+	ErrQuarantineNotVerified = errors.New("metad: quarantined bytes do not verify")
 
 	ErrWatchCompacted    = errors.New("metad: watch history no longer held")
 	ErrWatchSlowConsumer = errors.New("metad: watcher cut off as a slow consumer")
@@ -187,6 +195,8 @@ var reasonSentinels = map[string][]error{
 	ReasonLastVoter:            {ErrLastVoter, ErrFailedPrecondition},
 	ReasonConfigurationRefused: {ErrConfigurationRefused, ErrConflict},
 	ReasonFeatureLevel:         {ErrFeatureLevel, ErrFailedPrecondition},
+	// Its group follows the code (see Sentinel's caller), not a fixed one.
+	ReasonQuarantineNotVerified: {ErrQuarantineNotVerified},
 
 	ReasonWatchCompacted:    {ErrWatchCompacted, ErrFailedPrecondition},
 	ReasonWatchSlowConsumer: {ErrWatchSlowConsumer, ErrUnavailable},

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -146,7 +147,7 @@ func TestTrueCorruptReportQuarantinesUntilRepaired(t *testing.T) {
 	}
 	// An operator's lift verifies first: the bytes are still wrong.
 	_, err = client.Call(b.ctx(), b.c, b.c.Metad.LiftQuarantine, &metadpb.LiftQuarantineRequest{Key: recs[0].Key, Version: recs[0].Version})
-	if client.Reason(err) != "QUARANTINE_NOT_VERIFIED" {
+	if !errors.Is(err, client.ErrQuarantineNotVerified) || !errors.Is(err, client.ErrFailedPrecondition) {
 		t.Fatalf("lift of unverified bytes: %v", err)
 	}
 	if err := os.WriteFile(path, good, 0o644); err != nil {
