@@ -218,24 +218,78 @@ type recordKey struct {
 }
 
 // replacements maps each replaced object key to the earliest call time of
-// an op that replaced it.
+// an op that replaced it: registered a new identity under it, which below
+// feature level 3 (one version per key) makes records naming the old one
+// inadmissible and lets GC collect it. From level 3 a key keeps every
+// version, so nothing is replaced and nothing is excused: the map is empty.
+// A reupload of the same identity (the local store names same bytes the
+// same) replaces nothing.
 func replacements(h history.History) map[string]int64 {
 	rep := map[string]int64{}
+	if h.KeyVersions() {
+		return rep
+	}
 	for i := range h.Ops {
 		op := &h.Ops[i]
-		if op.Kind == history.KindReplace && op.Status != history.Fail && op.In.Object != nil {
-			if t, ok := rep[op.In.Object.Key]; !ok || op.Call < t {
-				rep[op.In.Object.Key] = op.Call
-			}
+		if op.Kind != history.KindReplace && op.Kind != history.KindReupload || op.Status == history.Fail || op.In.Object == nil {
+			continue
+		}
+		if op.In.Of != nil && *op.In.Of == *op.In.Object {
+			continue
+		}
+		if t, ok := rep[op.In.Object.Key]; !ok || op.Call < t {
+			rep[op.In.Object.Key] = op.Call
 		}
 	}
 	return rep
 }
 
+// committedRecord names a record as a writer committed it: gen-0 records
+// are appends (view COMMITTED, generation 0), the others published.
+type committedRecord struct {
+	recordKey
+	obj   history.Object
+	bytes history.Bytes
+}
+
+// committedCRCs maps every record a writer may have committed (acknowledged
+// or indeterminate) to the data checksum it sent with it. Two writes of one
+// record with the same version and bytes carry the same bytes, so the same
+// checksum.
+func committedCRCs(h history.History) map[committedRecord]uint32 {
+	out := map[committedRecord]uint32{}
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.Status != history.OK && op.Status != history.Info {
+			continue
+		}
+		switch op.Kind {
+		case history.KindAppend:
+			if op.In.DataCRC != nil && op.In.Object != nil && op.In.Bytes != nil {
+				k := committedRecord{recordKey{op.Stream, Committed, 0, op.In.ExpectedStart}, *op.In.Object, *op.In.Bytes}
+				out[k] = *op.In.DataCRC
+			}
+		case history.KindPublish:
+			for _, r := range op.In.Records {
+				if r.DataCRC != nil {
+					out[committedRecord{recordKey{op.Stream, op.In.View, op.In.Generation, r.Range.Start}, r.Object, r.Bytes}] = *r.DataCRC
+				}
+			}
+		}
+	}
+	return out
+}
+
 // CheckData is G8: bytes read under a target's identity are exactly the
-// payloads of the offsets the target's record holds; a failed read is
-// allowed only for an object the harness replaced (detected, never served)
-// and otherwise means the object vanished under a pin (G9).
+// payloads of the offsets the target's record holds, and pass the data
+// checksum the record's writer committed (bytes of another version, or
+// rotted bytes, fail it); the target carries that checksum (from feature
+// level 3 it must carry one). A read that found its bytes failing the
+// target's checksum ("corrupt") was right to refuse them, but outside a
+// fault that rewrote the object it means the stored bytes are not the
+// ones committed. A failed read is allowed only for an object the harness
+// replaced (detected, never served) and otherwise means the object vanished
+// under a pin (G9).
 func CheckData(h history.History) []Anomaly {
 	sparse := map[recordKey][]history.Range{}
 	for i := range h.Ops {
@@ -247,6 +301,7 @@ func CheckData(h history.History) []Anomaly {
 		}
 	}
 	rep := replacements(h)
+	crcs := committedCRCs(h)
 	var out []Anomaly
 	for i := range h.Ops {
 		op := &h.Ops[i]
@@ -254,9 +309,18 @@ func CheckData(h history.History) []Anomaly {
 			continue
 		}
 		t, rd := op.Out.Target, op.Out.Read
+		crc, known := crcs[committedRecord{recordKey{op.Stream, t.View, t.Generation, t.Start}, t.Object, t.Bytes}]
+		if why := targetCRC(t, crc, known, h.KeyVersions()); why != "" {
+			out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: why})
+		}
 		if rd.Result != "ok" {
 			if hidden(h.Faults, t.Object.Key, op.Call, rd.At) {
-				continue // the flapping nemesis hid it (report.go)
+				continue // the flapping or corrupt nemesis had it (report.go)
+			}
+			if rd.Result == "corrupt" {
+				out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: fmt.Sprintf(
+					"the bytes of %s under %s failed their data checksum, though no fault rewrote them: %s", t.Object.Key, t.Object.Identity, rd.Detail)})
+				continue
 			}
 			if why := lostUnderPin(t.Object.Key, *rd, op.Call+t.PinTTL*9/10, rep); why != "" {
 				out = append(out, Anomaly{Check: "G9", Op: op.ID, Stream: op.Stream, Detail: why})
@@ -272,12 +336,38 @@ func CheckData(h history.History) []Anomaly {
 			}
 			want = Payloads(op.Stream, surv)
 		}
-		if op.Out.Data != want {
+		got := DataCRC([]byte(op.Out.Data))
+		switch {
+		case op.Out.Data != want:
 			out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: fmt.Sprintf(
-				"read %q under %s, the record's offsets hold %q", clip(op.Out.Data), t.Object.Identity, clip(want))})
+				"read %q under %s, the record's offsets hold %q%s", clip(op.Out.Data), t.Object.Identity, clip(want), crcNote(got, crc, known))})
+		case known && got != crc:
+			out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: fmt.Sprintf(
+				"read bytes under %s with CRC-32C %08x; the writer committed crc32c:%08x", t.Object.Identity, got, crc)})
 		}
 	}
 	return out
+}
+
+// targetCRC checks a target's data checksum against the one its record's
+// writer committed (known: the history holds the write).
+func targetCRC(t *history.Target, crc uint32, known, versions bool) string {
+	switch {
+	case !known:
+		return ""
+	case t.DataCRC == nil && versions:
+		return fmt.Sprintf("target g%d/%d of %s carries no data checksum; its writer committed crc32c:%08x", t.Generation, t.Start, t.Object.Key, crc)
+	case t.DataCRC != nil && *t.DataCRC != crc:
+		return fmt.Sprintf("target g%d/%d of %s carries data checksum crc32c:%08x; its writer committed crc32c:%08x", t.Generation, t.Start, t.Object.Key, *t.DataCRC, crc)
+	}
+	return ""
+}
+
+func crcNote(got, crc uint32, known bool) string {
+	if !known {
+		return ""
+	}
+	return fmt.Sprintf(" (CRC-32C %08x; the writer committed crc32c:%08x)", got, crc)
 }
 
 // lostUnderPin explains a failed read of a pinned object, or returns "" if

@@ -21,10 +21,17 @@ const (
 	// broker that failed to read it would (reported), which quarantines
 	// the record until the repair job sees the bytes again.
 	Flapping = "flapping"
+	// Corrupt rewrites a byte inside the committed byte range of object
+	// versions the cluster references, in place, and writes it back at the
+	// heal: one version (one) or up to three (several). Readers must find
+	// the bytes failing the data checksum their writer committed, fall
+	// back within the view and report them CORRUPT; nothing may return
+	// them. With S3 the proxy flips a byte of every GET body of the key.
+	Corrupt = "corrupt"
 )
 
 // StoreKinds lists the object-store faults.
-var StoreKinds = []string{StoreUnavailable, Flapping}
+var StoreKinds = []string{StoreUnavailable, Flapping, Corrupt}
 
 // storeRestartAllowance is how long a killed weed mini may take to answer
 // again after its restart (it starts master, volume, filer and S3).
@@ -34,6 +41,7 @@ const storeRestartAllowance = 10 * time.Second
 func init() {
 	shapes[StoreUnavailable] = []string{"pause", "kill"}
 	shapes[Flapping] = []string{"silent", "reported"}
+	shapes[Corrupt] = []string{"one", "several"}
 }
 
 // NeedsS3 reports whether a kind (with or without its shape) can only run
@@ -57,8 +65,11 @@ type Objects interface {
 // storeFault injects a store-unavailable or flapping fault.
 func (r *Runner) storeFault(ctx context.Context, st Step, f history.Fault) injected {
 	store := r.Cluster.Store
-	if st.Kind == Flapping {
+	switch st.Kind {
+	case Flapping:
 		return r.flap(ctx, st, f)
+	case Corrupt:
+		return r.corrupt(st, f)
 	}
 	f.Targets = []string{"weed"}
 	switch st.Shape {
@@ -122,4 +133,59 @@ func reportSummary(op history.Op) string {
 		return fmt.Sprintf("%s %s", op.Status, op.Error)
 	}
 	return fmt.Sprintf("confirmed=%v quarantined=%v (%s)", op.Out.Report.Confirmed, op.Out.Report.Quarantined, op.Out.Report.Verdict)
+}
+
+// corrupt flips one byte inside the byte range of one (or up to three)
+// targets readers recently read intact, until the heal writes them back.
+// The fault names the first object corrupted (model: reads of its key may
+// fail while it holds) and the detail every one.
+func (r *Runner) corrupt(st Step, f history.Fault) injected {
+	store := r.Cluster.Store
+	want := 1
+	if st.Shape == "several" {
+		want = 3
+	}
+	var done []string
+	var err error
+	seen := map[history.Object]bool{}
+	for i := 0; i < flapTries*want && len(done) < want; i++ {
+		t, ok := r.Objects.FlapTarget(st.Perm[0]*7 + i)
+		if !ok {
+			err = fmt.Errorf("no target read yet to corrupt")
+			break
+		}
+		if seen[t.Object] || t.Bytes.Length == 0 {
+			continue
+		}
+		seen[t.Object] = true
+		at := int64(t.Bytes.Offset) + int64((st.Perm[0]*31+i*7)%int(t.Bytes.Length))
+		if err = store.Corrupt(t.Object.Key, t.Object.Identity, at); err != nil {
+			continue
+		}
+		if f.Object == nil {
+			obj := t.Object
+			f.Object = &obj
+		}
+		f.Objects = append(f.Objects, t.Object)
+		f.Targets = append(f.Targets, t.Object.Key)
+		done = append(done, fmt.Sprintf("byte %d of %s@%s (stream %d %s g%d/%d@%d, bytes %d+%d)", at, t.Object.Key,
+			clipID(t.Object.Identity), t.Stream, t.View, t.Generation, t.Start, t.Version, t.Bytes.Offset, t.Bytes.Length))
+	}
+	if len(done) == 0 {
+		f.Error = fmt.Sprintf("nothing corrupted: %v", err)
+		return injected{fault: f}
+	}
+	f.Detail = "flipped " + strings.Join(done, "; ")
+	return injected{fault: f, heal: func(context.Context) {
+		if err := store.RestoreCorrupted(); err != nil {
+			r.Log.Error("nemesis: restoring corrupted bytes failed", "err", err)
+		}
+	}}
+}
+
+func clipID(id string) string {
+	if len(id) > 20 {
+		return id[:20] + "…"
+	}
+	return id
 }

@@ -46,6 +46,12 @@ const (
 	// ProfileReplace: stream with frequent object replacement, so resolves
 	// fail over within their view (for the cross-view bug).
 	ProfileReplace = "replace"
+	// ProfileReupload: stream whose writers often put new versions of
+	// keys they committed appends naming (the same bytes, or other bytes
+	// and then an append naming the new version): with many versions per
+	// key, every offset must keep reading the version it was committed
+	// with (reupload.go).
+	ProfileReupload = "reupload"
 )
 
 // Profiles lists the profiles a matrix runs.
@@ -78,6 +84,11 @@ type Config struct {
 	// FalseReports is the number of clients that report healthy
 	// candidates as broken (reports.go). Default 0.
 	FalseReports int
+	// Level is the cluster's feature level (StatusResponse
+	// cluster_feature_level): from history.VersionsLevel a key keeps many
+	// versions, so a new version replaces nothing. 0: unknown, taken as
+	// below it.
+	Level uint32
 	// HealWait is how long the end-of-run read-back keeps trying an offset
 	// (and waits for quarantine to drain): a quarantined record with intact
 	// bytes heals within one repair scan interval. Default 0: four tries.
@@ -90,7 +101,7 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	switch c.Profile {
-	case ProfileStream, ProfileResolve, ProfileAppend, ProfileReplace:
+	case ProfileStream, ProfileResolve, ProfileAppend, ProfileReplace, ProfileReupload:
 	default:
 		errs = append(errs, fmt.Errorf("workload: profile %q unknown", c.Profile))
 	}
