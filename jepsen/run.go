@@ -48,7 +48,10 @@ type RunConfig struct {
 	Store string
 	// FalseReports is the number of false-reporting clients.
 	FalseReports int
-	Log          *slog.Logger
+	// UncheckedReads plants a harness bug: readers skip the data checksum
+	// (planted_test.go).
+	UncheckedReads bool
+	Log            *slog.Logger
 }
 
 // Validate reports every problem at once.
@@ -183,7 +186,7 @@ func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	wl, err := workload.New(workload.Config{Profile: cfg.Profile, Streams: cfg.Streams, Readers: cfg.Readers, Level: level,
 		Watchers: cfg.Watchers, WatchClients: bound,
 		OpTimeout: 3 * time.Second, Seed: cfg.Seed, Clients: clients, NodeIDs: ids, All: all, Objects: objs, Rec: rec, Log: cfg.Log,
-		FalseReports: cfg.FalseReports, HealWait: healWait})
+		FalseReports: cfg.FalseReports, HealWait: healWait, UncheckedReads: cfg.UncheckedReads})
 	if err != nil {
 		closeAll()
 		return nil, nil, err

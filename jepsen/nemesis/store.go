@@ -60,6 +60,10 @@ type Objects interface {
 	// ReportHidden reports the target's candidate OBJECT_MISSING and
 	// records the report.
 	ReportHidden(ctx context.Context, t history.Target) history.Op
+	// Heat has readers re-read the targets until Cool: the corrupt
+	// nemesis's bytes are read while they are bad.
+	Heat(ts []history.Target)
+	Cool()
 }
 
 // storeFault injects a store-unavailable or flapping fault.
@@ -146,6 +150,7 @@ func (r *Runner) corrupt(st Step, f history.Fault) injected {
 		want = 3
 	}
 	var done []string
+	var hot []history.Target
 	var err error
 	seen := map[history.Object]bool{}
 	for i := 0; i < flapTries*want && len(done) < want; i++ {
@@ -167,6 +172,7 @@ func (r *Runner) corrupt(st Step, f history.Fault) injected {
 			f.Object = &obj
 		}
 		f.Objects = append(f.Objects, t.Object)
+		hot = append(hot, t)
 		f.Targets = append(f.Targets, t.Object.Key)
 		done = append(done, fmt.Sprintf("byte %d of %s@%s (stream %d %s g%d/%d@%d, bytes %d+%d)", at, t.Object.Key,
 			clipID(t.Object.Identity), t.Stream, t.View, t.Generation, t.Start, t.Version, t.Bytes.Offset, t.Bytes.Length))
@@ -176,7 +182,9 @@ func (r *Runner) corrupt(st Step, f history.Fault) injected {
 		return injected{fault: f}
 	}
 	f.Detail = "flipped " + strings.Join(done, "; ")
+	r.Objects.Heat(hot)
 	return injected{fault: f, heal: func(context.Context) {
+		r.Objects.Cool()
 		if err := store.RestoreCorrupted(); err != nil {
 			r.Log.Error("nemesis: restoring corrupted bytes failed", "err", err)
 		}

@@ -39,7 +39,9 @@ func (rd *reader) run(ctx context.Context) {
 		h := rd.w.streams[rd.rng.IntN(len(rd.w.streams))]
 		node := rd.rng.IntN(len(rd.w.cfg.Clients))
 		rd.w.gate.RLock()
-		if rd.rng.IntN(100) < resolveWeight {
+		if t, ok := rd.w.hotTarget(rd.rng); ok && resolveWeight > 0 {
+			rd.w.resolveAndRead(ctx, node, rd.client, rd.w.hintOf(t.Stream), t.View, t.Resolved.Start, false)
+		} else if rd.rng.IntN(100) < resolveWeight {
 			view := model.Committed
 			if rd.rng.IntN(5) < 2 {
 				view = model.TopicCompacted
@@ -179,7 +181,7 @@ func (w *Workload) readTarget(ctx context.Context, t *history.Target) (string, h
 	buf := make([]byte, t.Bytes.Length)
 	n, err := w.cfg.Objects.ReadAt(ctx, t.Object.Key, t.Object.Identity, buf, int64(t.Bytes.Offset))
 	wt := watchResult(n, len(buf), err)
-	if wt.Result == "ok" && t.DataCRC != nil {
+	if wt.Result == "ok" && t.DataCRC != nil && !w.cfg.UncheckedReads {
 		if got := model.DataCRC(buf[:n]); got != *t.DataCRC {
 			wt.Result, wt.Detail = resultCorrupt, fmt.Sprintf("%d bytes have CRC-32C %08x; the target says crc32c:%08x", n, got, *t.DataCRC)
 		}

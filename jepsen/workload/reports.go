@@ -120,6 +120,34 @@ func (w *Workload) FlapTarget(pick int) (history.Target, bool) {
 	return w.recent[pick%len(w.recent)], true
 }
 
+// Heat makes readers re-read the offsets of targets (half their resolves,
+// until Cool), as consumers re-read hot data: the corrupt nemesis heats
+// the targets whose bytes it rewrote, so readers meet the bad bytes while
+// they are bad, and must refuse them.
+func (w *Workload) Heat(ts []history.Target) {
+	w.recentMu.Lock()
+	defer w.recentMu.Unlock()
+	w.hot = slices.Clone(ts)
+}
+
+// Cool ends Heat.
+func (w *Workload) Cool() {
+	w.recentMu.Lock()
+	defer w.recentMu.Unlock()
+	w.hot = nil
+}
+
+// hotTarget returns, half the time while targets are hot, one of them.
+func (w *Workload) hotTarget(rng *rand.Rand) (history.Target, bool) {
+	w.recentMu.Lock()
+	defer w.recentMu.Unlock()
+	if len(w.hot) == 0 || rng.IntN(2) == 0 {
+		return history.Target{}, false
+	}
+	t := w.hot[rng.IntN(len(w.hot))]
+	return t, w.hintOf(t.Stream) != nil // streams are set by Setup, then only read
+}
+
 // ReportHidden is the flapping nemesis's true report: the object of t was
 // hidden, so OBJECT_MISSING should be confirmed and quarantine the record
 // until the repair job sees the bytes again.

@@ -89,6 +89,10 @@ type Config struct {
 	// versions, so a new version replaces nothing. 0: unknown, taken as
 	// below it.
 	Level uint32
+	// UncheckedReads plants a bug in the harness's readers: they skip the
+	// data checksum and return whatever bytes the store gave (the planted
+	// test shows the checker catches the corrupt nemesis's bytes then).
+	UncheckedReads bool
 	// HealWait is how long the end-of-run read-back keeps trying an offset
 	// (and waits for quarantine to drain): a quarantined record with intact
 	// bytes heals within one repair scan interval. Default 0: four tries.
@@ -142,9 +146,11 @@ type Workload struct {
 	watchers sync.WaitGroup
 	// follows are the stream watchers (watcher.go), set by Run.
 	follows []*watchFollow
-	// recent are targets readers read intact, for the flapping nemesis.
+	// recent are targets readers read intact, for the flapping and
+	// corrupt nemeses; hot those readers re-read (Heat).
 	recentMu sync.Mutex
 	recent   []history.Target
+	hot      []history.Target
 }
 
 // hint is what readers know of a stream, updated by every answer.
