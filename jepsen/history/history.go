@@ -171,6 +171,10 @@ type Evidence struct {
 	Range   Range  `json:"range"`
 	Object  Object `json:"obj"`
 	Version uint64 `json:"v"`
+	// Bytes and DataCRC are the byte range and the data checksum the
+	// evidence holds (nil: none).
+	Bytes   *Bytes  `json:"bytes,omitempty"`
+	DataCRC *uint32 `json:"crc,omitempty"`
 }
 
 // Report is a ReportCandidateFailure request: the candidate (a target the

@@ -302,7 +302,7 @@ func CheckData(h history.History) []Anomaly {
 	}
 	rep := replacements(h)
 	crcs := committedCRCs(h)
-	var out []Anomaly
+	out := checkEvidenceCRCs(h, crcs)
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		if op.Kind != history.KindResolve || op.Status != history.OK || op.Out.Target == nil || op.Out.Read == nil {
@@ -344,6 +344,74 @@ func CheckData(h history.History) []Anomaly {
 		case known && got != crc:
 			out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: fmt.Sprintf(
 				"read bytes under %s with CRC-32C %08x; the writer committed crc32c:%08x", t.Object.Identity, got, crc)})
+		}
+	}
+	return capPerObject(out, h)
+}
+
+// perObject bounds the data anomalies reported per object: a corrupted
+// object read a hundred times is one finding, shown by its first reads.
+const perObject = 5
+
+// capPerObject keeps the first perObject G8 anomalies of each object's
+// reads and says how many more there were.
+func capPerObject(as []Anomaly, h history.History) []Anomaly {
+	key := map[int]string{}
+	for i := range h.Ops {
+		if op := &h.Ops[i]; op.Kind == history.KindResolve && op.Out != nil && op.Out.Target != nil {
+			key[op.ID] = op.Out.Target.Object.Key
+		}
+	}
+	seen := map[string]int{}
+	var out []Anomaly
+	for _, a := range as {
+		k, ok := key[a.Op]
+		if a.Check == "G8" && ok {
+			if seen[k]++; seen[k] > perObject {
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if n := seen[k]; n > perObject {
+			out = append(out, Anomaly{Check: "G8", Op: -1, Detail: fmt.Sprintf("%d more reads of %s as above", n-perObject, k)})
+		}
+	}
+	return out
+}
+
+// checkEvidenceCRCs checks the final append evidence keeps the data
+// checksum each append's writer committed (from feature level 3 it must
+// keep one).
+func checkEvidenceCRCs(h history.History, crcs map[committedRecord]uint32) []Anomaly {
+	var out []Anomaly
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.Kind != history.KindEvidence || op.Status != history.OK || op.Out == nil {
+			continue
+		}
+		for _, e := range op.Out.Evidence {
+			if e.Bytes == nil {
+				continue
+			}
+			crc, known := crcs[committedRecord{recordKey{op.Stream, Committed, 0, e.Range.Start}, e.Object, *e.Bytes}]
+			var why string
+			switch {
+			case !known:
+			case e.DataCRC == nil && h.KeyVersions():
+				why = fmt.Sprintf("evidence %v of %s keeps no data checksum; its writer committed crc32c:%08x", e.Range, e.Object.Key, crc)
+			case e.DataCRC != nil && *e.DataCRC != crc:
+				why = fmt.Sprintf("evidence %v of %s keeps data checksum crc32c:%08x; its writer committed crc32c:%08x", e.Range, e.Object.Key, *e.DataCRC, crc)
+			}
+			if why != "" && len(out) < 20 {
+				out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: why})
+			}
 		}
 	}
 	return out

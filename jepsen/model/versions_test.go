@@ -180,3 +180,40 @@ func TestNewVersionKeepsOldOffsets(t *testing.T) {
 		t.Fatalf("level 2: a reupload of the same version excused the offsets: %v", got)
 	}
 }
+
+// TestDataAnomaliesCappedPerObject: an object read wrong many times is
+// reported by its first reads and a count of the rest.
+func TestDataAnomaliesCappedPerObject(t *testing.T) {
+	a := crcAppend(0, 3, "k", "sha256:one")
+	bad := flipped(Payloads(1, []history.Range{{Start: 0, End: 3}}), 2)
+	var b builder
+	b.add(a, 0, 1)
+	for i := range int64(perObject + 3) {
+		b.add(readOf(a, 1, bad, a.In.DataCRC, "ok"), 2+i, 3+i)
+	}
+	got := CheckData(b.h)
+	if len(got) != perObject+1 || !strings.Contains(got[perObject].Detail, "3 more reads of k") {
+		t.Fatalf("want %d anomalies and a count, got %v", perObject, got)
+	}
+}
+
+// TestEvidenceKeepsTheCommittedChecksum: the final append evidence holds
+// each append's committed data checksum (from level 3, always).
+func TestEvidenceKeepsTheCommittedChecksum(t *testing.T) {
+	a := crcAppend(0, 3, "k", "sha256:one")
+	other := *a.In.DataCRC + 1
+	for _, c := range []struct {
+		level uint32
+		crc   *uint32
+		bad   bool
+	}{{3, a.In.DataCRC, false}, {3, nil, true}, {3, &other, true}, {2, nil, false}, {2, &other, true}} {
+		var b builder
+		b.h.Level = c.level
+		b.add(a, 0, 1)
+		b.add(history.Op{Kind: history.KindEvidence, Final: true, Out: &history.Output{Evidence: []history.Evidence{{
+			Range: history.Range{Start: 0, End: 3}, Object: *a.In.Object, Bytes: a.In.Bytes, DataCRC: c.crc}}}}, 2, 3)
+		if got := CheckData(b.h); (len(got) > 0) != c.bad {
+			t.Errorf("level %d crc %v: %v", c.level, c.crc, got)
+		}
+	}
+}

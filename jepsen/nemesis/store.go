@@ -60,6 +60,9 @@ type Objects interface {
 	// ReportHidden reports the target's candidate OBJECT_MISSING and
 	// records the report.
 	ReportHidden(ctx context.Context, t history.Target) history.Op
+	// FreshTargets returns up to n recently read targets of distinct
+	// objects, those least likely to be trimmed soon first.
+	FreshTargets(n int) []history.Target
 	// Heat has readers re-read the targets until Cool: the corrupt
 	// nemesis's bytes are read while they are bad.
 	Heat(ts []history.Target)
@@ -140,9 +143,10 @@ func reportSummary(op history.Op) string {
 }
 
 // corrupt flips one byte inside the byte range of one (or up to three)
-// targets readers recently read intact, until the heal writes them back.
-// The fault names the first object corrupted (model: reads of its key may
-// fail while it holds) and the detail every one.
+// targets readers recently read intact, those deepest above their trim
+// point, until the heal writes them back; readers re-read them meanwhile
+// (Heat). The fault names every object corrupted (model: reads of their
+// keys may fail while it holds), the detail every byte.
 func (r *Runner) corrupt(st Step, f history.Fault) injected {
 	store := r.Cluster.Store
 	want := 1
@@ -151,18 +155,11 @@ func (r *Runner) corrupt(st Step, f history.Fault) injected {
 	}
 	var done []string
 	var hot []history.Target
-	var err error
-	seen := map[history.Object]bool{}
-	for i := 0; i < flapTries*want && len(done) < want; i++ {
-		t, ok := r.Objects.FlapTarget(st.Perm[0]*7 + i)
-		if !ok {
-			err = fmt.Errorf("no target read yet to corrupt")
+	err := fmt.Errorf("no target read yet to corrupt")
+	for i, t := range r.Objects.FreshTargets(want + 2) {
+		if len(done) == want {
 			break
 		}
-		if seen[t.Object] || t.Bytes.Length == 0 {
-			continue
-		}
-		seen[t.Object] = true
 		at := int64(t.Bytes.Offset) + int64((st.Perm[0]*31+i*7)%int(t.Bytes.Length))
 		if err = store.Corrupt(t.Object.Key, t.Object.Identity, at); err != nil {
 			continue

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -118,6 +119,36 @@ func (w *Workload) FlapTarget(pick int) (history.Target, bool) {
 		return history.Target{}, false
 	}
 	return w.recent[pick%len(w.recent)], true
+}
+
+// FreshTargets returns up to n targets readers recently read intact, of
+// distinct objects, those deepest above their stream's trim point first:
+// the corrupt nemesis rewrites them, and they should stay untrimmed while
+// the fault holds.
+func (w *Workload) FreshTargets(n int) []history.Target {
+	w.recentMu.Lock()
+	cands := slices.Clone(w.recent)
+	w.recentMu.Unlock()
+	depth := func(t history.Target) int64 {
+		h := w.hintOf(t.Stream)
+		if h == nil {
+			return -1
+		}
+		return int64(t.RecordRange.Start) - int64(h.trim.Load())
+	}
+	slices.SortStableFunc(cands, func(a, b history.Target) int { return cmp.Compare(depth(b), depth(a)) })
+	var out []history.Target
+	seen := map[history.Object]bool{}
+	for _, t := range cands {
+		if len(out) == n || depth(t) < 0 {
+			break
+		}
+		if !seen[t.Object] && t.Bytes.Length > 0 {
+			seen[t.Object] = true
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Heat makes readers re-read the offsets of targets (half their resolves,

@@ -76,13 +76,13 @@ func (wr *writer) profile(p string) []weighted {
 		return []weighted{{30, appendGen0(0.9)}, {4, wr.trimOnce}, {8, wr.publishOnce(model.TopicCompacted)},
 			{12, wr.replaceOnce}}
 	case ProfileReupload:
-		return []weighted{{35, appendGen0(0.7)}, {6, wr.trimOnce}, {5, wr.publishOnce(model.Committed)},
+		return []weighted{{35, appendGen0(0.7)}, {3, wr.trimOnce}, {5, wr.publishOnce(model.Committed)},
 			{5, wr.publishOnce(model.TopicCompacted)}, {4, wr.retireOnce}, {2, wr.openOnce}, {14, wr.reuploadOnce},
-			{2, wr.replaceOnce}, {3, wr.pinWatch}, {3, wr.describeOnce}}
+			{2, wr.replaceOnce}, {1, wr.pinWatch}, {3, wr.describeOnce}}
 	}
 	return []weighted{{40, appendGen0(0.7)}, {8, wr.trimOnce}, {7, wr.publishOnce(model.Committed)},
 		{7, wr.publishOnce(model.TopicCompacted)}, {6, wr.retireOnce}, {3, wr.openOnce}, {2, wr.staleAppend},
-		{2, wr.replaceOnce}, {3, wr.pinWatch}, {4, wr.describeOnce}}
+		{2, wr.replaceOnce}, {2, wr.reuploadOnce}, {3, wr.pinWatch}, {4, wr.describeOnce}}
 }
 
 func (wr *writer) run(ctx context.Context) {
