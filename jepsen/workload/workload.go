@@ -1,9 +1,11 @@
 // Package workload drives metad through its public gRPC API with
 // concurrent recording clients and writes every operation to a history:
-// one writer per stream (appends through the object store, trims,
-// generations in both views, retires, epoch bumps, fenced appends, object
-// replacement, watched pins), readers resolving and reading bytes under
-// the target's identity while all that happens, (stream profile) watchers
+// one writer per stream (appends through the object store, each with the
+// data checksum of its bytes, trims, generations in both views, retires,
+// epoch bumps, fenced appends, object replacement, new versions of keys
+// it committed appends naming (reupload.go), watched pins), readers
+// resolving, reading bytes under the target's identity and checking them
+// against the target's data checksum while all that happens, (stream profile) watchers
 // following streams with the Watch RPC in resumed sessions (watcher.go),
 // and optionally false reporters (reports.go), which report healthy
 // candidates as broken. At the end it lists what stayed quarantined and
