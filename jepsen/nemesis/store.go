@@ -76,7 +76,7 @@ func (r *Runner) storeFault(ctx context.Context, st Step, f history.Fault) injec
 	case Flapping:
 		return r.flap(ctx, st, f)
 	case Corrupt:
-		return r.corrupt(st, f)
+		return r.corrupt(ctx, st, f)
 	}
 	f.Targets = []string{"weed"}
 	switch st.Shape {
@@ -147,7 +147,7 @@ func reportSummary(op history.Op) string {
 // point, until the heal writes them back; readers re-read them meanwhile
 // (Heat). The fault names every object corrupted (model: reads of their
 // keys may fail while it holds), the detail every byte.
-func (r *Runner) corrupt(st Step, f history.Fault) injected {
+func (r *Runner) corrupt(ctx context.Context, st Step, f history.Fault) injected {
 	store := r.Cluster.Store
 	want := 1
 	if st.Shape == "several" {
@@ -156,7 +156,12 @@ func (r *Runner) corrupt(st Step, f history.Fault) injected {
 	var done []string
 	var hot []history.Target
 	err := fmt.Errorf("no target read yet to corrupt")
-	for i, t := range r.Objects.FreshTargets(want + 2) {
+	fresh := r.Objects.FreshTargets(want + 2)
+	for wait := 0; len(fresh) == 0 && wait < 20 && sleep(ctx, 250*time.Millisecond) == nil; wait++ {
+		fresh = r.Objects.FreshTargets(want + 2) // the readers have read nothing intact yet
+	}
+	f.Start = time.Now().UnixNano()
+	for i, t := range fresh {
 		if len(done) == want {
 			break
 		}
