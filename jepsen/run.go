@@ -163,9 +163,17 @@ func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	if err != nil {
 		return nil, nil, err
 	}
+	bcfg := cl.ClientConfig(addrs)
+	bcfg.Objects, bcfg.Holder = objs, "jepsen-broker"
+	broker, err := client.New(bcfg) // client.Read, as a broker reads
+	if err != nil {
+		all.Close()
+		return nil, nil, err
+	}
 	var bound []*client.Client // one per node, never routed to the leader: for watchers
 	closeAll := func() {
 		all.Close()
+		broker.Close()
 		for _, c := range bound {
 			c.Close()
 		}
@@ -185,7 +193,7 @@ func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	cfg.Log.Info("cluster feature level", "level", level)
 	wl, err := workload.New(workload.Config{Profile: cfg.Profile, Streams: cfg.Streams, Readers: cfg.Readers, Level: level,
 		Watchers: cfg.Watchers, WatchClients: bound,
-		OpTimeout: 3 * time.Second, Seed: cfg.Seed, Clients: clients, NodeIDs: ids, All: all, Objects: objs, Rec: rec, Log: cfg.Log,
+		OpTimeout: 3 * time.Second, Seed: cfg.Seed, Clients: clients, NodeIDs: ids, All: all, Objects: objs, Broker: broker, Rec: rec, Log: cfg.Log,
 		FalseReports: cfg.FalseReports, HealWait: healWait, UncheckedReads: cfg.UncheckedReads})
 	if err != nil {
 		closeAll()

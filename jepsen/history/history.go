@@ -55,6 +55,12 @@ const (
 	// KindReport is ReportCandidateFailure: In.Report names the candidate
 	// and the kind, Out.Report the server's answer.
 	KindReport = "report"
+	// KindRead is client.Read by a broker reader: the client library's
+	// resolve, read under the target's identity, data checksum check,
+	// report and fallback within the view, seen only from outside: its
+	// answer (Out.Target, Out.Data) and the failure kinds of the
+	// candidates it fell back from (Out.Fallbacks).
+	KindRead = "read"
 	// KindQuarantine is the end-of-run ListQuarantined (Final), after
 	// quarantine had time to heal: Out.Quarantined lists what stayed.
 	KindQuarantine = "quarantine"
@@ -277,8 +283,12 @@ type Output struct {
 	Outcome string  `json:"outcome,omitempty"`
 	Target  *Target `json:"target,omitempty"`
 	ViewEnd uint64  `json:"view_end,omitempty"`
-	// Data is the target's bytes as read under its identity (resolve).
+	// Data is the target's bytes as read under its identity (resolve,
+	// read).
 	Data string `json:"data,omitempty"`
+	// Fallbacks are the failure kinds of the candidates a client.Read
+	// fell back from (read).
+	Fallbacks []string `json:"fallbacks,omitempty"`
 	// Read is the result of reading the target's bytes ("ok" or a Watch
 	// result); Watches are later checks of a pinned object (pin).
 	Read    *Watch  `json:"read,omitempty"`
@@ -320,7 +330,7 @@ type Op struct {
 // IsWrite reports whether the op kind is a mutation.
 func (o *Op) IsWrite() bool {
 	switch o.Kind {
-	case KindDescribe, KindResolve, KindQuarantine, KindWatch, KindEvidence:
+	case KindDescribe, KindResolve, KindRead, KindQuarantine, KindWatch, KindEvidence:
 		return false
 	}
 	return true

@@ -289,7 +289,8 @@ func committedCRCs(h history.History) map[committedRecord]uint32 {
 // fault that rewrote the object it means the stored bytes are not the
 // ones committed. A failed read is allowed only for an object the harness
 // replaced (detected, never served) and otherwise means the object vanished
-// under a pin (G9).
+// under a pin (G9). A broker reader's client.Read answers are held to the
+// same: every byte it returns must pass the committed checksum.
 func CheckData(h history.History) []Anomaly {
 	sparse := map[recordKey][]history.Range{}
 	for i := range h.Ops {
@@ -305,7 +306,7 @@ func CheckData(h history.History) []Anomaly {
 	out := checkEvidenceCRCs(h, crcs)
 	for i := range h.Ops {
 		op := &h.Ops[i]
-		if op.Kind != history.KindResolve || op.Status != history.OK || op.Out.Target == nil || op.Out.Read == nil {
+		if op.Kind != history.KindResolve && op.Kind != history.KindRead || op.Status != history.OK || op.Out.Target == nil || op.Out.Read == nil {
 			continue
 		}
 		t, rd := op.Out.Target, op.Out.Read
@@ -358,7 +359,7 @@ const perObject = 5
 func capPerObject(as []Anomaly, h history.History) []Anomaly {
 	key := map[int]string{}
 	for i := range h.Ops {
-		if op := &h.Ops[i]; op.Kind == history.KindResolve && op.Out != nil && op.Out.Target != nil {
+		if op := &h.Ops[i]; (op.Kind == history.KindResolve || op.Kind == history.KindRead) && op.Out != nil && op.Out.Target != nil {
 			key[op.ID] = op.Out.Target.Object.Key
 		}
 	}

@@ -77,7 +77,7 @@ func Operations(h history.History) []porcupine.Operation {
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		if op.Kind == history.KindRegister || op.Kind == history.KindPin || op.Kind == history.KindWatch ||
-			op.Kind == history.KindEvidence || op.Stream == 0 {
+			op.Kind == history.KindEvidence || op.Kind == history.KindRead || op.Stream == 0 {
 			continue
 		}
 		call, ret := op.Call, op.Return

@@ -65,6 +65,16 @@ func TestPlantedCorruptReadIsCaught(t *testing.T) {
 			t.Errorf("%s: want one G8 saying %q, got %v", c.name, c.want, got)
 		}
 	}
+	// A broker's client.Read that returned flipped bytes is caught the
+	// same way.
+	var br builder
+	br.add(a, 0, 1)
+	read := readOf(a, 1, flipped(good, 4), a.In.DataCRC, "ok")
+	read.Kind = history.KindRead
+	br.add(read, 2, 31)
+	if got := CheckData(br.h); len(got) != 1 || got[0].Check != "G8" {
+		t.Errorf("client.Read returning flipped bytes: %v", got)
+	}
 	// Bytes with the right payloads but a CRC the writer did not commit
 	// can only come from a wrong committed checksum; that too is caught.
 	var b builder

@@ -74,7 +74,7 @@ func (w *Workload) Report(ctx context.Context, node, clientID int, t history.Tar
 	req := &metadpb.ReportCandidateFailureRequest{
 		Candidate: &metadpb.CandidateRef{Key: &metadpb.IndexKey{StreamId: t.Stream, View: viewPB(t.View), Generation: t.Generation,
 			Start: t.Start}, Version: t.Version},
-		Kind: metadpb.FailureKind(metadpb.FailureKind_value[kind]), Detail: "jepsen: " + reportDetail(isFalse), RequestId: op.In.RequestID}
+		Kind: metadpb.FailureKind(metadpb.FailureKind_value[kind]), Detail: "jepsen: " + reportDetail(kind, isFalse), RequestId: op.In.RequestID}
 	cctx, cancel := w.opContext(ctx)
 	defer cancel()
 	var a attempts
@@ -90,9 +90,12 @@ func (w *Workload) Report(ctx context.Context, node, clientID int, t history.Tar
 	return op
 }
 
-func reportDetail(isFalse bool) string {
-	if isFalse {
+func reportDetail(kind string, isFalse bool) string {
+	switch {
+	case isFalse:
 		return "false report: the bytes were just read intact"
+	case kind == metadpb.FailureKind_CORRUPT.String():
+		return "the bytes read failed the target's data checksum"
 	}
 	return "the object was hidden by the flapping nemesis"
 }

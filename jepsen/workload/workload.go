@@ -83,6 +83,10 @@ type Config struct {
 	WatchClients []*client.Client
 	// Objects is the store shared with the servers.
 	Objects objectstore.Store
+	// Broker, if set, is a client whose Config.Objects is Objects: in the
+	// reupload profile one broker reader reads through its client.Read
+	// (broker.go). Setup makes its failure reports part of the history.
+	Broker *client.Client
 	// FalseReports is the number of clients that report healthy
 	// candidates as broken (reports.go). Default 0.
 	FalseReports int
@@ -202,6 +206,9 @@ func (w *Workload) Resume() { w.gate.Unlock() }
 // Setup creates the streams and opens each for writing. It retries until
 // ctx ends: the cluster may still be forming.
 func (w *Workload) Setup(ctx context.Context, runID string) error {
+	if w.cfg.Broker != nil {
+		w.RecordReports(w.cfg.Broker)
+	}
 	for i := range w.cfg.Streams {
 		name := fmt.Sprintf("jepsen-%s-%d", runID, i)
 		var id uint64
@@ -256,6 +263,11 @@ func (w *Workload) Run(ctx context.Context) {
 		fr := w.newFalseReporter(i)
 		wg.Add(1)
 		go func() { defer wg.Done(); fr.run(ctx) }()
+	}
+	if w.cfg.Broker != nil && w.cfg.Profile == ProfileReupload {
+		br := w.newBrokerReader(0)
+		wg.Add(1)
+		go func() { defer wg.Done(); br.run(ctx) }()
 	}
 	wg.Wait()
 	w.watchers.Wait()
