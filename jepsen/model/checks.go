@@ -292,62 +292,75 @@ func committedCRCs(h history.History) map[committedRecord]uint32 {
 // under a pin (G9). A broker reader's client.Read answers are held to the
 // same: every byte it returns must pass the committed checksum.
 func CheckData(h history.History) []Anomaly {
-	sparse := map[recordKey][]history.Range{}
+	d := dataCheck{h: h, sparse: map[recordKey][]history.Range{}, rep: replacements(h), crcs: committedCRCs(h)}
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		if op.Kind == history.KindPublish && op.In.View == TopicCompacted {
 			for _, r := range op.In.Records {
-				sparse[recordKey{op.Stream, TopicCompacted, op.In.Generation, r.Range.Start}] = r.Survivors
+				d.sparse[recordKey{op.Stream, TopicCompacted, op.In.Generation, r.Range.Start}] = r.Survivors
 			}
 		}
 	}
-	rep := replacements(h)
-	crcs := committedCRCs(h)
-	out := checkEvidenceCRCs(h, crcs)
+	out := checkEvidenceCRCs(h, d.crcs)
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		if op.Kind != history.KindResolve && op.Kind != history.KindRead || op.Status != history.OK || op.Out.Target == nil || op.Out.Read == nil {
 			continue
 		}
-		t, rd := op.Out.Target, op.Out.Read
-		crc, known := crcs[committedRecord{recordKey{op.Stream, t.View, t.Generation, t.Start}, t.Object, t.Bytes}]
-		if why := targetCRC(t, crc, known, h.KeyVersions()); why != "" {
-			out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: why})
-		}
-		if rd.Result != "ok" {
-			if hidden(h.Faults, t.Object.Key, op.Call, rd.At) {
-				continue // the flapping or corrupt nemesis had it (report.go)
-			}
-			if rd.Result == "corrupt" {
-				out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: fmt.Sprintf(
-					"the bytes of %s under %s failed their data checksum, though no fault rewrote them: %s", t.Object.Key, t.Object.Identity, rd.Detail)})
-				continue
-			}
-			if why := lostUnderPin(t.Object.Key, *rd, op.Call+t.PinTTL*9/10, rep); why != "" {
-				out = append(out, Anomaly{Check: "G9", Op: op.ID, Stream: op.Stream, Detail: why})
-			}
-			continue
-		}
-		want := Payloads(op.Stream, []history.Range{t.RecordRange})
-		if t.View == TopicCompacted {
-			surv, ok := sparse[recordKey{op.Stream, t.View, t.Generation, t.Start}]
-			if !ok {
-				out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: fmt.Sprintf("target names sparse record g%d/%d that was never published", t.Generation, t.Start)})
-				continue
-			}
-			want = Payloads(op.Stream, surv)
-		}
-		got := DataCRC([]byte(op.Out.Data))
-		switch {
-		case op.Out.Data != want:
-			out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: fmt.Sprintf(
-				"read %q under %s, the record's offsets hold %q%s", clip(op.Out.Data), t.Object.Identity, clip(want), crcNote(got, crc, known))})
-		case known && got != crc:
-			out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: fmt.Sprintf(
-				"read bytes under %s with CRC-32C %08x; the writer committed crc32c:%08x", t.Object.Identity, got, crc)})
-		}
+		out = append(out, d.read(op)...)
 	}
 	return capPerObject(out, h)
+}
+
+// dataCheck is what CheckData knows of the history: the sparse records'
+// survivors, the replaced keys, the committed data checksums.
+type dataCheck struct {
+	h      history.History
+	sparse map[recordKey][]history.Range
+	rep    map[string]int64
+	crcs   map[committedRecord]uint32
+}
+
+// read checks one read of a target's bytes (a resolve's, or a broker's).
+func (d dataCheck) read(op *history.Op) []Anomaly {
+	t, rd := op.Out.Target, op.Out.Read
+	bad := func(check, format string, args ...any) Anomaly {
+		return Anomaly{Check: check, Op: op.ID, Stream: op.Stream, Detail: fmt.Sprintf(format, args...)}
+	}
+	var out []Anomaly
+	crc, known := d.crcs[committedRecord{recordKey{op.Stream, t.View, t.Generation, t.Start}, t.Object, t.Bytes}]
+	if why := targetCRC(t, crc, known, d.h.KeyVersions()); why != "" {
+		out = append(out, bad("G8", "%s", why))
+	}
+	switch {
+	case rd.Result == "ok":
+	case hidden(d.h.Faults, t.Object.Key, op.Call, rd.At):
+		return out // the flapping or corrupt nemesis had it (report.go)
+	case rd.Result == "corrupt":
+		return append(out, bad("G8", "the bytes of %s under %s failed their data checksum, though no fault rewrote them: %s",
+			t.Object.Key, t.Object.Identity, rd.Detail))
+	default:
+		if why := lostUnderPin(t.Object.Key, *rd, op.Call+t.PinTTL*9/10, d.rep); why != "" {
+			out = append(out, bad("G9", "%s", why))
+		}
+		return out
+	}
+	want := Payloads(op.Stream, []history.Range{t.RecordRange})
+	if t.View == TopicCompacted {
+		surv, ok := d.sparse[recordKey{op.Stream, t.View, t.Generation, t.Start}]
+		if !ok {
+			return append(out, bad("G8", "target names sparse record g%d/%d that was never published", t.Generation, t.Start))
+		}
+		want = Payloads(op.Stream, surv)
+	}
+	got := DataCRC([]byte(op.Out.Data))
+	switch {
+	case op.Out.Data != want:
+		out = append(out, bad("G8", "read %q under %s, the record's offsets hold %q%s", clip(op.Out.Data), t.Object.Identity, clip(want), crcNote(got, crc, known)))
+	case known && got != crc:
+		out = append(out, bad("G8", "read bytes under %s with CRC-32C %08x; the writer committed crc32c:%08x", t.Object.Identity, got, crc))
+	}
+	return out
 }
 
 // perObject bounds the data anomalies reported per object: a corrupted
