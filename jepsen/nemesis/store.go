@@ -33,6 +33,11 @@ const (
 // StoreKinds lists the object-store faults.
 var StoreKinds = []string{StoreUnavailable, Flapping, Corrupt}
 
+// corruptTargetWait is how long a corrupt fault waits for readers to have
+// read a target intact (early in a run they may not have); the schedule
+// budgets it.
+const corruptTargetWait = 2 * time.Second
+
 // storeRestartAllowance is how long a killed weed mini may take to answer
 // again after its restart (it starts master, volume, filer and S3).
 const storeRestartAllowance = 10 * time.Second
@@ -157,7 +162,7 @@ func (r *Runner) corrupt(ctx context.Context, st Step, f history.Fault) injected
 	var hot []history.Target
 	err := fmt.Errorf("no target read yet to corrupt")
 	fresh := r.Objects.FreshTargets(want + 2)
-	for wait := 0; len(fresh) == 0 && wait < 20 && sleep(ctx, 250*time.Millisecond) == nil; wait++ {
+	for end := time.Now().Add(corruptTargetWait); len(fresh) == 0 && time.Now().Before(end) && sleep(ctx, 250*time.Millisecond) == nil; {
 		fresh = r.Objects.FreshTargets(want + 2) // the readers have read nothing intact yet
 	}
 	f.Start = time.Now().UnixNano()
