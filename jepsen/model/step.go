@@ -141,7 +141,7 @@ func (s Stream) commitAppend(in *history.Input) effect {
 	})
 	n.End = in.End
 	n.mix(fmt.Sprint("append", in.End, in.Object.Identity))
-	return effect{next: n, mayBeNotLive: !s.referenced(in.Object.Key), check: func(out *history.Output) string {
+	return effect{next: n, mayBeNotLive: s.mayBeCollected(*in.Object), check: func(out *history.Output) string {
 		if out.CommittedEnd != n.End {
 			return fmt.Sprintf("append returned committed end %d, not %d", out.CommittedEnd, n.End)
 		}
@@ -257,7 +257,7 @@ func (s Stream) admitRecords(g Gen, cov history.Range, records []history.Record)
 		if !s.identityOK(r.Object) {
 			return false, ReasonIdentityDiffer
 		}
-		notLive = notLive || !s.referenced(r.Object.Key)
+		notLive = notLive || s.mayBeCollected(r.Object)
 	}
 	return notLive, ""
 }

@@ -173,6 +173,38 @@ func (s *Stream) referenced(key string) bool {
 	return false
 }
 
+// referencedVersion is referenced for one version (key, identity): with
+// many versions per key each is referenced, and collected, on its own, so
+// a version nothing names yet (a new version registered beside a
+// referenced one) may be collected while the key is referenced.
+func (s *Stream) referencedVersion(obj history.Object) bool {
+	for _, a := range s.Appends() {
+		if a.Range.End > s.Trim && a.Object == obj {
+			return true
+		}
+	}
+	for _, v := range s.Views {
+		for _, g := range v.Gens {
+			for _, r := range g.Records {
+				if r.Object == obj {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// mayBeCollected reports whether the object a mutation names could have
+// been collected (unreferenced, idle), which metad refuses with
+// OBJECT_NOT_LIVE: by key with one version per key, by version with many.
+func (s *Stream) mayBeCollected(obj history.Object) bool {
+	if s.Versions {
+		return !s.referencedVersion(obj)
+	}
+	return !s.referenced(obj.Key)
+}
+
 // appendAt returns the append containing offset o.
 func (s *Stream) appendAt(o uint64) (Append, bool) {
 	appends := s.Appends()

@@ -227,3 +227,26 @@ func TestEvidenceKeepsTheCommittedChecksum(t *testing.T) {
 		}
 	}
 }
+
+// TestNewVersionMayBeCollected: with many versions per key a version is
+// collected on its own, so an append naming a new version nothing
+// references yet may be refused OBJECT_NOT_LIVE though its key is
+// referenced; with one version per key the referenced key is live.
+func TestNewVersionMayBeCollected(t *testing.T) {
+	for _, versions := range []bool{true, false} {
+		s := NewStreamAt(1, versions)
+		_, s, _ = Step(s, &history.Op{Kind: history.KindOpen, Status: history.OK, Out: &history.Output{Epoch: 1}})
+		a := crcAppend(0, 3, "k", "sha256:one")
+		_, s, _ = Step(s, &a)
+		next := crcAppend(3, 5, "k", "sha256:two")
+		next.Status, next.Reason, next.Out = history.Rejected, ReasonObjectNotLive, nil
+		if ok, _, why := Step(s, &next); ok != versions {
+			t.Errorf("versions=%v: refusal of an append naming an unreferenced version: ok=%v %s", versions, ok, why)
+		}
+		same := crcAppend(3, 5, "k", "sha256:one")
+		same.Status, same.Reason, same.Out = history.Rejected, ReasonObjectNotLive, nil
+		if ok, _, _ := Step(s, &same); ok {
+			t.Errorf("versions=%v: refusal of an append naming a referenced version accepted", versions)
+		}
+	}
+}
