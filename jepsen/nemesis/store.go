@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metad/metad/jepsen/cluster"
 	"github.com/metad/metad/jepsen/history"
 )
 
@@ -181,7 +182,11 @@ func (r *Runner) corrupt(ctx context.Context, st Step, f history.Fault) injected
 		f.Objects = append(f.Objects, t.Object)
 		hot = append(hot, t)
 		f.Targets = append(f.Targets, t.Object.Key)
-		done = append(done, fmt.Sprintf("byte %d of %s@%s (stream %d %s g%d/%d@%d, bytes %d+%d)", at, t.Object.Key,
+		where := fmt.Sprintf("byte %d of", at)
+		if store.Kind == cluster.StoreS3 {
+			where = "the middle byte of every GET body of" // the proxy's corruption is by key
+		}
+		done = append(done, fmt.Sprintf("%s %s@%s (stream %d %s g%d/%d@%d, bytes %d+%d)", where, t.Object.Key,
 			clipID(t.Object.Identity), t.Stream, t.View, t.Generation, t.Start, t.Version, t.Bytes.Offset, t.Bytes.Length))
 	}
 	if len(done) == 0 {
