@@ -16,17 +16,22 @@
 //	nemesis/   the seeded schedule (pure) and the runner that injects it:
 //	           kill -9, SIGSTOP, Jepsen's partition shapes, membership churn,
 //	           clock skew, slow links, the object store stopped, objects
-//	           that vanish and return, an amnesiac voter (wiped while it
+//	           that vanish and return, bytes that rot in place (a byte of
+//	           a committed range flipped), an amnesiac voter (wiped while it
 //	           holds a committed entry another voter lacks), a long
 //	           partition under the default removal policy
-//	workload/  recording clients: a writer per stream, readers resolving
-//	           and reading bytes under the target's identity, and watchers
-//	           following streams with Watch in resumed sessions
+//	workload/  recording clients: a writer per stream (every append and
+//	           record with its data checksum; keys re-uploaded as new
+//	           versions), readers resolving, reading bytes under the
+//	           target's identity and checking them against its data
+//	           checksum, and watchers following streams with Watch in
+//	           resumed sessions
 //	history/   the record of operations and faults, JSON Lines
 //	model/     the model and every checker: porcupine (G1) per stream with
 //	           indeterminate operations, G2 durability with a final
 //	           read-back, G3 monotonicity, G5/G6 outcome shapes, G7 newest
-//	           admissible pinned target, G8 bytes, G9 pins vs GC, G10
+//	           admissible pinned target, G8 bytes (payloads and the data
+//	           checksum their writer committed), G9 pins vs GC, G10
 //	           false reports and intact offsets readable, G12 quarantine
 //	           that heals, G14 watch sessions, the Raft configuration
 //	           around membership faults

@@ -48,7 +48,7 @@ func main() {
 	var o options
 	flag.IntVar(&o.nodes, "nodes", 3, "servers: 3 or 5")
 	flag.StringVar(&o.nemesis, "nemesis", "partition,kill,pause", "faults, comma-separated: "+strings.Join(slices.Concat(nemesis.AllKinds, nemesis.MembershipKinds, nemesis.StoreKinds), ", ")+", or none")
-	flag.StringVar(&o.profile, "workload", workload.ProfileStream, "workload: stream, resolve, append or replace")
+	flag.StringVar(&o.profile, "workload", workload.ProfileStream, "workload: stream, resolve, append, replace or reupload")
 	flag.DurationVar(&o.timeLimit, "time-limit", 60*time.Second, "length of each run (faults, then recovery)")
 	flag.Int64Var(&o.seed, "seed", 0, "seed of the fault schedule and the clients' choices (0: from the clock)")
 	flag.StringVar(&o.matrix, "matrix", "", "smoke or full: run every nemesis x workload cell")

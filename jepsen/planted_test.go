@@ -43,18 +43,21 @@ func TestPlantedBugs(t *testing.T) {
 	cases := []struct {
 		name, bugs, nemesis, profile string
 		limit                        time.Duration
+		// unchecked plants the harness's own bug: readers skip the data
+		// checksum, so the corrupt nemesis's bytes are returned.
+		unchecked bool
 		// want: checks (G1, G2, ...) of which at least one must report.
 		want []string
 		// detail: what one anomaly of a wanted check must say.
 		detail []string
 	}{
-		{"clean", "", "partition", workload.ProfileStream, 25 * time.Second, nil, nil},
-		{"stale-read", "stale-read", "partition", workload.ProfileStream, 15 * time.Second, []string{"G1", "G3"}, nil},
-		{"skip-recheck", "skip-recheck", "none", workload.ProfileResolve, 15 * time.Second, []string{"G1"}, nil},
-		{"cross-view", "cross-view", "none", workload.ProfileReplace, 15 * time.Second, []string{"G1", "G5", "G6"}, nil},
+		{"clean", "", "partition", workload.ProfileStream, 25 * time.Second, false, nil, nil},
+		{"stale-read", "stale-read", "partition", workload.ProfileStream, 15 * time.Second, false, []string{"G1", "G3"}, nil},
+		{"skip-recheck", "skip-recheck", "none", workload.ProfileResolve, 15 * time.Second, false, []string{"G1"}, nil},
+		{"cross-view", "cross-view", "none", workload.ProfileReplace, 15 * time.Second, false, []string{"G1", "G5", "G6"}, nil},
 		// 20 s: a kill all-quiet needs room for quiescing (5 s) and a hold
 		// of up to 7 s after the 3 s warm-up.
-		{"lose-append", "lose-append", "kill:all-quiet", workload.ProfileAppend, 20 * time.Second, []string{"G1", "G2", "G3"}, nil},
+		{"lose-append", "lose-append", "kill:all-quiet", workload.ProfileAppend, 20 * time.Second, false, []string{"G1", "G2", "G3"}, nil},
 		// n1 renames the streams it creates: the run must not converge,
 		// and the report must say that n1's live state left its log, where,
 		// and that the logs agree.
@@ -62,10 +65,16 @@ func TestPlantedBugs(t *testing.T) {
 		// follower wins with its vote while the old leader is down, and
 		// the entries only the leader and the wiped voter held are lost.
 		// 40 s: the amnesia fault's staging, hold and recovery take ~25 s.
-		{"accept-old-incarnation", "accept-old-incarnation", "amnesia", workload.ProfileStream, 40 * time.Second,
+		{"accept-old-incarnation", "accept-old-incarnation", "amnesia", workload.ProfileStream, 40 * time.Second, false,
 			[]string{"membership", "G1", "G2", "G3", "G14"}, nil},
-		{"diverge", "diverge-n1", "none", workload.ProfileStream, 15 * time.Second, []string{"converge"},
+		{"diverge", "diverge-n1", "none", workload.ProfileStream, 15 * time.Second, false, []string{"converge"},
 			[]string{"n1's live state left its log", "first ~ stream 1", "the logs agree on every index"}},
+		// Readers that return bytes without checking them against the data
+		// checksum: the corrupt nemesis's flipped bytes reach the history,
+		// and the checker must find them failing the checksum their
+		// writer committed. 20 s: room for two corrupt faults.
+		{"unchecked-read", "", "corrupt:several", workload.ProfileReupload, 20 * time.Second, true, []string{"G8"},
+			[]string{"the writer committed crc32c:"}},
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for i, c := range cases {
@@ -77,7 +86,7 @@ func TestPlantedBugs(t *testing.T) {
 			runDir := filepath.Join(dir, c.name)
 			cfg := RunConfig{Name: c.name, Dir: runDir, Binary: bin, Nodes: 3, Nemesis: kinds, Profile: c.profile,
 				TimeLimit: c.limit, Seed: seed + int64(i), Bugs: c.bugs, Streams: 4, Readers: 4, Watchers: 2, MinOps: 20,
-				CheckTimeout: 30 * time.Second, Log: log}
+				CheckTimeout: 30 * time.Second, Log: log, UncheckedReads: c.unchecked}
 			res, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)

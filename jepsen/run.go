@@ -48,7 +48,10 @@ type RunConfig struct {
 	Store string
 	// FalseReports is the number of false-reporting clients.
 	FalseReports int
-	Log          *slog.Logger
+	// UncheckedReads plants a harness bug: readers skip the data checksum
+	// (planted_test.go).
+	UncheckedReads bool
+	Log            *slog.Logger
 }
 
 // Validate reports every problem at once.
@@ -160,9 +163,17 @@ func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	if err != nil {
 		return nil, nil, err
 	}
+	bcfg := cl.ClientConfig(addrs)
+	bcfg.Objects, bcfg.Holder = objs, "jepsen-broker"
+	broker, err := client.New(bcfg) // client.Read, as a broker reads
+	if err != nil {
+		all.Close()
+		return nil, nil, err
+	}
 	var bound []*client.Client // one per node, never routed to the leader: for watchers
 	closeAll := func() {
 		all.Close()
+		broker.Close()
 		for _, c := range bound {
 			c.Close()
 		}
@@ -177,10 +188,13 @@ func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 		}
 		bound = append(bound, c)
 	}
-	wl, err := workload.New(workload.Config{Profile: cfg.Profile, Streams: cfg.Streams, Readers: cfg.Readers,
+	level := featureLevel(ctx, cl, 30*time.Second)
+	rec.SetLevel(level)
+	cfg.Log.Info("cluster feature level", "level", level)
+	wl, err := workload.New(workload.Config{Profile: cfg.Profile, Streams: cfg.Streams, Readers: cfg.Readers, Level: level,
 		Watchers: cfg.Watchers, WatchClients: bound,
-		OpTimeout: 3 * time.Second, Seed: cfg.Seed, Clients: clients, NodeIDs: ids, All: all, Objects: objs, Rec: rec, Log: cfg.Log,
-		FalseReports: cfg.FalseReports, HealWait: healWait})
+		OpTimeout: 3 * time.Second, Seed: cfg.Seed, Clients: clients, NodeIDs: ids, All: all, Objects: objs, Broker: broker, Rec: rec, Log: cfg.Log,
+		FalseReports: cfg.FalseReports, HealWait: healWait, UncheckedReads: cfg.UncheckedReads})
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -192,6 +206,39 @@ func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 		return nil, nil, fmt.Errorf("setup (cluster did not serve within 60s; logs in %s): %w", cl.Nodes[0].LogPath, err)
 	}
 	return wl, closeAll, nil
+}
+
+// featureLevel is the cluster's feature level once the leader has raised
+// it to what every server applies (a fresh cluster may start lower and be
+// raised within its first seconds), or the last level seen when the wait
+// ends; 0 if no node answered. The model's rules for object versions and
+// data checksums change at history.VersionsLevel.
+func featureLevel(ctx context.Context, cl *cluster.Cluster, wait time.Duration) uint32 {
+	var last uint32
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		for i := range cl.Nodes {
+			st, err := cl.Status(ctx, i, false)
+			if err != nil || st.LeaderId == "" {
+				continue
+			}
+			lowest := ^uint32(0)
+			for _, n := range st.Nodes {
+				if n.Error == "" {
+					lowest = min(lowest, max(n.FeatureLevel, 1))
+				}
+			}
+			last = max(st.ClusterFeatureLevel, 1)
+			if last >= lowest {
+				return last
+			}
+			break
+		}
+		if sleepCtx(ctx, 250*time.Millisecond) != nil {
+			break
+		}
+	}
+	return last
 }
 
 // drive runs the workload for the time limit while the nemesis injects

@@ -25,6 +25,13 @@ func TestStoreFlags(t *testing.T) {
 	if err := checkStoreFlags(local, []string{"flapping"}); err != nil {
 		t.Fatalf("flapping with the local store refused: %v", err)
 	}
+	corrupt, err := nemesis.ParseKinds("corrupt:several,corrupt")
+	if err != nil || len(corrupt) != 2 {
+		t.Fatalf("corrupt kinds: %v %v", corrupt, err)
+	}
+	if err := checkStoreFlags(local, corrupt); err != nil {
+		t.Fatalf("corrupt with the local store refused: %v", err)
+	}
 	if err := checkStoreFlags(options{store: cluster.StoreS3}, kinds); err != nil {
 		t.Fatalf("store-unavailable with S3 refused: %v", err)
 	}

@@ -56,3 +56,37 @@ func TestS3ProxyHidesAKey(t *testing.T) {
 		t.Fatalf("restored GET: %d", code)
 	}
 }
+
+// A corrupted key's GET bodies come back with their middle byte flipped,
+// other keys' and other methods' unchanged, until Uncorrupt.
+func TestS3ProxyCorruptsAKey(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "0123456789")
+	}))
+	defer backend.Close()
+	p, err := NewS3Proxy(backend.URL, "b", "pre")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	get := func(path string) string {
+		resp, err := http.Get(p.Endpoint() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	p.Corrupt("k/1")
+	if got := get("/b/pre/k/1?versionId=v"); got != "01234\x156789" {
+		t.Fatalf("corrupted GET: %q", got)
+	}
+	if got := get("/b/pre/k/2"); got != "0123456789" {
+		t.Fatalf("another key corrupted: %q", got)
+	}
+	p.Uncorrupt()
+	if got := get("/b/pre/k/1"); got != "0123456789" {
+		t.Fatalf("after Uncorrupt: %q", got)
+	}
+}

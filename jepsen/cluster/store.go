@@ -41,6 +41,14 @@ type ObjectStore struct {
 	mu    sync.Mutex
 	// hidden maps a hidden local version's path to where it was moved.
 	hidden map[string]string
+	// flipped maps a corrupted local version's path to the byte changed.
+	flipped map[string]flip
+}
+
+// flip is one byte of a local version file rewritten in place.
+type flip struct {
+	at       int64
+	was, now byte
 }
 
 // newObjectStore prepares the store of kind under dir: for S3 it starts
@@ -48,7 +56,7 @@ type ObjectStore struct {
 // points this process's AWS SDK credential chain at weed's credentials
 // (the servers inherit them).
 func newObjectStore(kind, dir string) (*ObjectStore, error) {
-	s := &ObjectStore{Kind: kind, hidden: map[string]string{}}
+	s := &ObjectStore{Kind: kind, hidden: map[string]string{}, flipped: map[string]flip{}}
 	switch kind {
 	case StoreLocal:
 		s.Dir = filepath.Join(dir, "objects")
@@ -166,6 +174,74 @@ func (s *ObjectStore) RestoreAll() error {
 	return errors.Join(errs...)
 }
 
+// Corrupt rewrites one byte of version (key, identity) in place, the byte
+// at offset at of the version's bytes (a byte inside a committed range),
+// until RestoreCorrupted: bit rot under a name that still claims the old
+// bytes. With S3 the proxy flips the middle byte of every GET body of the
+// key instead (a bucket cannot rewrite a version in place); at is unused.
+func (s *ObjectStore) Corrupt(key, identity string, at int64) error {
+	if s.Kind == StoreS3 {
+		s.proxy.Corrupt(key)
+		return nil
+	}
+	local, err := objectstore.NewLocal(s.Dir)
+	if err != nil {
+		return err
+	}
+	path, ok := local.VersionPath(key, identity)
+	if !ok {
+		return fmt.Errorf("corrupt %s: %q is no identity of the local store", key, identity)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.flipped[path]; ok {
+		return fmt.Errorf("corrupt %s: already corrupted", key)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("corrupt %s: %w", key, err)
+	}
+	defer f.Close()
+	b := []byte{0}
+	if _, err := f.ReadAt(b, at); err != nil {
+		return fmt.Errorf("corrupt %s at %d: %w", key, at, err)
+	}
+	fl := flip{at: at, was: b[0], now: b[0] ^ 0x20}
+	if _, err := f.WriteAt([]byte{fl.now}, at); err != nil {
+		return fmt.Errorf("corrupt %s at %d: %w", key, at, err)
+	}
+	s.flipped[path] = fl
+	return f.Sync()
+}
+
+// RestoreCorrupted writes back every corrupted byte (a version GC deleted
+// meanwhile stays deleted) and ends the proxy's corruption.
+func (s *ObjectStore) RestoreCorrupted() error {
+	if s.Kind == StoreS3 {
+		s.proxy.Uncorrupt()
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for path, fl := range s.flipped {
+		delete(s.flipped, path)
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("restore %s: %w", path, err))
+			continue
+		}
+		if _, err := f.WriteAt([]byte{fl.was}, fl.at); err != nil {
+			errs = append(errs, fmt.Errorf("restore %s: %w", path, err))
+		}
+		errs = append(errs, f.Sync(), f.Close())
+	}
+	return errors.Join(errs...)
+}
+
 // ErrNotS3 refuses a whole-store fault on the local store: a directory
 // cannot be made to time out the way a stopped server does.
 var ErrNotS3 = errors.New("the object store is local: store faults need --store s3")
@@ -205,11 +281,11 @@ func (s *ObjectStore) RestartStore() error {
 	return s.weed.Relaunch()
 }
 
-// Heal ends every store fault: hidden versions restored, weed mini
-// resumed or restarted.
+// Heal ends every store fault: hidden versions restored, corrupted bytes
+// written back, weed mini resumed or restarted.
 func (s *ObjectStore) Heal() error {
 	s.ResumeStore()
-	return errors.Join(s.RestoreAll(), s.RestartStore())
+	return errors.Join(s.RestoreAll(), s.RestoreCorrupted(), s.RestartStore())
 }
 
 // Close stops weed mini and the proxy.

@@ -39,6 +39,11 @@ const (
 	KindRetire   = "retire"
 	KindOpen     = "open"    // OpenForWrite
 	KindReplace  = "replace" // RegisterObject of new bytes under a used key
+	// KindReupload is RegisterObject of a new version of a key appends
+	// were committed naming: the same bytes again, or other bytes (the old
+	// offsets' payloads salted, then offsets a later append names).
+	// In.Object is the new version, In.Content its bytes.
+	KindReupload = "reupload"
 	KindDescribe = "describe"
 	KindResolve  = "resolve" // Resolve, then a read of the target's bytes
 	KindPin      = "pin"     // an explicit pin held while watching the object
@@ -50,6 +55,12 @@ const (
 	// KindReport is ReportCandidateFailure: In.Report names the candidate
 	// and the kind, Out.Report the server's answer.
 	KindReport = "report"
+	// KindRead is client.Read by a broker reader: the client library's
+	// resolve, read under the target's identity, data checksum check,
+	// report and fallback within the view, seen only from outside: its
+	// answer (Out.Target, Out.Data) and the failure kinds of the
+	// candidates it fell back from (Out.Fallbacks).
+	KindRead = "read"
 	// KindQuarantine is the end-of-run ListQuarantined (Final), after
 	// quarantine had time to heal: Out.Quarantined lists what stayed.
 	KindQuarantine = "quarantine"
@@ -85,6 +96,9 @@ type Record struct {
 	Object    Object  `json:"obj"`
 	Bytes     Bytes   `json:"bytes"`
 	Checksum  uint32  `json:"sum"`
+	// DataCRC is the CRC-32C of exactly the record's byte range, as its
+	// writer computed it (nil: not sent).
+	DataCRC *uint32 `json:"crc,omitempty"`
 }
 
 // Candidate names one index record at one version (an exclusion).
@@ -97,25 +111,30 @@ type Candidate struct {
 
 // Input is what an operation asked for. Only the fields of its kind are set.
 type Input struct {
-	RequestID     string      `json:"rid,omitempty"`
-	Epoch         uint64      `json:"epoch,omitempty"`
-	ExpectedStart uint64      `json:"expect,omitempty"`
-	End           uint64      `json:"end,omitempty"`
-	Object        *Object     `json:"obj,omitempty"`
-	Bytes         *Bytes      `json:"bytes,omitempty"`
-	Size          uint64      `json:"size,omitempty"`
-	IndexGen0     bool        `json:"gen0,omitempty"`
-	Offset        uint64      `json:"off,omitempty"`
-	View          string      `json:"view,omitempty"`
-	Generation    uint64      `json:"gen,omitempty"`
-	Coverage      *Range      `json:"cov,omitempty"`
-	Records       []Record    `json:"recs,omitempty"`
-	Complete      bool        `json:"complete,omitempty"`
-	Exclude       []Candidate `json:"excl,omitempty"`
-	TTLNanos      int64       `json:"ttl,omitempty"`
+	RequestID     string  `json:"rid,omitempty"`
+	Epoch         uint64  `json:"epoch,omitempty"`
+	ExpectedStart uint64  `json:"expect,omitempty"`
+	End           uint64  `json:"end,omitempty"`
+	Object        *Object `json:"obj,omitempty"`
+	Bytes         *Bytes  `json:"bytes,omitempty"`
+	// DataCRC is the CRC-32C of the append's byte range the writer sent
+	// (append).
+	DataCRC    *uint32     `json:"crc,omitempty"`
+	Size       uint64      `json:"size,omitempty"`
+	IndexGen0  bool        `json:"gen0,omitempty"`
+	Offset     uint64      `json:"off,omitempty"`
+	View       string      `json:"view,omitempty"`
+	Generation uint64      `json:"gen,omitempty"`
+	Coverage   *Range      `json:"cov,omitempty"`
+	Records    []Record    `json:"recs,omitempty"`
+	Complete   bool        `json:"complete,omitempty"`
+	Exclude    []Candidate `json:"excl,omitempty"`
+	TTLNanos   int64       `json:"ttl,omitempty"`
 	// Content names the bytes Put under Object (register/replace): the
 	// offsets whose payloads it holds, so checkers can rebuild it.
 	Content *Content `json:"content,omitempty"`
+	// Of is the version a reupload put a new version beside.
+	Of *Object `json:"of,omitempty"`
 	// From is the version a watch session resumed after (0: a fresh start).
 	From uint64 `json:"from,omitempty"`
 	// Report is what a report op says about a candidate.
@@ -158,6 +177,10 @@ type Evidence struct {
 	Range   Range  `json:"range"`
 	Object  Object `json:"obj"`
 	Version uint64 `json:"v"`
+	// Bytes and DataCRC are the byte range and the data checksum the
+	// evidence holds (nil: none).
+	Bytes   *Bytes  `json:"bytes,omitempty"`
+	DataCRC *uint32 `json:"crc,omitempty"`
 }
 
 // Report is a ReportCandidateFailure request: the candidate (a target the
@@ -193,6 +216,10 @@ type Content struct {
 	Prefix  int     `json:"prefix"`
 	Suffix  int     `json:"suffix"`
 	Salt    uint64  `json:"salt,omitempty"`
+	// Salts, when set, is the salt of each entry of Offsets (overriding
+	// Salt): a re-uploaded version holds the old offsets salted and new
+	// offsets unsalted.
+	Salts []uint64 `json:"salts,omitempty"`
 }
 
 // Generation is one live generation as DescribeStream lists it.
@@ -223,12 +250,17 @@ type Target struct {
 	PinTTL   int64 `json:"pin_ttl"`
 	// PinShared: the pin also serves other readers and is not released.
 	PinShared bool `json:"pin_shared,omitempty"`
+	// DataCRC is the target's data_crc32c: the CRC-32C of its byte range
+	// as the writer committed it (nil: the server sent none).
+	DataCRC *uint32 `json:"crc,omitempty"`
 }
 
 // Watch is what a client saw reading an object it held pinned.
 type Watch struct {
 	// Result: "ok", "mismatch" (bytes differ), "missing" (not found or
-	// other identity), "late" (read after the pin's lease), "error".
+	// other identity), "corrupt" (the bytes fail the target's data
+	// checksum, or the store found them corrupt), "late" (read after the
+	// pin's lease), "error".
 	Result string `json:"result"`
 	At     int64  `json:"at"`
 	Detail string `json:"detail,omitempty"`
@@ -251,8 +283,12 @@ type Output struct {
 	Outcome string  `json:"outcome,omitempty"`
 	Target  *Target `json:"target,omitempty"`
 	ViewEnd uint64  `json:"view_end,omitempty"`
-	// Data is the target's bytes as read under its identity (resolve).
+	// Data is the target's bytes as read under its identity (resolve,
+	// read).
 	Data string `json:"data,omitempty"`
+	// Fallbacks are the failure kinds of the candidates a client.Read
+	// fell back from (read).
+	Fallbacks []string `json:"fallbacks,omitempty"`
 	// Read is the result of reading the target's bytes ("ok" or a Watch
 	// result); Watches are later checks of a pinned object (pin).
 	Read    *Watch  `json:"read,omitempty"`
@@ -294,7 +330,7 @@ type Op struct {
 // IsWrite reports whether the op kind is a mutation.
 func (o *Op) IsWrite() bool {
 	switch o.Kind {
-	case KindDescribe, KindResolve, KindQuarantine, KindWatch, KindEvidence:
+	case KindDescribe, KindResolve, KindRead, KindQuarantine, KindWatch, KindEvidence:
 		return false
 	}
 	return true
@@ -315,8 +351,12 @@ type Fault struct {
 	// MaxSkew is the largest clock offset set (clock faults): machine time
 	// may run ahead of the wall clock until End + MaxSkew.
 	MaxSkew int64 `json:"max_skew,omitempty"`
-	// Object is the object a flapping fault hid from Start to End.
+	// Object is the object a flapping fault hid, or a corrupt fault
+	// rewrote, from Start to End.
 	Object *Object `json:"object,omitempty"`
+	// Objects are every object a corrupt fault rewrote (Object is the
+	// first).
+	Objects []Object `json:"objects,omitempty"`
 	// Config is what the membership nemeses (amnesia, long-partition) saw
 	// of the Raft configuration.
 	Config *ConfigSeen `json:"config,omitempty"`
@@ -343,6 +383,14 @@ type Recorder struct {
 	ops    []Op
 	faults []Fault
 	nextID int
+	level  uint32
+}
+
+// SetLevel records the cluster's feature level the run ran at.
+func (r *Recorder) SetLevel(level uint32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.level = level
 }
 
 // NewRecorder returns an empty recorder.
@@ -394,7 +442,7 @@ func (r *Recorder) CountOK(from, to int64) int {
 func (r *Recorder) History() History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := History{Ops: append([]Op(nil), r.ops...), Faults: append([]Fault(nil), r.faults...)}
+	h := History{Ops: append([]Op(nil), r.ops...), Faults: append([]Fault(nil), r.faults...), Level: r.level}
 	sort.SliceStable(h.Ops, func(i, j int) bool { return h.Ops[i].Call < h.Ops[j].Call })
 	return h
 }
@@ -403,18 +451,37 @@ func (r *Recorder) History() History {
 type History struct {
 	Ops    []Op    `json:"ops"`
 	Faults []Fault `json:"faults"`
+	// Level is the cluster feature level (StatusResponse
+	// cluster_feature_level) the run ran at; 0 if unknown. Semantics the
+	// model checks change with it: from level 3 a key holds many versions,
+	// and a new one registered breaks no record naming another.
+	Level uint32 `json:"level,omitempty"`
 }
 
-// line is one JSONL line: an op or a fault.
+// VersionsLevel is the feature level from which a key holds many
+// versions (metad.proto DescribeObjectResponse.versions).
+const VersionsLevel = 3
+
+// KeyVersions reports whether the run's cluster kept many versions per
+// key: registering a new version of a key left the others readable.
+func (h History) KeyVersions() bool { return h.Level >= VersionsLevel }
+
+// line is one JSONL line: the run's level, an op or a fault.
 type line struct {
+	Level uint32 `json:"level,omitempty"`
 	Op    *Op    `json:"op,omitempty"`
 	Fault *Fault `json:"fault,omitempty"`
 }
 
-// WriteJSONL writes one line per fault, then one per op.
+// WriteJSONL writes the level, one line per fault, then one per op.
 func (h History) WriteJSONL(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
+	if h.Level > 0 {
+		if err := enc.Encode(line{Level: h.Level}); err != nil {
+			return err
+		}
+	}
 	for i := range h.Faults {
 		if err := enc.Encode(line{Fault: &h.Faults[i]}); err != nil {
 			return err
@@ -442,6 +509,8 @@ func ReadJSONL(r io.Reader) (History, error) {
 			return h, fmt.Errorf("history: %w", err)
 		}
 		switch {
+		case l.Level > 0:
+			h.Level = l.Level
 		case l.Op != nil:
 			h.Ops = append(h.Ops, *l.Op)
 		case l.Fault != nil:

@@ -218,66 +218,238 @@ type recordKey struct {
 }
 
 // replacements maps each replaced object key to the earliest call time of
-// an op that replaced it.
+// an op that replaced it: registered a new identity under it, which below
+// feature level 3 (one version per key) makes records naming the old one
+// inadmissible and lets GC collect it. From level 3 a key keeps every
+// version, so nothing is replaced and nothing is excused: the map is empty.
+// A reupload of the same identity (the local store names same bytes the
+// same) replaces nothing.
 func replacements(h history.History) map[string]int64 {
 	rep := map[string]int64{}
+	if h.KeyVersions() {
+		return rep
+	}
 	for i := range h.Ops {
 		op := &h.Ops[i]
-		if op.Kind == history.KindReplace && op.Status != history.Fail && op.In.Object != nil {
-			if t, ok := rep[op.In.Object.Key]; !ok || op.Call < t {
-				rep[op.In.Object.Key] = op.Call
-			}
+		if op.Kind != history.KindReplace && op.Kind != history.KindReupload || op.Status == history.Fail || op.In.Object == nil {
+			continue
+		}
+		if op.In.Of != nil && *op.In.Of == *op.In.Object {
+			continue
+		}
+		if t, ok := rep[op.In.Object.Key]; !ok || op.Call < t {
+			rep[op.In.Object.Key] = op.Call
 		}
 	}
 	return rep
 }
 
+// committedRecord names a record as a writer committed it: gen-0 records
+// are appends (view COMMITTED, generation 0), the others published.
+type committedRecord struct {
+	recordKey
+	obj   history.Object
+	bytes history.Bytes
+}
+
+// committedCRCs maps every record a writer may have committed (acknowledged
+// or indeterminate) to the data checksum it sent with it. Two writes of one
+// record with the same version and bytes carry the same bytes, so the same
+// checksum.
+func committedCRCs(h history.History) map[committedRecord]uint32 {
+	out := map[committedRecord]uint32{}
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.Status != history.OK && op.Status != history.Info {
+			continue
+		}
+		switch op.Kind {
+		case history.KindAppend:
+			if op.In.DataCRC != nil && op.In.Object != nil && op.In.Bytes != nil {
+				k := committedRecord{recordKey{op.Stream, Committed, 0, op.In.ExpectedStart}, *op.In.Object, *op.In.Bytes}
+				out[k] = *op.In.DataCRC
+			}
+		case history.KindPublish:
+			for _, r := range op.In.Records {
+				if r.DataCRC != nil {
+					out[committedRecord{recordKey{op.Stream, op.In.View, op.In.Generation, r.Range.Start}, r.Object, r.Bytes}] = *r.DataCRC
+				}
+			}
+		}
+	}
+	return out
+}
+
 // CheckData is G8: bytes read under a target's identity are exactly the
-// payloads of the offsets the target's record holds; a failed read is
-// allowed only for an object the harness replaced (detected, never served)
-// and otherwise means the object vanished under a pin (G9).
+// payloads of the offsets the target's record holds, and pass the data
+// checksum the record's writer committed (bytes of another version, or
+// rotted bytes, fail it); the target carries that checksum (from feature
+// level 3 it must carry one). A read that found its bytes failing the
+// target's checksum ("corrupt") was right to refuse them, but outside a
+// fault that rewrote the object it means the stored bytes are not the
+// ones committed. A failed read is allowed only for an object the harness
+// replaced (detected, never served) and otherwise means the object vanished
+// under a pin (G9). A broker reader's client.Read answers are held to the
+// same: every byte it returns must pass the committed checksum.
 func CheckData(h history.History) []Anomaly {
-	sparse := map[recordKey][]history.Range{}
+	d := dataCheck{h: h, sparse: map[recordKey][]history.Range{}, rep: replacements(h), crcs: committedCRCs(h)}
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		if op.Kind == history.KindPublish && op.In.View == TopicCompacted {
 			for _, r := range op.In.Records {
-				sparse[recordKey{op.Stream, TopicCompacted, op.In.Generation, r.Range.Start}] = r.Survivors
+				d.sparse[recordKey{op.Stream, TopicCompacted, op.In.Generation, r.Range.Start}] = r.Survivors
 			}
 		}
 	}
-	rep := replacements(h)
-	var out []Anomaly
+	out := checkEvidenceCRCs(h, d.crcs)
 	for i := range h.Ops {
 		op := &h.Ops[i]
-		if op.Kind != history.KindResolve || op.Status != history.OK || op.Out.Target == nil || op.Out.Read == nil {
+		if op.Kind != history.KindResolve && op.Kind != history.KindRead || op.Status != history.OK || op.Out.Target == nil || op.Out.Read == nil {
 			continue
 		}
-		t, rd := op.Out.Target, op.Out.Read
-		if rd.Result != "ok" {
-			if hidden(h.Faults, t.Object.Key, op.Call, rd.At) {
-				continue // the flapping nemesis hid it (report.go)
-			}
-			if why := lostUnderPin(t.Object.Key, *rd, op.Call+t.PinTTL*9/10, rep); why != "" {
-				out = append(out, Anomaly{Check: "G9", Op: op.ID, Stream: op.Stream, Detail: why})
-			}
-			continue
+		out = append(out, d.read(op)...)
+	}
+	return capPerObject(out, h)
+}
+
+// dataCheck is what CheckData knows of the history: the sparse records'
+// survivors, the replaced keys, the committed data checksums.
+type dataCheck struct {
+	h      history.History
+	sparse map[recordKey][]history.Range
+	rep    map[string]int64
+	crcs   map[committedRecord]uint32
+}
+
+// read checks one read of a target's bytes (a resolve's, or a broker's).
+func (d dataCheck) read(op *history.Op) []Anomaly {
+	t, rd := op.Out.Target, op.Out.Read
+	bad := func(check, format string, args ...any) Anomaly {
+		return Anomaly{Check: check, Op: op.ID, Stream: op.Stream, Detail: fmt.Sprintf(format, args...)}
+	}
+	var out []Anomaly
+	crc, known := d.crcs[committedRecord{recordKey{op.Stream, t.View, t.Generation, t.Start}, t.Object, t.Bytes}]
+	if why := targetCRC(t, crc, known, d.h.KeyVersions()); why != "" {
+		out = append(out, bad("G8", "%s", why))
+	}
+	switch {
+	case rd.Result == "ok":
+	case hidden(d.h.Faults, t.Object.Key, op.Call, rd.At):
+		return out // the flapping or corrupt nemesis had it (report.go)
+	case rd.Result == "corrupt":
+		return append(out, bad("G8", "the bytes of %s under %s failed their data checksum, though no fault rewrote them: %s",
+			t.Object.Key, t.Object.Identity, rd.Detail))
+	default:
+		if why := lostUnderPin(t.Object.Key, *rd, op.Call+t.PinTTL*9/10, d.rep); why != "" {
+			out = append(out, bad("G9", "%s", why))
 		}
-		want := Payloads(op.Stream, []history.Range{t.RecordRange})
-		if t.View == TopicCompacted {
-			surv, ok := sparse[recordKey{op.Stream, t.View, t.Generation, t.Start}]
-			if !ok {
-				out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: fmt.Sprintf("target names sparse record g%d/%d that was never published", t.Generation, t.Start)})
+		return out
+	}
+	want := Payloads(op.Stream, []history.Range{t.RecordRange})
+	if t.View == TopicCompacted {
+		surv, ok := d.sparse[recordKey{op.Stream, t.View, t.Generation, t.Start}]
+		if !ok {
+			return append(out, bad("G8", "target names sparse record g%d/%d that was never published", t.Generation, t.Start))
+		}
+		want = Payloads(op.Stream, surv)
+	}
+	got := DataCRC([]byte(op.Out.Data))
+	switch {
+	case op.Out.Data != want:
+		out = append(out, bad("G8", "read %q under %s, the record's offsets hold %q%s", clip(op.Out.Data), t.Object.Identity, clip(want), crcNote(got, crc, known)))
+	case known && got != crc:
+		out = append(out, bad("G8", "read bytes under %s with CRC-32C %08x; the writer committed crc32c:%08x", t.Object.Identity, got, crc))
+	}
+	return out
+}
+
+// perObject bounds the data anomalies reported per object: a corrupted
+// object read a hundred times is one finding, shown by its first reads.
+const perObject = 5
+
+// capPerObject keeps the first perObject G8 anomalies of each object's
+// reads and says how many more there were.
+func capPerObject(as []Anomaly, h history.History) []Anomaly {
+	key := map[int]string{}
+	for i := range h.Ops {
+		if op := &h.Ops[i]; (op.Kind == history.KindResolve || op.Kind == history.KindRead) && op.Out != nil && op.Out.Target != nil {
+			key[op.ID] = op.Out.Target.Object.Key
+		}
+	}
+	seen := map[string]int{}
+	var out []Anomaly
+	for _, a := range as {
+		k, ok := key[a.Op]
+		if a.Check == "G8" && ok {
+			if seen[k]++; seen[k] > perObject {
 				continue
 			}
-			want = Payloads(op.Stream, surv)
 		}
-		if op.Out.Data != want {
-			out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: fmt.Sprintf(
-				"read %q under %s, the record's offsets hold %q", clip(op.Out.Data), t.Object.Identity, clip(want))})
+		out = append(out, a)
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if n := seen[k]; n > perObject {
+			out = append(out, Anomaly{Check: "G8", Op: -1, Detail: fmt.Sprintf("%d more reads of %s as above", n-perObject, k)})
 		}
 	}
 	return out
+}
+
+// checkEvidenceCRCs checks the final append evidence keeps the data
+// checksum each append's writer committed (from feature level 3 it must
+// keep one).
+func checkEvidenceCRCs(h history.History, crcs map[committedRecord]uint32) []Anomaly {
+	var out []Anomaly
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.Kind != history.KindEvidence || op.Status != history.OK || op.Out == nil {
+			continue
+		}
+		for _, e := range op.Out.Evidence {
+			if e.Bytes == nil {
+				continue
+			}
+			crc, known := crcs[committedRecord{recordKey{op.Stream, Committed, 0, e.Range.Start}, e.Object, *e.Bytes}]
+			var why string
+			switch {
+			case !known:
+			case e.DataCRC == nil && h.KeyVersions():
+				why = fmt.Sprintf("evidence %v of %s keeps no data checksum; its writer committed crc32c:%08x", e.Range, e.Object.Key, crc)
+			case e.DataCRC != nil && *e.DataCRC != crc:
+				why = fmt.Sprintf("evidence %v of %s keeps data checksum crc32c:%08x; its writer committed crc32c:%08x", e.Range, e.Object.Key, *e.DataCRC, crc)
+			}
+			if why != "" && len(out) < 20 {
+				out = append(out, Anomaly{Check: "G8", Op: op.ID, Stream: op.Stream, Detail: why})
+			}
+		}
+	}
+	return out
+}
+
+// targetCRC checks a target's data checksum against the one its record's
+// writer committed (known: the history holds the write).
+func targetCRC(t *history.Target, crc uint32, known, versions bool) string {
+	switch {
+	case !known:
+		return ""
+	case t.DataCRC == nil && versions:
+		return fmt.Sprintf("target g%d/%d of %s carries no data checksum; its writer committed crc32c:%08x", t.Generation, t.Start, t.Object.Key, crc)
+	case t.DataCRC != nil && *t.DataCRC != crc:
+		return fmt.Sprintf("target g%d/%d of %s carries data checksum crc32c:%08x; its writer committed crc32c:%08x", t.Generation, t.Start, t.Object.Key, *t.DataCRC, crc)
+	}
+	return ""
+}
+
+func crcNote(got, crc uint32, known bool) string {
+	if !known {
+		return ""
+	}
+	return fmt.Sprintf(" (CRC-32C %08x; the writer committed crc32c:%08x)", got, crc)
 }
 
 // lostUnderPin explains a failed read of a pinned object, or returns "" if

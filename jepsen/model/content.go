@@ -52,8 +52,12 @@ func Layout(stream uint64, c history.Content) ([]byte, []history.Bytes) {
 	parts := make([]history.Bytes, len(c.Offsets))
 	for i, r := range c.Offsets {
 		start := b.Len()
+		salt := c.Salt
+		if i < len(c.Salts) {
+			salt = c.Salts[i]
+		}
 		for o := r.Start; o < r.End; o++ {
-			b.WriteString(Payload(stream, o, c.Salt))
+			b.WriteString(Payload(stream, o, salt))
 		}
 		parts[i] = history.Bytes{Offset: uint64(start), Length: uint64(b.Len() - start)}
 	}
@@ -68,6 +72,19 @@ func Identity(data []byte) string {
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// DataCRC is a data checksum, computed here and not with metad's
+// checksum package: the CRC-32C (Castagnoli) of exactly the bytes p, as a
+// writer commits it with an append or an index record and every reader
+// must check it.
+func DataCRC(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
+
+// CRCOf returns a pointer to DataCRC(p), the way the history and the
+// protobuf optional field carry it.
+func CRCOf(p []byte) *uint32 {
+	c := DataCRC(p)
+	return &c
+}
 
 // Checksum is an index record's checksum, computed here from the canonical
 // encoding documented on metad.proto's IndexRecord (not from metad's code):

@@ -30,9 +30,21 @@
 // a shared pin, whose lease says nothing about when it was applied). This
 // is what lets a missing recheck show.
 //
+// The model's rules for object versions follow the cluster's feature
+// level, which the history records: from level 3 a key keeps many
+// versions, so a new version registered under it (a reupload, a
+// replacement) leaves every record naming another version admissible,
+// and nothing counts as replaced; below it the new identity replaces the
+// old. Every append and record carries the data checksum its writer
+// committed (DataCRC, CRC-32C computed here), and a target must carry the
+// same (from level 3, always).
+//
 // The other checkers read the history alone: CheckMonotone (G3),
 // CheckResolveShapes (G5, G6), CheckData (G8: bytes read are exactly the
-// payloads of the target's offsets; a failed read under a pin is G9),
+// payloads of the target's offsets and pass the data checksum their writer
+// committed; targets and the final evidence carry that checksum; bytes a
+// reader refused as corrupt need a fault that rewrote them; a failed read
+// under a pin is G9),
 // CheckPins (G9, explicit pins watched while GC may collect),
 // CheckDurable (G2, against the final read-back), CheckStore
 // (report.go): CheckReports (G10: a false report on intact bytes is never
@@ -44,7 +56,8 @@
 // history, each resume right after the last event seen; watch.go) and
 // CheckMembership (the Raft configuration the amnesia and long-partition
 // nemeses saw is the one before the fault; membership.go). Reads of an
-// object the flapping nemesis hid may fail. In the model a confirmed
+// object the flapping nemesis hid, or the corrupt nemesis rewrote, may
+// fail (never return wrong bytes). In the model a confirmed
 // report makes its record suspect from then on — quarantined, and later
 // healed at a time the history does not show — so a resolve may pass it
 // over; nothing else may.

@@ -12,27 +12,33 @@ import (
 	"github.com/metad/metad/jepsen/history"
 )
 
-// Porcupine is the model of DESIGN.md G1 for porcupine: one Stream per
-// partition (operations on different streams commute), inputs and outputs
-// are the history's *Op.
-var Porcupine = porcupine.Model{
-	Partition: partitionByStream,
-	Init:      func() interface{} { return NewStream(0) },
-	Step: func(state, input, _ interface{}) (bool, interface{}) {
-		s, op := state.(Stream), input.(*history.Op)
-		if s.ID == 0 {
-			s.ID = op.Stream // Init cannot know its partition's stream
-		}
-		ok, next, _ := Step(s, op)
-		return ok, next
-	},
-	Equal: func(a, b interface{}) bool {
-		x, y := a.(Stream), b.(Stream)
-		return x.digest == y.digest && x.End == y.End && x.Trim == y.Trim && x.Epoch == y.Epoch
-	},
-	Hash:              func(s interface{}) uint64 { return s.(Stream).digest },
-	DescribeOperation: func(input, _ interface{}) string { return Describe(input.(*history.Op)) },
-	DescribeState:     func(s interface{}) string { return s.(Stream).String() },
+// Porcupine is the model of G1 for porcupine: one Stream per partition
+// (operations on different streams commute), inputs and outputs are the
+// history's *Op; a cluster with one version per key.
+var Porcupine = PorcupineAt(false)
+
+// PorcupineAt is Porcupine for a cluster that keeps many versions per key
+// (versions, feature level 3) or one.
+func PorcupineAt(versions bool) porcupine.Model {
+	return porcupine.Model{
+		Partition: partitionByStream,
+		Init:      func() interface{} { return NewStreamAt(0, versions) },
+		Step: func(state, input, _ interface{}) (bool, interface{}) {
+			s, op := state.(Stream), input.(*history.Op)
+			if s.ID == 0 {
+				s.ID = op.Stream // Init cannot know its partition's stream
+			}
+			ok, next, _ := Step(s, op)
+			return ok, next
+		},
+		Equal: func(a, b interface{}) bool {
+			x, y := a.(Stream), b.(Stream)
+			return x.digest == y.digest && x.End == y.End && x.Trim == y.Trim && x.Epoch == y.Epoch
+		},
+		Hash:              func(s interface{}) uint64 { return s.(Stream).digest },
+		DescribeOperation: func(input, _ interface{}) string { return Describe(input.(*history.Op)) },
+		DescribeState:     func(s interface{}) string { return s.(Stream).String() },
+	}
 }
 
 func partitionByStream(ops []porcupine.Operation) [][]porcupine.Operation {
@@ -71,7 +77,7 @@ func Operations(h history.History) []porcupine.Operation {
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		if op.Kind == history.KindRegister || op.Kind == history.KindPin || op.Kind == history.KindWatch ||
-			op.Kind == history.KindEvidence || op.Stream == 0 {
+			op.Kind == history.KindEvidence || op.Kind == history.KindRead || op.Stream == 0 {
 			continue
 		}
 		call, ret := op.Call, op.Return
@@ -126,6 +132,8 @@ func skewed(faults []history.Fault, op *history.Op) bool {
 type Linearizability struct {
 	Result porcupine.CheckResult
 	Info   porcupine.LinearizationInfo
+	// Versions: the history was checked with many versions per key.
+	Versions bool
 	// Anomalies explains each partition that is not linearizable.
 	Anomalies []Anomaly
 }
@@ -133,10 +141,10 @@ type Linearizability struct {
 // CheckLinearizable runs porcupine with a timeout.
 func CheckLinearizable(h history.History, timeout time.Duration) Linearizability {
 	ops := Operations(h)
-	res, info := porcupine.CheckOperationsVerbose(Porcupine, ops, timeout)
-	l := Linearizability{Result: res, Info: info}
+	res, info := porcupine.CheckOperationsVerbose(PorcupineAt(h.KeyVersions()), ops, timeout)
+	l := Linearizability{Result: res, Info: info, Versions: h.KeyVersions()}
 	if res == porcupine.Illegal {
-		l.Anomalies = explain(partitionByStream(ops), info.PartialLinearizationsOperations())
+		l.Anomalies = explain(partitionByStream(ops), info.PartialLinearizationsOperations(), h.KeyVersions())
 	}
 	return l
 }
@@ -145,7 +153,7 @@ func CheckLinearizable(h history.History, timeout time.Duration) Linearizability
 // operation that blocks its longest linearizable prefix: of the operations
 // left out, the one that returned first (everything called after it must
 // follow it), with the model's reason in the state after the prefix.
-func explain(parts [][]porcupine.Operation, partials [][][]porcupine.Operation) []Anomaly {
+func explain(parts [][]porcupine.Operation, partials [][][]porcupine.Operation, versions bool) []Anomaly {
 	var out []Anomaly
 	for p, part := range parts {
 		var longest []porcupine.Operation
@@ -158,7 +166,7 @@ func explain(parts [][]porcupine.Operation, partials [][][]porcupine.Operation) 
 			continue
 		}
 		stream := part[0].Input.(*history.Op).Stream
-		s := NewStream(stream)
+		s := NewStreamAt(stream, versions)
 		in := map[int]bool{}
 		for _, o := range longest {
 			op := o.Input.(*history.Op)
@@ -196,7 +204,7 @@ func Visualize(l Linearizability, faults []history.Fault, w io.Writer) error {
 			Description: f.Kind + ":" + f.Shape, Details: fmt.Sprintf("%v %s", f.Targets, f.Detail), BackgroundColor: "#fde2e2"})
 	}
 	l.Info.AddAnnotations(ann)
-	return porcupine.Visualize(Porcupine, l.Info, w)
+	return porcupine.Visualize(PorcupineAt(l.Versions), l.Info, w)
 }
 
 // Describe is a one-line description of an operation.

@@ -144,6 +144,23 @@ func (s Stream) sameRecord(t *history.Target, c candidate) string {
 	case t.Resolved != c.resolved:
 		return fmt.Sprintf("target resolved %v; the model resolves %v", t.Resolved, c.resolved)
 	}
+	return s.checkTargetCRC(t, r)
+}
+
+// checkTargetCRC checks the target carries the data checksum the record's
+// writer committed (G8: the reader checks the bytes against it). From
+// feature level 3, the level that keeps many versions per key, the server
+// keeps data checksums, so a target without one is wrong too; below it,
+// one may be absent.
+func (s Stream) checkTargetCRC(t *history.Target, r history.Record) string {
+	switch {
+	case r.DataCRC == nil:
+		return ""
+	case t.DataCRC == nil && s.Versions:
+		return fmt.Sprintf("target g%d/%d carries no data checksum; its writer committed crc32c:%08x (G8)", t.Generation, t.Start, *r.DataCRC)
+	case t.DataCRC != nil && *t.DataCRC != *r.DataCRC:
+		return fmt.Sprintf("target g%d/%d carries data checksum crc32c:%08x; its writer committed crc32c:%08x (G8)", t.Generation, t.Start, *t.DataCRC, *r.DataCRC)
+	}
 	return ""
 }
 
@@ -191,7 +208,7 @@ func (s Stream) candidates(view string, o uint64) ([]candidate, uint64) {
 	// Generation 0 is the append evidence: written with the append or
 	// rebuilt by repair, the record is the same.
 	if a, ok := s.appendAt(o); ok {
-		rec := history.Record{Range: a.Range, Object: a.Object, Bytes: a.Bytes}
+		rec := history.Record{Range: a.Range, Object: a.Object, Bytes: a.Bytes, DataCRC: a.DataCRC}
 		out = append(out, candidate{gen: 0, rec: rec, resolved: history.Range{Start: o, End: a.Range.End}, admissible: s.identityOK(a.Object)})
 	}
 	return out, 0

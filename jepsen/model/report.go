@@ -52,11 +52,12 @@ func (s Stream) suspect(view string, c candidate) bool {
 	return found
 }
 
-// hidden reports whether a flapping fault hid key at some moment of
-// [from, to] (wall-clock nanoseconds, the history's clock).
+// hidden reports whether a flapping fault hid key, or a corrupt fault
+// rewrote bytes of it, at some moment of [from, to] (wall-clock
+// nanoseconds, the history's clock).
 func hidden(faults []history.Fault, key string, from, to int64) bool {
 	for _, f := range faults {
-		if f.Object == nil || f.Object.Key != key {
+		if !names(f, key) {
 			continue
 		}
 		end := f.End
@@ -64,6 +65,19 @@ func hidden(faults []history.Fault, key string, from, to int64) bool {
 			end = to
 		}
 		if f.Start <= to && from <= end {
+			return true
+		}
+	}
+	return false
+}
+
+// names reports whether fault f hid or rewrote an object of key.
+func names(f history.Fault, key string) bool {
+	if f.Object != nil && f.Object.Key == key {
+		return true
+	}
+	for _, o := range f.Objects {
+		if o.Key == key {
 			return true
 		}
 	}

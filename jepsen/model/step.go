@@ -112,7 +112,7 @@ func (s Stream) mutate(op *history.Op) effect {
 			}
 			return ""
 		}}
-	case history.KindReplace:
+	case history.KindReplace, history.KindReupload:
 		return s.replace(*in.Object)
 	}
 	return effect{next: s} // register, pin: no effect on the stream's state
@@ -137,11 +137,11 @@ func (s Stream) commitAppend(in *history.Input) effect {
 	}
 	n := s
 	n.appends = s.appends.with(Append{
-		Range: history.Range{Start: in.ExpectedStart, End: in.End}, Object: *in.Object, Bytes: *in.Bytes,
+		Range: history.Range{Start: in.ExpectedStart, End: in.End}, Object: *in.Object, Bytes: *in.Bytes, DataCRC: in.DataCRC,
 	})
 	n.End = in.End
 	n.mix(fmt.Sprint("append", in.End, in.Object.Identity))
-	return effect{next: n, mayBeNotLive: !s.referenced(in.Object.Key), check: func(out *history.Output) string {
+	return effect{next: n, mayBeNotLive: s.mayBeCollected(*in.Object), check: func(out *history.Output) string {
 		if out.CommittedEnd != n.End {
 			return fmt.Sprintf("append returned committed end %d, not %d", out.CommittedEnd, n.End)
 		}
@@ -257,7 +257,7 @@ func (s Stream) admitRecords(g Gen, cov history.Range, records []history.Record)
 		if !s.identityOK(r.Object) {
 			return false, ReasonIdentityDiffer
 		}
-		notLive = notLive || !s.referenced(r.Object.Key)
+		notLive = notLive || s.mayBeCollected(r.Object)
 	}
 	return notLive, ""
 }
@@ -279,9 +279,15 @@ func (s Stream) retire(view string, number uint64) effect {
 	return effect{next: n}
 }
 
-// replace re-registers a key with new bytes. metad refuses it only while
-// the key is being collected, which needs it to be unreferenced.
+// replace registers a new version of a key (new bytes, or the same bytes
+// again). metad refuses it only while the key is being collected, which
+// needs it to be unreferenced. With one version per key the new identity
+// replaces the old, and records naming another stop being admissible; with
+// many, nothing the stream references changes.
 func (s Stream) replace(obj history.Object) effect {
+	if s.Versions {
+		return effect{next: s, mayBeNotLive: !s.referenced(obj.Key)}
+	}
 	n := s
 	i, found := slices.BinarySearchFunc(s.Replaced, obj.Key, func(k KeyIdentity, key string) int { return strings.Compare(k.Key, key) })
 	n.Replaced = slices.Clone(s.Replaced)

@@ -19,9 +19,14 @@ type Stream struct {
 	// lists it). Entries wholly below Trim are kept (the data check needs
 	// them) but no longer count as evidence.
 	appends evidence
+	// Versions: the cluster keeps many versions per key (feature level
+	// 3): a new version registered under a key leaves records naming
+	// another version of it admissible (G10), so Replaced stays empty.
+	Versions bool
 	// Replaced holds keys whose registered identity was replaced by new
-	// bytes, sorted by key. Records naming another identity of such a key
-	// are not admissible (G8: detected, never served).
+	// bytes, sorted by key (below feature level 3, where a key has one
+	// version). Records naming another identity of such a key are not
+	// admissible (G8: detected, never served).
 	Replaced []KeyIdentity
 	// Suspect holds records a confirmed (or indeterminate) failure report
 	// may have quarantined, sorted: the repair job lifts quarantine at a
@@ -70,11 +75,14 @@ func (e evidence) with(a Append) evidence {
 // not modify it.
 func (s *Stream) Appends() []Append { return s.appends.list() }
 
-// Append is one committed append.
+// Append is one committed append: its offsets, the exact object version
+// (key, identity) and byte range it named, and the data checksum its
+// writer committed with it (nil: none sent).
 type Append struct {
-	Range  history.Range
-	Object history.Object
-	Bytes  history.Bytes
+	Range   history.Range
+	Object  history.Object
+	Bytes   history.Bytes
+	DataCRC *uint32
 }
 
 // KeyIdentity is the identity a key was re-registered with.
@@ -99,8 +107,12 @@ type Gen struct {
 
 // NewStream is a freshly created stream: empty, epoch 0, COMMITTED
 // generation 0 existing (and so "last" in that view).
-func NewStream(id uint64) Stream {
-	s := Stream{ID: id, digest: id*0x9e3779b97f4a7c15 + 1}
+func NewStream(id uint64) Stream { return NewStreamAt(id, false) }
+
+// NewStreamAt is NewStream for a cluster that keeps many versions per key
+// (versions) or one.
+func NewStreamAt(id uint64, versions bool) Stream {
+	s := Stream{ID: id, Versions: versions, digest: id*0x9e3779b97f4a7c15 + 1}
 	s.Views[0].HasLast = true
 	return s
 }
@@ -130,8 +142,13 @@ func (s *Stream) mix(change string) {
 }
 
 // identityOK reports whether obj is still the registered identity of its
-// key (the only way an object the model references stops being LIVE).
+// key (the only way an object the model references stops being LIVE). With
+// many versions per key every version the model references stays LIVE:
+// GC collects only unreferenced versions.
 func (s *Stream) identityOK(obj history.Object) bool {
+	if s.Versions {
+		return true
+	}
 	i, ok := slices.BinarySearchFunc(s.Replaced, obj.Key, func(k KeyIdentity, key string) int { return strings.Compare(k.Key, key) })
 	return !ok || s.Replaced[i].Identity == obj.Identity
 }
@@ -154,6 +171,38 @@ func (s *Stream) referenced(key string) bool {
 		}
 	}
 	return false
+}
+
+// referencedVersion is referenced for one version (key, identity): with
+// many versions per key each is referenced, and collected, on its own, so
+// a version nothing names yet (a new version registered beside a
+// referenced one) may be collected while the key is referenced.
+func (s *Stream) referencedVersion(obj history.Object) bool {
+	for _, a := range s.Appends() {
+		if a.Range.End > s.Trim && a.Object == obj {
+			return true
+		}
+	}
+	for _, v := range s.Views {
+		for _, g := range v.Gens {
+			for _, r := range g.Records {
+				if r.Object == obj {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// mayBeCollected reports whether the object a mutation names could have
+// been collected (unreferenced, idle), which metad refuses with
+// OBJECT_NOT_LIVE: by key with one version per key, by version with many.
+func (s *Stream) mayBeCollected(obj history.Object) bool {
+	if s.Versions {
+		return !s.referencedVersion(obj)
+	}
+	return !s.referenced(obj.Key)
 }
 
 // appendAt returns the append containing offset o.

@@ -160,7 +160,7 @@ func (r *Runner) inject(ctx context.Context, st Step) injected {
 		return r.amnesia(ctx, st, f)
 	case LongPartition:
 		return r.longPartition(ctx, st, f)
-	case StoreUnavailable, Flapping:
+	case StoreUnavailable, Flapping, Corrupt:
 		return r.storeFault(ctx, st, f)
 	case Clock:
 		return r.skew(ctx, st, f)

@@ -193,6 +193,8 @@ func (s Step) expectedHold() time.Duration {
 		return quiesceAllowance + s.Hold
 	case s.Kind == StoreUnavailable && s.Shape == "kill":
 		return s.Hold + storeRestartAllowance
+	case s.Kind == Corrupt:
+		return s.Hold + corruptTargetWait
 	}
 	return s.Hold
 }

@@ -122,3 +122,24 @@ func TestPlanMembershipKinds(t *testing.T) {
 		t.Fatalf("default long hold %s, want 30s", d)
 	}
 }
+
+// A corrupt fault parses with its shapes and is budgeted the wait for a
+// target read intact on top of its hold, so it never runs into the limit.
+func TestPlanCorrupt(t *testing.T) {
+	kinds, err := ParseKinds("corrupt,corrupt:several")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseKinds("corrupt:all"); err == nil {
+		t.Fatal("unknown corrupt shape accepted")
+	}
+	steps := Plan(3, kinds, 3, 30*time.Second)
+	if len(steps) < 2 || steps[1].Shape != "several" {
+		t.Fatalf("plan %v", steps)
+	}
+	for _, s := range steps {
+		if s.Kind != Corrupt || s.expectedHold() != s.Hold+corruptTargetWait {
+			t.Fatalf("step %v budgets %s", s, s.expectedHold())
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metad/metad/jepsen/cluster"
 	"github.com/metad/metad/jepsen/history"
 )
 
@@ -21,10 +22,22 @@ const (
 	// broker that failed to read it would (reported), which quarantines
 	// the record until the repair job sees the bytes again.
 	Flapping = "flapping"
+	// Corrupt rewrites a byte inside the committed byte range of object
+	// versions the cluster references, in place, and writes it back at the
+	// heal: one version (one) or up to three (several). Readers must find
+	// the bytes failing the data checksum their writer committed, fall
+	// back within the view and report them CORRUPT; nothing may return
+	// them. With S3 the proxy flips a byte of every GET body of the key.
+	Corrupt = "corrupt"
 )
 
 // StoreKinds lists the object-store faults.
-var StoreKinds = []string{StoreUnavailable, Flapping}
+var StoreKinds = []string{StoreUnavailable, Flapping, Corrupt}
+
+// corruptTargetWait is how long a corrupt fault waits for readers to have
+// read a target intact (early in a run they may not have); the schedule
+// budgets it.
+const corruptTargetWait = 2 * time.Second
 
 // storeRestartAllowance is how long a killed weed mini may take to answer
 // again after its restart (it starts master, volume, filer and S3).
@@ -34,6 +47,7 @@ const storeRestartAllowance = 10 * time.Second
 func init() {
 	shapes[StoreUnavailable] = []string{"pause", "kill"}
 	shapes[Flapping] = []string{"silent", "reported"}
+	shapes[Corrupt] = []string{"one", "several"}
 }
 
 // NeedsS3 reports whether a kind (with or without its shape) can only run
@@ -52,13 +66,23 @@ type Objects interface {
 	// ReportHidden reports the target's candidate OBJECT_MISSING and
 	// records the report.
 	ReportHidden(ctx context.Context, t history.Target) history.Op
+	// FreshTargets returns up to n recently read targets of distinct
+	// objects, those least likely to be trimmed soon first.
+	FreshTargets(n int) []history.Target
+	// Heat has readers re-read the targets until Cool: the corrupt
+	// nemesis's bytes are read while they are bad.
+	Heat(ts []history.Target)
+	Cool()
 }
 
 // storeFault injects a store-unavailable or flapping fault.
 func (r *Runner) storeFault(ctx context.Context, st Step, f history.Fault) injected {
 	store := r.Cluster.Store
-	if st.Kind == Flapping {
+	switch st.Kind {
+	case Flapping:
 		return r.flap(ctx, st, f)
+	case Corrupt:
+		return r.corrupt(ctx, st, f)
 	}
 	f.Targets = []string{"weed"}
 	switch st.Shape {
@@ -122,4 +146,66 @@ func reportSummary(op history.Op) string {
 		return fmt.Sprintf("%s %s", op.Status, op.Error)
 	}
 	return fmt.Sprintf("confirmed=%v quarantined=%v (%s)", op.Out.Report.Confirmed, op.Out.Report.Quarantined, op.Out.Report.Verdict)
+}
+
+// corrupt flips one byte inside the byte range of one (or up to three)
+// targets readers recently read intact, those deepest above their trim
+// point, until the heal writes them back; readers re-read them meanwhile
+// (Heat). The fault names every object corrupted (model: reads of their
+// keys may fail while it holds), the detail every byte.
+func (r *Runner) corrupt(ctx context.Context, st Step, f history.Fault) injected {
+	store := r.Cluster.Store
+	want := 1
+	if st.Shape == "several" {
+		want = 3
+	}
+	var done []string
+	var hot []history.Target
+	err := fmt.Errorf("no target read yet to corrupt")
+	fresh := r.Objects.FreshTargets(want + 2)
+	for end := time.Now().Add(corruptTargetWait); len(fresh) == 0 && time.Now().Before(end) && sleep(ctx, 250*time.Millisecond) == nil; {
+		fresh = r.Objects.FreshTargets(want + 2) // the readers have read nothing intact yet
+	}
+	f.Start = time.Now().UnixNano()
+	for i, t := range fresh {
+		if len(done) == want {
+			break
+		}
+		at := int64(t.Bytes.Offset) + int64((st.Perm[0]*31+i*7)%int(t.Bytes.Length))
+		if err = store.Corrupt(t.Object.Key, t.Object.Identity, at); err != nil {
+			continue
+		}
+		if f.Object == nil {
+			obj := t.Object
+			f.Object = &obj
+		}
+		f.Objects = append(f.Objects, t.Object)
+		hot = append(hot, t)
+		f.Targets = append(f.Targets, t.Object.Key)
+		where := fmt.Sprintf("byte %d of", at)
+		if store.Kind == cluster.StoreS3 {
+			where = "the middle byte of every GET body of" // the proxy's corruption is by key
+		}
+		done = append(done, fmt.Sprintf("%s %s@%s (stream %d %s g%d/%d@%d, bytes %d+%d)", where, t.Object.Key,
+			clipID(t.Object.Identity), t.Stream, t.View, t.Generation, t.Start, t.Version, t.Bytes.Offset, t.Bytes.Length))
+	}
+	if len(done) == 0 {
+		f.Error = fmt.Sprintf("nothing corrupted: %v", err)
+		return injected{fault: f}
+	}
+	f.Detail = "flipped " + strings.Join(done, "; ")
+	r.Objects.Heat(hot)
+	return injected{fault: f, heal: func(context.Context) {
+		r.Objects.Cool()
+		if err := store.RestoreCorrupted(); err != nil {
+			r.Log.Error("nemesis: restoring corrupted bytes failed", "err", err)
+		}
+	}}
+}
+
+func clipID(id string) string {
+	if len(id) > 20 {
+		return id[:20] + "…"
+	}
+	return id
 }

@@ -27,12 +27,12 @@ func (wr *writer) publishOnce(view string) func(context.Context) {
 		start := wr.trim + uint64(wr.rng.IntN(int(wr.end-wr.trim-span)+1))
 		cov := history.Range{Start: start, End: start + span}
 		recs, content := wr.layoutRecords(view, cov)
-		obj, parts, ok := wr.putObject(ctx, "g", content)
+		obj, data, parts, ok := wr.putObject(ctx, "g", content)
 		if !ok {
 			return
 		}
 		gen := wr.gens[viewIdx(view)].last + 1
-		records := wr.finishRecords(view, gen, recs, obj, parts)
+		records := wr.finishRecords(view, gen, recs, obj, data, parts)
 		split := len(records)
 		if len(records) > 1 && wr.rng.IntN(4) == 0 {
 			split = 1 + wr.rng.IntN(len(records)-1)
@@ -112,8 +112,9 @@ func (wr *writer) survivors(r history.Range) []history.Range {
 	return out
 }
 
-// finishRecords gives each record its object, byte range and checksum.
-func (wr *writer) finishRecords(view string, gen uint64, recs []history.Record, obj history.Object, parts []history.Bytes) []history.Record {
+// finishRecords gives each record its object, byte range, checksum and
+// data checksum (of the record's byte range of data).
+func (wr *writer) finishRecords(view string, gen uint64, recs []history.Record, obj history.Object, data []byte, parts []history.Bytes) []history.Record {
 	p := 0
 	for i := range recs {
 		r := &recs[i]
@@ -126,6 +127,7 @@ func (wr *writer) finishRecords(view string, gen uint64, recs []history.Record, 
 		r.Object = obj
 		r.Bytes = history.Bytes{Offset: first.Offset, Length: last.Offset + last.Length - first.Offset}
 		r.Checksum = model.Checksum(wr.h.id, view, gen, r.Range, r.Survivors, obj, r.Bytes)
+		r.DataCRC = crcOf(data, r.Bytes)
 	}
 	return recs
 }
@@ -138,7 +140,7 @@ func (wr *writer) publish(ctx context.Context, view string, gen uint64, cov hist
 	for _, r := range recs {
 		pr := &metadpb.IndexRecord{Range: &metadpb.Range{Start: r.Range.Start, End: r.Range.End},
 			Object: &metadpb.ObjectRef{Key: r.Object.Key, Identity: r.Object.Identity},
-			Bytes:  &metadpb.ByteRange{Offset: r.Bytes.Offset, Length: r.Bytes.Length}, Checksum: r.Checksum}
+			Bytes:  &metadpb.ByteRange{Offset: r.Bytes.Offset, Length: r.Bytes.Length}, Checksum: r.Checksum, DataCrc32C: r.DataCRC}
 		for _, s := range r.Survivors {
 			pr.Survivors = append(pr.Survivors, &metadpb.Range{Start: s.Start, End: s.End})
 		}

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"time"
@@ -38,7 +39,9 @@ func (rd *reader) run(ctx context.Context) {
 		h := rd.w.streams[rd.rng.IntN(len(rd.w.streams))]
 		node := rd.rng.IntN(len(rd.w.cfg.Clients))
 		rd.w.gate.RLock()
-		if rd.rng.IntN(100) < resolveWeight {
+		if t, ok := rd.w.hotTarget(rd.rng); ok && resolveWeight > 0 {
+			rd.w.resolveAndRead(ctx, node, rd.client, rd.w.hintOf(t.Stream), t.View, t.Resolved.Start, false)
+		} else if rd.rng.IntN(100) < resolveWeight {
 			view := model.Committed
 			if rd.rng.IntN(5) < 2 {
 				view = model.TopicCompacted
@@ -100,8 +103,11 @@ func rangeOf(r *metadpb.Range) history.Range {
 }
 
 // resolveAndRead resolves, reads the target's bytes under its identity and
-// releases the pin. If the bytes are gone (a replaced object), it excludes
-// that candidate and resolves again, as a broker would, at most twice.
+// releases the pin. If the bytes are gone (a replaced object) or fail the
+// target's data checksum, it excludes that candidate and resolves again,
+// as a broker would, at most twice; bytes failing their checksum it also
+// reports CORRUPT, as a broker would, so the record is quarantined until
+// the bytes check out again.
 func (w *Workload) resolveAndRead(ctx context.Context, node, clientID int, h *hint, view string, o uint64, final bool) history.Op {
 	var exclude []history.Candidate
 	var op history.Op
@@ -111,6 +117,9 @@ func (w *Workload) resolveAndRead(ctx context.Context, node, clientID int, h *hi
 			return op
 		}
 		t := op.Out.Target
+		if op.Out.Read.Result == resultCorrupt {
+			w.Report(ctx, node, clientID, *t, metadpb.FailureKind_CORRUPT.String(), false)
+		}
 		exclude = append(exclude, history.Candidate{View: t.View, Generation: t.Generation, Start: t.Start, Version: t.Version})
 	}
 	return op
@@ -157,20 +166,35 @@ func targetOf(t *metadpb.Target) *history.Target {
 		Start: t.Key.GetStart(), Version: t.Version, Checksum: t.Checksum, RecordRange: rangeOf(t.RecordRange),
 		Resolved: rangeOf(t.Resolved), Object: history.Object{Key: t.Object.GetKey(), Identity: t.Object.GetIdentity()},
 		Bytes: history.Bytes{Offset: t.Bytes.GetOffset(), Length: t.Bytes.GetLength()}, PinID: t.PinId,
-		PinStamp: t.PinExpiry.AsTime().UnixNano() - int64(ttl), PinTTL: int64(ttl), PinShared: t.PinShared}
+		PinStamp: t.PinExpiry.AsTime().UnixNano() - int64(ttl), PinTTL: int64(ttl), PinShared: t.PinShared, DataCRC: t.DataCrc32C}
 }
 
-// readTarget reads the target's bytes under its identity.
+// resultCorrupt is a read whose bytes failed the target's data checksum
+// (or that the store found corrupt).
+const resultCorrupt = "corrupt"
+
+// readTarget reads the target's bytes under its identity and checks them
+// against the target's data checksum, as every reader must: bytes that
+// fail it are never returned as read ("corrupt"; Data keeps them for the
+// report).
 func (w *Workload) readTarget(ctx context.Context, t *history.Target) (string, history.Watch) {
 	buf := make([]byte, t.Bytes.Length)
 	n, err := w.cfg.Objects.ReadAt(ctx, t.Object.Key, t.Object.Identity, buf, int64(t.Bytes.Offset))
-	return string(buf[:n]), watchResult(n, len(buf), err)
+	wt := watchResult(n, len(buf), err)
+	if wt.Result == "ok" && t.DataCRC != nil && !w.cfg.UncheckedReads {
+		if got := model.DataCRC(buf[:n]); got != *t.DataCRC {
+			wt.Result, wt.Detail = resultCorrupt, fmt.Sprintf("%d bytes have CRC-32C %08x; the target says crc32c:%08x", n, got, *t.DataCRC)
+		}
+	}
+	return string(buf[:n]), wt
 }
 
 func watchResult(n, want int, err error) history.Watch {
 	wt := history.Watch{At: now(), Result: "ok"}
 	switch {
 	case err == nil || (n == want && errors.Is(err, io.EOF)):
+	case errors.Is(err, objectstore.ErrCorrupt):
+		wt.Result, wt.Detail = resultCorrupt, err.Error()
 	case errors.Is(err, objectstore.ErrNotFound), errors.Is(err, objectstore.ErrIdentityMismatch):
 		wt.Result, wt.Detail = "missing", err.Error()
 	case errors.Is(err, io.EOF):

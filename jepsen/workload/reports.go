@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -73,7 +74,7 @@ func (w *Workload) Report(ctx context.Context, node, clientID int, t history.Tar
 	req := &metadpb.ReportCandidateFailureRequest{
 		Candidate: &metadpb.CandidateRef{Key: &metadpb.IndexKey{StreamId: t.Stream, View: viewPB(t.View), Generation: t.Generation,
 			Start: t.Start}, Version: t.Version},
-		Kind: metadpb.FailureKind(metadpb.FailureKind_value[kind]), Detail: "jepsen: " + reportDetail(isFalse), RequestId: op.In.RequestID}
+		Kind: metadpb.FailureKind(metadpb.FailureKind_value[kind]), Detail: "jepsen: " + reportDetail(kind, isFalse), RequestId: op.In.RequestID}
 	cctx, cancel := w.opContext(ctx)
 	defer cancel()
 	var a attempts
@@ -89,9 +90,12 @@ func (w *Workload) Report(ctx context.Context, node, clientID int, t history.Tar
 	return op
 }
 
-func reportDetail(isFalse bool) string {
-	if isFalse {
+func reportDetail(kind string, isFalse bool) string {
+	switch {
+	case isFalse:
 		return "false report: the bytes were just read intact"
+	case kind == metadpb.FailureKind_CORRUPT.String():
+		return "the bytes read failed the target's data checksum"
 	}
 	return "the object was hidden by the flapping nemesis"
 }
@@ -118,6 +122,64 @@ func (w *Workload) FlapTarget(pick int) (history.Target, bool) {
 		return history.Target{}, false
 	}
 	return w.recent[pick%len(w.recent)], true
+}
+
+// FreshTargets returns up to n targets readers recently read intact, of
+// distinct objects, those deepest above their stream's trim point first:
+// the corrupt nemesis rewrites them, and they should stay untrimmed while
+// the fault holds.
+func (w *Workload) FreshTargets(n int) []history.Target {
+	w.recentMu.Lock()
+	cands := slices.Clone(w.recent)
+	w.recentMu.Unlock()
+	depth := func(t history.Target) int64 {
+		h := w.hintOf(t.Stream)
+		if h == nil {
+			return -1
+		}
+		return int64(t.RecordRange.Start) - int64(h.trim.Load())
+	}
+	slices.SortStableFunc(cands, func(a, b history.Target) int { return cmp.Compare(depth(b), depth(a)) })
+	var out []history.Target
+	seen := map[history.Object]bool{}
+	for _, t := range cands {
+		if len(out) == n || depth(t) < 0 {
+			break
+		}
+		if !seen[t.Object] && t.Bytes.Length > 0 {
+			seen[t.Object] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Heat makes readers re-read the offsets of targets (half their resolves,
+// until Cool), as consumers re-read hot data: the corrupt nemesis heats
+// the targets whose bytes it rewrote, so readers meet the bad bytes while
+// they are bad, and must refuse them.
+func (w *Workload) Heat(ts []history.Target) {
+	w.recentMu.Lock()
+	defer w.recentMu.Unlock()
+	w.hot = slices.Clone(ts)
+}
+
+// Cool ends Heat.
+func (w *Workload) Cool() {
+	w.recentMu.Lock()
+	defer w.recentMu.Unlock()
+	w.hot = nil
+}
+
+// hotTarget returns, half the time while targets are hot, one of them.
+func (w *Workload) hotTarget(rng *rand.Rand) (history.Target, bool) {
+	w.recentMu.Lock()
+	defer w.recentMu.Unlock()
+	if len(w.hot) == 0 || rng.IntN(2) == 0 {
+		return history.Target{}, false
+	}
+	t := w.hot[rng.IntN(len(w.hot))]
+	return t, w.hintOf(t.Stream) != nil // streams are set by Setup, then only read
 }
 
 // ReportHidden is the flapping nemesis's true report: the object of t was

@@ -185,8 +185,12 @@ func (w *Workload) listEvidence(ctx context.Context, cl *client.Client, stream u
 			if e.Range.GetEnd() <= from {
 				continue // the entry containing from comes again
 			}
-			out.Evidence = append(out.Evidence, history.Evidence{Range: rangeOf(e.Range),
-				Object: history.Object{Key: e.Object.GetKey(), Identity: e.Object.GetIdentity()}, Version: e.Version})
+			ev := history.Evidence{Range: rangeOf(e.Range),
+				Object: history.Object{Key: e.Object.GetKey(), Identity: e.Object.GetIdentity()}, Version: e.Version, DataCRC: e.DataCrc32C}
+			if b := e.GetBytes(); b != nil {
+				ev.Bytes = &history.Bytes{Offset: b.Offset, Length: b.Length}
+			}
+			out.Evidence = append(out.Evidence, ev)
 			from = e.Range.GetEnd()
 		}
 		if len(resp.Evidence) < page {

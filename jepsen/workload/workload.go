@@ -1,9 +1,11 @@
 // Package workload drives metad through its public gRPC API with
 // concurrent recording clients and writes every operation to a history:
-// one writer per stream (appends through the object store, trims,
-// generations in both views, retires, epoch bumps, fenced appends, object
-// replacement, watched pins), readers resolving and reading bytes under
-// the target's identity while all that happens, (stream profile) watchers
+// one writer per stream (appends through the object store, each with the
+// data checksum of its bytes, trims, generations in both views, retires,
+// epoch bumps, fenced appends, object replacement, new versions of keys
+// it committed appends naming (reupload.go), watched pins), readers
+// resolving, reading bytes under the target's identity and checking them
+// against the target's data checksum while all that happens, (stream profile) watchers
 // following streams with the Watch RPC in resumed sessions (watcher.go),
 // and optionally false reporters (reports.go), which report healthy
 // candidates as broken. At the end it lists what stayed quarantined and
@@ -46,6 +48,12 @@ const (
 	// ProfileReplace: stream with frequent object replacement, so resolves
 	// fail over within their view (for the cross-view bug).
 	ProfileReplace = "replace"
+	// ProfileReupload: stream whose writers often put new versions of
+	// keys they committed appends naming (the same bytes, or other bytes
+	// and then an append naming the new version): with many versions per
+	// key, every offset must keep reading the version it was committed
+	// with (reupload.go).
+	ProfileReupload = "reupload"
 )
 
 // Profiles lists the profiles a matrix runs.
@@ -75,9 +83,22 @@ type Config struct {
 	WatchClients []*client.Client
 	// Objects is the store shared with the servers.
 	Objects objectstore.Store
+	// Broker, if set, is a client whose Config.Objects is Objects: in the
+	// reupload profile one broker reader reads through its client.Read
+	// (broker.go). Setup makes its failure reports part of the history.
+	Broker *client.Client
 	// FalseReports is the number of clients that report healthy
 	// candidates as broken (reports.go). Default 0.
 	FalseReports int
+	// Level is the cluster's feature level (StatusResponse
+	// cluster_feature_level): from history.VersionsLevel a key keeps many
+	// versions, so a new version replaces nothing. 0: unknown, taken as
+	// below it.
+	Level uint32
+	// UncheckedReads plants a bug in the harness's readers: they skip the
+	// data checksum and return whatever bytes the store gave (the planted
+	// test shows the checker catches the corrupt nemesis's bytes then).
+	UncheckedReads bool
 	// HealWait is how long the end-of-run read-back keeps trying an offset
 	// (and waits for quarantine to drain): a quarantined record with intact
 	// bytes heals within one repair scan interval. Default 0: four tries.
@@ -90,7 +111,7 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	switch c.Profile {
-	case ProfileStream, ProfileResolve, ProfileAppend, ProfileReplace:
+	case ProfileStream, ProfileResolve, ProfileAppend, ProfileReplace, ProfileReupload:
 	default:
 		errs = append(errs, fmt.Errorf("workload: profile %q unknown", c.Profile))
 	}
@@ -131,9 +152,11 @@ type Workload struct {
 	watchers sync.WaitGroup
 	// follows are the stream watchers (watcher.go), set by Run.
 	follows []*watchFollow
-	// recent are targets readers read intact, for the flapping nemesis.
+	// recent are targets readers read intact, for the flapping and
+	// corrupt nemeses; hot those readers re-read (Heat).
 	recentMu sync.Mutex
 	recent   []history.Target
+	hot      []history.Target
 }
 
 // hint is what readers know of a stream, updated by every answer.
@@ -183,6 +206,9 @@ func (w *Workload) Resume() { w.gate.Unlock() }
 // Setup creates the streams and opens each for writing. It retries until
 // ctx ends: the cluster may still be forming.
 func (w *Workload) Setup(ctx context.Context, runID string) error {
+	if w.cfg.Broker != nil {
+		w.RecordReports(w.cfg.Broker)
+	}
 	for i := range w.cfg.Streams {
 		name := fmt.Sprintf("jepsen-%s-%d", runID, i)
 		var id uint64
@@ -237,6 +263,11 @@ func (w *Workload) Run(ctx context.Context) {
 		fr := w.newFalseReporter(i)
 		wg.Add(1)
 		go func() { defer wg.Done(); fr.run(ctx) }()
+	}
+	if w.cfg.Broker != nil && w.cfg.Profile == ProfileReupload {
+		br := w.newBrokerReader(0)
+		wg.Add(1)
+		go func() { defer wg.Done(); br.run(ctx) }()
 	}
 	wg.Wait()
 	w.watchers.Wait()

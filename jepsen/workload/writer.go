@@ -29,11 +29,15 @@ type writer struct {
 	weights          []weighted
 }
 
-// known is an append this writer knows committed.
+// known is an append this writer knows committed: the exact version
+// (key, identity) and byte range it named, the bytes of that version
+// (content), and the data checksum committed with it.
 type known struct {
 	rng      history.Range
 	obj      history.Object
 	bytes    history.Bytes
+	content  history.Content
+	crc      *uint32
 	replaced bool
 }
 
@@ -71,10 +75,14 @@ func (wr *writer) profile(p string) []weighted {
 	case ProfileReplace:
 		return []weighted{{30, appendGen0(0.9)}, {4, wr.trimOnce}, {8, wr.publishOnce(model.TopicCompacted)},
 			{12, wr.replaceOnce}}
+	case ProfileReupload:
+		return []weighted{{35, appendGen0(0.7)}, {3, wr.trimOnce}, {5, wr.publishOnce(model.Committed)},
+			{5, wr.publishOnce(model.TopicCompacted)}, {4, wr.retireOnce}, {2, wr.openOnce}, {14, wr.reuploadOnce},
+			{2, wr.replaceOnce}, {1, wr.pinWatch}, {3, wr.describeOnce}}
 	}
 	return []weighted{{40, appendGen0(0.7)}, {8, wr.trimOnce}, {7, wr.publishOnce(model.Committed)},
 		{7, wr.publishOnce(model.TopicCompacted)}, {6, wr.retireOnce}, {3, wr.openOnce}, {2, wr.staleAppend},
-		{2, wr.replaceOnce}, {3, wr.pinWatch}, {4, wr.describeOnce}}
+		{2, wr.replaceOnce}, {2, wr.reuploadOnce}, {3, wr.pinWatch}, {4, wr.describeOnce}}
 }
 
 func (wr *writer) run(ctx context.Context) {
@@ -191,17 +199,23 @@ func viewPB(v string) metadpb.View {
 }
 
 // putObject stores content under a new key and registers it. It returns
-// the object and the byte range of each content part, or false.
-func (wr *writer) putObject(ctx context.Context, kind string, content history.Content) (history.Object, []history.Bytes, bool) {
+// the object, its bytes and the byte range of each content part, or false.
+func (wr *writer) putObject(ctx context.Context, kind string, content history.Content) (history.Object, []byte, []history.Bytes, bool) {
 	wr.keys++
 	key := fmt.Sprintf("jepsen/s%d/%s-%d-%d", wr.h.id, kind, wr.end, wr.keys)
 	data, parts := model.Layout(wr.h.id, content)
 	obj, ok := wr.put(ctx, key, data)
 	if !ok {
-		return obj, nil, false
+		return obj, nil, nil, false
 	}
 	op := wr.register(ctx, history.KindRegister, obj, uint64(len(data)), content)
-	return obj, parts, op.Status == history.OK
+	return obj, data, parts, op.Status == history.OK
+}
+
+// crcOf is the data checksum of byte range b of data, as a writer commits
+// it (model.DataCRC: CRC-32C).
+func crcOf(data []byte, b history.Bytes) *uint32 {
+	return model.CRCOf(data[b.Offset : b.Offset+b.Length])
 }
 
 // put stores data under key and returns the version's identity, which
@@ -220,7 +234,12 @@ func (wr *writer) put(ctx context.Context, key string, data []byte) (history.Obj
 }
 
 func (wr *writer) register(ctx context.Context, kind string, obj history.Object, size uint64, content history.Content) history.Op {
-	op := history.Op{Kind: kind, In: history.Input{RequestID: client.NewRequestID(), Object: &obj, Size: size, Content: &content}}
+	return wr.registerOf(ctx, kind, obj, size, content, nil)
+}
+
+// registerOf registers obj; of, for a reupload, is the version it joins.
+func (wr *writer) registerOf(ctx context.Context, kind string, obj history.Object, size uint64, content history.Content, of *history.Object) history.Op {
+	op := history.Op{Kind: kind, In: history.Input{RequestID: client.NewRequestID(), Object: &obj, Size: size, Content: &content, Of: of}}
 	cctx, cancel := wr.ctx(ctx)
 	defer cancel()
 	var a attempts
@@ -241,28 +260,35 @@ func (wr *writer) appendOnce(ctx context.Context, gen0 bool) {
 	n := uint64(1 + wr.rng.IntN(4))
 	start := wr.end
 	content := history.Content{Offsets: []history.Range{{Start: start, End: start + n}}, Prefix: wr.rng.IntN(16), Suffix: wr.rng.IntN(16)}
-	obj, parts, ok := wr.putObject(ctx, "a", content)
+	obj, data, parts, ok := wr.putObject(ctx, "a", content)
 	if !ok {
 		return
 	}
-	op := wr.commit(ctx, wr.epoch, start, start+n, obj, parts[0], gen0)
+	wr.appendNaming(ctx, known{rng: history.Range{Start: start, End: start + n}, obj: obj, bytes: parts[0], content: content,
+		crc: crcOf(data, parts[0])}, gen0)
+}
+
+// appendNaming commits k (at the committed end, naming its version and
+// byte range, with its data checksum) and remembers it if it committed.
+func (wr *writer) appendNaming(ctx context.Context, k known, gen0 bool) {
+	op := wr.commit(ctx, wr.epoch, k.rng.Start, k.rng.End, k.obj, k.bytes, k.crc, gen0)
 	switch op.Status {
 	case history.OK:
-		wr.end = start + n
-		wr.appends = append(wr.appends, known{rng: history.Range{Start: start, End: start + n}, obj: obj, bytes: parts[0]})
+		wr.end = k.rng.End
+		wr.appends = append(wr.appends, k)
 		wr.h.observe(wr.end, wr.trim)
 	case history.Rejected, history.Info:
 		wr.resync(ctx)
-		if op.Status == history.Info && wr.end == start+n {
+		if op.Status == history.Info && wr.end == k.rng.End {
 			// It did happen: this writer is the stream's only appender.
-			wr.appends = append(wr.appends, known{rng: history.Range{Start: start, End: start + n}, obj: obj, bytes: parts[0]})
+			wr.appends = append(wr.appends, k)
 		}
 	}
 }
 
-func (wr *writer) commit(ctx context.Context, epoch, start, end uint64, obj history.Object, b history.Bytes, gen0 bool) history.Op {
+func (wr *writer) commit(ctx context.Context, epoch, start, end uint64, obj history.Object, b history.Bytes, crc *uint32, gen0 bool) history.Op {
 	op := history.Op{Kind: history.KindAppend, In: history.Input{RequestID: client.NewRequestID(), Epoch: epoch,
-		ExpectedStart: start, End: end, Object: &obj, Bytes: &b, IndexGen0: gen0}}
+		ExpectedStart: start, End: end, Object: &obj, Bytes: &b, DataCRC: crc, IndexGen0: gen0}}
 	cctx, cancel := wr.ctx(ctx)
 	defer cancel()
 	var a attempts
@@ -270,7 +296,8 @@ func (wr *writer) commit(ctx context.Context, epoch, start, end uint64, obj hist
 	resp, err := client.Call(cctx, wr.w.cfg.All, wrap(&a, wr.w.cfg.All.Metad.CommitAppend), &metadpb.CommitAppendRequest{
 		StreamId: wr.h.id, WriterEpoch: epoch, ExpectedStart: start, End: end,
 		Object: &metadpb.ObjectRef{Key: obj.Key, Identity: obj.Identity},
-		Bytes:  &metadpb.ByteRange{Offset: b.Offset, Length: b.Length}, IndexGen0: gen0, RequestId: op.In.RequestID})
+		Bytes:  &metadpb.ByteRange{Offset: b.Offset, Length: b.Length}, IndexGen0: gen0, RequestId: op.In.RequestID,
+		DataCrc32C: crc})
 	op.Return = now()
 	classify(&op, err, &a, true)
 	if err == nil {
@@ -286,7 +313,7 @@ func (wr *writer) staleAppend(ctx context.Context) {
 		return
 	}
 	last := wr.appends[len(wr.appends)-1]
-	wr.commit(ctx, wr.epoch-1, wr.end, wr.end+1, last.obj, last.bytes, true)
+	wr.commit(ctx, wr.epoch-1, wr.end, wr.end+1, last.obj, last.bytes, last.crc, true)
 }
 
 // trimOnce advances the trim point a little, keeping most of the stream.
@@ -343,7 +370,22 @@ func (wr *writer) replaceOnce(ctx context.Context) {
 	}
 	op := wr.register(ctx, history.KindReplace, obj, uint64(len(data)), content)
 	if op.Status == history.OK || op.Status == history.Info {
-		k.replaced = true
+		wr.newVersion(obj)
+	}
+}
+
+// newVersion notes that obj was (perhaps) registered as a new version of
+// its key. With one version per key (below feature level 3) every known
+// append naming another version of the key is replaced: unreadable by
+// design. With many, nothing is.
+func (wr *writer) newVersion(obj history.Object) {
+	if wr.w.cfg.Level >= history.VersionsLevel {
+		return
+	}
+	for i := range wr.appends {
+		if a := &wr.appends[i]; a.obj.Key == obj.Key && a.obj.Identity != obj.Identity {
+			a.replaced = true
+		}
 	}
 }
 
