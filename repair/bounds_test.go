@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -384,6 +385,24 @@ func TestQuarantinePassResumesAfterAStalledCheck(t *testing.T) {
 	case cmd := <-w.proposed:
 		if lq := cmd.GetLiftQuarantine(); lq == nil || lq.Key.Start != 10 {
 			t.Fatalf("second pass proposed %v, want the lift of the record after the stalled one", cmd)
+		}
+	}
+}
+
+// TestConfigValidateRequestBounds: the request and verify-lane bounds are
+// validated at both ends of their ranges, and reported together.
+func TestConfigValidateRequestBounds(t *testing.T) {
+	for _, c := range []struct {
+		timeout time.Duration
+		queue   int
+	}{{0, 0}, {2 * time.Minute, 1 << 13}} {
+		cfg := DefaultConfig()
+		cfg.RequestTimeout, cfg.VerifyQueueSize = c.timeout, c.queue
+		err := cfg.Validate()
+		for _, name := range []string{"RequestTimeout", "VerifyQueueSize"} {
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("RequestTimeout %s, VerifyQueueSize %d: %v does not name %s", c.timeout, c.queue, err, name)
+			}
 		}
 	}
 }

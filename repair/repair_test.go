@@ -79,14 +79,12 @@ type fakeVerifier struct {
 	mu     sync.Mutex
 	intact map[fsm.ObjectRef]bool
 	err    error
-	calls  int
 	// checked, if set, receives each object as its check returns.
 	checked chan fsm.ObjectRef
 }
 
 func (f *fakeVerifier) Intact(ctx context.Context, obj fsm.ObjectRef) (bool, error) {
 	f.mu.Lock()
-	f.calls++
 	ok, err, checked := f.intact[obj], f.err, f.checked
 	f.mu.Unlock()
 	if checked != nil {
@@ -99,12 +97,6 @@ func (f *fakeVerifier) set(obj fsm.ObjectRef, intact bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.intact[obj], f.err = intact, err
-}
-
-func (f *fakeVerifier) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls
 }
 
 // recordAt reads a record through the store's lock: the loop's lanes may
