@@ -38,9 +38,9 @@ var (
 	ErrBusy = errors.New("repair: queue full")
 	// ErrTimeout: a repair did not finish within its bound (RequestTimeout
 	// for a requested repair, the pass's TimePerPass for a periodic check).
-	// Nothing took effect that would not have anyway; a later resolve or
-	// pass tries again. Errors wrapping it also wrap
-	// context.DeadlineExceeded.
+	// Indeterminate: a conditional command proposed before the end may
+	// still commit (at most once); a later resolve or pass finds out.
+	// Errors wrapping it also wrap context.DeadlineExceeded.
 	ErrTimeout = errors.New("repair: timed out")
 	// ErrEvidenceMissing: a committed offset has no append evidence.
 	ErrEvidenceMissing = errors.New("repair: evidence missing")
