@@ -16,8 +16,26 @@
 // Service (service.go) is the leader-only loop: Run is started for each
 // leadership term, after the new leader's barrier, and stopped on step-down.
 // It serves Repair requests from resolves (bounded queue) and runs a
-// periodic scan bounded in records, repairs and time per pass. Missing
-// evidence is never skipped: it is logged at ERROR, counted, and returned
-// to the resolve that asked, which puts it in its diagnostic. The loop
-// waits only on its clock.Clock (WithClock), so tests move time themselves.
+// periodic scan bounded in records, repairs and time per pass, at most one
+// pass per ScanInterval. Every requested repair is bounded in time
+// (RequestTimeout, from when it is queued, and never past the resolve's own
+// deadline): out of time it returns ErrTimeout and leaves the item to a
+// later attempt.
+//
+// Work that reads an object's bytes is slow in a way Raft work is not: a
+// re-hash of a large object on a stalled store lasts as long as it is
+// allowed to. So Run keeps it apart. The quick lane (Run's goroutine)
+// plans and commits rebuilds; the verify lane (a goroutine Run starts and
+// joins) runs the Verifier — requested repairs of quarantined records,
+// from its own bounded queue (VerifyQueueSize), and the periodic
+// re-verification of quarantined records (TimePerPass a pass, resuming
+// after a check that ran out of time). A stalled object then costs the
+// items behind it on the verify lane at most their bounds, and rebuilds
+// of other items nothing. Both lanes commit through the same conditional
+// commands, so at most one repair of an item still takes effect.
+//
+// Missing evidence is never skipped: it is logged at ERROR, counted, and
+// returned to the resolve that asked, which puts it in its diagnostic. The
+// loop reads time and waits only on its clock.Clock (WithClock), so tests
+// move time themselves.
 package repair

@@ -7,6 +7,10 @@ type metrics struct {
 	backlog prometheus.Gauge
 	found   prometheus.Gauge
 	scans   prometheus.Counter
+	// timeouts and checkBacklog watch the bounds that keep a slow check
+	// of an object's bytes from holding up other repairs.
+	timeouts     *prometheus.CounterVec
+	checkBacklog prometheus.Gauge
 }
 
 // newMetrics declares the package's metrics and registers them with reg
@@ -29,9 +33,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "metad_repair_scan_passes_total",
 			Help: "Periodic repair scan passes completed.",
 		}),
+		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metad_repair_timeouts_total",
+			Help: "Repairs that ran out of their bound, by work: request (a repair a resolve asked for, past RequestTimeout) or check (a periodic re-verification of an object's bytes, past TimePerPass).",
+		}, []string{"work"}),
+		checkBacklog: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "metad_repair_check_backlog_requests",
+			Help: "Requested repairs waiting for the verify lane (they check an object's bytes first).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.results, m.backlog, m.found, m.scans)
+		reg.MustRegister(m.results, m.backlog, m.found, m.scans, m.timeouts, m.checkBacklog)
 	}
 	return m
 }

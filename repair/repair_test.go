@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,15 +74,37 @@ func TestPlanOffsetVerdicts(t *testing.T) {
 }
 
 // fakeVerifier answers Intact from a table; unknown objects are missing.
+// The verify lane calls it while the test changes it, hence the mutex.
 type fakeVerifier struct {
+	mu     sync.Mutex
 	intact map[fsm.ObjectRef]bool
 	err    error
-	calls  int
+	// checked, if set, receives each object as its check returns.
+	checked chan fsm.ObjectRef
 }
 
 func (f *fakeVerifier) Intact(ctx context.Context, obj fsm.ObjectRef) (bool, error) {
-	f.calls++
-	return f.intact[obj], f.err
+	f.mu.Lock()
+	ok, err, checked := f.intact[obj], f.err, f.checked
+	f.mu.Unlock()
+	if checked != nil {
+		defer func() { checked <- obj }()
+	}
+	return ok, err
+}
+
+func (f *fakeVerifier) set(obj fsm.ObjectRef, intact bool, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.intact[obj], f.err = intact, err
+}
+
+// recordAt reads a record through the store's lock: the loop's lanes may
+// be reading and proposing at the same time.
+func recordAt(s machineStore, view fsm.View, gen, offset uint64) fsm.RecordInfo {
+	var r fsm.RecordInfo
+	_ = s.Store.Read(context.Background(), func(m *fsm.Machine) { r, _ = m.RecordFrom(1, view, gen, offset) })
+	return r
 }
 
 // TestQuarantineLiftsOnlyWhenTheBytesVerify: a generation-0 record
@@ -103,14 +126,14 @@ func TestQuarantineLiftsOnlyWhenTheBytesVerify(t *testing.T) {
 		if err := svc.Repair(ctx, 1, 3); !errors.Is(err, ErrObjectUnusable) {
 			t.Fatalf("bytes do not verify: %v", err)
 		}
-		v.err = errors.New("store unavailable")
+		v.set(rec.Object, false, errors.New("store unavailable"))
 		if err := svc.Repair(ctx, 1, 3); err == nil || errors.Is(err, ErrObjectUnusable) {
 			t.Fatalf("store unavailable: %v, want a transient failure", err)
 		}
-		if got, _ := s.Machine().RecordFrom(1, fsm.Committed, 0, 0); got.Status != fsm.RecordQuarantined {
+		if got := recordAt(s, fsm.Committed, 0, 0); got.Status != fsm.RecordQuarantined {
 			t.Fatalf("lifted without verified bytes: %v", got.Status)
 		}
-		v.err, v.intact[rec.Object] = nil, true
+		v.set(rec.Object, true, nil)
 		if err := svc.Repair(ctx, 1, 3); err != nil {
 			t.Fatalf("bytes verify: %v", err)
 		}
@@ -368,22 +391,33 @@ func TestQuarantinePassLiftsVerifiedRecords(t *testing.T) {
 	s.must(t, &fsmpb.Command{Op: &fsmpb.Command_ReportCandidateFailure{ReportCandidateFailure: &fsmpb.ReportCandidateFailure{
 		Key: rec.Key.PB(), Version: rec.Version, Kind: fsm.FailureObjectMissing,
 	}}})
-	v := &fakeVerifier{intact: map[fsm.ObjectRef]bool{}}
-	clk := fakeclock.New(time.Unix(0, 0))
-	svc, err := New(DefaultConfig(), s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, WithClock(clk), WithVerifier(v))
+	v := &fakeVerifier{intact: map[fsm.ObjectRef]bool{}, checked: make(chan fsm.ObjectRef, 16)}
+	clk := newTickClock()
+	w := &watchedStore{machineStore: s, proposed: make(chan *fsmpb.Command, 16)}
+	// A pass's time outlasts the interval, so moving the clock to the next
+	// pass cannot cut short a first one still finishing on the verify lane.
+	cfg := DefaultConfig()
+	cfg.ScanInterval, cfg.TimePerPass = time.Second, time.Minute
+	svc, err := New(cfg, w, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, WithClock(clk), WithVerifier(v))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); svc.Run(ctx) }()
-	clk.BlockUntil(1) // the first passes ran
-	if got, _ := s.Machine().RecordFrom(1, fsm.TopicCompacted, 1, 0); got.Status != fsm.RecordQuarantined || v.calls == 0 {
-		t.Fatalf("before the bytes verify: %v, %d checks", got.Status, v.calls)
+	<-v.checked // the first re-verification pass checked the record: not intact
+	if got := recordAt(s, fsm.TopicCompacted, 1, 0); got.Status != fsm.RecordQuarantined {
+		t.Fatalf("before the bytes verify: %v", got.Status)
 	}
-	v.intact[obj] = true
-	clk.Advance(DefaultConfig().ScanInterval)
-	clk.BlockUntil(1)
+	v.set(obj, true, nil)
+	<-clk.rearmed // the first scan pass ended; the next is due in ScanInterval
+	clk.Advance(cfg.ScanInterval)
+	<-v.checked
+	for cmd := range w.proposed { // the scan's rebuild of [10,20) comes first
+		if cmd.GetLiftQuarantine() != nil {
+			break
+		}
+	}
 	cancel()
 	<-done
 	if got, _ := s.Machine().RecordFrom(1, fsm.TopicCompacted, 1, 0); got.Status != fsm.RecordValid || got.Version == rec.Version {

@@ -273,10 +273,17 @@ func (r *Resolver) verify(ctx context.Context, c *call, cand Candidate) bool {
 	return false
 }
 
-// release gives a pin back without waiting on the caller's deadline; if it
-// fails the pin simply expires.
+// release gives back a pin this call will not return (step 6). It is best
+// effort — a pin not released simply expires, and GC honours it until then
+// (G9) — so it gets no more time than ReleaseTimeout and no more than what
+// is left of the caller's deadline: a release stalled on a slow or
+// leaderless Raft must never keep the resolve past its deadline. Once the
+// caller's context has ended nothing is proposed at all.
 func (r *Resolver) release(ctx context.Context, p Pin) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.ReleaseTimeout)
+	if ctx.Err() != nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.ReleaseTimeout)
 	defer cancel()
 	_ = r.deps.Pinner.Release(rctx, p)
 }
