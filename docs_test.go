@@ -51,3 +51,48 @@ func TestDocsLinkOnlyInsideTheRepository(t *testing.T) {
 		}
 	}
 }
+
+// testName matches a Go test, benchmark or fuzz target named in a document.
+var testName = regexp.MustCompile("`((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)")
+
+// TestDocsNameOnlyTestsThatExist: a guarantee held by a test that was
+// renamed or removed is held by nothing, so every test the documents name
+// must be defined in some _test.go file of the repository.
+func TestDocsNameOnlyTestsThatExist(t *testing.T) {
+	defined := map[string]bool{}
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)\w+)\(`).FindAllStringSubmatch(string(b), -1) {
+			defined[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(defined) == 0 {
+		t.Fatal("found no tests at all")
+	}
+	docs, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs = append(docs, "jepsen/README.md")
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range testName.FindAllStringSubmatch(string(b), -1) {
+			if !defined[m[1]] {
+				t.Errorf("%s names %s, which no _test.go file defines", doc, m[1])
+			}
+		}
+	}
+}
