@@ -271,7 +271,9 @@ func (f *fakeRepairer) Hint(stream, offset uint64) { f.hints++ }
 
 type fakeVerifier struct{ bad map[string]error }
 
-func (v fakeVerifier) Verify(ctx context.Context, obj fsm.ObjectRef) error { return v.bad[obj.Key] }
+func (v fakeVerifier) Verify(ctx context.Context, rec fsm.RecordInfo) error {
+	return v.bad[rec.Object.Key]
+}
 
 type fakeReporter struct{ reports []CandidateID }
 
