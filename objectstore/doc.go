@@ -32,10 +32,10 @@
 // NoSuchKey or NoSuchVersion), ErrIdentityMismatch (IDENTITY_MISMATCH: a
 // 412, or an identity that is not this store's), ErrCorrupt (CORRUPT: a
 // whole-object read whose bytes do not hash to the identity, or a byte
-// range whose bytes do not match the data checksum its writer committed). A store that
-// does not answer — 5xx, SlowDown, timeouts, refused connections — is
-// ErrUnavailable: transient, retryable, and not the candidate's fault, so
-// readers neither report nor quarantine it.
+// range whose bytes do not match the data checksum its writer committed).
+// A store that does not answer — 5xx, SlowDown, timeouts, refused
+// connections — is ErrUnavailable: transient, retryable, and not the
+// candidate's fault, so readers neither report nor quarantine it.
 //
 // A store can check the identity's digest only when it reads the whole
 // object; a record names a slice. So every reader of a record's bytes —
