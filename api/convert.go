@@ -60,6 +60,14 @@ func recordToFSM(r *metadpb.IndexRecord) *fsmpb.IndexRecord {
 	}
 }
 
+func appendToFSM(req *metadpb.CommitAppendRequest) *fsmpb.CommitAppend {
+	return &fsmpb.CommitAppend{
+		StreamId: req.StreamId, WriterEpoch: req.WriterEpoch, ExpectedStart: req.ExpectedStart, End: req.End,
+		Object: objectToFSM(req.Object), Bytes: byteRangeToFSM(req.Bytes), IndexGen0: req.IndexGen0,
+		DataCrc32C: req.DataCrc32C,
+	}
+}
+
 func rangePB(r fsm.Range) *metadpb.Range { return &metadpb.Range{Start: r.Start, End: r.End} }
 
 func rangesPB(rs []fsm.Range) []*metadpb.Range {
