@@ -248,5 +248,15 @@ func BenchmarkReadRange(b *testing.B) {
 				}
 			})
 		}
+		// The checksum alone, without the read: what checking adds.
+		b.Run(fmt.Sprintf("%dKiB/check-only", size>>10), func(b *testing.B) {
+			p, sum := data[off:off+size], checksum.Of(data[off:off+size])
+			b.SetBytes(size)
+			for b.Loop() {
+				if err := sum.Check(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
