@@ -69,9 +69,9 @@ func (c *Client) Resolve(ctx context.Context, stream uint64, view metadpb.View, 
 // cannot see through the identity) are reported CORRUPT; neither is ever
 // returned. A target without a data checksum (a record from before them)
 // is read unchecked, said in ReadResult.Unchecked and counted in
-// metad_client_reads_unchecked_total. A store that
-// does not answer (objectstore.ErrUnavailable) excludes the candidate for
-// this read only, unreported: the bytes may be fine.
+// metad_client_reads_unchecked_total. A store that does not answer
+// (objectstore.ErrUnavailable) excludes the candidate for this read only,
+// unreported: the bytes may be fine.
 func (c *Client) Read(ctx context.Context, stream uint64, view metadpb.View, offset uint64) (*ReadResult, error) {
 	if c.cfg.Objects == nil {
 		return nil, errors.New("client: Read needs Config.Objects")
