@@ -91,7 +91,8 @@ Workloads:
                  object store (--object-store, required), then resolves a
                  random committed offset and reads --read-size bytes of the
                  target's object by its identity (S3: a ranged GET by
-                 VersionId with If-Match).
+                 VersionId with If-Match), checking the data checksum when
+                 --read-size is the whole payload.
   get            the bare ranged read of the same bytes, with no resolve: the
                  same load, the same offsets, the object looked up locally.
                  Run it next to read: the difference is what metad adds.
