@@ -56,7 +56,15 @@ func recordToFSM(r *metadpb.IndexRecord) *fsmpb.IndexRecord {
 	}
 	return &fsmpb.IndexRecord{
 		Range: rangeToFSM(r.Range), Survivors: rangesToFSM(r.Survivors), Object: objectToFSM(r.Object),
-		Bytes: byteRangeToFSM(r.Bytes), Checksum: r.Checksum,
+		Bytes: byteRangeToFSM(r.Bytes), Checksum: r.Checksum, DataCrc32C: r.DataCrc32C,
+	}
+}
+
+func appendToFSM(req *metadpb.CommitAppendRequest) *fsmpb.CommitAppend {
+	return &fsmpb.CommitAppend{
+		StreamId: req.StreamId, WriterEpoch: req.WriterEpoch, ExpectedStart: req.ExpectedStart, End: req.End,
+		Object: objectToFSM(req.Object), Bytes: byteRangeToFSM(req.Bytes), IndexGen0: req.IndexGen0,
+		DataCrc32C: req.DataCrc32C,
 	}
 }
 
@@ -105,7 +113,7 @@ func storedRecordPB(r fsm.RecordInfo) *metadpb.StoredIndexRecord {
 		Key: indexKeyPB(r.Key), Version: r.Version, Status: metadpb.RecordStatus(r.Status),
 		Record: &metadpb.IndexRecord{
 			Range: rangePB(r.Range), Survivors: rangesPB(r.Survivors), Object: objectPB(r.Object),
-			Bytes: byteRangePB(r.Bytes), Checksum: r.Checksum,
+			Bytes: byteRangePB(r.Bytes), Checksum: r.Checksum, DataCrc32C: r.Data.Ptr(),
 		},
 	}
 }
@@ -113,7 +121,7 @@ func storedRecordPB(r fsm.RecordInfo) *metadpb.StoredIndexRecord {
 func evidencePB(e fsm.EvidenceInfo) *metadpb.Evidence {
 	return &metadpb.Evidence{
 		Range: rangePB(e.Range), Object: objectPB(e.Object), Bytes: byteRangePB(e.Bytes),
-		WriterEpoch: e.WriterEpoch, Version: e.Version,
+		WriterEpoch: e.WriterEpoch, Version: e.Version, DataCrc32C: e.Data.Ptr(),
 	}
 }
 

@@ -4,7 +4,9 @@
 //
 // Any node answers any call. Writes become one fsm Command each, are
 // checked with fsm.Validate (so a malformed request is refused naming the
-// field, before Raft), and are proposed on the leader: locally, or
+// field, before Raft), and are proposed on the leader (an append's or a
+// record's data checksum, data_crc32c, passes through as the writer
+// computed it: the server never sees the bytes, readers check them): locally, or
 // forwarded once through the leader's Peer.Propose, which never forwards
 // again. A forwarded command is encoded once, by the follower; the leader
 // stamps those bytes without re-encoding them (raftstore.ProposeEncoded). Reads are linearizable by default (raftstore.Read on whichever

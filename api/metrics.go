@@ -13,6 +13,7 @@ type resolveMetrics struct {
 	fallbackDepth prometheus.Histogram
 	recheckAborts prometheus.Counter
 	reports       *prometheus.CounterVec
+	unchecked     prometheus.Counter
 }
 
 func newResolveMetrics(reg prometheus.Registerer) *resolveMetrics {
@@ -39,9 +40,13 @@ func newResolveMetrics(reg prometheus.Registerer) *resolveMetrics {
 			Name: "metad_failure_reports_total",
 			Help: "Readers' candidate-failure reports by outcome: confirmed by the object store (recorded), or unconfirmed (nothing changed).",
 		}, []string{"outcome"}),
+		unchecked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "metad_resolve_targets_unchecked_total",
+			Help: "Targets returned whose record carries no data checksum (committed before feature level 3): readers read their bytes unchecked.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.outcomes, m.attempts, m.fallbackDepth, m.recheckAborts, m.reports)
+		reg.MustRegister(m.outcomes, m.attempts, m.fallbackDepth, m.recheckAborts, m.reports, m.unchecked)
 	}
 	return m
 }
@@ -63,5 +68,8 @@ func (m *resolveMetrics) observe(outcome string, res resolver.Result, tried []re
 	}
 	if outcome == "TARGET" {
 		m.fallbackDepth.Observe(float64(depth))
+		if !res.Target.Data.Set {
+			m.unchecked.Inc()
+		}
 	}
 }

@@ -66,7 +66,14 @@ func (s *Server) LiftQuarantine(ctx context.Context, req *metadpb.LiftQuarantine
 		return nil, build(errorSpec{codes.FailedPrecondition, true, 0}, fsmpb.RejectCode_CONDITION_FAILED.String(),
 			fmt.Sprintf("record %v is %s at version %d, not quarantined at %d", key, rec.Status, rec.Version, req.Version), "version", nil)
 	}
-	if cerr := objectstore.Check(ctx, s.objects, rec.Object.Key, rec.Object.Identity); cerr != nil {
+	cerr := objectstore.Check(ctx, s.objects, rec.Object.Key, rec.Object.Identity)
+	if cerr == nil {
+		// The record's own range too: a quarantine may stand for a slice
+		// failing its data checksum inside an object that hashes right.
+		cerr = objectstore.CheckRange(ctx, s.objects, rec.Object.Key, rec.Object.Identity,
+			int64(rec.Bytes.Offset), int64(rec.Bytes.Length), rec.Data)
+	}
+	if cerr != nil {
 		// Definite either way; a store that could not answer is worth a
 		// retry, bytes that do not verify are not.
 		spec := errorSpec{codes.FailedPrecondition, true, 0}

@@ -95,7 +95,7 @@ func (s *Server) targetPB(t resolver.Target) *metadpb.Target {
 		RecordRange: rangePB(t.RecordRange), Resolved: rangePB(t.Resolved),
 		Object: objectPB(t.Object), Bytes: byteRangePB(t.Bytes),
 		PinId: t.Pin.ID, PinExpiry: timestamppb.New(t.Pin.Expiry), PinTtl: durationpb.New(s.cfg.Resolver.PinTTL),
-		PinShared: t.Pin.Shared,
+		PinShared: t.Pin.Shared, DataCrc32C: t.Data.Ptr(),
 	}
 }
 

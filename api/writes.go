@@ -74,10 +74,7 @@ func (s *Server) OpenForWrite(ctx context.Context, req *metadpb.OpenForWriteRequ
 }
 
 func (s *Server) CommitAppend(ctx context.Context, req *metadpb.CommitAppendRequest) (*metadpb.CommitAppendResponse, error) {
-	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_CommitAppend{CommitAppend: &fsmpb.CommitAppend{
-		StreamId: req.StreamId, WriterEpoch: req.WriterEpoch, ExpectedStart: req.ExpectedStart, End: req.End,
-		Object: objectToFSM(req.Object), Bytes: byteRangeToFSM(req.Bytes), IndexGen0: req.IndexGen0,
-	}}})
+	res, err := s.apply(ctx, req.RequestId, &fsmpb.Command{Op: &fsmpb.Command_CommitAppend{CommitAppend: appendToFSM(req)}})
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/resolver"
@@ -47,15 +48,20 @@ type Config struct {
 	// Token, if set, is sent as "authorization: Bearer <token>" on every
 	// call.
 	Token string
+	// Metrics, if set, receives Read's counters
+	// (metad_client_reads_unchecked_total, metad_client_reads_corrupt_total).
+	// Default: not registered.
+	Metrics prometheus.Registerer
 }
 
 // Client is a metad client for brokers and tools. It retries retryable
 // failures within the caller's deadline, with a request id on every
 // mutation so that retrying an indeterminate failure is safe.
 type Client struct {
-	cfg    Config
-	conn   *grpc.ClientConn
-	router *leaderRouter // nil with SpreadCalls
+	cfg     Config
+	metrics readMetrics
+	conn    *grpc.ClientConn
+	router  *leaderRouter // nil with SpreadCalls
 	// bg tracks best-effort background calls (pin releases, failure
 	// reports); Close waits for them.
 	bg      sync.WaitGroup
@@ -102,7 +108,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	c := &Client{cfg: cfg, conn: conn, stopWatch: func() {}}
+	c := &Client{cfg: cfg, metrics: newReadMetrics(cfg.Metrics), conn: conn, stopWatch: func() {}}
 	if watch != nil {
 		// Follow certificate rotation for the client's life.
 		ctx, cancel := context.WithCancel(context.Background())

@@ -37,10 +37,19 @@
 // decodes errors from the generated stubs (Client.Metad, Client.Cluster).
 //
 // Read is the broker's read path (DESIGN.md §11): resolve, read the
-// target's bytes from the object store under the target's identity, and on
-// failure report the candidate, exclude it and resolve again in the same
-// view, until the deadline; then a retryable *ReadError listing every
-// candidate that failed. It never turns a failure into EOF or a trim.
+// target's bytes from the object store under the target's identity, check
+// them against the target's data checksum (the CRC-32C its writer
+// committed; objectstore.ReadRange), and on failure report the candidate,
+// exclude it and resolve again in the same view, until the deadline; then
+// a retryable *ReadError listing every candidate that failed. It never
+// turns a failure into EOF or a trim. Bytes failing the data checksum are
+// reported CORRUPT; a target without one (committed before feature level
+// 3) is read unchecked, said in ReadResult.Unchecked and counted
+// (Config.Metrics: metad_client_reads_unchecked_total).
+//
+// A writer computes the data checksum of the exact bytes of each append
+// and index record it commits (checksum.Of) and sends it as data_crc32c;
+// a record's checksum is then fsm.RecordChecksumData.
 //
 // Watch (watch.go) follows one stream's changes as an iterator, over any
 // member, resuming after the last version it yielded at another member

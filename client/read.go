@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/objectstore"
 )
 
@@ -15,8 +15,12 @@ import (
 type ReadResult struct {
 	Outcome metadpb.Outcome
 	Target  *metadpb.Target
-	// Data is the target's byte range, read under the target's identity.
-	Data         []byte
+	// Data is the target's byte range, read under the target's identity
+	// and checked against the target's data checksum.
+	Data []byte
+	// Unchecked says Data was not checked against a data checksum: the
+	// target's record predates data checksums and carries none.
+	Unchecked    bool
 	Trim         uint64
 	CommittedEnd uint64
 	ViewEnd      uint64
@@ -60,9 +64,14 @@ func (c *Client) Resolve(ctx context.Context, stream uint64, view metadpb.View, 
 // Read resolves (stream, view, offset), reads the target's bytes under its
 // identity, and on a failure reports the candidate, excludes it, and
 // resolves again — always in the same view. A replaced object (same key,
-// new bytes) is detected by its identity and never returned. A store that
-// does not answer (objectstore.ErrUnavailable) excludes the candidate for
-// this read only, unreported: the bytes may be fine.
+// new bytes) is detected by its identity, and bytes that fail the target's
+// data checksum (a slice rewritten or rotted in place, which a ranged read
+// cannot see through the identity) are reported CORRUPT; neither is ever
+// returned. A target without a data checksum (a record from before them)
+// is read unchecked, said in ReadResult.Unchecked and counted in
+// metad_client_reads_unchecked_total. A store that does not answer
+// (objectstore.ErrUnavailable) excludes the candidate for this read only,
+// unreported: the bytes may be fine.
 func (c *Client) Read(ctx context.Context, stream uint64, view metadpb.View, offset uint64) (*ReadResult, error) {
 	if c.cfg.Objects == nil {
 		return nil, errors.New("client: Read needs Config.Objects")
@@ -91,8 +100,14 @@ func (c *Client) Read(ctx context.Context, stream uint64, view metadpb.View, off
 			c.release(resp.Target.PinId)
 		}
 		if err == nil {
-			res.Data = data
+			res.Data, res.Unchecked = data, resp.Target.DataCrc32C == nil
+			if res.Unchecked {
+				c.metrics.unchecked.Inc()
+			}
 			return res, nil
+		}
+		if kind == metadpb.FailureKind_CORRUPT {
+			c.metrics.corrupt.Inc()
 		}
 		ref := &metadpb.CandidateRef{Key: resp.Target.Key, Version: resp.Target.Version}
 		tried = append(tried, CandidateFailure{Candidate: ref, Kind: kind, Err: err})
@@ -115,22 +130,22 @@ func (c *Client) readTarget(ctx context.Context, t *metadpb.Target, sent time.Ti
 	}
 	ctx, cancel := context.WithDeadline(ctx, sent.Add(ttl*9/10))
 	defer cancel()
-	buf := make([]byte, t.Bytes.GetLength())
-	n, err := c.cfg.Objects.ReadAt(ctx, t.Object.GetKey(), t.Object.GetIdentity(), buf, int64(t.Bytes.GetOffset()))
+	data, err := objectstore.ReadRange(ctx, c.cfg.Objects, t.Object.GetKey(), t.Object.GetIdentity(),
+		int64(t.Bytes.GetOffset()), int64(t.Bytes.GetLength()), checksum.FromPtr(t.DataCrc32C))
 	switch {
-	case err == nil || (n == len(buf) && errors.Is(err, io.EOF)):
-		return buf[:n], 0, nil
+	case err == nil:
+		return data, 0, nil
 	case errors.Is(err, objectstore.ErrIdentityMismatch):
 		return nil, metadpb.FailureKind_IDENTITY_MISMATCH, err
 	case errors.Is(err, objectstore.ErrNotFound):
 		return nil, metadpb.FailureKind_OBJECT_MISSING, err
 	case errors.Is(err, objectstore.ErrCorrupt):
+		// The identity's digest failed on a whole read, the range failed
+		// its data checksum, or the object ends inside the range.
 		return nil, metadpb.FailureKind_CORRUPT, err
 	case errors.Is(err, objectstore.ErrUnavailable):
 		// The store, not the candidate, failed: no kind, no report.
 		return nil, metadpb.FailureKind_FAILURE_KIND_UNSPECIFIED, err
-	case n < len(buf) && errors.Is(err, io.EOF):
-		return nil, metadpb.FailureKind_CORRUPT, fmt.Errorf("object shorter than the target's byte range: %w", err)
 	}
 	return nil, metadpb.FailureKind_IO_ERROR, err
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/client"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/internal/proc"
@@ -85,7 +86,7 @@ func (b *broker) append(n uint64, payload []byte, indexed bool) (fsm.Range, fsm.
 	_, err = client.Call(b.ctx(), b.c, b.c.Metad.CommitAppend, &metadpb.CommitAppendRequest{
 		StreamId: b.stream, WriterEpoch: b.epoch, ExpectedStart: start, End: start + n,
 		Object: &metadpb.ObjectRef{Key: obj.Key, Identity: obj.Identity}, Bytes: &metadpb.ByteRange{Length: uint64(len(payload))},
-		IndexGen0: indexed, RequestId: client.NewRequestID(),
+		IndexGen0: indexed, RequestId: client.NewRequestID(), DataCrc32C: checksum.Of(payload).Ptr(),
 	})
 	if err != nil {
 		b.t.Fatalf("append: %v", err)
@@ -101,7 +102,8 @@ type record struct {
 	length    uint64
 }
 
-// publish publishes a complete generation with checksums.
+// publish publishes a complete generation with checksums: each record's
+// data checksum is of the bytes it names, as this broker put them.
 func (b *broker) publish(view metadpb.View, gen uint64, coverage fsm.Range, recs ...record) error {
 	req := &metadpb.PublishGenerationRequest{StreamId: b.stream, View: view, Generation: gen, WriterEpoch: b.epoch,
 		Coverage: &metadpb.Range{Start: coverage.Start, End: coverage.End}, Complete: true, RequestId: client.NewRequestID()}
@@ -112,10 +114,15 @@ func (b *broker) publish(view metadpb.View, gen uint64, coverage fsm.Range, recs
 		for _, s := range r.survivors {
 			surv = append(surv, &metadpb.Range{Start: s.Start, End: s.End})
 		}
+		var data checksum.Data
+		if held, ok := b.bytes[r.obj.Identity]; ok && uint64(len(held)) >= r.length {
+			data = checksum.Of(held[:r.length])
+		}
 		req.Records = append(req.Records, &metadpb.IndexRecord{
 			Range: &metadpb.Range{Start: r.rng.Start, End: r.rng.End}, Survivors: surv,
 			Object: &metadpb.ObjectRef{Key: r.obj.Key, Identity: r.obj.Identity},
-			Bytes:  &metadpb.ByteRange{Length: r.length}, Checksum: fsm.RecordChecksum(key, r.rng, r.survivors, r.obj, br),
+			Bytes:  &metadpb.ByteRange{Length: r.length}, Checksum: fsm.RecordChecksumData(key, r.rng, r.survivors, r.obj, br, data),
+			DataCrc32C: data.Ptr(),
 		})
 	}
 	_, err := client.Call(b.ctx(), b.c, b.c.Metad.PublishGeneration, req)

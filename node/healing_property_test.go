@@ -182,9 +182,9 @@ func (s *flappingStore) backSince(o fsm.ObjectRef, now time.Time, d time.Duratio
 }
 
 // Verify is the resolver's --verify-objects check.
-func (s *flappingStore) Verify(ctx context.Context, o fsm.ObjectRef) error {
-	if !s.present(o) {
-		return fmt.Errorf("%w: %s is gone", resolver.ErrPhysicalMismatch, o)
+func (s *flappingStore) Verify(ctx context.Context, rec fsm.RecordInfo) error {
+	if !s.present(rec.Object) {
+		return fmt.Errorf("%w: %s is gone", resolver.ErrPhysicalMismatch, rec.Object)
 	}
 	return nil
 }

@@ -31,10 +31,18 @@
 // resolver's candidate-failure kinds: ErrNotFound (OBJECT_MISSING: a 404,
 // NoSuchKey or NoSuchVersion), ErrIdentityMismatch (IDENTITY_MISMATCH: a
 // 412, or an identity that is not this store's), ErrCorrupt (CORRUPT: a
-// whole-object read whose bytes do not hash to the identity). A store that
-// does not answer — 5xx, SlowDown, timeouts, refused connections — is
-// ErrUnavailable: transient, retryable, and not the candidate's fault, so
-// readers neither report nor quarantine it.
+// whole-object read whose bytes do not hash to the identity, or a byte
+// range whose bytes do not match the data checksum its writer committed).
+// A store that does not answer — 5xx, SlowDown, timeouts, refused
+// connections — is ErrUnavailable: transient, retryable, and not the
+// candidate's fault, so readers neither report nor quarantine it.
+//
+// A store can check the identity's digest only when it reads the whole
+// object; a record names a slice. So every reader of a record's bytes —
+// the client's Read, metad read, the server's checks of a report, of a
+// quarantine and of --verify-objects — goes through ReadRange or
+// CheckRange (rangecheck.go), which check the slice against the record's
+// data checksum (package checksum), the same way for every store.
 //
 // storetest is the behavioural contract every store passes; its cases run
 // for file:// and for s3:// against a real SeaweedFS weed mini.

@@ -19,8 +19,9 @@ var (
 	// identity names, or the identity is not one of this store's
 	// (IDENTITY_MISMATCH).
 	ErrIdentityMismatch = errors.New("object identity mismatch")
-	// ErrCorrupt: the bytes read do not hash to the identity's SHA-256
-	// (CORRUPT).
+	// ErrCorrupt: the bytes read do not hash to the identity's SHA-256,
+	// or a byte range does not match its data checksum, or the object
+	// ends inside a record's byte range (CORRUPT).
 	ErrCorrupt = errors.New("object bytes corrupt")
 	// ErrUnavailable: the store did not answer (5xx, throttling, timeout,
 	// connection refused). Transient: retry later; not a candidate failure.
@@ -46,7 +47,9 @@ type Store interface {
 	Put(ctx context.Context, key string, r io.Reader) (Info, error)
 	// ReadAt reads len(p) bytes at off of the version (key, identity). A
 	// read of the whole object also checks the bytes against the
-	// identity's SHA-256 (ErrCorrupt).
+	// identity's SHA-256 (ErrCorrupt); a ranged read checks nothing, so
+	// readers of a record's bytes use ReadRange, which checks the range's
+	// data checksum.
 	ReadAt(ctx context.Context, key, identity string, p []byte, off int64) (int, error)
 	// Stat describes the version (key, identity) without reading it: HEAD
 	// with the identity, for --verify-objects.

@@ -16,7 +16,11 @@
 //	             start, a State the machine does not satisfy.
 //	objects.go   Objects: the object store checks, Verify for the resolver
 //	             (--verify-objects) and Intact for repair (before a
-//	             quarantine is lifted).
+//	             quarantine is lifted); both, and ConfirmFailure, read a
+//	             record's byte range against its data checksum
+//	             (objectstore.CheckRange), so a slice that is not the
+//	             bytes its writer committed is CORRUPT even where the
+//	             whole object still hashes to its identity.
 //	resolver.go  Resolver: resolver.Resolver wired to this node. Its Pinner
 //	             and Reporter propose through api's forwarding (Deps.Propose:
 //	             a follower's pin is committed by the leader); its Repairer

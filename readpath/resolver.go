@@ -21,7 +21,8 @@ import (
 // set it as part of the API's settings.
 type Config struct {
 	// VerifyObjects makes resolve check the physical identity (HEAD) of
-	// every target before returning it. Default false.
+	// every target before returning it, and read its byte range against
+	// the record's data checksum. Default false.
 	VerifyObjects bool
 	// SharePins lets concurrent resolves of one object share one pin (a
 	// lease of twice the resolve TTL) instead of each writing its own to

@@ -257,15 +257,19 @@ func (r *Resolver) verify(ctx context.Context, c *call, cand Candidate) bool {
 	if r.deps.Verifier == nil {
 		return true
 	}
-	err := r.deps.Verifier.Verify(ctx, cand.Record.Object)
+	err := r.deps.Verifier.Verify(ctx, cand.Record)
 	switch {
 	case err == nil:
 		return true
 	case errors.Is(err, ErrPhysicalMismatch):
 		c.exclude(cand.ID(), ReasonPhysicalMismatch, err.Error())
+		kind := fsm.FailureIdentityMismatch
+		if errors.Is(err, ErrPhysicalCorrupt) {
+			kind = fsm.FailureCorrupt
+		}
 		if r.deps.Reporter != nil {
 			// Best effort: the exclusion already protects this call.
-			_ = r.deps.Reporter.ReportFailure(ctx, cand.ID(), fsm.FailureIdentityMismatch, err.Error())
+			_ = r.deps.Reporter.ReportFailure(ctx, cand.ID(), kind, err.Error())
 		}
 	default:
 		c.exclude(cand.ID(), ReasonPhysicalUnavailable, err.Error())
@@ -311,7 +315,7 @@ func targetResult(c Candidate, pin Pin, checked Plan) Result {
 		Outcome: TargetFound, Trim: s.Trim, CommittedEnd: s.CommittedEnd, ReadIndex: checked.ReadIndex,
 		Target: Target{
 			Key: rec.Key, Version: rec.Version, Checksum: rec.Checksum, RecordRange: rec.Range,
-			Resolved: c.Resolved, Object: rec.Object, Bytes: rec.Bytes, Pin: pin,
+			Resolved: c.Resolved, Object: rec.Object, Bytes: rec.Bytes, Data: rec.Data, Pin: pin,
 		},
 	}
 }

@@ -267,11 +267,28 @@ func TestResolvePhysicalMismatchIsReported(t *testing.T) {
 	r.verifier = fakeVerifier{bad: map[string]error{"g1": fmt.Errorf("%w: replaced", ErrPhysicalMismatch)}}
 	res, err := r.resolve(t, fsm.Committed, 4)
 	mustTarget(t, res, err, 0)
-	if len(r.reporter.reports) != 1 || r.reporter.reports[0].Key.Generation != 1 {
-		t.Fatalf("reports %v", r.reporter.reports)
+	if len(r.reporter.reports) != 1 || r.reporter.reports[0].Key.Generation != 1 || r.reporter.kinds[0] != fsm.FailureIdentityMismatch {
+		t.Fatalf("reports %v %v", r.reporter.reports, r.reporter.kinds)
 	}
 	if len(r.pinner.released) != 1 {
 		t.Fatalf("released %v", r.pinner.released)
+	}
+}
+
+// TestResolveCorruptBytesAreReportedCorrupt: bytes that are there but fail
+// their digest or data checksum (ErrPhysicalCorrupt) exclude the candidate
+// like any physical mismatch, and are reported as CORRUPT.
+func TestResolveCorruptBytesAreReportedCorrupt(t *testing.T) {
+	w := twoGenerations(t)
+	r := newRig(w)
+	r.verifier = fakeVerifier{bad: map[string]error{"g1": fmt.Errorf("%w: data checksum mismatch", ErrPhysicalCorrupt)}}
+	res, err := r.resolve(t, fsm.Committed, 4)
+	mustTarget(t, res, err, 0)
+	if len(r.reporter.reports) != 1 || r.reporter.reports[0].Key.Generation != 1 || r.reporter.kinds[0] != fsm.FailureCorrupt {
+		t.Fatalf("reports %v %v, want generation 1 CORRUPT", r.reporter.reports, r.reporter.kinds)
+	}
+	if !errors.Is(ErrPhysicalCorrupt, ErrPhysicalMismatch) {
+		t.Fatal("ErrPhysicalCorrupt must be an ErrPhysicalMismatch: callers classify by the wider one")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/fsm"
 )
 
@@ -49,11 +50,13 @@ type Repairer interface {
 	Hint(stream, offset uint64)
 }
 
-// Verifier checks with the object store that an object's bytes are still
-// the ones its identity names. A definite mismatch or absence wraps
-// ErrPhysicalMismatch; any other error means the store could not be asked.
+// Verifier checks with the object store that a record's bytes are still
+// the ones its object's identity names and, when the record carries a data
+// checksum, that its byte range matches it. A definite mismatch or
+// absence wraps ErrPhysicalMismatch (ErrPhysicalCorrupt for bytes that are
+// there but wrong); any other error means the store could not be asked.
 type Verifier interface {
-	Verify(ctx context.Context, obj fsm.ObjectRef) error
+	Verify(ctx context.Context, rec fsm.RecordInfo) error
 }
 
 // Reporter records a candidate failure in replicated state, so that other
@@ -87,6 +90,10 @@ var (
 	ErrPinRefused = errors.New("pin refused")
 	// ErrPhysicalMismatch marks bytes that are not the identity's.
 	ErrPhysicalMismatch = errors.New("object bytes do not match identity")
+	// ErrPhysicalCorrupt is the ErrPhysicalMismatch of bytes that are
+	// there but wrong: they fail the identity's digest or the record's
+	// data checksum. It is reported as CORRUPT, not IDENTITY_MISMATCH.
+	ErrPhysicalCorrupt = fmt.Errorf("%w: bytes corrupt", ErrPhysicalMismatch)
 	// ErrUnavailable is what every retryable resolve failure Is.
 	ErrUnavailable = errors.New("resolve unavailable")
 )
@@ -132,7 +139,10 @@ type Target struct {
 	Resolved    fsm.Range // exact readable range: starts at the (next surviving) offset
 	Object      fsm.ObjectRef
 	Bytes       fsm.ByteRange
-	Pin         Pin
+	// Data is the data checksum of Bytes the reader checks what it reads
+	// against; absent for a record from before data checksums.
+	Data checksum.Data
+	Pin  Pin
 }
 
 // Result is a resolve's answer when it is not a retryable failure.

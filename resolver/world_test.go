@@ -271,12 +271,18 @@ func (f *fakeRepairer) Hint(stream, offset uint64) { f.hints++ }
 
 type fakeVerifier struct{ bad map[string]error }
 
-func (v fakeVerifier) Verify(ctx context.Context, obj fsm.ObjectRef) error { return v.bad[obj.Key] }
+func (v fakeVerifier) Verify(ctx context.Context, rec fsm.RecordInfo) error {
+	return v.bad[rec.Object.Key]
+}
 
-type fakeReporter struct{ reports []CandidateID }
+type fakeReporter struct {
+	reports []CandidateID
+	kinds   []fsm.FailureKind
+}
 
 func (r *fakeReporter) ReportFailure(ctx context.Context, id CandidateID, kind fsm.FailureKind, detail string) error {
 	r.reports = append(r.reports, id)
+	r.kinds = append(r.kinds, kind)
 	return nil
 }
 

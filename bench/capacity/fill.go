@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/client"
 	"github.com/metad/metad/fsm"
 )
@@ -29,6 +30,12 @@ const (
 	recordBytes      = 1 << 16
 	objectBytes      = recordsPerObject * recordBytes
 )
+
+// recordData is the data checksum every record and append carries. The
+// objects are registered, never written, so no reader checks it; it is
+// there because a broker's records carry one, and the state measured
+// should hold what theirs would.
+var recordData = checksum.Of(make([]byte, recordBytes))
 
 // stream is one filled stream as the tool knows it.
 type stream struct {
@@ -165,7 +172,7 @@ func (w *writer) fillStream(ctx context.Context, i int, n, step uint64) error {
 	}
 	_, err = call(ctx, f.c, f.c.Metad.CommitAppend, &metadpb.CommitAppendRequest{
 		StreamId: s.id, WriterEpoch: s.epoch, ExpectedStart: seg.start, End: seg.end(),
-		Object: obj, Bytes: br, IndexGen0: true, RequestId: client.NewRequestID(),
+		Object: obj, Bytes: br, IndexGen0: true, RequestId: client.NewRequestID(), DataCrc32C: recordData.Ptr(),
 	})
 	if err != nil {
 		return fmt.Errorf("commit-append to stream %d: %w", s.id, err)
@@ -232,10 +239,10 @@ func (w *writer) publish(ctx context.Context, s *stream, seg segment) error {
 			}
 			rng := fsm.Range{Start: o, End: o + 1}
 			key := fsm.IndexKey{Stream: s.id, View: fsm.Committed, Generation: gen, Start: o}
-			sum := fsm.RecordChecksum(key, rng, nil, fsm.ObjectRef{Key: obj.Key, Identity: obj.Identity},
-				fsm.ByteRange{Offset: br.Offset, Length: br.Length})
+			sum := fsm.RecordChecksumData(key, rng, nil, fsm.ObjectRef{Key: obj.Key, Identity: obj.Identity},
+				fsm.ByteRange{Offset: br.Offset, Length: br.Length}, recordData)
 			req.Records = append(req.Records, &metadpb.IndexRecord{Range: &metadpb.Range{Start: o, End: o + 1},
-				Object: obj, Bytes: br, Checksum: sum})
+				Object: obj, Bytes: br, Checksum: sum, DataCrc32C: recordData.Ptr()})
 		}
 		if _, err := call(ctx, c, c.Metad.PublishGeneration, req); err != nil {
 			return fmt.Errorf("publish generation %d of stream %d: %w", gen, s.id, err)

@@ -225,7 +225,7 @@ func (b *bench) appendOnce(ctx context.Context, w int) (string, error) {
 	a := b.appenders[w]
 	req := &metadpb.CommitAppendRequest{StreamId: a.id, WriterEpoch: a.epoch, ExpectedStart: a.end, End: a.end + appendOffsets,
 		Object: a.obj, Bytes: &metadpb.ByteRange{Offset: (a.seq % recordsPerObject) * recordBytes, Length: recordBytes},
-		IndexGen0: true, RequestId: client.NewRequestID()}
+		IndexGen0: true, RequestId: client.NewRequestID(), DataCrc32C: recordData.Ptr()}
 	a.seq++
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

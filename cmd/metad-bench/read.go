@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/metad/metad/bench/load"
+	"github.com/metad/metad/checksum"
 )
 
 // The read workloads measure a broker's fetch against the object store
@@ -53,7 +54,15 @@ func (e *benchEnv) readOnce(ctx context.Context, w int) (string, error) {
 	}
 	t := resp.Target
 	p := e.buffers[w][:min(uint64(len(e.buffers[w])), t.Bytes.GetLength())]
-	return "read", e.readAt(ctx, t.Object.GetKey(), t.Object.GetIdentity(), p, int64(t.Bytes.GetOffset()))
+	if err := e.readAt(ctx, t.Object.GetKey(), t.Object.GetIdentity(), p, int64(t.Bytes.GetOffset())); err != nil {
+		return "read", err
+	}
+	// A broker checks the data checksum of what it read; it can only when
+	// --read-size covers the whole byte range the checksum was taken over.
+	if uint64(len(p)) == t.Bytes.GetLength() {
+		return "read", checksum.FromPtr(t.DataCrc32C).Check(p)
+	}
+	return "read", nil
 }
 
 // getOnce reads the same bytes readOnce would, from the object the

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/client"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/objectstore"
@@ -107,9 +108,12 @@ func appendBytes(ctx context.Context, c *client.Client, store objectstore.Store,
 	if _, err := client.Call(ctx, c, c.Metad.RegisterObject, &metadpb.RegisterObjectRequest{Object: obj, Size: uint64(info.Size), RequestId: client.NewRequestID()}); err != nil {
 		return nil, err
 	}
+	// The data checksum is of the bytes as this writer holds them, not as
+	// read back: a reader checks the store against what was meant.
 	return client.Call(ctx, c, c.Metad.CommitAppend, &metadpb.CommitAppendRequest{
 		StreamId: stream, WriterEpoch: epoch, ExpectedStart: start, End: start + count, Object: obj,
 		Bytes: &metadpb.ByteRange{Offset: 0, Length: uint64(info.Size)}, IndexGen0: index, RequestId: client.NewRequestID(),
+		DataCrc32C: checksum.Of(payload).Ptr(),
 	})
 }
 
@@ -142,6 +146,8 @@ func newIndexPublishCmd(o *clientOpts) *cobra.Command {
 		coverage   string
 		records    []string
 		building   bool
+		objects    clientObjectStore
+		noData     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "publish STREAM",
@@ -149,7 +155,10 @@ func newIndexPublishCmd(o *clientOpts) *cobra.Command {
 		Long: `Publish generation --generation of one view of a stream. Each --record is
 START-END@KEY[/OFFSET+LENGTH] for COMMITTED, or START-END;S1-E1,S2-E2@KEY[/OFFSET+LENGTH]
 for TOPIC_COMPACTED (the span, then the surviving sub-ranges). The object's
-identity is looked up in the registry and the record's checksum computed.`,
+identity is looked up in the registry and the record's checksum computed.
+Each record's data checksum (the CRC-32C of its byte range, which readers check)
+is computed from the bytes in the object store (--object-store, the servers'
+URL, or --object-dir); --no-data-checksum publishes without one, read unchecked.`,
 		Example: `  metad index publish 1 --view COMMITTED --generation 1 --coverage 0-100 --record '0-100@seg-1/0+4096'
   metad index publish 1 --view TOPIC_COMPACTED --generation 1 --coverage 0-100 --record '0-100;3-4,50-52@seg-1'`,
 		Args: exactArgs(1),
@@ -170,7 +179,13 @@ identity is looked up in the registry and the record's checksum computed.`,
 				req := &metadpb.PublishGenerationRequest{StreamId: id, View: metadpb.View(v), Generation: generation,
 					WriterEpoch: epoch, Coverage: &metadpb.Range{Start: cov.Start, End: cov.End}, Complete: !building,
 					RequestId: client.NewRequestID()}
-				if err := buildRecords(ctx, c, req, records); err != nil {
+				var store objectstore.Store
+				if len(records) > 0 && !noData {
+					if store, err = objects.open(ctx, cmd.Flags()); err != nil {
+						return err
+					}
+				}
+				if err := buildRecords(ctx, c, store, req, records); err != nil {
 					return err
 				}
 				resp, err := client.Call(ctx, c, c.Metad.PublishGeneration, req)
@@ -189,12 +204,16 @@ identity is looked up in the registry and the record's checksum computed.`,
 	cmd.Flags().StringVar(&coverage, "coverage", "", "START-END the generation speaks for")
 	cmd.Flags().StringArrayVar(&records, "record", nil, "a record (repeatable), see above")
 	cmd.Flags().BoolVar(&building, "part", false, "publish as a part; a later publish completes it")
+	objects.register(cmd.Flags())
+	cmd.Flags().BoolVar(&noData, "no-data-checksum", false, "publish records without a data checksum (readers read them unchecked)")
 	return cmd
 }
 
 // buildRecords parses --record specs, fills identities from the registry
-// and the writer epoch from the stream, and computes checksums.
-func buildRecords(ctx context.Context, c *client.Client, req *metadpb.PublishGenerationRequest, specs []string) error {
+// and the writer epoch from the stream, and computes checksums: the data
+// checksum from the bytes in store (none when store is nil), and the
+// record checksum over the canonical fields and it.
+func buildRecords(ctx context.Context, c *client.Client, store objectstore.Store, req *metadpb.PublishGenerationRequest, specs []string) error {
 	if req.WriterEpoch == 0 {
 		desc, err := client.Call(ctx, c, c.Metad.DescribeStream, &metadpb.DescribeStreamRequest{StreamId: req.StreamId})
 		if err != nil {
@@ -220,10 +239,21 @@ func buildRecords(ctx context.Context, c *client.Client, req *metadpb.PublishGen
 		for _, s := range survivors {
 			surv = append(surv, &metadpb.Range{Start: s.Start, End: s.End})
 		}
+		var data checksum.Data
+		if store != nil {
+			// Unchecked read: this is where the checksum comes from. The
+			// identity still names the exact version registered.
+			b, err := objectstore.ReadRange(ctx, store, ref.Key, ref.Identity, int64(br.Offset), int64(br.Length), checksum.Data{})
+			if err != nil {
+				return fmt.Errorf("--record %q: reading its bytes for the data checksum (or give --no-data-checksum): %w", spec, err)
+			}
+			data = checksum.Of(b)
+		}
 		req.Records = append(req.Records, &metadpb.IndexRecord{
 			Range: &metadpb.Range{Start: rng.Start, End: rng.End}, Survivors: surv,
-			Object: &metadpb.ObjectRef{Key: ref.Key, Identity: ref.Identity},
-			Bytes:  &metadpb.ByteRange{Offset: br.Offset, Length: br.Length}, Checksum: fsm.RecordChecksum(k, rng, survivors, ref, br),
+			Object:   &metadpb.ObjectRef{Key: ref.Key, Identity: ref.Identity},
+			Bytes:    &metadpb.ByteRange{Offset: br.Offset, Length: br.Length},
+			Checksum: fsm.RecordChecksumData(k, rng, survivors, ref, br, data), DataCrc32C: data.Ptr(),
 		})
 	}
 	return nil
@@ -296,11 +326,11 @@ func newIndexListCmd(o *clientOpts) *cobra.Command {
 					return err
 				}
 				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
-					fmt.Fprintln(tw, "START\tEND\tSURVIVORS\tSTATUS\tVERSION\tOBJECT\tBYTES\tCHECKSUM")
+					fmt.Fprintln(tw, "START\tEND\tSURVIVORS\tSTATUS\tVERSION\tOBJECT\tBYTES\tCHECKSUM\tDATA")
 					for _, r := range resp.Records {
 						rec := r.Record
-						fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%d\t%s\t%d+%d\t%08x\n", rec.Range.Start, rec.Range.End, len(rec.Survivors),
-							r.Status, r.Version, rec.Object.Key, rec.Bytes.Offset, rec.Bytes.Length, rec.Checksum)
+						fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%d\t%s\t%d+%d\t%08x\t%s\n", rec.Range.Start, rec.Range.End, len(rec.Survivors),
+							r.Status, r.Version, rec.Object.Key, rec.Bytes.Offset, rec.Bytes.Length, rec.Checksum, dataColumn(rec.DataCrc32C))
 					}
 				})
 			})
@@ -311,4 +341,14 @@ func newIndexListCmd(o *clientOpts) *cobra.Command {
 	cmd.Flags().Uint64Var(&from, "from", 0, "records ending after this offset")
 	cmd.Flags().Uint32Var(&limit, "limit", 100, "at most this many")
 	return cmd
+}
+
+// dataColumn is a record's data checksum as `metad index list` shows it:
+// crc32c:xxxxxxxx, or that a record from before data checksums is read
+// unchecked.
+func dataColumn(crc *uint32) string {
+	if crc == nil {
+		return "none (unchecked)"
+	}
+	return checksum.FromPtr(crc).String()
 }

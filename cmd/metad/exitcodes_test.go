@@ -339,7 +339,7 @@ func TestNewCommandsWork(t *testing.T) {
 		t.Error("an IO_ERROR report must not quarantine")
 	}
 
-	mustRun("index", "publish", id, "--generation", "1", "--coverage", "0-1", "--record", "0-1@"+key)
+	mustRun("index", "publish", id, "--generation", "1", "--coverage", "0-1", "--record", "0-1@"+key, "--object-dir", s.objects)
 	mustRun("index", "retire", id, "COMMITTED", "1")
 	var desc metadpb.DescribeStreamResponse
 	unmarshalProto(t, mustRun("stream", "describe", id, "-o", "json"), &desc)

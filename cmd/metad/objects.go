@@ -229,8 +229,9 @@ func newEvidenceCmd(o *clientOpts) *cobra.Command {
 		Use:   "list STREAM",
 		Short: "List the append evidence of a stream: which object holds which offsets",
 		Long: `List the append evidence of a stream: for each committed append, the offsets,
-the object and byte range that hold them, and the writer epoch. Repair rebuilds
-generation 0 of the index from it.`,
+the object and byte range that hold them, the writer epoch, and the data
+checksum of the bytes ("none (unchecked)" for appends from before data
+checksums). Repair rebuilds generation 0 of the index from it.`,
 		Example: `  metad evidence list 1 --from 100 --limit 10`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -244,10 +245,10 @@ generation 0 of the index from it.`,
 					return err
 				}
 				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
-					fmt.Fprintln(tw, "START\tEND\tOBJECT\tBYTES\tEPOCH\tVERSION")
+					fmt.Fprintln(tw, "START\tEND\tOBJECT\tBYTES\tEPOCH\tVERSION\tDATA")
 					for _, e := range resp.Evidence {
-						fmt.Fprintf(tw, "%d\t%d\t%s\t%d+%d\t%d\t%d\n", e.Range.GetStart(), e.Range.GetEnd(), e.Object.GetKey(),
-							e.Bytes.GetOffset(), e.Bytes.GetLength(), e.WriterEpoch, e.Version)
+						fmt.Fprintf(tw, "%d\t%d\t%s\t%d+%d\t%d\t%d\t%s\n", e.Range.GetStart(), e.Range.GetEnd(), e.Object.GetKey(),
+							e.Bytes.GetOffset(), e.Bytes.GetLength(), e.WriterEpoch, e.Version, dataColumn(e.DataCrc32C))
 					}
 				})
 			})

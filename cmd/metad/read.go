@@ -22,11 +22,13 @@ func newReadCmd(o *clientOpts) *cobra.Command {
 		Long: `Read the bytes that hold (stream, view, offset) exactly as a broker's read path
 does (the client library's Read): resolve to a pinned target, read its byte range
 from the object store (--object-store, the servers' URL, or --object-dir) under
-the target's identity, and if that fails report the candidate, exclude it and
-resolve again in the same view, until --timeout.
+the target's identity, check them against the record's data checksum, and if
+that fails report the candidate, exclude it and resolve again in the same view,
+until --timeout.
 
 The bytes go to stdout as they are; -o json prints the outcome, the target, the
-bytes (base64) and every candidate that failed on the way. EOF, OFFSET_TRIMMED
+bytes (base64), "unchecked": true when the record predates data checksums, and
+every candidate that failed on the way. EOF, OFFSET_TRIMMED
 and VIEW_END are answers (stderr, exit 0); a stream that does not exist exits
 with status 3; a read that found no readable candidate in time exits with 4.`,
 		Example: `  metad read 1 COMMITTED 0 --object-dir ./metad-data/objects
@@ -75,6 +77,7 @@ type readJSON struct {
 	Outcome      string          `json:"outcome"`
 	Target       json.RawMessage `json:"target,omitempty"`
 	Data         []byte          `json:"data,omitempty"`
+	Unchecked    bool            `json:"unchecked,omitempty"`
 	Trim         uint64          `json:"trim,omitempty"`
 	CommittedEnd uint64          `json:"committed_end,omitempty"`
 	ViewEnd      uint64          `json:"view_end,omitempty"`
@@ -90,7 +93,8 @@ type fallbackJSON struct {
 
 func printRead(cmd *cobra.Command, o *clientOpts, res *client.ReadResult) error {
 	if o.output == "json" {
-		out := readJSON{Outcome: res.Outcome.String(), Data: res.Data, Trim: res.Trim, CommittedEnd: res.CommittedEnd, ViewEnd: res.ViewEnd}
+		out := readJSON{Outcome: res.Outcome.String(), Data: res.Data, Unchecked: res.Unchecked, Trim: res.Trim,
+			CommittedEnd: res.CommittedEnd, ViewEnd: res.ViewEnd}
 		if res.Target != nil {
 			b, err := protojson.Marshal(res.Target)
 			if err != nil {

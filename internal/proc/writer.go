@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/client"
 )
 
@@ -55,6 +56,9 @@ func (w *Writer) Append(ctx context.Context, n uint64) error {
 		w.pending = &metadpb.CommitAppendRequest{
 			StreamId: w.Stream, WriterEpoch: w.Epoch, ExpectedStart: w.End, End: w.End + n, Object: ref,
 			Bytes: &metadpb.ByteRange{Length: n}, IndexGen0: true, RequestId: client.NewRequestID(),
+			// The object is registered, never written; its appends carry a
+			// data checksum (of zeros) as a broker's do.
+			DataCrc32C: checksum.Of(make([]byte, n)).Ptr(),
 		}
 	}
 	if _, err := client.Call(ctx, w.Client, w.Client.Metad.RegisterObject, w.obj); err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/objectstore"
 )
 
@@ -47,6 +48,7 @@ func Run(t *testing.T, h Harness) {
 		{"MissingObject", missingObject},
 		{"IdentityMismatch", identityMismatch},
 		{"CorruptBytes", corruptBytes},
+		{"RangeChecksum", rangeChecksum},
 		{"ForeignIdentity", foreignIdentity},
 		{"LargeObject", largeObject},
 		{"StreamingPut", streamingPut},
@@ -190,6 +192,37 @@ func corruptBytes(t *testing.T, h Harness, s objectstore.Store) {
 	bad := objectstore.Info{Key: v.Key, Identity: h.Corrupt(t, s, v)}
 	if got, err := read(t, s, bad, 0, 12); !errors.Is(err, objectstore.ErrCorrupt) {
 		t.Fatalf("whole read of corrupt bytes: %q, %v", got, err)
+	}
+}
+
+// rangeChecksum: ReadRange and CheckRange return and accept a slice whose
+// bytes match its data checksum, and refuse one that does not — bytes that
+// are not the ones the writer committed — as ErrCorrupt, on a ranged read
+// that the store itself cannot check against the identity.
+func rangeChecksum(t *testing.T, _ Harness, s objectstore.Store) {
+	v := put(t, s, "k", "header--payload!trailer.")
+	right, wrong := checksum.Of([]byte("payload!")), checksum.Of([]byte("PAYLOAD!"))
+	got, err := objectstore.ReadRange(ctx(t), s, v.Key, v.Identity, 8, 8, right)
+	if err != nil || string(got) != "payload!" {
+		t.Fatalf("ReadRange of the right bytes: %q, %v", got, err)
+	}
+	if err := objectstore.CheckRange(ctx(t), s, v.Key, v.Identity, 8, 8, right); err != nil {
+		t.Fatalf("CheckRange of the right bytes: %v", err)
+	}
+	got, err = objectstore.ReadRange(ctx(t), s, v.Key, v.Identity, 8, 8, wrong)
+	if !errors.Is(err, objectstore.ErrCorrupt) || !errors.Is(err, checksum.ErrMismatch) || !objectstore.Unusable(err) || got != nil {
+		t.Fatalf("ReadRange against another checksum: %q, %v; want ErrCorrupt and ErrMismatch", got, err)
+	}
+	if err := objectstore.CheckRange(ctx(t), s, v.Key, v.Identity, 8, 8, wrong); !errors.Is(err, objectstore.ErrCorrupt) || !errors.Is(err, checksum.ErrMismatch) {
+		t.Fatalf("CheckRange against another checksum: %v; want ErrCorrupt and ErrMismatch", err)
+	}
+	// An object ending inside the range cannot hold the committed bytes.
+	if _, err := objectstore.ReadRange(ctx(t), s, v.Key, v.Identity, 16, 16, checksum.Data{}); !errors.Is(err, objectstore.ErrCorrupt) {
+		t.Fatalf("ReadRange past the end: %v, want ErrCorrupt", err)
+	}
+	// No checksum (a record from before data checksums): read unchecked.
+	if got, err := objectstore.ReadRange(ctx(t), s, v.Key, v.Identity, 8, 8, checksum.Data{}); err != nil || string(got) != "payload!" {
+		t.Fatalf("ReadRange without a checksum: %q, %v", got, err)
 	}
 }
 
