@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/internal/fakeclock"
@@ -190,7 +191,7 @@ func (s *flappingStore) Verify(ctx context.Context, rec fsm.RecordInfo) error {
 }
 
 // Intact is repair's check before it rebuilds a quarantined record.
-func (s *flappingStore) Intact(ctx context.Context, o fsm.ObjectRef) (bool, error) {
+func (s *flappingStore) Intact(ctx context.Context, o fsm.ObjectRef, _ fsm.ByteRange, _ checksum.Data) (bool, error) {
 	return s.present(o), nil
 }
 

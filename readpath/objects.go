@@ -38,18 +38,11 @@ func (o Objects) Verify(ctx context.Context, rec fsm.RecordInfo) error {
 	return err
 }
 
-// Intact reports whether the bytes are there and hash to their identity:
-// intact, unusable, or (an error) the store could not say.
-func (o Objects) Intact(ctx context.Context, obj fsm.ObjectRef) (bool, error) {
-	return o.IntactRange(ctx, obj, fsm.ByteRange{}, checksum.Data{})
-}
-
-// IntactRange is Intact for one record or evidence entry: the object, and
-// its byte range b against the data checksum committed with it. repair's
-// Verifier passes only the object today, so it cannot yet call this; a
-// quarantine found by a data checksum is lifted only as far as the whole
-// object verifies.
-func (o Objects) IntactRange(ctx context.Context, obj fsm.ObjectRef, b fsm.ByteRange, data checksum.Data) (bool, error) {
+// Intact is repair's Verifier: whether the version is there and hashes to
+// its identity, and its byte range b matches the data checksum committed
+// with it (absent: the object alone is judged): intact, unusable, or (an
+// error) the store could not say.
+func (o Objects) Intact(ctx context.Context, obj fsm.ObjectRef, b fsm.ByteRange, data checksum.Data) (bool, error) {
 	err := checkBytes(ctx, o.Store, obj, b, data)
 	switch {
 	case err == nil:

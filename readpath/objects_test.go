@@ -33,7 +33,7 @@ func checkedWorld(t *testing.T) (*objectstore.Local, fsm.RecordInfo) {
 }
 
 // TestServerChecksTheRecordsRange: --verify-objects (Verify) and the
-// repair and report checks (IntactRange, checkBytes) judge a record by its
+// repair and report checks (Intact, checkBytes) judge a record by its
 // byte range against its data checksum, not by the object alone — here
 // the object is intact, but its range is not the bytes the writer
 // committed, which only the data checksum can see.
@@ -44,8 +44,8 @@ func TestServerChecksTheRecordsRange(t *testing.T) {
 	if err := o.Verify(ctx, rec); err != nil {
 		t.Fatalf("Verify of intact bytes: %v", err)
 	}
-	if ok, err := o.IntactRange(ctx, rec.Object, rec.Bytes, rec.Data); !ok || err != nil {
-		t.Fatalf("IntactRange of intact bytes: %v, %v", ok, err)
+	if ok, err := o.Intact(ctx, rec.Object, rec.Bytes, rec.Data); !ok || err != nil {
+		t.Fatalf("Intact of intact bytes: %v, %v", ok, err)
 	}
 
 	wrong := rec
@@ -54,8 +54,8 @@ func TestServerChecksTheRecordsRange(t *testing.T) {
 	if !errors.Is(err, resolver.ErrPhysicalCorrupt) || !errors.Is(err, checksum.ErrMismatch) {
 		t.Fatalf("Verify of a range failing its checksum: %v, want ErrPhysicalCorrupt", err)
 	}
-	if ok, err := o.IntactRange(ctx, wrong.Object, wrong.Bytes, wrong.Data); ok || err != nil {
-		t.Fatalf("IntactRange of a range failing its checksum: %v, %v; want unusable", ok, err)
+	if ok, err := o.Intact(ctx, wrong.Object, wrong.Bytes, wrong.Data); ok || err != nil {
+		t.Fatalf("Intact of a range failing its checksum: %v, %v; want unusable", ok, err)
 	}
 	if err := checkBytes(ctx, s, wrong.Object, wrong.Bytes, wrong.Data); !errors.Is(err, objectstore.ErrCorrupt) {
 		t.Fatalf("checkBytes (ConfirmFailure's verdict): %v, want ErrCorrupt", err)
@@ -67,7 +67,7 @@ func TestServerChecksTheRecordsRange(t *testing.T) {
 	if err := o.Verify(ctx, old); err != nil {
 		t.Fatalf("Verify without a data checksum: %v", err)
 	}
-	if ok, err := o.Intact(ctx, old.Object); !ok || err != nil {
+	if ok, err := o.Intact(ctx, old.Object, old.Bytes, old.Data); !ok || err != nil {
 		t.Fatalf("Intact: %v, %v", ok, err)
 	}
 }

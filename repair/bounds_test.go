@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/clock"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
@@ -83,7 +84,7 @@ func newStallingVerifier(stalled ...fsm.ObjectRef) *stallingVerifier {
 	return v
 }
 
-func (v *stallingVerifier) Intact(ctx context.Context, obj fsm.ObjectRef) (bool, error) {
+func (v *stallingVerifier) Intact(ctx context.Context, obj fsm.ObjectRef, _ fsm.ByteRange, _ checksum.Data) (bool, error) {
 	v.mu.Lock()
 	stalled, intact := v.stalled[obj], v.intact[obj]
 	v.mu.Unlock()

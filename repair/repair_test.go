@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/internal/fakeclock"
@@ -81,10 +82,13 @@ type fakeVerifier struct {
 	err    error
 	// checked, if set, receives each object as its check returns.
 	checked chan fsm.ObjectRef
+	// ranges lists the byte range of every check asked for.
+	ranges []fsm.ByteRange
 }
 
-func (f *fakeVerifier) Intact(ctx context.Context, obj fsm.ObjectRef) (bool, error) {
+func (f *fakeVerifier) Intact(ctx context.Context, obj fsm.ObjectRef, b fsm.ByteRange, _ checksum.Data) (bool, error) {
 	f.mu.Lock()
+	f.ranges = append(f.ranges, b)
 	ok, err, checked := f.intact[obj], f.err, f.checked
 	f.mu.Unlock()
 	if checked != nil {
@@ -142,6 +146,16 @@ func TestQuarantineLiftsOnlyWhenTheBytesVerify(t *testing.T) {
 	if got.Status != fsm.RecordValid || got.Version == rec.Version {
 		t.Fatalf("after the bytes verified: %v at %d", got.Status, got.Version)
 	}
+	// The check is of the record's own range (against its data checksum),
+	// not only of the object: a quarantine a data checksum imposed is not
+	// lifted because the rest of the object hashes right.
+	v.mu.Lock()
+	for _, b := range v.ranges {
+		if b != rec.Bytes {
+			t.Errorf("verified range %v, the record's is %v", b, rec.Bytes)
+		}
+	}
+	v.mu.Unlock()
 	if a := plan(s, 3); a.Verdict != Healthy {
 		t.Fatalf("after the lift: %v", a.Verdict)
 	}

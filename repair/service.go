@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/clock"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
@@ -22,12 +23,16 @@ type Store interface {
 	Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error)
 }
 
-// Verifier checks an object's bytes in the object store, before a
-// quarantined record is rebuilt. Intact reports whether the version exists
-// and its bytes hash to its identity; an error means the store could not
-// say (unavailable), which is not a verdict.
+// Verifier checks a record's bytes in the object store, before a
+// quarantined record is rebuilt or lifted. Intact reports whether the
+// version exists, its bytes hash to its identity, and its byte range b
+// matches the data checksum committed with it (absent: nothing more to
+// check); an error means the store could not say (unavailable), which is
+// not a verdict. A quarantine imposed by a failed data checksum is lifted
+// only once the range itself checks out, never because the whole object
+// still hashes right.
 type Verifier interface {
-	Intact(ctx context.Context, obj fsm.ObjectRef) (bool, error)
+	Intact(ctx context.Context, obj fsm.ObjectRef, b fsm.ByteRange, data checksum.Data) (bool, error)
 }
 
 var (
@@ -453,7 +458,7 @@ func (s *Service) reverify(ctx context.Context, a Action) error {
 		s.metrics.results.WithLabelValues("QUARANTINED").Inc()
 		return fmt.Errorf("%w: %s (no object store to verify against)", ErrObjectUnusable, a.Detail)
 	}
-	intact, err := s.verify.Intact(ctx, a.Evidence.Object)
+	intact, err := s.verify.Intact(ctx, a.Evidence.Object, a.Evidence.Bytes, a.Evidence.Data)
 	switch {
 	case err != nil:
 		s.metrics.results.WithLabelValues("VERIFY_FAILED").Inc()
@@ -569,7 +574,7 @@ func (s *Service) quarantinePass(ctx context.Context, from *fsm.IndexKey) *fsm.I
 // lift verifies a quarantined record's bytes and, if they are intact,
 // commits LiftQuarantine conditioned on the version verified.
 func (s *Service) lift(ctx context.Context, r fsm.RecordInfo) error {
-	intact, err := s.verify.Intact(ctx, r.Object)
+	intact, err := s.verify.Intact(ctx, r.Object, r.Bytes, r.Data)
 	switch {
 	case err != nil:
 		s.metrics.results.WithLabelValues("VERIFY_FAILED").Inc()
