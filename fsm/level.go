@@ -69,13 +69,23 @@ func (m *Machine) Level() uint32 { return max(m.level, BaseLevel) }
 // leader's asking every server first (api.Server.RaiseFeatureLevel). New
 // command kinds get a case here with the level that introduced them.
 func RequiredLevel(cmd *fsmpb.Command) uint32 {
-	switch cmd.Op.(type) {
+	switch op := cmd.Op.(type) {
 	case *fsmpb.Command_LiftQuarantine:
 		return 2
 	case *fsmpb.Command_AddTombstone, *fsmpb.Command_LiftTombstone:
 		return tombstoneLevel
 	case *fsmpb.Command_SetClusterId:
 		return clusterIDLevel
+	case *fsmpb.Command_PublishGeneration:
+		// A record's checksum covers its data checksum, which a replica
+		// below level 3 does not know: it would refuse the record as
+		// CHECKSUM_MISMATCH. Refused before proposing, the publisher
+		// hears why (FEATURE_LEVEL) and may publish without one.
+		for _, r := range op.PublishGeneration.Records {
+			if r.DataCrc32C != nil {
+				return versionsLevel
+			}
+		}
 	}
 	return BaseLevel
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -65,5 +66,27 @@ func TestRequiredLevel(t *testing.T) {
 		if l := RequiredLevel(cmd); l < BaseLevel || l > MaxLevel {
 			t.Errorf("%s needs level %d, outside [%d, %d]", fd.Name(), l, BaseLevel, MaxLevel)
 		}
+	}
+}
+
+// A record carrying a data checksum has a record checksum that replicas
+// below level 3 cannot verify, so publishing one needs level 3; an append
+// carrying one does not (below level 3 the field is ignored alike by every
+// replica, old binaries included).
+func TestDataChecksumsNeedLevel3ToPublish(t *testing.T) {
+	key := IndexKey{Stream: 1, View: Committed, Generation: 1}
+	obj := ObjectRef{Key: "o", Identity: "A"}
+	plain := NewIndexRecord(key, Range{Start: 0, End: 1}, nil, obj, ByteRange{Length: 1})
+	withData := NewIndexRecordData(key, Range{Start: 1, End: 2}, nil, obj, ByteRange{Offset: 1, Length: 1}, checksum.Of([]byte("x")))
+	if l := RequiredLevel(cmdPublish(1, Committed, 1, 1, Range{Start: 0, End: 2}, true, plain)); l != BaseLevel {
+		t.Errorf("publishing a record without a data checksum needs level %d", l)
+	}
+	if l := RequiredLevel(cmdPublish(1, Committed, 1, 1, Range{Start: 0, End: 2}, true, plain, withData)); l != 3 {
+		t.Errorf("publishing a record with a data checksum needs level %d, want 3", l)
+	}
+	app := cmdAppend(1, 1, 0, 1, obj, ByteRange{Length: 1}, true)
+	app.GetCommitAppend().DataCrc32C = checksum.Of([]byte("x")).Ptr()
+	if l := RequiredLevel(app); l != BaseLevel {
+		t.Errorf("an append with a data checksum needs level %d", l)
 	}
 }
