@@ -35,35 +35,7 @@ func (m *Machine) CheckInvariants() error {
 	if m.pinExpiry.Len() != m.pins.Len() {
 		fail("expiry index has %d entries for %d pins", m.pinExpiry.Len(), m.pins.Len())
 	}
-	var prev *object
-	m.objects.Ascend(func(o object) bool {
-		if o.target == nil || o.target.ref != o.ref || len(o.target.survivors) > 0 {
-			fail("object %v: shared target does not name it", o.ref)
-		}
-		if prev != nil && prev.ref.Key == o.ref.Key && m.Level() < versionsLevel {
-			fail("object %q has versions %q and %q below level %d", o.ref.Key, prev.ref.Identity, o.ref.Identity, versionsLevel)
-		}
-		prev = &o
-		by := m.countedBy(o.ref)
-		if o.refs != refs[by] {
-			fail("object %q (version %q) counts %d references, the state has %d", o.ref.Key, o.ref.Identity, o.refs, refs[by])
-		}
-		if o.refs > 0 && o.status != ObjectLive {
-			fail("object %q (version %q) is %s but referenced %d times", o.ref.Key, o.ref.Identity, o.status, o.refs)
-		}
-		if o.pins != pins[by] {
-			fail("object %q (version %q) counts %d pins, the state has %d", o.ref.Key, o.ref.Identity, o.pins, pins[by])
-		}
-		delete(refs, by)
-		delete(pins, by)
-		return true
-	})
-	for ref := range refs {
-		fail("reference to unregistered object %v", ref)
-	}
-	for ref := range pins {
-		fail("pin on unregistered object %v", ref)
-	}
+	m.checkObjects(refs, pins, fail)
 	if m.dedup.Len() != m.dedupAge.Len() || m.dedup.Len() > MaxDedupEntries {
 		fail("dedup table has %d entries and %d ages (bound %d)", m.dedup.Len(), m.dedupAge.Len(), MaxDedupEntries)
 	}
@@ -204,4 +176,38 @@ func (m *Machine) checkMonotone(before map[uint64]watermarks, clockBefore int64)
 		}
 	}
 	return nil
+}
+
+// checkObjects compares every registry entry's counts with those the state
+// gives (refs and pins, by countedBy), and reports what no entry counts.
+func (m *Machine) checkObjects(refs, pins map[ObjectRef]uint64, fail func(string, ...any)) {
+	var prev *object
+	m.objects.Ascend(func(o object) bool {
+		if o.target == nil || o.target.ref != o.ref || len(o.target.survivors) > 0 {
+			fail("object %v: shared target does not name it", o.ref)
+		}
+		if prev != nil && prev.ref.Key == o.ref.Key && m.Level() < versionsLevel {
+			fail("object %q has versions %q and %q below level %d", o.ref.Key, prev.ref.Identity, o.ref.Identity, versionsLevel)
+		}
+		prev = &o
+		by := m.countedBy(o.ref)
+		if o.refs != refs[by] {
+			fail("object %q (version %q) counts %d references, the state has %d", o.ref.Key, o.ref.Identity, o.refs, refs[by])
+		}
+		if o.refs > 0 && o.status != ObjectLive {
+			fail("object %q (version %q) is %s but referenced %d times", o.ref.Key, o.ref.Identity, o.status, o.refs)
+		}
+		if o.pins != pins[by] {
+			fail("object %q (version %q) counts %d pins, the state has %d", o.ref.Key, o.ref.Identity, o.pins, pins[by])
+		}
+		delete(refs, by)
+		delete(pins, by)
+		return true
+	})
+	for ref := range refs {
+		fail("reference to unregistered object %v", ref)
+	}
+	for ref := range pins {
+		fail("pin on unregistered object %v", ref)
+	}
 }

@@ -5,10 +5,9 @@ import (
 	"io"
 
 	"google.golang.org/protobuf/encoding/protowire"
-
-	"github.com/metad/metad/checksum"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/fsm/fsmpb"
 )
 

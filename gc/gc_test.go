@@ -1,8 +1,8 @@
 package gc
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"

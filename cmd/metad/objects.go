@@ -42,8 +42,8 @@ func newObjectCmd(o *clientOpts) *cobra.Command {
 func newObjectDescribeCmd(o *clientOpts) *cobra.Command {
 	var stale bool
 	cmd := &cobra.Command{
-		Use:     "describe KEY",
-		Short:   "Show a registered object's versions: identity, size, status, references and pins",
+		Use:   "describe KEY",
+		Short: "Show a registered object's versions: identity, size, status, references and pins",
 		Long: `Show every version of an object the registry holds. A key has one version
 per identity registered under it (a re-uploaded key has many); each is
 referenced, pinned and garbage-collected on its own. The newest, the last
