@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -51,6 +52,13 @@ type benchOpts struct {
 	release     bool
 	spread      bool
 	prefix      string
+	// noDataChecksum: appends and published records carry no data
+	// checksum, as records from before data checksums, so reads of them
+	// are unchecked (the other side of the checksum's cost).
+	noDataChecksum bool
+	// clientRead: the read workload calls client.Read, the broker's API,
+	// instead of its own resolve and ranged read.
+	clientRead bool
 }
 
 var benchWorkloads = []string{"commit-append", "resolve", "mixed", "publish", "read", "get"}
@@ -92,7 +100,12 @@ Workloads:
                  random committed offset and reads --read-size bytes of the
                  target's object by its identity (S3: a ranged GET by
                  VersionId with If-Match), checking the data checksum when
-                 --read-size is the whole payload.
+                 --read-size is the whole payload. With --client-read each
+                 read is one call of client.Read, the broker's API (resolve,
+                 read the record's whole byte range, check its data checksum,
+                 release the pin unless shared, fall back), instead of the
+                 bench's own resolve and ranged read; the report counts the
+                 reads that were checked and those that were not.
   get            the bare ranged read of the same bytes, with no resolve: the
                  same load, the same offsets, the object looked up locally.
                  Run it next to read: the difference is what metad adds.
@@ -100,12 +113,18 @@ Workloads:
 Calls go to the leader once the client knows it, as a broker's would; --spread
 sends them round robin over --addr instead (followers then serve them).
 --timeout is the deadline of each call, not of the whole run. Streams are named
---prefix (default bench-<random>), so runs do not collide.`,
+--prefix (default bench-<random>), so runs do not collide.
+
+--no-data-checksum makes every append and published record the bench writes
+(the setup's too) carry no data checksum, as records written before data
+checksums: the same read workload then reads unchecked, so a run with it and
+one without measure what checking the CRC-32C costs a read.`,
 		Example: `  metad-bench --workload commit-append --concurrency 16 --duration 30s
   metad-bench --workload resolve -c 64 --streams 64 -o json
   metad-bench --workload mixed --read-ratio 0.9 -c 32
   metad-bench --workload read -c 16 --streams 16 --appends 20 --payload 65536 --read-size 4096 \
-      --object-store s3://metad/bench --s3-endpoint http://127.0.0.1:8333 --s3-path-style`,
+      --object-store s3://metad/bench --s3-endpoint http://127.0.0.1:8333 --s3-path-style
+  metad-bench --workload read --client-read --no-data-checksum -c 16 --object-dir ./objects`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
 				return usageError(fmt.Errorf("metad-bench takes no arguments, received %d", len(args)))
@@ -134,6 +153,8 @@ sends them round robin over --addr instead (followers then serve them).
 	f.BoolVar(&b.release, "release", false, "release each resolve's pin too (resolve, mixed)")
 	f.BoolVar(&b.spread, "spread", false, "spread calls round robin over --addr instead of sending them to the leader once known")
 	f.StringVar(&b.prefix, "prefix", "", "stream name prefix (default bench-<random>)")
+	f.BoolVar(&b.noDataChecksum, "no-data-checksum", false, "appends and published records carry no data checksum (reads of them are unchecked)")
+	f.BoolVar(&b.clientRead, "client-read", false, "read: each read is one client.Read call (the whole byte range, checked), not the bench's own resolve and ranged read")
 	return cmd
 }
 
@@ -159,6 +180,9 @@ func (b benchOpts) validate() error {
 	errs = append(errs, b.validateShape()...)
 	if readWorkload(b.workload) && !b.objects.Named() {
 		bad("--workload %s: needs the servers' object store (--object-store or --object-dir)", b.workload)
+	}
+	if b.clientRead && (b.workload != "read" || (b.readSize != 0 && b.readSize != b.payload)) {
+		bad("--client-read: only with --workload read, which then reads the whole --payload (not --read-size %d)", b.readSize)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return usageError(err)
@@ -208,6 +232,15 @@ type benchReport struct {
 	Release bool `json:"release,omitempty"`
 	// Spread: calls went round robin over --addr, not to the leader.
 	Spread bool `json:"spread,omitempty"`
+	// NoDataChecksum: what the bench wrote carries no data checksum.
+	NoDataChecksum bool `json:"no_data_checksum,omitempty"`
+	// ClientRead: each read was one client.Read call. CheckedReads and
+	// UncheckedReads count those that were checked against a data
+	// checksum and those that were not (ReadResult.Unchecked), failed
+	// calls not counted, warm-up included.
+	ClientRead     bool  `json:"client_read,omitempty"`
+	CheckedReads   int64 `json:"checked_reads,omitempty"`
+	UncheckedReads int64 `json:"unchecked_reads,omitempty"`
 	load.Result
 }
 
@@ -218,21 +251,24 @@ func runBench(cmd *cobra.Command, o *clientOpts, b *benchOpts) error {
 	if b.readSize == 0 {
 		b.readSize = b.payload
 	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	defer stop()
+	env := &benchEnv{opts: *b, timeout: o.timeout, status: cmd.ErrOrStderr()}
+	if err := env.openStore(ctx, cmd); err != nil {
+		return err
+	}
 	// Like a broker's client, calls go to the leader once it is known,
 	// unless --spread asks to measure the members the way they are named.
+	// client.Read fetches from the bench's object store.
 	ccfg := o.auth.Config(o.addr)
 	ccfg.Timeout, ccfg.Holder, ccfg.SpreadCalls = o.timeout, "metad-bench", b.spread
+	ccfg.Objects = env.store
 	c, err := client.New(ccfg)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-	defer stop()
-	env := &benchEnv{c: c, opts: *b, timeout: o.timeout, status: cmd.ErrOrStderr()}
-	if err := env.openStore(ctx, cmd); err != nil {
-		return err
-	}
+	env.c = c
 	op, rep, err := env.prepare(ctx)
 	if err != nil {
 		return fmt.Errorf("bench setup: %w", err)
@@ -241,6 +277,7 @@ func runBench(cmd *cobra.Command, o *clientOpts, b *benchOpts) error {
 	res, runErr := load.Run(ctx, cfg, op, benchReason)
 	env.clearLine()
 	rep.Result = res
+	rep.CheckedReads, rep.UncheckedReads = env.checked.Load(), env.unchecked.Load()
 	if err := o.printJSON(cmd.OutOrStdout(), rep, func(tw *tabwriter.Writer) { benchTable(tw, rep) }); err != nil {
 		return err
 	}
@@ -293,6 +330,13 @@ func benchTable(tw *tabwriter.Writer, r benchReport) {
 	if r.ReadSize > 0 {
 		fmt.Fprintf(tw, "each read reads %d B of an object\n", r.ReadSize)
 	}
+	if r.ClientRead {
+		fmt.Fprintf(tw, "through client.Read: %d reads checked against a data checksum, %d unchecked (warm-up included)\n",
+			r.CheckedReads, r.UncheckedReads)
+	}
+	if r.NoDataChecksum {
+		fmt.Fprintln(tw, "written with no data checksums (--no-data-checksum)")
+	}
 	fmt.Fprintf(tw, "measured %.1fs  ops %d  throughput %.0f/s\n\n", r.ElapsedSeconds, r.Ops, r.Throughput)
 	fmt.Fprintln(tw, "KIND\tOPS\tOPS/S\tMEAN\tP50\tP90\tP99\tP99.9\tMAX (ms)")
 	row := func(kind string, ops int64, tput float64, l load.Latency) {
@@ -326,6 +370,9 @@ type benchEnv struct {
 	writers []*benchWriter
 	reads   []benchStream
 	buffers [][]byte // buffers[w]: worker w's read buffer (read, get)
+
+	// Updated by the workers of --client-read.
+	checked, unchecked atomic.Int64
 }
 
 func (e *benchEnv) openStore(ctx context.Context, cmd *cobra.Command) error {
@@ -345,7 +392,8 @@ func (e *benchEnv) openStore(ctx context.Context, cmd *cobra.Command) error {
 func (e *benchEnv) prepare(ctx context.Context) (load.Op, benchReport, error) {
 	b := e.opts
 	rep := benchReport{System: "metad", Workload: b.workload, Objects: "synthetic", Payload: b.payload,
-		Release: b.release && (b.workload == "resolve" || b.workload == "mixed"), Spread: b.spread}
+		Release: b.release && (b.workload == "resolve" || b.workload == "mixed"), Spread: b.spread,
+		NoDataChecksum: b.noDataChecksum, ClientRead: b.clientRead}
 	if e.store != nil {
 		rep.Objects = "written to " + b.objects.Describe()
 	}
@@ -454,7 +502,7 @@ func (e *benchEnv) newWriter(ctx context.Context, name string) (*benchWriter, er
 	// Nobody reads a synthetic object's bytes, but its appends carry a data
 	// checksum as real ones do (of zeros), so the metadata measured is the
 	// metadata a broker writes.
-	w.data = checksum.Of(make([]byte, w.objLen))
+	w.data = e.dataChecksum(make([]byte, w.objLen))
 	_, err = call(ctx, e, e.c.Metad.RegisterObject, &metadpb.RegisterObjectRequest{Object: w.obj, Size: syntheticSize, RequestId: client.NewRequestID()})
 	return w, err
 }
@@ -508,9 +556,18 @@ func (e *benchEnv) putObject(ctx context.Context, w *benchWriter) error {
 		return err
 	}
 	w.obj, w.objLen = &metadpb.ObjectRef{Key: info.Key, Identity: info.Identity}, uint64(info.Size)
-	w.data = checksum.Of(payload)
+	w.data = e.dataChecksum(payload)
 	_, err = call(ctx, e, e.c.Metad.RegisterObject, &metadpb.RegisterObjectRequest{Object: w.obj, Size: uint64(info.Size), RequestId: client.NewRequestID()})
 	return err
+}
+
+// dataChecksum is the data checksum appends and records of p carry: its
+// CRC-32C, or none with --no-data-checksum.
+func (e *benchEnv) dataChecksum(p []byte) checksum.Data {
+	if e.opts.noDataChecksum {
+		return checksum.Data{}
+	}
+	return checksum.Of(p)
 }
 
 // objectKey names the object of w's next append.

@@ -33,6 +33,35 @@ func TestReadAndGetWorkloadsAgainstARealCluster(t *testing.T) {
 	}
 }
 
+// --no-data-checksum: what the bench writes carries no data checksum, so
+// the same read workload, through client.Read, reads unchecked; without it
+// every read is checked.
+func TestClientReadWithAndWithoutDataChecksums(t *testing.T) {
+	c := proc.New(t, 3)
+	c.StartAll()
+	c.WaitFor("a leader", 30*time.Second, func() bool { return c.Leader(0) >= 0 })
+	addrs := c.Nodes[0].GRPC + "," + c.Nodes[1].GRPC + "," + c.Nodes[2].GRPC
+	for _, unchecked := range []bool{false, true} {
+		args := []string{"--addr", addrs, "--workload", "read", "--client-read", "-c", "2", "--duration", "500ms",
+			"--warmup", "0s", "--streams", "2", "--appends", "3", "--payload", "4096",
+			"--object-dir", filepath.Join(c.Dir, "objects"), "-o", "json"}
+		if unchecked {
+			args = append(args, "--no-data-checksum")
+		}
+		rep := runBenchJSON(t, args...)
+		if rep.NoDataChecksum != unchecked || !rep.ClientRead || rep.Ops == 0 || len(rep.Errors) != 0 {
+			t.Errorf("--no-data-checksum=%v: report %+v", unchecked, rep)
+		}
+		got, other := rep.CheckedReads, rep.UncheckedReads
+		if unchecked {
+			got, other = other, got
+		}
+		if got < rep.Ops || other != 0 {
+			t.Errorf("--no-data-checksum=%v: %d ops, %d reads checked, %d unchecked", unchecked, rep.Ops, rep.CheckedReads, rep.UncheckedReads)
+		}
+	}
+}
+
 func runBenchJSON(t *testing.T, args ...string) benchReport {
 	t.Helper()
 	cmd := newBenchCmd()

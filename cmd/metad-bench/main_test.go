@@ -23,6 +23,8 @@ func TestBadUsageExitsTwoNamingTheFlag(t *testing.T) {
 		{[]string{"--workload", "nope"}, "--workload"},
 		{[]string{"--workload", "read"}, "--object-store"},
 		{[]string{"--workload", "get", "--object-dir", t.TempDir(), "--read-size", "2048"}, "--read-size"},
+		{[]string{"--workload", "get", "--object-dir", t.TempDir(), "--client-read"}, "--client-read"},
+		{[]string{"--workload", "read", "--object-dir", t.TempDir(), "--client-read", "--read-size", "10"}, "--client-read"},
 		{[]string{"-c", "0"}, "--concurrency"},
 		{[]string{"--addr", "nowhere"}, "--addr"},
 		{[]string{"-o", "yaml"}, "--output"},

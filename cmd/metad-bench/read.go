@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/bench/load"
 	"github.com/metad/metad/checksum"
 )
@@ -32,8 +33,11 @@ func (e *benchEnv) prepareReads(ctx context.Context, rep benchReport) (load.Op, 
 	for w := range e.buffers {
 		e.buffers[w] = make([]byte, b.readSize)
 	}
-	if b.workload == "get" {
+	switch {
+	case b.workload == "get":
 		return e.getOnce, rep, nil
+	case b.clientRead:
+		return e.clientReadOnce, rep, nil
 	}
 	return e.readOnce, rep, nil
 }
@@ -63,6 +67,28 @@ func (e *benchEnv) readOnce(ctx context.Context, w int) (string, error) {
 		return "read", checksum.FromPtr(t.DataCrc32C).Check(p)
 	}
 	return "read", nil
+}
+
+// clientReadOnce is a broker's read as a broker makes it: one client.Read
+// of a random committed offset, under the per-call --timeout. It counts
+// the reads that were checked against a data checksum and those that were
+// not (ReadResult.Unchecked), warm-up included.
+func (e *benchEnv) clientReadOnce(ctx context.Context, _ int) (string, error) {
+	s, off := e.randomOffset()
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	res, err := e.c.Read(ctx, s.id, metadpb.View_COMMITTED, off)
+	switch {
+	case err != nil:
+		return "client-read", err
+	case res.Outcome != metadpb.Outcome_TARGET:
+		return "client-read", outcomeError{res.Outcome}
+	case res.Unchecked:
+		e.unchecked.Add(1)
+	default:
+		e.checked.Add(1)
+	}
+	return "client-read", nil
 }
 
 // getOnce reads the same bytes readOnce would, from the object the
