@@ -766,7 +766,8 @@ func (x *IndexKey) GetStart() uint64 {
 // big-endian: the bytes "metad/index-record/v1"; stream_id u64; view u8;
 // generation u64; range.start u64; range.end u64; number of survivors u32,
 // then start u64, end u64 of each; len(key) u32, key; len(identity) u32,
-// identity; bytes.offset u64; bytes.length u64.
+// identity; bytes.offset u64; bytes.length u64; then, only when
+// data_crc32c is set, the byte 1 and data_crc32c u32.
 type IndexRecord struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Range     *Range                 `protobuf:"bytes,1,opt,name=range,proto3" json:"range,omitempty"`

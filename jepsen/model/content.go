@@ -91,8 +91,9 @@ func CRCOf(p []byte) *uint32 {
 // CRC-32C over "metad/index-record/v1", stream u64, view u8, generation u64,
 // range start u64, end u64, survivor count u32 and each start/end u64,
 // len(key) u32 + key, len(identity) u32 + identity, byte offset u64, byte
-// length u64; integers big-endian.
-func Checksum(stream uint64, view string, gen uint64, r history.Range, survivors []history.Range, obj history.Object, b history.Bytes) uint32 {
+// length u64; integers big-endian; then, only for a record that carries a
+// data checksum, the byte 1 and that CRC u32 (data nil: none).
+func Checksum(stream uint64, view string, gen uint64, r history.Range, survivors []history.Range, obj history.Object, b history.Bytes, data *uint32) uint32 {
 	buf := []byte("metad/index-record/v1")
 	buf = binary.BigEndian.AppendUint64(buf, stream)
 	buf = append(buf, viewNumber(view))
@@ -110,5 +111,8 @@ func Checksum(stream uint64, view string, gen uint64, r history.Range, survivors
 	buf = append(buf, obj.Identity...)
 	buf = binary.BigEndian.AppendUint64(buf, b.Offset)
 	buf = binary.BigEndian.AppendUint64(buf, b.Length)
+	if data != nil {
+		buf = binary.BigEndian.AppendUint32(append(buf, 1), *data)
+	}
 	return crc32.Checksum(buf, castagnoli)
 }

@@ -112,7 +112,7 @@ func TestResolveChecks(t *testing.T) {
 		obj, b := *a.In.Object, *a.In.Bytes
 		return &history.Output{Outcome: "TARGET", Trim: 1, CommittedEnd: 4, Target: &history.Target{View: view, Stream: 1,
 			RecordRange: history.Range{Start: 0, End: 4}, Resolved: resolved, Object: obj, Bytes: b, PinID: 1,
-			Checksum: Checksum(1, view, 0, history.Range{Start: 0, End: 4}, nil, obj, b)}}
+			Checksum: Checksum(1, view, 0, history.Range{Start: 0, End: 4}, nil, obj, b, nil)}}
 	}
 	cases := []struct {
 		name   string
@@ -163,7 +163,7 @@ func TestSparseViewAndNewestCandidate(t *testing.T) {
 		return &history.Op{Kind: history.KindResolve, Status: history.OK, In: history.Input{View: TopicCompacted, Offset: 2},
 			Out: &history.Output{Outcome: "TARGET", CommittedEnd: 10, Target: &history.Target{View: TopicCompacted, Stream: 1, Generation: 1,
 				RecordRange: rec.Range, Resolved: resolved, Object: obj, Bytes: rec.Bytes, PinID: 1,
-				Checksum: Checksum(1, TopicCompacted, 1, rec.Range, rec.Survivors, obj, rec.Bytes)}}}
+				Checksum: Checksum(1, TopicCompacted, 1, rec.Range, rec.Survivors, obj, rec.Bytes, nil)}}}
 	}
 	if ok, _, why := Step(s, sparse(history.Range{Start: 5, End: 6})); !ok {
 		t.Fatalf("next surviving offset refused: %s", why)
@@ -179,14 +179,14 @@ func TestSparseViewAndNewestCandidate(t *testing.T) {
 	// A published COMMITTED generation 1 covering the offset must win over
 	// generation 0 (G7: the newest admissible candidate).
 	c := history.Record{Range: history.Range{Start: 0, End: 10}, Object: history.Object{Key: "r", Identity: "sha256:r"}, Bytes: history.Bytes{Length: 9}}
-	c.Checksum = Checksum(1, Committed, 1, c.Range, nil, c.Object, c.Bytes)
+	c.Checksum = Checksum(1, Committed, 1, c.Range, nil, c.Object, c.Bytes, nil)
 	pubC := &history.Op{Kind: history.KindPublish, Status: history.OK, In: history.Input{Epoch: 1, View: Committed, Generation: 1,
 		Coverage: &history.Range{Start: 0, End: 10}, Records: []history.Record{c}, Complete: true}, Out: &history.Output{Generation: 1}}
 	_, s, _ = Step(s, pubC)
 	gen0 := &history.Op{Kind: history.KindResolve, Status: history.OK, In: history.Input{View: Committed, Offset: 3},
 		Out: &history.Output{Outcome: "TARGET", CommittedEnd: 10, Target: &history.Target{View: Committed, Stream: 1,
 			RecordRange: history.Range{Start: 0, End: 10}, Resolved: history.Range{Start: 3, End: 10}, Object: *a.In.Object, Bytes: *a.In.Bytes, PinID: 1,
-			Checksum: Checksum(1, Committed, 0, history.Range{Start: 0, End: 10}, nil, *a.In.Object, *a.In.Bytes)}}}
+			Checksum: Checksum(1, Committed, 0, history.Range{Start: 0, End: 10}, nil, *a.In.Object, *a.In.Bytes, nil)}}}
 	if ok, _, why := Step(s, gen0); ok || !strings.Contains(why, "newest") {
 		t.Fatalf("older generation accepted over the newest: ok=%v %s", ok, why)
 	}

@@ -134,7 +134,12 @@ func (s Stream) sameRecord(t *history.Target, c candidate) string {
 	if !c.admissible {
 		return fmt.Sprintf("target g%d/%d names %s, which no longer holds those bytes (G8)", t.Generation, t.Start, r.Object.Key)
 	}
-	sum := Checksum(s.ID, t.View, c.gen, r.Range, r.Survivors, r.Object, r.Bytes)
+	// Below level 3 the server keeps no data checksum, so none is covered.
+	var data *uint32
+	if s.Versions {
+		data = r.DataCRC
+	}
+	sum := Checksum(s.ID, t.View, c.gen, r.Range, r.Survivors, r.Object, r.Bytes, data)
 	switch {
 	case t.RecordRange != r.Range || t.Object != r.Object || t.Bytes != r.Bytes:
 		return fmt.Sprintf("target g%d/%d is %v %s %+v; the record is %v %s %+v", t.Generation, t.Start,

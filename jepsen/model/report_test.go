@@ -129,7 +129,7 @@ func TestConfirmedReportMakesTheRecordOptional(t *testing.T) {
 	a := appendOp(0, 10)
 	b.add(a, 2, 3)
 	c := history.Record{Range: history.Range{Start: 0, End: 10}, Object: history.Object{Key: "r", Identity: "sha256:r"}, Bytes: history.Bytes{Length: 9}}
-	c.Checksum = Checksum(1, Committed, 1, c.Range, nil, c.Object, c.Bytes)
+	c.Checksum = Checksum(1, Committed, 1, c.Range, nil, c.Object, c.Bytes, nil)
 	b.add(history.Op{Kind: history.KindPublish, In: history.Input{Epoch: 1, View: Committed, Generation: 1,
 		Coverage: &history.Range{Start: 0, End: 10}, Records: []history.Record{c}, Complete: true}, Out: &history.Output{Generation: 1}}, 4, 5)
 	report := b.add(reportOp("r", "OBJECT_MISSING", false, false), 6, 7)
@@ -137,7 +137,7 @@ func TestConfirmedReportMakesTheRecordOptional(t *testing.T) {
 	b.add(history.Op{Kind: history.KindResolve, In: history.Input{View: Committed, Offset: 3},
 		Out: &history.Output{Outcome: "TARGET", CommittedEnd: 10, Target: &history.Target{View: Committed, Stream: 1,
 			RecordRange: history.Range{Start: 0, End: 10}, Resolved: history.Range{Start: 3, End: 10}, Object: *a.In.Object, Bytes: *a.In.Bytes, PinID: 1,
-			Checksum: Checksum(1, Committed, 0, history.Range{Start: 0, End: 10}, nil, *a.In.Object, *a.In.Bytes)}}}, 8, 9)
+			Checksum: Checksum(1, Committed, 0, history.Range{Start: 0, End: 10}, nil, *a.In.Object, *a.In.Bytes, nil)}}}, 8, 9)
 	if l := CheckLinearizable(b.h, time.Minute); l.Result != "Illegal" {
 		t.Fatalf("generation 0 over the newest generation accepted after an unconfirmed report: %v", l.Result)
 	}

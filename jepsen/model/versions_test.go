@@ -25,7 +25,7 @@ func readOf(a history.Op, o uint64, data string, crc *uint32, result string) his
 	return history.Op{Kind: history.KindResolve, In: history.Input{View: Committed, Offset: o}, Out: &history.Output{Outcome: "TARGET",
 		CommittedEnd: a.In.End, Target: &history.Target{View: Committed, Stream: 1, RecordRange: r, Resolved: history.Range{Start: o, End: r.End},
 			Object: *a.In.Object, Bytes: *a.In.Bytes, PinID: 1, PinTTL: int64(time.Minute), DataCRC: crc,
-			Checksum: Checksum(1, Committed, 0, r, nil, *a.In.Object, *a.In.Bytes)},
+			Checksum: Checksum(1, Committed, 0, r, nil, *a.In.Object, *a.In.Bytes, crc)},
 		Data: data, Read: &history.Watch{Result: result, At: 30}}}
 }
 

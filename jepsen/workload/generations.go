@@ -126,8 +126,8 @@ func (wr *writer) finishRecords(view string, gen uint64, recs []history.Record, 
 		p += n
 		r.Object = obj
 		r.Bytes = history.Bytes{Offset: first.Offset, Length: last.Offset + last.Length - first.Offset}
-		r.Checksum = model.Checksum(wr.h.id, view, gen, r.Range, r.Survivors, obj, r.Bytes)
 		r.DataCRC = crcOf(data, r.Bytes)
+		r.Checksum = model.Checksum(wr.h.id, view, gen, r.Range, r.Survivors, obj, r.Bytes, r.DataCRC)
 	}
 	return recs
 }
