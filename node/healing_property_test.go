@@ -31,11 +31,7 @@ import (
 // repair scan interval is ever unresolvable, and no target ever names an
 // object that is gone. METAD_SEED=N replays a run.
 func TestQuarantineNeverOutlivesIntactBytes(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("METAD_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (METAD_SEED=%d to replay)", seed, seed)
+	seed := propertySeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 
 	w := newHealingWorld(t, 6)
@@ -76,6 +72,17 @@ func TestQuarantineNeverOutlivesIntactBytes(t *testing.T) {
 			t.Fatalf("offset %d with every object back: %v %v", offset, res.Outcome, err)
 		}
 	}
+}
+
+// propertySeed is a randomised test's seed: METAD_SEED if set (to replay
+// a run), else the time; it is logged either way.
+func propertySeed(t *testing.T) uint64 {
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("METAD_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (METAD_SEED=%d to replay)", seed, seed)
+	return seed
 }
 
 // healingWorld is one stream of appends, each in its own object, over an

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -38,11 +37,7 @@ import (
 // version has been intact for one repair scan interval is ever
 // unresolvable or unreadable. METAD_SEED=N replays a run.
 func TestVersionsAndSlicesNeverLoseIntactOffsets(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("METAD_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (METAD_SEED=%d to replay)", seed, seed)
+	seed := propertySeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 
 	w := newVersionWorld(t, rng.IntN(2) == 0)
