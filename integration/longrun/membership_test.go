@@ -72,7 +72,7 @@ func TestRemovedServerStaysRemoved(t *testing.T) {
 	c.WaitFormed(3)
 	c.WaitFor("feature level 2 (tombstones)", 30*time.Second, func() bool {
 		st, err := c.Status(0)
-		return err == nil && st.ClusterFeatureLevel == 2
+		return err == nil && st.ClusterFeatureLevel >= 2
 	})
 	leader := c.WaitLeader(0)
 	victim := (leader + 1) % 3
