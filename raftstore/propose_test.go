@@ -121,6 +121,10 @@ func TestClassifyApplyError(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	l := c.leader()
 	f := c.store((c.index(l) + 1) % 3)
+	// ErrNotLeader carries the leader the follower knows, which it learns
+	// from its first AppendEntries: wait for it (it may not have arrived
+	// under load, and the error is then ErrNoLeader, rightly).
+	waitFor(t, "the follower to hear from the leader", func() bool { return f.Status().LeaderID == l.ID() })
 	for _, tc := range []struct {
 		raftErr       error
 		want          error
