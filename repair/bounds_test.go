@@ -258,40 +258,34 @@ func TestVerifyQueueIsBounded(t *testing.T) {
 // the next pass resumes where it stopped.
 
 func TestScanPassStopsAtRecordsPerPass(t *testing.T) {
-	s := seedItems(t, make([]bool, 10)...) // ten appends, none indexed
-	clk := newTickClock()
 	cfg := DefaultConfig()
 	cfg.RecordsPerPass = 4 // the stream's visit and three evidence entries
-	svc := newTestService(t, cfg, s, clk)
-	stepDown := lead(svc)
-	defer stepDown()
-	<-clk.rearmed
-	if got := gen0Records(s); got != 3 {
-		t.Fatalf("after one pass of RecordsPerPass 4: %d records rebuilt, want 3", got)
-	}
-	clk.Advance(cfg.ScanInterval)
-	<-clk.rearmed
-	if got := gen0Records(s); got != 6 {
-		t.Fatalf("after a second pass: %d records rebuilt, want 6", got)
-	}
+	twoBoundedPasses(t, cfg, "RecordsPerPass 4", 3)
 }
 
 func TestScanPassStopsAtRepairsPerPass(t *testing.T) {
-	s := seedItems(t, make([]bool, 10)...)
-	clk := newTickClock()
 	cfg := DefaultConfig()
 	cfg.RepairsPerPass = 2
+	twoBoundedPasses(t, cfg, "RepairsPerPass 2", 2)
+}
+
+// twoBoundedPasses runs two scan passes under cfg over ten appends, none
+// indexed, and checks that each rebuilt exactly perPass records.
+func twoBoundedPasses(t *testing.T, cfg Config, bound string, perPass int) {
+	t.Helper()
+	s := seedItems(t, make([]bool, 10)...)
+	clk := newTickClock()
 	svc := newTestService(t, cfg, s, clk)
 	stepDown := lead(svc)
 	defer stepDown()
 	<-clk.rearmed
-	if got := gen0Records(s); got != 2 {
-		t.Fatalf("after one pass of RepairsPerPass 2: %d records rebuilt, want 2", got)
+	if got := gen0Records(s); got != perPass {
+		t.Fatalf("after one pass of %s: %d records rebuilt, want %d", bound, got, perPass)
 	}
 	clk.Advance(cfg.ScanInterval)
 	<-clk.rearmed
-	if got := gen0Records(s); got != 4 {
-		t.Fatalf("after a second pass: %d records rebuilt, want 4", got)
+	if got := gen0Records(s); got != 2*perPass {
+		t.Fatalf("after a second pass: %d records rebuilt, want %d", got, 2*perPass)
 	}
 }
 
