@@ -43,6 +43,7 @@ var roleTable = map[string]rule{
 	"/metad.v1.Metad/CreateStream":      {need: auth.Writer},
 	"/metad.v1.Metad/OpenForWrite":      {need: auth.Writer},
 	"/metad.v1.Metad/CommitAppend":      {need: auth.Writer},
+	"/metad.v1.Metad/CommitObject":      {need: auth.Writer},
 	"/metad.v1.Metad/PublishGeneration": {need: auth.Writer},
 	"/metad.v1.Metad/RetireGeneration":  {need: auth.Writer},
 	"/metad.v1.Metad/Trim":              {need: auth.Writer},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/auth"
+	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/readpath"
@@ -47,6 +48,12 @@ type Config struct {
 	// the leader's commit index and still report SERVING. Default 1000;
 	// range [0, 1<<30].
 	CaughtUpSlack uint64
+	// MaxObjectStreams bounds the appends (streams) of one CommitObject.
+	// Default 1000; range [1, fsm.MaxAppendsPerObject].
+	MaxObjectStreams int
+	// MaxCommandBytes bounds the encoded size of one CommitObject's Raft
+	// entry. Default 4 MiB; range [64 KiB, MaxMessageBytes].
+	MaxCommandBytes int
 	// Config shapes the read path: VerifyObjects, SharePins, LeaseMargin
 	// and Resolver, documented in package readpath (embedded, so that
 	// cmd/metad sets them as fields of api.Config).
@@ -60,7 +67,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		DefaultTimeout: 10 * time.Second, MaxTimeout: 60 * time.Second, MaxMessageBytes: 8 << 20,
-		MaxListLimit: 1000, HealthInterval: 500 * time.Millisecond, CaughtUpSlack: 1000,
+		MaxListLimit: 1000, MaxObjectStreams: 1000, MaxCommandBytes: 4 << 20, HealthInterval: 500 * time.Millisecond, CaughtUpSlack: 1000,
 		Config: readpath.DefaultConfig(), Watch: watch.DefaultConfig(),
 	}
 }
@@ -77,6 +84,8 @@ func (c Config) Validate() error {
 	check(c.DefaultTimeout >= 100*time.Millisecond && c.DefaultTimeout <= c.MaxTimeout, "DefaultTimeout %s outside [100ms, MaxTimeout]", c.DefaultTimeout)
 	check(c.MaxMessageBytes >= 64<<10 && c.MaxMessageBytes <= 256<<20, "MaxMessageBytes %d outside [64KiB, 256MiB]", c.MaxMessageBytes)
 	check(c.MaxListLimit >= 1 && c.MaxListLimit <= 100000, "MaxListLimit %d outside [1, 100000]", c.MaxListLimit)
+	check(c.MaxObjectStreams >= 1 && c.MaxObjectStreams <= fsm.MaxAppendsPerObject, "MaxObjectStreams %d outside [1, %d]", c.MaxObjectStreams, fsm.MaxAppendsPerObject)
+	check(c.MaxCommandBytes >= 64<<10 && c.MaxCommandBytes <= c.MaxMessageBytes, "MaxCommandBytes %d outside [64KiB, MaxMessageBytes]", c.MaxCommandBytes)
 	check(c.HealthInterval >= 10*time.Millisecond && c.HealthInterval <= time.Minute, "HealthInterval %s outside [10ms, 1m]", c.HealthInterval)
 	check(c.CaughtUpSlack <= 1<<30, "CaughtUpSlack %d above 2^30", c.CaughtUpSlack)
 	if err := c.Config.Validate(); err != nil {
@@ -124,15 +133,16 @@ type Server struct {
 	metadpb.UnimplementedClusterServer
 	metadpb.UnimplementedPeerServer
 
-	cfg      Config
-	store    *raftstore.Store
-	repair   *repair.Service
-	peers    *PeerClient
-	objects  objectstore.Store
-	log      *slog.Logger
-	resolver *readpath.Resolver
-	metrics  *resolveMetrics
-	health   *health.Server
+	cfg           Config
+	store         *raftstore.Store
+	repair        *repair.Service
+	peers         *PeerClient
+	objects       objectstore.Store
+	log           *slog.Logger
+	resolver      *readpath.Resolver
+	metrics       *resolveMetrics
+	objectMetrics *objectMetrics
+	health        *health.Server
 	// readiness keeps the last readiness reason (readiness.go).
 	readiness readiness
 	// removals and incarnation: see Deps (tombstones.go).
@@ -168,7 +178,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{
 		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
 		log: deps.Logger, health: health.NewServer(),
-		metrics: newResolveMetrics(deps.Metrics), removals: deps.Removals, incarnation: deps.Incarnation,
+		metrics: newResolveMetrics(deps.Metrics), objectMetrics: newObjectMetrics(deps.Metrics), removals: deps.Removals, incarnation: deps.Incarnation,
 		auth: deps.Auth,
 		hub:  deps.Watch, watchMetrics: newWatchMetrics(deps.Metrics, deps.Watch), watchesEnd: make(chan struct{}),
 	}

@@ -22,6 +22,9 @@ func TestCloneResultCopiesEveryField(t *testing.T) {
 	if c.Rejection == r.Rejection {
 		t.Fatal("the clone shares the rejection")
 	}
+	if c.AppendRejections[0] == r.AppendRejections[0] || c.AppendRejections[0].Rejection == r.AppendRejections[0].Rejection {
+		t.Fatal("the clone shares an append rejection")
+	}
 }
 
 // fill sets every scalar field to a non-zero value and recurses into
@@ -30,6 +33,15 @@ func fill(m protoreflect.Message) {
 	fields := m.Descriptor().Fields()
 	for i := 0; i < fields.Len(); i++ {
 		f := fields.Get(i)
+		if f.IsList() && f.Kind() == protoreflect.MessageKind {
+			l := m.Mutable(f).List()
+			for range 2 {
+				e := l.NewElement()
+				fill(e.Message())
+				l.Append(e)
+			}
+			continue
+		}
 		switch f.Kind() {
 		case protoreflect.MessageKind:
 			fill(m.Mutable(f).Message())
@@ -39,6 +51,8 @@ func fill(m protoreflect.Message) {
 			m.Set(f, protoreflect.ValueOfString("x"+string(f.Name())))
 		case protoreflect.EnumKind:
 			m.Set(f, protoreflect.ValueOfEnum(1))
+		case protoreflect.Uint32Kind:
+			m.Set(f, protoreflect.ValueOfUint32(uint32(i+1)))
 		case protoreflect.Uint64Kind:
 			m.Set(f, protoreflect.ValueOfUint64(uint64(i+1)))
 		case protoreflect.Int64Kind:

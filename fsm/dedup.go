@@ -94,5 +94,14 @@ func cloneResult(r *fsmpb.Result) *fsmpb.Result {
 	if rej := r.Rejection; rej != nil {
 		c.Rejection = &fsmpb.Rejection{Code: rej.Code, Field: rej.Field, Message: rej.Message}
 	}
+	if len(r.AppendRejections) > 0 {
+		c.AppendRejections = make([]*fsmpb.AppendRejection, len(r.AppendRejections))
+		for i, a := range r.AppendRejections {
+			c.AppendRejections[i] = &fsmpb.AppendRejection{
+				Index: a.Index, StreamId: a.StreamId, CommittedEnd: a.CommittedEnd, WriterEpoch: a.WriterEpoch,
+				Rejection: &fsmpb.Rejection{Code: a.Rejection.Code, Field: a.Rejection.Field, Message: a.Rejection.Message},
+			}
+		}
+	}
 	return c
 }

@@ -34,15 +34,20 @@ import (
 //	   version (objects.go); appends and index records keep the data
 //	   checksum their writer sent (below level 3 it is ignored, as the
 //	   binaries of those levels, which do not know the field, ignore it).
+//	4  CommitObject: a stream-set object's appends to many streams, all
+//	   or none (streamset.go).
 const (
 	// BaseLevel is the level of a state that never recorded one.
 	BaseLevel uint32 = 1
 	// MaxLevel is the highest level this binary applies.
-	MaxLevel uint32 = 3
+	MaxLevel uint32 = 4
 )
 
 // versionsLevel is the level of object versions and data checksums.
 const versionsLevel uint32 = 3
+
+// streamSetLevel is the level of CommitObject.
+const streamSetLevel uint32 = 4
 
 // dataChecksum is the data checksum a command carries, as the state's
 // level lets it be kept.
@@ -76,6 +81,8 @@ func RequiredLevel(cmd *fsmpb.Command) uint32 {
 		return tombstoneLevel
 	case *fsmpb.Command_SetClusterId:
 		return clusterIDLevel
+	case *fsmpb.Command_CommitObject:
+		return streamSetLevel
 	case *fsmpb.Command_PublishGeneration:
 		// A record's checksum covers its data checksum, which a replica
 		// below level 3 does not know: it would refuse the record as

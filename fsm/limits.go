@@ -23,6 +23,9 @@ const (
 	MaxRecordsPerCommand = 4096
 	// MaxSurvivorsPerRecord bounds the sub-ranges of one sparse record.
 	MaxSurvivorsPerRecord = 4096
+	// MaxAppendsPerObject bounds the appends (streams) of one CommitObject.
+	// Servers take a lower bound of their own (api.Config.MaxObjectStreams).
+	MaxAppendsPerObject = 10000
 	// MaxRepairReplace bounds the records one RepairGen0 may replace.
 	MaxRepairReplace = 64
 

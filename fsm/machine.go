@@ -251,6 +251,8 @@ func (m *Machine) handle(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 		return m.liftTombstone(index, op.LiftTombstone)
 	case *fsmpb.Command_SetClusterId:
 		return m.setClusterID(index, op.SetClusterId)
+	case *fsmpb.Command_CommitObject:
+		return m.commitObject(index, op.CommitObject)
 	default:
 		// Unreachable after Validate, which refuses a nil op; an op type added
 		// to the proto without a case here is a programming error.

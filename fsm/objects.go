@@ -306,29 +306,52 @@ func (m *Machine) registerObject(index uint64, c *fsmpb.RegisterObject) *fsmpb.R
 	if m.Level() < versionsLevel {
 		return m.registerReplacing(index, ref, c.Size)
 	}
+	if rej := m.checkRegisterVersion(index, ref, c.Size, "object", "size"); rej != nil {
+		return rej
+	}
+	m.registerVersion(index, ref, c.Size)
+	return &fsmpb.Result{Version: index}
+}
+
+// checkRegisterVersion refuses registering version ref with size (level 3
+// and later): a version being deleted cannot be registered until it is
+// DELETED, and a live one only with its registered size. objField and
+// sizeField name the command's fields.
+func (m *Machine) checkRegisterVersion(index uint64, ref ObjectRef, size uint64, objField, sizeField string) *fsmpb.Result {
+	o, ok := m.version(ref)
+	switch {
+	case !ok:
+		return nil
+	case o.status == ObjectDeleting:
+		return reject(index, fsmpb.RejectCode_OBJECT_NOT_LIVE, objField+".identity",
+			"version %q of object %q is being deleted; register it again once it is DELETED", ref.Identity, ref.Key)
+	case o.status == ObjectLive && o.size != size:
+		return reject(index, fsmpb.RejectCode_INVALID_ARGUMENT, sizeField,
+			"version %q of object %q is registered with size %d, not %d", ref.Identity, ref.Key, o.size, size)
+	}
+	return nil
+}
+
+// registerVersion registers version ref with size once
+// checkRegisterVersion accepted it, and returns its entry. A live version
+// is left as it is.
+func (m *Machine) registerVersion(index uint64, ref ObjectRef, size uint64) object {
 	o, ok := m.version(ref)
 	switch {
 	case !ok:
 		o = object{ref: ref, target: &target{ref: ref}, idleSince: m.clock}
-	case o.status == ObjectDeleting:
-		return reject(index, fsmpb.RejectCode_OBJECT_NOT_LIVE, "object.identity",
-			"version %q of object %q is being deleted; register it again once it is DELETED", ref.Identity, ref.Key)
 	case o.status == ObjectLive:
-		if o.size != c.Size {
-			return reject(index, fsmpb.RejectCode_INVALID_ARGUMENT, "size",
-				"version %q of object %q is registered with size %d, not %d", ref.Identity, ref.Key, o.size, c.Size)
-		}
-		return &fsmpb.Result{Version: index}
+		return o
 	default:
 		// A deleted version registered again: the same bytes stored anew
 		// (a content-addressed identity names them again).
 		o.idleSince = m.clock
 	}
-	o.size = c.Size
+	o.size = size
 	o.status = ObjectLive
 	o.version = index
 	m.objects.ReplaceOrInsert(o)
-	return &fsmpb.Result{Version: index}
+	return o
 }
 
 // registerReplacing is registration below level 3, as those releases

@@ -262,6 +262,35 @@ func (a *scriptArgs) record(spec string, key IndexKey) *fsmpb.IndexRecord {
 	return rec
 }
 
+// objectAppend parses STREAM:EPOCH:START-END:OFF+LEN[:index][:crc=HEX],
+// one append of a stream-set object.
+func (a *scriptArgs) objectAppend(spec string) *fsmpb.ObjectAppend {
+	parts := strings.Split(spec, ":")
+	if len(parts) < 4 {
+		a.fatalf("part %q: want STREAM:EPOCH:START-END:OFF+LEN[:index][:crc=HEX]", spec)
+	}
+	rng := a.parseRange(parts[2])
+	p := &fsmpb.ObjectAppend{
+		StreamId: a.parseU64(parts[0]), WriterEpoch: a.parseU64(parts[1]),
+		ExpectedStart: rng.Start, End: rng.End, Bytes: a.parseBytes(parts[3]).PB(),
+	}
+	for _, opt := range parts[4:] {
+		switch {
+		case opt == "index":
+			p.IndexGen0 = true
+		case strings.HasPrefix(opt, "crc="):
+			crc, err := strconv.ParseUint(strings.TrimPrefix(opt, "crc="), 16, 32)
+			if err != nil {
+				a.fatalf("part %q: %v", spec, err)
+			}
+			p.DataCrc32C = checksum.Data{CRC: uint32(crc), Set: true}.Ptr()
+		default:
+			a.fatalf("part %q: unknown option %q", spec, opt)
+		}
+	}
+	return p
+}
+
 func (a *scriptArgs) done() {
 	for i, kv := range a.kv {
 		if !a.used[i] {
@@ -331,6 +360,12 @@ func (r *scriptRunner) command(name string, a *scriptArgs) *fsmpb.Command {
 			cmd.GetCommitAppend().DataCrc32C = checksum.Data{CRC: uint32(crc), Set: true}.Ptr()
 		}
 		return cmd
+	case "object":
+		c := &fsmpb.CommitObject{Object: a.obj().PB(), Size: a.u64("size", 0)}
+		for _, spec := range a.all("part") {
+			c.Appends = append(c.Appends, a.objectAppend(spec))
+		}
+		return &fsmpb.Command{Op: &fsmpb.Command_CommitObject{CommitObject: c}}
 	case "publish":
 		view, gen := a.view("view"), a.u64("gen", 1)
 		var recs []*fsmpb.IndexRecord
@@ -563,6 +598,15 @@ func fmtResult(res *fsmpb.Result) string {
 	}
 	if rej := res.Rejection; rej != nil {
 		b.WriteString(": " + rej.Message)
+	}
+	for _, r := range res.AppendRejections {
+		fmt.Fprintf(&b, "\n  appends[%d] stream=%d %s field=%s", r.Index, r.StreamId, r.Rejection.Code, r.Rejection.Field)
+		if r.CommittedEnd != 0 {
+			fmt.Fprintf(&b, " end=%d", r.CommittedEnd)
+		}
+		if r.WriterEpoch != 0 {
+			fmt.Fprintf(&b, " epoch=%d", r.WriterEpoch)
+		}
 	}
 	return b.String()
 }

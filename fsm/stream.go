@@ -116,45 +116,62 @@ func (m *Machine) commitAppend(index uint64, c *fsmpb.CommitAppend) *fsmpb.Resul
 	if rej != nil {
 		return rej
 	}
-	if s.info.Status == StreamSealed {
-		return reject(index, fsmpb.RejectCode_STREAM_SEALED, "stream_id", "stream %d is sealed", s.info.ID)
-	}
-	if rej := checkEpoch(index, s, c.WriterEpoch); rej != nil {
+	if rej := checkAppend(index, s, c.WriterEpoch, c.ExpectedStart); rej != nil {
 		return rej
 	}
-	if c.ExpectedStart != s.info.CommittedEnd {
-		r := reject(index, fsmpb.RejectCode_APPEND_NOT_AT_END, "expected_start",
-			"append must start at committed end %d, not %d", s.info.CommittedEnd, c.ExpectedStart)
-		r.CommittedEnd = s.info.CommittedEnd
-		return r
-	}
-	ref := refOf(c.Object)
-	obj, rej := m.liveObject(index, ref, "object")
+	obj, rej := m.liveObject(index, refOf(c.Object), "object")
 	if rej != nil {
 		return rej
 	}
 	if rej := m.insideObject(index, obj, byteRangeOf(c.Bytes), "bytes"); rej != nil {
 		return rej
 	}
-	rng := Range{c.ExpectedStart, c.End}
-	ev := evidence{
-		rng: rng, target: obj.target, bytes: byteRangeOf(c.Bytes), epoch: c.WriterEpoch, version: index,
-		data: m.dataChecksum(c.DataCrc32C),
+	m.appendTo(index, s, obj, appendOf(c.ExpectedStart, c.End, c.Bytes, c.WriterEpoch, m.dataChecksum(c.DataCrc32C)), c.IndexGen0)
+	return &fsmpb.Result{Version: index, StreamId: s.info.ID, CommittedEnd: s.info.CommittedEnd}
+}
+
+// checkAppend refuses an append to s by writer epoch at expectedStart
+// that may not commit: the stream is sealed, the writer fenced, or the
+// append not at the committed end (a compare-and-set).
+func checkAppend(index uint64, s *stream, epoch, expectedStart uint64) *fsmpb.Result {
+	if s.info.Status == StreamSealed {
+		return reject(index, fsmpb.RejectCode_STREAM_SEALED, "stream_id", "stream %d is sealed", s.info.ID)
 	}
+	if rej := checkEpoch(index, s, epoch); rej != nil {
+		return rej
+	}
+	if expectedStart != s.info.CommittedEnd {
+		r := reject(index, fsmpb.RejectCode_APPEND_NOT_AT_END, "expected_start",
+			"append must start at committed end %d, not %d", s.info.CommittedEnd, expectedStart)
+		r.CommittedEnd = s.info.CommittedEnd
+		return r
+	}
+	return nil
+}
+
+// appendOf builds the evidence of an accepted append.
+func appendOf(start, end uint64, b *fsmpb.ByteRange, epoch uint64, data checksum.Data) evidence {
+	return evidence{rng: Range{start, end}, bytes: byteRangeOf(b), epoch: epoch, data: data}
+}
+
+// appendTo commits an append that checkAppend and the object checks
+// accepted: it records the evidence (and, with indexGen0, the COMMITTED
+// generation-0 record) naming obj, and advances the committed end.
+func (m *Machine) appendTo(index uint64, s *stream, obj object, ev evidence, indexGen0 bool) {
+	ev.target, ev.version = obj.target, index
 	s.evidence.ReplaceOrInsert(ev)
 	m.addReference(obj.ref)
-	if c.IndexGen0 {
-		key := IndexKey{Stream: s.info.ID, View: Committed, Generation: 0, Start: rng.Start}
-		rec := record{rng: rng, target: obj.target, bytes: ev.bytes, version: index, status: RecordValid, data: ev.data}
-		rec.checksum = RecordChecksumData(key, rng, nil, obj.ref, rec.bytes, rec.data)
+	if indexGen0 {
+		key := IndexKey{Stream: s.info.ID, View: Committed, Generation: 0, Start: ev.rng.Start}
+		rec := record{rng: ev.rng, target: obj.target, bytes: ev.bytes, version: index, status: RecordValid, data: ev.data}
+		rec.checksum = RecordChecksumData(key, ev.rng, nil, obj.ref, rec.bytes, rec.data)
 		g := s.views[Committed].gens[0]
 		g.records.ReplaceOrInsert(rec)
 		g.version = index
 		m.addReference(obj.ref)
 	}
-	s.info.CommittedEnd = c.End
+	s.info.CommittedEnd = ev.rng.End
 	s.info.Version = index
-	return &fsmpb.Result{Version: index, StreamId: s.info.ID, CommittedEnd: s.info.CommittedEnd}
 }
 
 // trim advances the trim point and forgets evidence and records that lie

@@ -96,6 +96,8 @@ func validate(cmd *fsmpb.Command) *fieldError {
 		return under("add_tombstone", validateTombstoneID("node_id", op.AddTombstone.NodeId))
 	case *fsmpb.Command_LiftTombstone:
 		return under("lift_tombstone", validateTombstoneID("node_id", op.LiftTombstone.NodeId))
+	case *fsmpb.Command_CommitObject:
+		return under("commit_object", validateCommitObject(op.CommitObject))
 	case *fsmpb.Command_SetClusterId:
 		if err := ValidClusterID(op.SetClusterId.ClusterId); err != nil {
 			return bad("set_cluster_id.cluster_id", "%v", err)
@@ -203,6 +205,43 @@ func validateCommitAppend(c *fsmpb.CommitAppend) *fieldError {
 		return bad("end", "end %d must be larger than expected_start %d", c.End, c.ExpectedStart)
 	}
 	return first(validateObject("object", c.Object), validateBytes("bytes", c.Bytes))
+}
+
+// validateCommitObject checks a stream-set object's shape: the object, at
+// least one and at most MaxAppendsPerObject appends, each shaped as a
+// CommitAppend's, and no stream twice.
+func validateCommitObject(c *fsmpb.CommitObject) *fieldError {
+	if err := validateObject("object", c.Object); err != nil {
+		return err
+	}
+	if c.Size > MaxOffset {
+		return bad("size", "%d out of bounds", c.Size)
+	}
+	switch {
+	case len(c.Appends) == 0:
+		return bad("appends", "required: at least one append")
+	case len(c.Appends) > MaxAppendsPerObject:
+		return bad("appends", "%d appends; at most %d in one object", len(c.Appends), MaxAppendsPerObject)
+	}
+	seen := make(map[uint64]int, len(c.Appends))
+	for i, a := range c.Appends {
+		field := fieldIndex("appends", i)
+		if a == nil {
+			return bad(field, "required")
+		}
+		err := first(validateStreamID(a.StreamId), validateOffset("end", a.End), validateBytes("bytes", a.Bytes))
+		if err == nil && a.End <= a.ExpectedStart {
+			err = bad("end", "end %d must be larger than expected_start %d", a.End, a.ExpectedStart)
+		}
+		if err != nil {
+			return under(field, err)
+		}
+		if j, dup := seen[a.StreamId]; dup {
+			return bad(field+".stream_id", "stream %d is already appended to by appends[%d]; one append per stream", a.StreamId, j)
+		}
+		seen[a.StreamId] = i
+	}
+	return nil
 }
 
 func validatePublish(c *fsmpb.PublishGeneration) *fieldError {

@@ -84,6 +84,28 @@ func StreamOf(cmd *fsmpb.Command) uint64 {
 	return 0
 }
 
+// DeriveObject is the changes a stream-set object applied at index made:
+// one Appended event per stream it appended to, in the command's order, all
+// at version index (G16). A refusal and a deduplicated retry change
+// nothing. after returns a stream's state once the command applied.
+func DeriveObject(index uint64, c *fsmpb.CommitObject, res *fsmpb.Result, after func(uint64) (fsm.StreamInfo, bool)) []Event {
+	if res == nil || res.Rejection != nil || res.Deduplicated {
+		return nil
+	}
+	obj := fsm.ObjectRef{Key: c.Object.GetKey(), Identity: c.Object.GetIdentity()}
+	evs := make([]Event, 0, len(c.Appends))
+	for _, a := range c.Appends {
+		s, _ := after(a.StreamId)
+		evs = append(evs, Event{
+			Kind: Appended, Version: index, Stream: a.StreamId,
+			Range:  fsm.Range{Start: a.ExpectedStart, End: a.End},
+			Object: obj, Bytes: fsm.ByteRange{Offset: a.Bytes.GetOffset(), Length: a.Bytes.GetLength()},
+			CommittedEnd: s.CommittedEnd, Trim: s.Trim, WriterEpoch: s.WriterEpoch, Sealed: s.Status == fsm.StreamSealed,
+		})
+	}
+	return evs
+}
+
 // Derive is the change the command applied at index made, if it made one.
 // after is the stream's state once the command applied (zero when it was
 // deleted). It is a pure function of its arguments.

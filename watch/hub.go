@@ -108,6 +108,12 @@ func New(cfg Config) (*Hub, error) {
 // Applied records the change a command applied at index made, if any, and
 // fans it out to the stream's watchers. m is the machine after the command.
 func (h *Hub) Applied(m *fsm.Machine, index uint64, cmd *fsmpb.Command, res *fsmpb.Result) {
+	if op, ok := cmd.Op.(*fsmpb.Command_CommitObject); ok {
+		for _, ev := range DeriveObject(index, op.CommitObject, res, m.Stream) {
+			h.publish(ev)
+		}
+		return
+	}
 	id := StreamOf(cmd)
 	if id == 0 || res == nil || res.Rejection != nil || res.Deduplicated {
 		return

@@ -1226,6 +1226,367 @@ func (x *CommitAppendResponse) GetVersion() uint64 {
 	return 0
 }
 
+type CommitObjectRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Object *ObjectRef             `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	// size is the object's size in bytes; every append's bytes lie inside it.
+	Size uint64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	// appends: one per stream, each as a CommitAppendRequest without the
+	// object; a stream appears at most once.
+	Appends       []*ObjectAppend `protobuf:"bytes,3,rep,name=appends,proto3" json:"appends,omitempty"`
+	RequestId     string          `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitObjectRequest) Reset() {
+	*x = CommitObjectRequest{}
+	mi := &file_metad_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitObjectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitObjectRequest) ProtoMessage() {}
+
+func (x *CommitObjectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitObjectRequest.ProtoReflect.Descriptor instead.
+func (*CommitObjectRequest) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CommitObjectRequest) GetObject() *ObjectRef {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+func (x *CommitObjectRequest) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *CommitObjectRequest) GetAppends() []*ObjectAppend {
+	if x != nil {
+		return x.Appends
+	}
+	return nil
+}
+
+func (x *CommitObjectRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type ObjectAppend struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	StreamId    uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	WriterEpoch uint64                 `protobuf:"varint,2,opt,name=writer_epoch,json=writerEpoch,proto3" json:"writer_epoch,omitempty"`
+	// expected_start must equal the stream's committed end.
+	ExpectedStart uint64     `protobuf:"varint,3,opt,name=expected_start,json=expectedStart,proto3" json:"expected_start,omitempty"`
+	End           uint64     `protobuf:"varint,4,opt,name=end,proto3" json:"end,omitempty"`
+	Bytes         *ByteRange `protobuf:"bytes,5,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	IndexGen0     bool       `protobuf:"varint,6,opt,name=index_gen0,json=indexGen0,proto3" json:"index_gen0,omitempty"`
+	DataCrc32C    *uint32    `protobuf:"fixed32,7,opt,name=data_crc32c,json=dataCrc32c,proto3,oneof" json:"data_crc32c,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectAppend) Reset() {
+	*x = ObjectAppend{}
+	mi := &file_metad_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectAppend) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectAppend) ProtoMessage() {}
+
+func (x *ObjectAppend) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectAppend.ProtoReflect.Descriptor instead.
+func (*ObjectAppend) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ObjectAppend) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *ObjectAppend) GetWriterEpoch() uint64 {
+	if x != nil {
+		return x.WriterEpoch
+	}
+	return 0
+}
+
+func (x *ObjectAppend) GetExpectedStart() uint64 {
+	if x != nil {
+		return x.ExpectedStart
+	}
+	return 0
+}
+
+func (x *ObjectAppend) GetEnd() uint64 {
+	if x != nil {
+		return x.End
+	}
+	return 0
+}
+
+func (x *ObjectAppend) GetBytes() *ByteRange {
+	if x != nil {
+		return x.Bytes
+	}
+	return nil
+}
+
+func (x *ObjectAppend) GetIndexGen0() bool {
+	if x != nil {
+		return x.IndexGen0
+	}
+	return false
+}
+
+func (x *ObjectAppend) GetDataCrc32C() uint32 {
+	if x != nil && x.DataCrc32C != nil {
+		return *x.DataCrc32C
+	}
+	return 0
+}
+
+type CommitObjectResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// version is the metadata version every append committed at.
+	Version uint64 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	// committed_ends[i] is the committed end of appends[i]'s stream.
+	CommittedEnds []uint64 `protobuf:"varint,2,rep,packed,name=committed_ends,json=committedEnds,proto3" json:"committed_ends,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitObjectResponse) Reset() {
+	*x = CommitObjectResponse{}
+	mi := &file_metad_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitObjectResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitObjectResponse) ProtoMessage() {}
+
+func (x *CommitObjectResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitObjectResponse.ProtoReflect.Descriptor instead.
+func (*CommitObjectResponse) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CommitObjectResponse) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *CommitObjectResponse) GetCommittedEnds() []uint64 {
+	if x != nil {
+		return x.CommittedEnds
+	}
+	return nil
+}
+
+// CommitObjectRefusal is attached to a refused CommitObject's status: every
+// append that was refused, and why. Nothing was committed.
+type CommitObjectRefusal struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Appends       []*AppendRefusal       `protobuf:"bytes,1,rep,name=appends,proto3" json:"appends,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitObjectRefusal) Reset() {
+	*x = CommitObjectRefusal{}
+	mi := &file_metad_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitObjectRefusal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitObjectRefusal) ProtoMessage() {}
+
+func (x *CommitObjectRefusal) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitObjectRefusal.ProtoReflect.Descriptor instead.
+func (*CommitObjectRefusal) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *CommitObjectRefusal) GetAppends() []*AppendRefusal {
+	if x != nil {
+		return x.Appends
+	}
+	return nil
+}
+
+type AppendRefusal struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// index is the append's position in CommitObjectRequest.appends.
+	Index    uint32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	StreamId uint64 `protobuf:"varint,2,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	// reason is the UPPER_SNAKE reason a CommitAppend would get.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// field is the request field at fault, e.g. "appends[3].writer_epoch".
+	Field   string `protobuf:"bytes,4,opt,name=field,proto3" json:"field,omitempty"`
+	Message string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// committed_end and writer_epoch are the stream's, when the refusal is
+	// about them.
+	CommittedEnd  uint64 `protobuf:"varint,6,opt,name=committed_end,json=committedEnd,proto3" json:"committed_end,omitempty"`
+	WriterEpoch   uint64 `protobuf:"varint,7,opt,name=writer_epoch,json=writerEpoch,proto3" json:"writer_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendRefusal) Reset() {
+	*x = AppendRefusal{}
+	mi := &file_metad_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendRefusal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendRefusal) ProtoMessage() {}
+
+func (x *AppendRefusal) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendRefusal.ProtoReflect.Descriptor instead.
+func (*AppendRefusal) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AppendRefusal) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *AppendRefusal) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *AppendRefusal) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *AppendRefusal) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *AppendRefusal) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *AppendRefusal) GetCommittedEnd() uint64 {
+	if x != nil {
+		return x.CommittedEnd
+	}
+	return 0
+}
+
+func (x *AppendRefusal) GetWriterEpoch() uint64 {
+	if x != nil {
+		return x.WriterEpoch
+	}
+	return 0
+}
+
 type PublishGenerationRequest struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	StreamId    uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
@@ -1243,7 +1604,7 @@ type PublishGenerationRequest struct {
 
 func (x *PublishGenerationRequest) Reset() {
 	*x = PublishGenerationRequest{}
-	mi := &file_metad_proto_msgTypes[11]
+	mi := &file_metad_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1616,7 @@ func (x *PublishGenerationRequest) String() string {
 func (*PublishGenerationRequest) ProtoMessage() {}
 
 func (x *PublishGenerationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[11]
+	mi := &file_metad_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1629,7 @@ func (x *PublishGenerationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishGenerationRequest.ProtoReflect.Descriptor instead.
 func (*PublishGenerationRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{11}
+	return file_metad_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PublishGenerationRequest) GetStreamId() uint64 {
@@ -1337,7 +1698,7 @@ type PublishGenerationResponse struct {
 
 func (x *PublishGenerationResponse) Reset() {
 	*x = PublishGenerationResponse{}
-	mi := &file_metad_proto_msgTypes[12]
+	mi := &file_metad_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1349,7 +1710,7 @@ func (x *PublishGenerationResponse) String() string {
 func (*PublishGenerationResponse) ProtoMessage() {}
 
 func (x *PublishGenerationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[12]
+	mi := &file_metad_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1362,7 +1723,7 @@ func (x *PublishGenerationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishGenerationResponse.ProtoReflect.Descriptor instead.
 func (*PublishGenerationResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{12}
+	return file_metad_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PublishGenerationResponse) GetGeneration() uint64 {
@@ -1391,7 +1752,7 @@ type RetireGenerationRequest struct {
 
 func (x *RetireGenerationRequest) Reset() {
 	*x = RetireGenerationRequest{}
-	mi := &file_metad_proto_msgTypes[13]
+	mi := &file_metad_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1764,7 @@ func (x *RetireGenerationRequest) String() string {
 func (*RetireGenerationRequest) ProtoMessage() {}
 
 func (x *RetireGenerationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[13]
+	mi := &file_metad_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1777,7 @@ func (x *RetireGenerationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetireGenerationRequest.ProtoReflect.Descriptor instead.
 func (*RetireGenerationRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{13}
+	return file_metad_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RetireGenerationRequest) GetStreamId() uint64 {
@@ -1456,7 +1817,7 @@ type RetireGenerationResponse struct {
 
 func (x *RetireGenerationResponse) Reset() {
 	*x = RetireGenerationResponse{}
-	mi := &file_metad_proto_msgTypes[14]
+	mi := &file_metad_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1829,7 @@ func (x *RetireGenerationResponse) String() string {
 func (*RetireGenerationResponse) ProtoMessage() {}
 
 func (x *RetireGenerationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[14]
+	mi := &file_metad_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1842,7 @@ func (x *RetireGenerationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetireGenerationResponse.ProtoReflect.Descriptor instead.
 func (*RetireGenerationResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{14}
+	return file_metad_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RetireGenerationResponse) GetVersion() uint64 {
@@ -1502,7 +1863,7 @@ type TrimRequest struct {
 
 func (x *TrimRequest) Reset() {
 	*x = TrimRequest{}
-	mi := &file_metad_proto_msgTypes[15]
+	mi := &file_metad_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1875,7 @@ func (x *TrimRequest) String() string {
 func (*TrimRequest) ProtoMessage() {}
 
 func (x *TrimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[15]
+	mi := &file_metad_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1527,7 +1888,7 @@ func (x *TrimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimRequest.ProtoReflect.Descriptor instead.
 func (*TrimRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{15}
+	return file_metad_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TrimRequest) GetStreamId() uint64 {
@@ -1562,7 +1923,7 @@ type TrimResponse struct {
 
 func (x *TrimResponse) Reset() {
 	*x = TrimResponse{}
-	mi := &file_metad_proto_msgTypes[16]
+	mi := &file_metad_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1935,7 @@ func (x *TrimResponse) String() string {
 func (*TrimResponse) ProtoMessage() {}
 
 func (x *TrimResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[16]
+	mi := &file_metad_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +1948,7 @@ func (x *TrimResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimResponse.ProtoReflect.Descriptor instead.
 func (*TrimResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{16}
+	return file_metad_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TrimResponse) GetTrim() uint64 {
@@ -1621,7 +1982,7 @@ type SealRequest struct {
 
 func (x *SealRequest) Reset() {
 	*x = SealRequest{}
-	mi := &file_metad_proto_msgTypes[17]
+	mi := &file_metad_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1994,7 @@ func (x *SealRequest) String() string {
 func (*SealRequest) ProtoMessage() {}
 
 func (x *SealRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[17]
+	mi := &file_metad_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +2007,7 @@ func (x *SealRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SealRequest.ProtoReflect.Descriptor instead.
 func (*SealRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{17}
+	return file_metad_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SealRequest) GetStreamId() uint64 {
@@ -1673,7 +2034,7 @@ type SealResponse struct {
 
 func (x *SealResponse) Reset() {
 	*x = SealResponse{}
-	mi := &file_metad_proto_msgTypes[18]
+	mi := &file_metad_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1685,7 +2046,7 @@ func (x *SealResponse) String() string {
 func (*SealResponse) ProtoMessage() {}
 
 func (x *SealResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[18]
+	mi := &file_metad_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1698,7 +2059,7 @@ func (x *SealResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SealResponse.ProtoReflect.Descriptor instead.
 func (*SealResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{18}
+	return file_metad_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SealResponse) GetCommittedEnd() uint64 {
@@ -1725,7 +2086,7 @@ type DeleteStreamRequest struct {
 
 func (x *DeleteStreamRequest) Reset() {
 	*x = DeleteStreamRequest{}
-	mi := &file_metad_proto_msgTypes[19]
+	mi := &file_metad_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1737,7 +2098,7 @@ func (x *DeleteStreamRequest) String() string {
 func (*DeleteStreamRequest) ProtoMessage() {}
 
 func (x *DeleteStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[19]
+	mi := &file_metad_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1750,7 +2111,7 @@ func (x *DeleteStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStreamRequest.ProtoReflect.Descriptor instead.
 func (*DeleteStreamRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{19}
+	return file_metad_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteStreamRequest) GetStreamId() uint64 {
@@ -1776,7 +2137,7 @@ type DeleteStreamResponse struct {
 
 func (x *DeleteStreamResponse) Reset() {
 	*x = DeleteStreamResponse{}
-	mi := &file_metad_proto_msgTypes[20]
+	mi := &file_metad_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1788,7 +2149,7 @@ func (x *DeleteStreamResponse) String() string {
 func (*DeleteStreamResponse) ProtoMessage() {}
 
 func (x *DeleteStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[20]
+	mi := &file_metad_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1801,7 +2162,7 @@ func (x *DeleteStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStreamResponse.ProtoReflect.Descriptor instead.
 func (*DeleteStreamResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{20}
+	return file_metad_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteStreamResponse) GetVersion() uint64 {
@@ -1822,7 +2183,7 @@ type RegisterObjectRequest struct {
 
 func (x *RegisterObjectRequest) Reset() {
 	*x = RegisterObjectRequest{}
-	mi := &file_metad_proto_msgTypes[21]
+	mi := &file_metad_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1834,7 +2195,7 @@ func (x *RegisterObjectRequest) String() string {
 func (*RegisterObjectRequest) ProtoMessage() {}
 
 func (x *RegisterObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[21]
+	mi := &file_metad_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1847,7 +2208,7 @@ func (x *RegisterObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterObjectRequest.ProtoReflect.Descriptor instead.
 func (*RegisterObjectRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{21}
+	return file_metad_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RegisterObjectRequest) GetObject() *ObjectRef {
@@ -1880,7 +2241,7 @@ type RegisterObjectResponse struct {
 
 func (x *RegisterObjectResponse) Reset() {
 	*x = RegisterObjectResponse{}
-	mi := &file_metad_proto_msgTypes[22]
+	mi := &file_metad_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1892,7 +2253,7 @@ func (x *RegisterObjectResponse) String() string {
 func (*RegisterObjectResponse) ProtoMessage() {}
 
 func (x *RegisterObjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[22]
+	mi := &file_metad_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1905,7 +2266,7 @@ func (x *RegisterObjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterObjectResponse.ProtoReflect.Descriptor instead.
 func (*RegisterObjectResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{22}
+	return file_metad_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RegisterObjectResponse) GetVersion() uint64 {
@@ -1927,7 +2288,7 @@ type PinRequest struct {
 
 func (x *PinRequest) Reset() {
 	*x = PinRequest{}
-	mi := &file_metad_proto_msgTypes[23]
+	mi := &file_metad_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +2300,7 @@ func (x *PinRequest) String() string {
 func (*PinRequest) ProtoMessage() {}
 
 func (x *PinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[23]
+	mi := &file_metad_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +2313,7 @@ func (x *PinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinRequest.ProtoReflect.Descriptor instead.
 func (*PinRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{23}
+	return file_metad_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PinRequest) GetObject() *ObjectRef {
@@ -1994,7 +2355,7 @@ type PinResponse struct {
 
 func (x *PinResponse) Reset() {
 	*x = PinResponse{}
-	mi := &file_metad_proto_msgTypes[24]
+	mi := &file_metad_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2367,7 @@ func (x *PinResponse) String() string {
 func (*PinResponse) ProtoMessage() {}
 
 func (x *PinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[24]
+	mi := &file_metad_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2380,7 @@ func (x *PinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinResponse.ProtoReflect.Descriptor instead.
 func (*PinResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{24}
+	return file_metad_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PinResponse) GetPinId() uint64 {
@@ -2053,7 +2414,7 @@ type ReleasePinRequest struct {
 
 func (x *ReleasePinRequest) Reset() {
 	*x = ReleasePinRequest{}
-	mi := &file_metad_proto_msgTypes[25]
+	mi := &file_metad_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2065,7 +2426,7 @@ func (x *ReleasePinRequest) String() string {
 func (*ReleasePinRequest) ProtoMessage() {}
 
 func (x *ReleasePinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[25]
+	mi := &file_metad_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2078,7 +2439,7 @@ func (x *ReleasePinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleasePinRequest.ProtoReflect.Descriptor instead.
 func (*ReleasePinRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{25}
+	return file_metad_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReleasePinRequest) GetPinId() uint64 {
@@ -2104,7 +2465,7 @@ type ReleasePinResponse struct {
 
 func (x *ReleasePinResponse) Reset() {
 	*x = ReleasePinResponse{}
-	mi := &file_metad_proto_msgTypes[26]
+	mi := &file_metad_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2116,7 +2477,7 @@ func (x *ReleasePinResponse) String() string {
 func (*ReleasePinResponse) ProtoMessage() {}
 
 func (x *ReleasePinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[26]
+	mi := &file_metad_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2129,7 +2490,7 @@ func (x *ReleasePinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleasePinResponse.ProtoReflect.Descriptor instead.
 func (*ReleasePinResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{26}
+	return file_metad_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReleasePinResponse) GetVersion() uint64 {
@@ -2149,7 +2510,7 @@ type CandidateRef struct {
 
 func (x *CandidateRef) Reset() {
 	*x = CandidateRef{}
-	mi := &file_metad_proto_msgTypes[27]
+	mi := &file_metad_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2161,7 +2522,7 @@ func (x *CandidateRef) String() string {
 func (*CandidateRef) ProtoMessage() {}
 
 func (x *CandidateRef) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[27]
+	mi := &file_metad_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2174,7 +2535,7 @@ func (x *CandidateRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CandidateRef.ProtoReflect.Descriptor instead.
 func (*CandidateRef) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{27}
+	return file_metad_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CandidateRef) GetKey() *IndexKey {
@@ -2203,7 +2564,7 @@ type ReportCandidateFailureRequest struct {
 
 func (x *ReportCandidateFailureRequest) Reset() {
 	*x = ReportCandidateFailureRequest{}
-	mi := &file_metad_proto_msgTypes[28]
+	mi := &file_metad_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2215,7 +2576,7 @@ func (x *ReportCandidateFailureRequest) String() string {
 func (*ReportCandidateFailureRequest) ProtoMessage() {}
 
 func (x *ReportCandidateFailureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[28]
+	mi := &file_metad_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2228,7 +2589,7 @@ func (x *ReportCandidateFailureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCandidateFailureRequest.ProtoReflect.Descriptor instead.
 func (*ReportCandidateFailureRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{28}
+	return file_metad_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReportCandidateFailureRequest) GetCandidate() *CandidateRef {
@@ -2279,7 +2640,7 @@ type ReportCandidateFailureResponse struct {
 
 func (x *ReportCandidateFailureResponse) Reset() {
 	*x = ReportCandidateFailureResponse{}
-	mi := &file_metad_proto_msgTypes[29]
+	mi := &file_metad_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2291,7 +2652,7 @@ func (x *ReportCandidateFailureResponse) String() string {
 func (*ReportCandidateFailureResponse) ProtoMessage() {}
 
 func (x *ReportCandidateFailureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[29]
+	mi := &file_metad_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2304,7 +2665,7 @@ func (x *ReportCandidateFailureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCandidateFailureResponse.ProtoReflect.Descriptor instead.
 func (*ReportCandidateFailureResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{29}
+	return file_metad_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReportCandidateFailureResponse) GetQuarantined() bool {
@@ -2351,7 +2712,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_metad_proto_msgTypes[30]
+	mi := &file_metad_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2363,7 +2724,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[30]
+	mi := &file_metad_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2376,7 +2737,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{30}
+	return file_metad_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Stream) GetId() uint64 {
@@ -2449,7 +2810,7 @@ type Generation struct {
 
 func (x *Generation) Reset() {
 	*x = Generation{}
-	mi := &file_metad_proto_msgTypes[31]
+	mi := &file_metad_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2461,7 +2822,7 @@ func (x *Generation) String() string {
 func (*Generation) ProtoMessage() {}
 
 func (x *Generation) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[31]
+	mi := &file_metad_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2474,7 +2835,7 @@ func (x *Generation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Generation.ProtoReflect.Descriptor instead.
 func (*Generation) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{31}
+	return file_metad_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Generation) GetView() View {
@@ -2536,7 +2897,7 @@ type DescribeStreamRequest struct {
 
 func (x *DescribeStreamRequest) Reset() {
 	*x = DescribeStreamRequest{}
-	mi := &file_metad_proto_msgTypes[32]
+	mi := &file_metad_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2548,7 +2909,7 @@ func (x *DescribeStreamRequest) String() string {
 func (*DescribeStreamRequest) ProtoMessage() {}
 
 func (x *DescribeStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[32]
+	mi := &file_metad_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2561,7 +2922,7 @@ func (x *DescribeStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeStreamRequest.ProtoReflect.Descriptor instead.
 func (*DescribeStreamRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{32}
+	return file_metad_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DescribeStreamRequest) GetStreamId() uint64 {
@@ -2611,7 +2972,7 @@ type DescribeStreamResponse struct {
 
 func (x *DescribeStreamResponse) Reset() {
 	*x = DescribeStreamResponse{}
-	mi := &file_metad_proto_msgTypes[33]
+	mi := &file_metad_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2623,7 +2984,7 @@ func (x *DescribeStreamResponse) String() string {
 func (*DescribeStreamResponse) ProtoMessage() {}
 
 func (x *DescribeStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[33]
+	mi := &file_metad_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2636,7 +2997,7 @@ func (x *DescribeStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeStreamResponse.ProtoReflect.Descriptor instead.
 func (*DescribeStreamResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{33}
+	return file_metad_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DescribeStreamResponse) GetStream() *Stream {
@@ -2671,7 +3032,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_metad_proto_msgTypes[34]
+	mi := &file_metad_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2683,7 +3044,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[34]
+	mi := &file_metad_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2696,7 +3057,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{34}
+	return file_metad_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListStreamsRequest) GetAfterId() uint64 {
@@ -2730,7 +3091,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_metad_proto_msgTypes[35]
+	mi := &file_metad_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2742,7 +3103,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[35]
+	mi := &file_metad_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2755,7 +3116,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{35}
+	return file_metad_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -2784,7 +3145,7 @@ type StoredIndexRecord struct {
 
 func (x *StoredIndexRecord) Reset() {
 	*x = StoredIndexRecord{}
-	mi := &file_metad_proto_msgTypes[36]
+	mi := &file_metad_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2796,7 +3157,7 @@ func (x *StoredIndexRecord) String() string {
 func (*StoredIndexRecord) ProtoMessage() {}
 
 func (x *StoredIndexRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[36]
+	mi := &file_metad_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2809,7 +3170,7 @@ func (x *StoredIndexRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredIndexRecord.ProtoReflect.Descriptor instead.
 func (*StoredIndexRecord) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{36}
+	return file_metad_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *StoredIndexRecord) GetKey() *IndexKey {
@@ -2851,7 +3212,7 @@ type ListQuarantinedRequest struct {
 
 func (x *ListQuarantinedRequest) Reset() {
 	*x = ListQuarantinedRequest{}
-	mi := &file_metad_proto_msgTypes[37]
+	mi := &file_metad_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2863,7 +3224,7 @@ func (x *ListQuarantinedRequest) String() string {
 func (*ListQuarantinedRequest) ProtoMessage() {}
 
 func (x *ListQuarantinedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[37]
+	mi := &file_metad_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2876,7 +3237,7 @@ func (x *ListQuarantinedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuarantinedRequest.ProtoReflect.Descriptor instead.
 func (*ListQuarantinedRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{37}
+	return file_metad_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListQuarantinedRequest) GetAfter() *IndexKey {
@@ -2904,7 +3265,7 @@ type ListQuarantinedResponse struct {
 
 func (x *ListQuarantinedResponse) Reset() {
 	*x = ListQuarantinedResponse{}
-	mi := &file_metad_proto_msgTypes[38]
+	mi := &file_metad_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2916,7 +3277,7 @@ func (x *ListQuarantinedResponse) String() string {
 func (*ListQuarantinedResponse) ProtoMessage() {}
 
 func (x *ListQuarantinedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[38]
+	mi := &file_metad_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2929,7 +3290,7 @@ func (x *ListQuarantinedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuarantinedResponse.ProtoReflect.Descriptor instead.
 func (*ListQuarantinedResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{38}
+	return file_metad_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListQuarantinedResponse) GetRecords() []*StoredIndexRecord {
@@ -2958,7 +3319,7 @@ type LiftQuarantineRequest struct {
 
 func (x *LiftQuarantineRequest) Reset() {
 	*x = LiftQuarantineRequest{}
-	mi := &file_metad_proto_msgTypes[39]
+	mi := &file_metad_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2970,7 +3331,7 @@ func (x *LiftQuarantineRequest) String() string {
 func (*LiftQuarantineRequest) ProtoMessage() {}
 
 func (x *LiftQuarantineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[39]
+	mi := &file_metad_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2983,7 +3344,7 @@ func (x *LiftQuarantineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftQuarantineRequest.ProtoReflect.Descriptor instead.
 func (*LiftQuarantineRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{39}
+	return file_metad_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *LiftQuarantineRequest) GetKey() *IndexKey {
@@ -3016,7 +3377,7 @@ type LiftQuarantineResponse struct {
 
 func (x *LiftQuarantineResponse) Reset() {
 	*x = LiftQuarantineResponse{}
-	mi := &file_metad_proto_msgTypes[40]
+	mi := &file_metad_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3028,7 +3389,7 @@ func (x *LiftQuarantineResponse) String() string {
 func (*LiftQuarantineResponse) ProtoMessage() {}
 
 func (x *LiftQuarantineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[40]
+	mi := &file_metad_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3041,7 +3402,7 @@ func (x *LiftQuarantineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftQuarantineResponse.ProtoReflect.Descriptor instead.
 func (*LiftQuarantineResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{40}
+	return file_metad_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *LiftQuarantineResponse) GetVersion() uint64 {
@@ -3066,7 +3427,7 @@ type ListIndexRequest struct {
 
 func (x *ListIndexRequest) Reset() {
 	*x = ListIndexRequest{}
-	mi := &file_metad_proto_msgTypes[41]
+	mi := &file_metad_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3078,7 +3439,7 @@ func (x *ListIndexRequest) String() string {
 func (*ListIndexRequest) ProtoMessage() {}
 
 func (x *ListIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[41]
+	mi := &file_metad_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3091,7 +3452,7 @@ func (x *ListIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIndexRequest.ProtoReflect.Descriptor instead.
 func (*ListIndexRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{41}
+	return file_metad_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListIndexRequest) GetStreamId() uint64 {
@@ -3146,7 +3507,7 @@ type ListIndexResponse struct {
 
 func (x *ListIndexResponse) Reset() {
 	*x = ListIndexResponse{}
-	mi := &file_metad_proto_msgTypes[42]
+	mi := &file_metad_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3158,7 +3519,7 @@ func (x *ListIndexResponse) String() string {
 func (*ListIndexResponse) ProtoMessage() {}
 
 func (x *ListIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[42]
+	mi := &file_metad_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3171,7 +3532,7 @@ func (x *ListIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIndexResponse.ProtoReflect.Descriptor instead.
 func (*ListIndexResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{42}
+	return file_metad_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListIndexResponse) GetRecords() []*StoredIndexRecord {
@@ -3202,7 +3563,7 @@ type Evidence struct {
 
 func (x *Evidence) Reset() {
 	*x = Evidence{}
-	mi := &file_metad_proto_msgTypes[43]
+	mi := &file_metad_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3214,7 +3575,7 @@ func (x *Evidence) String() string {
 func (*Evidence) ProtoMessage() {}
 
 func (x *Evidence) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[43]
+	mi := &file_metad_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3227,7 +3588,7 @@ func (x *Evidence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evidence.ProtoReflect.Descriptor instead.
 func (*Evidence) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{43}
+	return file_metad_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Evidence) GetRange() *Range {
@@ -3284,7 +3645,7 @@ type ListEvidenceRequest struct {
 
 func (x *ListEvidenceRequest) Reset() {
 	*x = ListEvidenceRequest{}
-	mi := &file_metad_proto_msgTypes[44]
+	mi := &file_metad_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3296,7 +3657,7 @@ func (x *ListEvidenceRequest) String() string {
 func (*ListEvidenceRequest) ProtoMessage() {}
 
 func (x *ListEvidenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[44]
+	mi := &file_metad_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3309,7 +3670,7 @@ func (x *ListEvidenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEvidenceRequest.ProtoReflect.Descriptor instead.
 func (*ListEvidenceRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{44}
+	return file_metad_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListEvidenceRequest) GetStreamId() uint64 {
@@ -3350,7 +3711,7 @@ type ListEvidenceResponse struct {
 
 func (x *ListEvidenceResponse) Reset() {
 	*x = ListEvidenceResponse{}
-	mi := &file_metad_proto_msgTypes[45]
+	mi := &file_metad_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3362,7 +3723,7 @@ func (x *ListEvidenceResponse) String() string {
 func (*ListEvidenceResponse) ProtoMessage() {}
 
 func (x *ListEvidenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[45]
+	mi := &file_metad_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3375,7 +3736,7 @@ func (x *ListEvidenceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEvidenceResponse.ProtoReflect.Descriptor instead.
 func (*ListEvidenceResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{45}
+	return file_metad_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListEvidenceResponse) GetEvidence() []*Evidence {
@@ -3406,7 +3767,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_metad_proto_msgTypes[46]
+	mi := &file_metad_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3418,7 +3779,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[46]
+	mi := &file_metad_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3431,7 +3792,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{46}
+	return file_metad_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Object) GetRef() *ObjectRef {
@@ -3486,7 +3847,7 @@ type DescribeObjectRequest struct {
 
 func (x *DescribeObjectRequest) Reset() {
 	*x = DescribeObjectRequest{}
-	mi := &file_metad_proto_msgTypes[47]
+	mi := &file_metad_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3498,7 +3859,7 @@ func (x *DescribeObjectRequest) String() string {
 func (*DescribeObjectRequest) ProtoMessage() {}
 
 func (x *DescribeObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[47]
+	mi := &file_metad_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3511,7 +3872,7 @@ func (x *DescribeObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeObjectRequest.ProtoReflect.Descriptor instead.
 func (*DescribeObjectRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{47}
+	return file_metad_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *DescribeObjectRequest) GetKey() string {
@@ -3542,7 +3903,7 @@ type DescribeObjectResponse struct {
 
 func (x *DescribeObjectResponse) Reset() {
 	*x = DescribeObjectResponse{}
-	mi := &file_metad_proto_msgTypes[48]
+	mi := &file_metad_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3554,7 +3915,7 @@ func (x *DescribeObjectResponse) String() string {
 func (*DescribeObjectResponse) ProtoMessage() {}
 
 func (x *DescribeObjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[48]
+	mi := &file_metad_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3567,7 +3928,7 @@ func (x *DescribeObjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeObjectResponse.ProtoReflect.Descriptor instead.
 func (*DescribeObjectResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{48}
+	return file_metad_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *DescribeObjectResponse) GetObject() *Object {
@@ -3606,7 +3967,7 @@ type ResolveRequest struct {
 
 func (x *ResolveRequest) Reset() {
 	*x = ResolveRequest{}
-	mi := &file_metad_proto_msgTypes[49]
+	mi := &file_metad_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3618,7 +3979,7 @@ func (x *ResolveRequest) String() string {
 func (*ResolveRequest) ProtoMessage() {}
 
 func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[49]
+	mi := &file_metad_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3631,7 +3992,7 @@ func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveRequest.ProtoReflect.Descriptor instead.
 func (*ResolveRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{49}
+	return file_metad_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ResolveRequest) GetStreamId() uint64 {
@@ -3703,7 +4064,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_metad_proto_msgTypes[50]
+	mi := &file_metad_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3715,7 +4076,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[50]
+	mi := &file_metad_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3728,7 +4089,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{50}
+	return file_metad_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Target) GetKey() *IndexKey {
@@ -3826,7 +4187,7 @@ type Refusal struct {
 
 func (x *Refusal) Reset() {
 	*x = Refusal{}
-	mi := &file_metad_proto_msgTypes[51]
+	mi := &file_metad_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3838,7 +4199,7 @@ func (x *Refusal) String() string {
 func (*Refusal) ProtoMessage() {}
 
 func (x *Refusal) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[51]
+	mi := &file_metad_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3851,7 +4212,7 @@ func (x *Refusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
 func (*Refusal) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{51}
+	return file_metad_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Refusal) GetCandidate() *CandidateRef {
@@ -3896,7 +4257,7 @@ type ResolveResponse struct {
 
 func (x *ResolveResponse) Reset() {
 	*x = ResolveResponse{}
-	mi := &file_metad_proto_msgTypes[52]
+	mi := &file_metad_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3908,7 +4269,7 @@ func (x *ResolveResponse) String() string {
 func (*ResolveResponse) ProtoMessage() {}
 
 func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[52]
+	mi := &file_metad_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3921,7 +4282,7 @@ func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveResponse.ProtoReflect.Descriptor instead.
 func (*ResolveResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{52}
+	return file_metad_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ResolveResponse) GetOutcome() Outcome {
@@ -3993,7 +4354,7 @@ type ResolveDiagnostic struct {
 
 func (x *ResolveDiagnostic) Reset() {
 	*x = ResolveDiagnostic{}
-	mi := &file_metad_proto_msgTypes[53]
+	mi := &file_metad_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4005,7 +4366,7 @@ func (x *ResolveDiagnostic) String() string {
 func (*ResolveDiagnostic) ProtoMessage() {}
 
 func (x *ResolveDiagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[53]
+	mi := &file_metad_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4018,7 +4379,7 @@ func (x *ResolveDiagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveDiagnostic.ProtoReflect.Descriptor instead.
 func (*ResolveDiagnostic) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{53}
+	return file_metad_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ResolveDiagnostic) GetDeadline() *timestamppb.Timestamp {
@@ -4091,7 +4452,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_metad_proto_msgTypes[54]
+	mi := &file_metad_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4103,7 +4464,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[54]
+	mi := &file_metad_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4116,7 +4477,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{54}
+	return file_metad_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *NodeStatus) GetNodeId() string {
@@ -4262,7 +4623,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_metad_proto_msgTypes[55]
+	mi := &file_metad_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4274,7 +4635,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[55]
+	mi := &file_metad_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4287,7 +4648,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{55}
+	return file_metad_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *StatusRequest) GetWithHash() bool {
@@ -4320,7 +4681,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_metad_proto_msgTypes[56]
+	mi := &file_metad_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4332,7 +4693,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[56]
+	mi := &file_metad_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4345,7 +4706,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{56}
+	return file_metad_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *StatusResponse) GetNodes() []*NodeStatus {
@@ -4419,7 +4780,7 @@ type Tombstone struct {
 
 func (x *Tombstone) Reset() {
 	*x = Tombstone{}
-	mi := &file_metad_proto_msgTypes[57]
+	mi := &file_metad_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4431,7 +4792,7 @@ func (x *Tombstone) String() string {
 func (*Tombstone) ProtoMessage() {}
 
 func (x *Tombstone) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[57]
+	mi := &file_metad_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4444,7 +4805,7 @@ func (x *Tombstone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tombstone.ProtoReflect.Descriptor instead.
 func (*Tombstone) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{57}
+	return file_metad_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *Tombstone) GetNodeId() string {
@@ -4491,7 +4852,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_metad_proto_msgTypes[58]
+	mi := &file_metad_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4503,7 +4864,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[58]
+	mi := &file_metad_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4516,7 +4877,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{58}
+	return file_metad_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Member) GetNodeId() string {
@@ -4569,7 +4930,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_metad_proto_msgTypes[59]
+	mi := &file_metad_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4581,7 +4942,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[59]
+	mi := &file_metad_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4594,7 +4955,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{59}
+	return file_metad_proto_rawDescGZIP(), []int{64}
 }
 
 type MembersResponse struct {
@@ -4610,7 +4971,7 @@ type MembersResponse struct {
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_metad_proto_msgTypes[60]
+	mi := &file_metad_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4622,7 +4983,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[60]
+	mi := &file_metad_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4635,7 +4996,7 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{60}
+	return file_metad_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *MembersResponse) GetMembers() []*Member {
@@ -4669,7 +5030,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_metad_proto_msgTypes[61]
+	mi := &file_metad_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4681,7 +5042,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[61]
+	mi := &file_metad_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4694,7 +5055,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{61}
+	return file_metad_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *TransferLeadershipRequest) GetToNodeId() string {
@@ -4713,7 +5074,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4725,7 +5086,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4738,7 +5099,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{62}
+	return file_metad_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -4757,7 +5118,7 @@ type RemovePeerRequest struct {
 
 func (x *RemovePeerRequest) Reset() {
 	*x = RemovePeerRequest{}
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4769,7 +5130,7 @@ func (x *RemovePeerRequest) String() string {
 func (*RemovePeerRequest) ProtoMessage() {}
 
 func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4782,7 +5143,7 @@ func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerRequest.ProtoReflect.Descriptor instead.
 func (*RemovePeerRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{63}
+	return file_metad_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RemovePeerRequest) GetNodeId() string {
@@ -4806,7 +5167,7 @@ type RemovePeerResponse struct {
 
 func (x *RemovePeerResponse) Reset() {
 	*x = RemovePeerResponse{}
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4818,7 +5179,7 @@ func (x *RemovePeerResponse) String() string {
 func (*RemovePeerResponse) ProtoMessage() {}
 
 func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4831,7 +5192,7 @@ func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerResponse.ProtoReflect.Descriptor instead.
 func (*RemovePeerResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{64}
+	return file_metad_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RemovePeerResponse) GetVersion() uint64 {
@@ -4864,7 +5225,7 @@ type UntombstoneRequest struct {
 
 func (x *UntombstoneRequest) Reset() {
 	*x = UntombstoneRequest{}
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4876,7 +5237,7 @@ func (x *UntombstoneRequest) String() string {
 func (*UntombstoneRequest) ProtoMessage() {}
 
 func (x *UntombstoneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4889,7 +5250,7 @@ func (x *UntombstoneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntombstoneRequest.ProtoReflect.Descriptor instead.
 func (*UntombstoneRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{65}
+	return file_metad_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *UntombstoneRequest) GetNodeId() string {
@@ -4908,7 +5269,7 @@ type UntombstoneResponse struct {
 
 func (x *UntombstoneResponse) Reset() {
 	*x = UntombstoneResponse{}
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4920,7 +5281,7 @@ func (x *UntombstoneResponse) String() string {
 func (*UntombstoneResponse) ProtoMessage() {}
 
 func (x *UntombstoneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4933,7 +5294,7 @@ func (x *UntombstoneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntombstoneResponse.ProtoReflect.Descriptor instead.
 func (*UntombstoneResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{66}
+	return file_metad_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *UntombstoneResponse) GetVersion() uint64 {
@@ -4951,7 +5312,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_metad_proto_msgTypes[67]
+	mi := &file_metad_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4963,7 +5324,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[67]
+	mi := &file_metad_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4976,7 +5337,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{67}
+	return file_metad_proto_rawDescGZIP(), []int{72}
 }
 
 // RaftServer is one server of a Raft configuration.
@@ -4992,7 +5353,7 @@ type RaftServer struct {
 
 func (x *RaftServer) Reset() {
 	*x = RaftServer{}
-	mi := &file_metad_proto_msgTypes[68]
+	mi := &file_metad_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5004,7 +5365,7 @@ func (x *RaftServer) String() string {
 func (*RaftServer) ProtoMessage() {}
 
 func (x *RaftServer) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[68]
+	mi := &file_metad_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5017,7 +5378,7 @@ func (x *RaftServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftServer.ProtoReflect.Descriptor instead.
 func (*RaftServer) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{68}
+	return file_metad_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *RaftServer) GetNodeId() string {
@@ -5057,7 +5418,7 @@ type SnapshotMeta struct {
 
 func (x *SnapshotMeta) Reset() {
 	*x = SnapshotMeta{}
-	mi := &file_metad_proto_msgTypes[69]
+	mi := &file_metad_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5069,7 +5430,7 @@ func (x *SnapshotMeta) String() string {
 func (*SnapshotMeta) ProtoMessage() {}
 
 func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[69]
+	mi := &file_metad_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5082,7 +5443,7 @@ func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotMeta.ProtoReflect.Descriptor instead.
 func (*SnapshotMeta) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{69}
+	return file_metad_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *SnapshotMeta) GetNodeId() string {
@@ -5131,7 +5492,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_metad_proto_msgTypes[70]
+	mi := &file_metad_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5143,7 +5504,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[70]
+	mi := &file_metad_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5156,7 +5517,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{70}
+	return file_metad_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *SnapshotChunk) GetMeta() *SnapshotMeta {
@@ -5183,7 +5544,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_metad_proto_msgTypes[71]
+	mi := &file_metad_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5195,7 +5556,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[71]
+	mi := &file_metad_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5208,7 +5569,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{71}
+	return file_metad_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *RepairRequest) GetStreamId() uint64 {
@@ -5233,7 +5594,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_metad_proto_msgTypes[72]
+	mi := &file_metad_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5245,7 +5606,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[72]
+	mi := &file_metad_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5258,7 +5619,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{72}
+	return file_metad_proto_rawDescGZIP(), []int{77}
 }
 
 type ProposeRequest struct {
@@ -5270,7 +5631,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_metad_proto_msgTypes[73]
+	mi := &file_metad_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5282,7 +5643,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[73]
+	mi := &file_metad_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5295,7 +5656,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{73}
+	return file_metad_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ProposeRequest) GetCommand() []byte {
@@ -5314,7 +5675,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_metad_proto_msgTypes[74]
+	mi := &file_metad_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5326,7 +5687,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[74]
+	mi := &file_metad_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5339,7 +5700,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{74}
+	return file_metad_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ProposeResponse) GetResult() []byte {
@@ -5357,7 +5718,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_metad_proto_msgTypes[75]
+	mi := &file_metad_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5369,7 +5730,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[75]
+	mi := &file_metad_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5382,7 +5743,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{75}
+	return file_metad_proto_rawDescGZIP(), []int{80}
 }
 
 type ReadIndexResponse struct {
@@ -5394,7 +5755,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_metad_proto_msgTypes[76]
+	mi := &file_metad_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5406,7 +5767,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[76]
+	mi := &file_metad_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5419,7 +5780,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{76}
+	return file_metad_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -5439,7 +5800,7 @@ type ConfirmLeadershipRequest struct {
 
 func (x *ConfirmLeadershipRequest) Reset() {
 	*x = ConfirmLeadershipRequest{}
-	mi := &file_metad_proto_msgTypes[77]
+	mi := &file_metad_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5451,7 +5812,7 @@ func (x *ConfirmLeadershipRequest) String() string {
 func (*ConfirmLeadershipRequest) ProtoMessage() {}
 
 func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[77]
+	mi := &file_metad_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5464,7 +5825,7 @@ func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{77}
+	return file_metad_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ConfirmLeadershipRequest) GetTerm() uint64 {
@@ -5491,7 +5852,7 @@ type ConfirmLeadershipResponse struct {
 
 func (x *ConfirmLeadershipResponse) Reset() {
 	*x = ConfirmLeadershipResponse{}
-	mi := &file_metad_proto_msgTypes[78]
+	mi := &file_metad_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5503,7 +5864,7 @@ func (x *ConfirmLeadershipResponse) String() string {
 func (*ConfirmLeadershipResponse) ProtoMessage() {}
 
 func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[78]
+	mi := &file_metad_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5516,7 +5877,7 @@ func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{78}
+	return file_metad_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ConfirmLeadershipResponse) GetOk() bool {
@@ -5542,7 +5903,7 @@ type LocalStatusRequest struct {
 
 func (x *LocalStatusRequest) Reset() {
 	*x = LocalStatusRequest{}
-	mi := &file_metad_proto_msgTypes[79]
+	mi := &file_metad_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5554,7 +5915,7 @@ func (x *LocalStatusRequest) String() string {
 func (*LocalStatusRequest) ProtoMessage() {}
 
 func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[79]
+	mi := &file_metad_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5567,7 +5928,7 @@ func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalStatusRequest.ProtoReflect.Descriptor instead.
 func (*LocalStatusRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{79}
+	return file_metad_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *LocalStatusRequest) GetWithHash() bool {
@@ -5588,7 +5949,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_metad_proto_msgTypes[80]
+	mi := &file_metad_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5600,7 +5961,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[80]
+	mi := &file_metad_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5613,7 +5974,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{80}
+	return file_metad_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *WatchRequest) GetStreamId() uint64 {
@@ -5654,7 +6015,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_metad_proto_msgTypes[81]
+	mi := &file_metad_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5666,7 +6027,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[81]
+	mi := &file_metad_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5679,7 +6040,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{81}
+	return file_metad_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *WatchEvent) GetKind() WatchEventKind {
@@ -5826,7 +6187,37 @@ const file_metad_proto_rawDesc = "" +
 	"\f_data_crc32c\"U\n" +
 	"\x14CommitAppendResponse\x12#\n" +
 	"\rcommitted_end\x18\x01 \x01(\x04R\fcommittedEnd\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x04R\aversion\"\xb7\x02\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\"\xa7\x01\n" +
+	"\x13CommitObjectRequest\x12+\n" +
+	"\x06object\x18\x01 \x01(\v2\x13.metad.v1.ObjectRefR\x06object\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x04R\x04size\x120\n" +
+	"\aappends\x18\x03 \x03(\v2\x16.metad.v1.ObjectAppendR\aappends\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"\x87\x02\n" +
+	"\fObjectAppend\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12!\n" +
+	"\fwriter_epoch\x18\x02 \x01(\x04R\vwriterEpoch\x12%\n" +
+	"\x0eexpected_start\x18\x03 \x01(\x04R\rexpectedStart\x12\x10\n" +
+	"\x03end\x18\x04 \x01(\x04R\x03end\x12)\n" +
+	"\x05bytes\x18\x05 \x01(\v2\x13.metad.v1.ByteRangeR\x05bytes\x12\x1d\n" +
+	"\n" +
+	"index_gen0\x18\x06 \x01(\bR\tindexGen0\x12$\n" +
+	"\vdata_crc32c\x18\a \x01(\aH\x00R\n" +
+	"dataCrc32c\x88\x01\x01B\x0e\n" +
+	"\f_data_crc32c\"W\n" +
+	"\x14CommitObjectResponse\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\x04R\aversion\x12%\n" +
+	"\x0ecommitted_ends\x18\x02 \x03(\x04R\rcommittedEnds\"H\n" +
+	"\x13CommitObjectRefusal\x121\n" +
+	"\aappends\x18\x01 \x03(\v2\x17.metad.v1.AppendRefusalR\aappends\"\xd2\x01\n" +
+	"\rAppendRefusal\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12\x1b\n" +
+	"\tstream_id\x18\x02 \x01(\x04R\bstreamId\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05field\x18\x04 \x01(\tR\x05field\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12#\n" +
+	"\rcommitted_end\x18\x06 \x01(\x04R\fcommittedEnd\x12!\n" +
+	"\fwriter_epoch\x18\a \x01(\x04R\vwriterEpoch\"\xb7\x02\n" +
 	"\x18PublishGenerationRequest\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\"\n" +
 	"\x04view\x18\x02 \x01(\x0e2\x0e.metad.v1.ViewR\x04view\x12\x1e\n" +
@@ -6237,11 +6628,12 @@ const file_metad_proto_rawDesc = "" +
 	"\fWATCH_SEALED\x10\x05\x12\x1e\n" +
 	"\x1aWATCH_GENERATION_PUBLISHED\x10\x06\x12\x1c\n" +
 	"\x18WATCH_GENERATION_RETIRED\x10\a\x12\x11\n" +
-	"\rWATCH_DELETED\x10\b2\xda\f\n" +
+	"\rWATCH_DELETED\x10\b2\xa9\r\n" +
 	"\x05Metad\x12M\n" +
 	"\fCreateStream\x12\x1d.metad.v1.CreateStreamRequest\x1a\x1e.metad.v1.CreateStreamResponse\x12M\n" +
 	"\fOpenForWrite\x12\x1d.metad.v1.OpenForWriteRequest\x1a\x1e.metad.v1.OpenForWriteResponse\x12M\n" +
-	"\fCommitAppend\x12\x1d.metad.v1.CommitAppendRequest\x1a\x1e.metad.v1.CommitAppendResponse\x12\\\n" +
+	"\fCommitAppend\x12\x1d.metad.v1.CommitAppendRequest\x1a\x1e.metad.v1.CommitAppendResponse\x12M\n" +
+	"\fCommitObject\x12\x1d.metad.v1.CommitObjectRequest\x1a\x1e.metad.v1.CommitObjectResponse\x12\\\n" +
 	"\x11PublishGeneration\x12\".metad.v1.PublishGenerationRequest\x1a#.metad.v1.PublishGenerationResponse\x12Y\n" +
 	"\x10RetireGeneration\x12!.metad.v1.RetireGenerationRequest\x1a\".metad.v1.RetireGenerationResponse\x125\n" +
 	"\x04Trim\x12\x15.metad.v1.TrimRequest\x1a\x16.metad.v1.TrimResponse\x125\n" +
@@ -6289,7 +6681,7 @@ func file_metad_proto_rawDescGZIP() []byte {
 }
 
 var file_metad_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
+var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 87)
 var file_metad_proto_goTypes = []any{
 	(View)(0),                              // 0: metad.v1.View
 	(Consistency)(0),                       // 1: metad.v1.Consistency
@@ -6311,79 +6703,84 @@ var file_metad_proto_goTypes = []any{
 	(*OpenForWriteResponse)(nil),           // 17: metad.v1.OpenForWriteResponse
 	(*CommitAppendRequest)(nil),            // 18: metad.v1.CommitAppendRequest
 	(*CommitAppendResponse)(nil),           // 19: metad.v1.CommitAppendResponse
-	(*PublishGenerationRequest)(nil),       // 20: metad.v1.PublishGenerationRequest
-	(*PublishGenerationResponse)(nil),      // 21: metad.v1.PublishGenerationResponse
-	(*RetireGenerationRequest)(nil),        // 22: metad.v1.RetireGenerationRequest
-	(*RetireGenerationResponse)(nil),       // 23: metad.v1.RetireGenerationResponse
-	(*TrimRequest)(nil),                    // 24: metad.v1.TrimRequest
-	(*TrimResponse)(nil),                   // 25: metad.v1.TrimResponse
-	(*SealRequest)(nil),                    // 26: metad.v1.SealRequest
-	(*SealResponse)(nil),                   // 27: metad.v1.SealResponse
-	(*DeleteStreamRequest)(nil),            // 28: metad.v1.DeleteStreamRequest
-	(*DeleteStreamResponse)(nil),           // 29: metad.v1.DeleteStreamResponse
-	(*RegisterObjectRequest)(nil),          // 30: metad.v1.RegisterObjectRequest
-	(*RegisterObjectResponse)(nil),         // 31: metad.v1.RegisterObjectResponse
-	(*PinRequest)(nil),                     // 32: metad.v1.PinRequest
-	(*PinResponse)(nil),                    // 33: metad.v1.PinResponse
-	(*ReleasePinRequest)(nil),              // 34: metad.v1.ReleasePinRequest
-	(*ReleasePinResponse)(nil),             // 35: metad.v1.ReleasePinResponse
-	(*CandidateRef)(nil),                   // 36: metad.v1.CandidateRef
-	(*ReportCandidateFailureRequest)(nil),  // 37: metad.v1.ReportCandidateFailureRequest
-	(*ReportCandidateFailureResponse)(nil), // 38: metad.v1.ReportCandidateFailureResponse
-	(*Stream)(nil),                         // 39: metad.v1.Stream
-	(*Generation)(nil),                     // 40: metad.v1.Generation
-	(*DescribeStreamRequest)(nil),          // 41: metad.v1.DescribeStreamRequest
-	(*DescribeStreamResponse)(nil),         // 42: metad.v1.DescribeStreamResponse
-	(*ListStreamsRequest)(nil),             // 43: metad.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),            // 44: metad.v1.ListStreamsResponse
-	(*StoredIndexRecord)(nil),              // 45: metad.v1.StoredIndexRecord
-	(*ListQuarantinedRequest)(nil),         // 46: metad.v1.ListQuarantinedRequest
-	(*ListQuarantinedResponse)(nil),        // 47: metad.v1.ListQuarantinedResponse
-	(*LiftQuarantineRequest)(nil),          // 48: metad.v1.LiftQuarantineRequest
-	(*LiftQuarantineResponse)(nil),         // 49: metad.v1.LiftQuarantineResponse
-	(*ListIndexRequest)(nil),               // 50: metad.v1.ListIndexRequest
-	(*ListIndexResponse)(nil),              // 51: metad.v1.ListIndexResponse
-	(*Evidence)(nil),                       // 52: metad.v1.Evidence
-	(*ListEvidenceRequest)(nil),            // 53: metad.v1.ListEvidenceRequest
-	(*ListEvidenceResponse)(nil),           // 54: metad.v1.ListEvidenceResponse
-	(*Object)(nil),                         // 55: metad.v1.Object
-	(*DescribeObjectRequest)(nil),          // 56: metad.v1.DescribeObjectRequest
-	(*DescribeObjectResponse)(nil),         // 57: metad.v1.DescribeObjectResponse
-	(*ResolveRequest)(nil),                 // 58: metad.v1.ResolveRequest
-	(*Target)(nil),                         // 59: metad.v1.Target
-	(*Refusal)(nil),                        // 60: metad.v1.Refusal
-	(*ResolveResponse)(nil),                // 61: metad.v1.ResolveResponse
-	(*ResolveDiagnostic)(nil),              // 62: metad.v1.ResolveDiagnostic
-	(*NodeStatus)(nil),                     // 63: metad.v1.NodeStatus
-	(*StatusRequest)(nil),                  // 64: metad.v1.StatusRequest
-	(*StatusResponse)(nil),                 // 65: metad.v1.StatusResponse
-	(*Tombstone)(nil),                      // 66: metad.v1.Tombstone
-	(*Member)(nil),                         // 67: metad.v1.Member
-	(*MembersRequest)(nil),                 // 68: metad.v1.MembersRequest
-	(*MembersResponse)(nil),                // 69: metad.v1.MembersResponse
-	(*TransferLeadershipRequest)(nil),      // 70: metad.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),     // 71: metad.v1.TransferLeadershipResponse
-	(*RemovePeerRequest)(nil),              // 72: metad.v1.RemovePeerRequest
-	(*RemovePeerResponse)(nil),             // 73: metad.v1.RemovePeerResponse
-	(*UntombstoneRequest)(nil),             // 74: metad.v1.UntombstoneRequest
-	(*UntombstoneResponse)(nil),            // 75: metad.v1.UntombstoneResponse
-	(*SnapshotRequest)(nil),                // 76: metad.v1.SnapshotRequest
-	(*RaftServer)(nil),                     // 77: metad.v1.RaftServer
-	(*SnapshotMeta)(nil),                   // 78: metad.v1.SnapshotMeta
-	(*SnapshotChunk)(nil),                  // 79: metad.v1.SnapshotChunk
-	(*RepairRequest)(nil),                  // 80: metad.v1.RepairRequest
-	(*RepairResponse)(nil),                 // 81: metad.v1.RepairResponse
-	(*ProposeRequest)(nil),                 // 82: metad.v1.ProposeRequest
-	(*ProposeResponse)(nil),                // 83: metad.v1.ProposeResponse
-	(*ReadIndexRequest)(nil),               // 84: metad.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),              // 85: metad.v1.ReadIndexResponse
-	(*ConfirmLeadershipRequest)(nil),       // 86: metad.v1.ConfirmLeadershipRequest
-	(*ConfirmLeadershipResponse)(nil),      // 87: metad.v1.ConfirmLeadershipResponse
-	(*LocalStatusRequest)(nil),             // 88: metad.v1.LocalStatusRequest
-	(*WatchRequest)(nil),                   // 89: metad.v1.WatchRequest
-	(*WatchEvent)(nil),                     // 90: metad.v1.WatchEvent
-	(*durationpb.Duration)(nil),            // 91: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 92: google.protobuf.Timestamp
+	(*CommitObjectRequest)(nil),            // 20: metad.v1.CommitObjectRequest
+	(*ObjectAppend)(nil),                   // 21: metad.v1.ObjectAppend
+	(*CommitObjectResponse)(nil),           // 22: metad.v1.CommitObjectResponse
+	(*CommitObjectRefusal)(nil),            // 23: metad.v1.CommitObjectRefusal
+	(*AppendRefusal)(nil),                  // 24: metad.v1.AppendRefusal
+	(*PublishGenerationRequest)(nil),       // 25: metad.v1.PublishGenerationRequest
+	(*PublishGenerationResponse)(nil),      // 26: metad.v1.PublishGenerationResponse
+	(*RetireGenerationRequest)(nil),        // 27: metad.v1.RetireGenerationRequest
+	(*RetireGenerationResponse)(nil),       // 28: metad.v1.RetireGenerationResponse
+	(*TrimRequest)(nil),                    // 29: metad.v1.TrimRequest
+	(*TrimResponse)(nil),                   // 30: metad.v1.TrimResponse
+	(*SealRequest)(nil),                    // 31: metad.v1.SealRequest
+	(*SealResponse)(nil),                   // 32: metad.v1.SealResponse
+	(*DeleteStreamRequest)(nil),            // 33: metad.v1.DeleteStreamRequest
+	(*DeleteStreamResponse)(nil),           // 34: metad.v1.DeleteStreamResponse
+	(*RegisterObjectRequest)(nil),          // 35: metad.v1.RegisterObjectRequest
+	(*RegisterObjectResponse)(nil),         // 36: metad.v1.RegisterObjectResponse
+	(*PinRequest)(nil),                     // 37: metad.v1.PinRequest
+	(*PinResponse)(nil),                    // 38: metad.v1.PinResponse
+	(*ReleasePinRequest)(nil),              // 39: metad.v1.ReleasePinRequest
+	(*ReleasePinResponse)(nil),             // 40: metad.v1.ReleasePinResponse
+	(*CandidateRef)(nil),                   // 41: metad.v1.CandidateRef
+	(*ReportCandidateFailureRequest)(nil),  // 42: metad.v1.ReportCandidateFailureRequest
+	(*ReportCandidateFailureResponse)(nil), // 43: metad.v1.ReportCandidateFailureResponse
+	(*Stream)(nil),                         // 44: metad.v1.Stream
+	(*Generation)(nil),                     // 45: metad.v1.Generation
+	(*DescribeStreamRequest)(nil),          // 46: metad.v1.DescribeStreamRequest
+	(*DescribeStreamResponse)(nil),         // 47: metad.v1.DescribeStreamResponse
+	(*ListStreamsRequest)(nil),             // 48: metad.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),            // 49: metad.v1.ListStreamsResponse
+	(*StoredIndexRecord)(nil),              // 50: metad.v1.StoredIndexRecord
+	(*ListQuarantinedRequest)(nil),         // 51: metad.v1.ListQuarantinedRequest
+	(*ListQuarantinedResponse)(nil),        // 52: metad.v1.ListQuarantinedResponse
+	(*LiftQuarantineRequest)(nil),          // 53: metad.v1.LiftQuarantineRequest
+	(*LiftQuarantineResponse)(nil),         // 54: metad.v1.LiftQuarantineResponse
+	(*ListIndexRequest)(nil),               // 55: metad.v1.ListIndexRequest
+	(*ListIndexResponse)(nil),              // 56: metad.v1.ListIndexResponse
+	(*Evidence)(nil),                       // 57: metad.v1.Evidence
+	(*ListEvidenceRequest)(nil),            // 58: metad.v1.ListEvidenceRequest
+	(*ListEvidenceResponse)(nil),           // 59: metad.v1.ListEvidenceResponse
+	(*Object)(nil),                         // 60: metad.v1.Object
+	(*DescribeObjectRequest)(nil),          // 61: metad.v1.DescribeObjectRequest
+	(*DescribeObjectResponse)(nil),         // 62: metad.v1.DescribeObjectResponse
+	(*ResolveRequest)(nil),                 // 63: metad.v1.ResolveRequest
+	(*Target)(nil),                         // 64: metad.v1.Target
+	(*Refusal)(nil),                        // 65: metad.v1.Refusal
+	(*ResolveResponse)(nil),                // 66: metad.v1.ResolveResponse
+	(*ResolveDiagnostic)(nil),              // 67: metad.v1.ResolveDiagnostic
+	(*NodeStatus)(nil),                     // 68: metad.v1.NodeStatus
+	(*StatusRequest)(nil),                  // 69: metad.v1.StatusRequest
+	(*StatusResponse)(nil),                 // 70: metad.v1.StatusResponse
+	(*Tombstone)(nil),                      // 71: metad.v1.Tombstone
+	(*Member)(nil),                         // 72: metad.v1.Member
+	(*MembersRequest)(nil),                 // 73: metad.v1.MembersRequest
+	(*MembersResponse)(nil),                // 74: metad.v1.MembersResponse
+	(*TransferLeadershipRequest)(nil),      // 75: metad.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),     // 76: metad.v1.TransferLeadershipResponse
+	(*RemovePeerRequest)(nil),              // 77: metad.v1.RemovePeerRequest
+	(*RemovePeerResponse)(nil),             // 78: metad.v1.RemovePeerResponse
+	(*UntombstoneRequest)(nil),             // 79: metad.v1.UntombstoneRequest
+	(*UntombstoneResponse)(nil),            // 80: metad.v1.UntombstoneResponse
+	(*SnapshotRequest)(nil),                // 81: metad.v1.SnapshotRequest
+	(*RaftServer)(nil),                     // 82: metad.v1.RaftServer
+	(*SnapshotMeta)(nil),                   // 83: metad.v1.SnapshotMeta
+	(*SnapshotChunk)(nil),                  // 84: metad.v1.SnapshotChunk
+	(*RepairRequest)(nil),                  // 85: metad.v1.RepairRequest
+	(*RepairResponse)(nil),                 // 86: metad.v1.RepairResponse
+	(*ProposeRequest)(nil),                 // 87: metad.v1.ProposeRequest
+	(*ProposeResponse)(nil),                // 88: metad.v1.ProposeResponse
+	(*ReadIndexRequest)(nil),               // 89: metad.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),              // 90: metad.v1.ReadIndexResponse
+	(*ConfirmLeadershipRequest)(nil),       // 91: metad.v1.ConfirmLeadershipRequest
+	(*ConfirmLeadershipResponse)(nil),      // 92: metad.v1.ConfirmLeadershipResponse
+	(*LocalStatusRequest)(nil),             // 93: metad.v1.LocalStatusRequest
+	(*WatchRequest)(nil),                   // 94: metad.v1.WatchRequest
+	(*WatchEvent)(nil),                     // 95: metad.v1.WatchEvent
+	(*durationpb.Duration)(nil),            // 96: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 97: google.protobuf.Timestamp
 }
 var file_metad_proto_depIdxs = []int32{
 	0,   // 0: metad.v1.IndexKey.view:type_name -> metad.v1.View
@@ -6393,147 +6790,153 @@ var file_metad_proto_depIdxs = []int32{
 	10,  // 4: metad.v1.IndexRecord.bytes:type_name -> metad.v1.ByteRange
 	11,  // 5: metad.v1.CommitAppendRequest.object:type_name -> metad.v1.ObjectRef
 	10,  // 6: metad.v1.CommitAppendRequest.bytes:type_name -> metad.v1.ByteRange
-	0,   // 7: metad.v1.PublishGenerationRequest.view:type_name -> metad.v1.View
-	9,   // 8: metad.v1.PublishGenerationRequest.coverage:type_name -> metad.v1.Range
-	13,  // 9: metad.v1.PublishGenerationRequest.records:type_name -> metad.v1.IndexRecord
-	0,   // 10: metad.v1.RetireGenerationRequest.view:type_name -> metad.v1.View
-	11,  // 11: metad.v1.RegisterObjectRequest.object:type_name -> metad.v1.ObjectRef
-	11,  // 12: metad.v1.PinRequest.object:type_name -> metad.v1.ObjectRef
-	91,  // 13: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
-	92,  // 14: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
-	12,  // 15: metad.v1.CandidateRef.key:type_name -> metad.v1.IndexKey
-	36,  // 16: metad.v1.ReportCandidateFailureRequest.candidate:type_name -> metad.v1.CandidateRef
-	2,   // 17: metad.v1.ReportCandidateFailureRequest.kind:type_name -> metad.v1.FailureKind
-	3,   // 18: metad.v1.Stream.status:type_name -> metad.v1.StreamStatus
-	0,   // 19: metad.v1.Generation.view:type_name -> metad.v1.View
-	4,   // 20: metad.v1.Generation.status:type_name -> metad.v1.GenerationStatus
-	9,   // 21: metad.v1.Generation.coverage:type_name -> metad.v1.Range
-	1,   // 22: metad.v1.DescribeStreamRequest.consistency:type_name -> metad.v1.Consistency
-	91,  // 23: metad.v1.DescribeStreamRequest.wait:type_name -> google.protobuf.Duration
-	39,  // 24: metad.v1.DescribeStreamResponse.stream:type_name -> metad.v1.Stream
-	40,  // 25: metad.v1.DescribeStreamResponse.generations:type_name -> metad.v1.Generation
-	1,   // 26: metad.v1.ListStreamsRequest.consistency:type_name -> metad.v1.Consistency
-	39,  // 27: metad.v1.ListStreamsResponse.streams:type_name -> metad.v1.Stream
-	12,  // 28: metad.v1.StoredIndexRecord.key:type_name -> metad.v1.IndexKey
-	13,  // 29: metad.v1.StoredIndexRecord.record:type_name -> metad.v1.IndexRecord
-	5,   // 30: metad.v1.StoredIndexRecord.status:type_name -> metad.v1.RecordStatus
-	12,  // 31: metad.v1.ListQuarantinedRequest.after:type_name -> metad.v1.IndexKey
-	45,  // 32: metad.v1.ListQuarantinedResponse.records:type_name -> metad.v1.StoredIndexRecord
-	12,  // 33: metad.v1.ListQuarantinedResponse.next:type_name -> metad.v1.IndexKey
-	12,  // 34: metad.v1.LiftQuarantineRequest.key:type_name -> metad.v1.IndexKey
-	0,   // 35: metad.v1.ListIndexRequest.view:type_name -> metad.v1.View
-	1,   // 36: metad.v1.ListIndexRequest.consistency:type_name -> metad.v1.Consistency
-	45,  // 37: metad.v1.ListIndexResponse.records:type_name -> metad.v1.StoredIndexRecord
-	9,   // 38: metad.v1.Evidence.range:type_name -> metad.v1.Range
-	11,  // 39: metad.v1.Evidence.object:type_name -> metad.v1.ObjectRef
-	10,  // 40: metad.v1.Evidence.bytes:type_name -> metad.v1.ByteRange
-	1,   // 41: metad.v1.ListEvidenceRequest.consistency:type_name -> metad.v1.Consistency
-	52,  // 42: metad.v1.ListEvidenceResponse.evidence:type_name -> metad.v1.Evidence
-	11,  // 43: metad.v1.Object.ref:type_name -> metad.v1.ObjectRef
-	6,   // 44: metad.v1.Object.status:type_name -> metad.v1.ObjectStatus
-	1,   // 45: metad.v1.DescribeObjectRequest.consistency:type_name -> metad.v1.Consistency
-	55,  // 46: metad.v1.DescribeObjectResponse.object:type_name -> metad.v1.Object
-	55,  // 47: metad.v1.DescribeObjectResponse.versions:type_name -> metad.v1.Object
-	0,   // 48: metad.v1.ResolveRequest.view:type_name -> metad.v1.View
-	36,  // 49: metad.v1.ResolveRequest.exclude:type_name -> metad.v1.CandidateRef
-	12,  // 50: metad.v1.Target.key:type_name -> metad.v1.IndexKey
-	9,   // 51: metad.v1.Target.record_range:type_name -> metad.v1.Range
-	9,   // 52: metad.v1.Target.resolved:type_name -> metad.v1.Range
-	11,  // 53: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
-	10,  // 54: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
-	92,  // 55: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
-	91,  // 56: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
-	36,  // 57: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
-	7,   // 58: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
-	59,  // 59: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
-	60,  // 60: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
-	92,  // 61: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
-	60,  // 62: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
-	92,  // 63: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
-	91,  // 64: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
-	63,  // 65: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
-	66,  // 66: metad.v1.StatusResponse.tombstones:type_name -> metad.v1.Tombstone
-	92,  // 67: metad.v1.Tombstone.removed_at:type_name -> google.protobuf.Timestamp
-	67,  // 68: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
-	66,  // 69: metad.v1.MembersResponse.tombstones:type_name -> metad.v1.Tombstone
-	92,  // 70: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
-	77,  // 71: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
-	78,  // 72: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
-	8,   // 73: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
-	3,   // 74: metad.v1.WatchEvent.status:type_name -> metad.v1.StreamStatus
-	9,   // 75: metad.v1.WatchEvent.range:type_name -> metad.v1.Range
-	11,  // 76: metad.v1.WatchEvent.object:type_name -> metad.v1.ObjectRef
-	10,  // 77: metad.v1.WatchEvent.bytes:type_name -> metad.v1.ByteRange
-	0,   // 78: metad.v1.WatchEvent.view:type_name -> metad.v1.View
-	14,  // 79: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
-	16,  // 80: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
-	18,  // 81: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
-	20,  // 82: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
-	22,  // 83: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
-	24,  // 84: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
-	26,  // 85: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
-	28,  // 86: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
-	30,  // 87: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
-	32,  // 88: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
-	34,  // 89: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
-	37,  // 90: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
-	41,  // 91: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
-	43,  // 92: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
-	50,  // 93: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
-	53,  // 94: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
-	56,  // 95: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
-	46,  // 96: metad.v1.Metad.ListQuarantined:input_type -> metad.v1.ListQuarantinedRequest
-	48,  // 97: metad.v1.Metad.LiftQuarantine:input_type -> metad.v1.LiftQuarantineRequest
-	58,  // 98: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
-	89,  // 99: metad.v1.Metad.Watch:input_type -> metad.v1.WatchRequest
-	64,  // 100: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
-	68,  // 101: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
-	70,  // 102: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
-	72,  // 103: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
-	74,  // 104: metad.v1.Cluster.Untombstone:input_type -> metad.v1.UntombstoneRequest
-	76,  // 105: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
-	82,  // 106: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
-	84,  // 107: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
-	86,  // 108: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
-	88,  // 109: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
-	80,  // 110: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
-	15,  // 111: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
-	17,  // 112: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
-	19,  // 113: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
-	21,  // 114: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
-	23,  // 115: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
-	25,  // 116: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
-	27,  // 117: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
-	29,  // 118: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
-	31,  // 119: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
-	33,  // 120: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
-	35,  // 121: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
-	38,  // 122: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
-	42,  // 123: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
-	44,  // 124: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
-	51,  // 125: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
-	54,  // 126: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
-	57,  // 127: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
-	47,  // 128: metad.v1.Metad.ListQuarantined:output_type -> metad.v1.ListQuarantinedResponse
-	49,  // 129: metad.v1.Metad.LiftQuarantine:output_type -> metad.v1.LiftQuarantineResponse
-	61,  // 130: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
-	90,  // 131: metad.v1.Metad.Watch:output_type -> metad.v1.WatchEvent
-	65,  // 132: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
-	69,  // 133: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
-	71,  // 134: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
-	73,  // 135: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
-	75,  // 136: metad.v1.Cluster.Untombstone:output_type -> metad.v1.UntombstoneResponse
-	79,  // 137: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
-	83,  // 138: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
-	85,  // 139: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
-	87,  // 140: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
-	63,  // 141: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
-	81,  // 142: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
-	111, // [111:143] is the sub-list for method output_type
-	79,  // [79:111] is the sub-list for method input_type
-	79,  // [79:79] is the sub-list for extension type_name
-	79,  // [79:79] is the sub-list for extension extendee
-	0,   // [0:79] is the sub-list for field type_name
+	11,  // 7: metad.v1.CommitObjectRequest.object:type_name -> metad.v1.ObjectRef
+	21,  // 8: metad.v1.CommitObjectRequest.appends:type_name -> metad.v1.ObjectAppend
+	10,  // 9: metad.v1.ObjectAppend.bytes:type_name -> metad.v1.ByteRange
+	24,  // 10: metad.v1.CommitObjectRefusal.appends:type_name -> metad.v1.AppendRefusal
+	0,   // 11: metad.v1.PublishGenerationRequest.view:type_name -> metad.v1.View
+	9,   // 12: metad.v1.PublishGenerationRequest.coverage:type_name -> metad.v1.Range
+	13,  // 13: metad.v1.PublishGenerationRequest.records:type_name -> metad.v1.IndexRecord
+	0,   // 14: metad.v1.RetireGenerationRequest.view:type_name -> metad.v1.View
+	11,  // 15: metad.v1.RegisterObjectRequest.object:type_name -> metad.v1.ObjectRef
+	11,  // 16: metad.v1.PinRequest.object:type_name -> metad.v1.ObjectRef
+	96,  // 17: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
+	97,  // 18: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
+	12,  // 19: metad.v1.CandidateRef.key:type_name -> metad.v1.IndexKey
+	41,  // 20: metad.v1.ReportCandidateFailureRequest.candidate:type_name -> metad.v1.CandidateRef
+	2,   // 21: metad.v1.ReportCandidateFailureRequest.kind:type_name -> metad.v1.FailureKind
+	3,   // 22: metad.v1.Stream.status:type_name -> metad.v1.StreamStatus
+	0,   // 23: metad.v1.Generation.view:type_name -> metad.v1.View
+	4,   // 24: metad.v1.Generation.status:type_name -> metad.v1.GenerationStatus
+	9,   // 25: metad.v1.Generation.coverage:type_name -> metad.v1.Range
+	1,   // 26: metad.v1.DescribeStreamRequest.consistency:type_name -> metad.v1.Consistency
+	96,  // 27: metad.v1.DescribeStreamRequest.wait:type_name -> google.protobuf.Duration
+	44,  // 28: metad.v1.DescribeStreamResponse.stream:type_name -> metad.v1.Stream
+	45,  // 29: metad.v1.DescribeStreamResponse.generations:type_name -> metad.v1.Generation
+	1,   // 30: metad.v1.ListStreamsRequest.consistency:type_name -> metad.v1.Consistency
+	44,  // 31: metad.v1.ListStreamsResponse.streams:type_name -> metad.v1.Stream
+	12,  // 32: metad.v1.StoredIndexRecord.key:type_name -> metad.v1.IndexKey
+	13,  // 33: metad.v1.StoredIndexRecord.record:type_name -> metad.v1.IndexRecord
+	5,   // 34: metad.v1.StoredIndexRecord.status:type_name -> metad.v1.RecordStatus
+	12,  // 35: metad.v1.ListQuarantinedRequest.after:type_name -> metad.v1.IndexKey
+	50,  // 36: metad.v1.ListQuarantinedResponse.records:type_name -> metad.v1.StoredIndexRecord
+	12,  // 37: metad.v1.ListQuarantinedResponse.next:type_name -> metad.v1.IndexKey
+	12,  // 38: metad.v1.LiftQuarantineRequest.key:type_name -> metad.v1.IndexKey
+	0,   // 39: metad.v1.ListIndexRequest.view:type_name -> metad.v1.View
+	1,   // 40: metad.v1.ListIndexRequest.consistency:type_name -> metad.v1.Consistency
+	50,  // 41: metad.v1.ListIndexResponse.records:type_name -> metad.v1.StoredIndexRecord
+	9,   // 42: metad.v1.Evidence.range:type_name -> metad.v1.Range
+	11,  // 43: metad.v1.Evidence.object:type_name -> metad.v1.ObjectRef
+	10,  // 44: metad.v1.Evidence.bytes:type_name -> metad.v1.ByteRange
+	1,   // 45: metad.v1.ListEvidenceRequest.consistency:type_name -> metad.v1.Consistency
+	57,  // 46: metad.v1.ListEvidenceResponse.evidence:type_name -> metad.v1.Evidence
+	11,  // 47: metad.v1.Object.ref:type_name -> metad.v1.ObjectRef
+	6,   // 48: metad.v1.Object.status:type_name -> metad.v1.ObjectStatus
+	1,   // 49: metad.v1.DescribeObjectRequest.consistency:type_name -> metad.v1.Consistency
+	60,  // 50: metad.v1.DescribeObjectResponse.object:type_name -> metad.v1.Object
+	60,  // 51: metad.v1.DescribeObjectResponse.versions:type_name -> metad.v1.Object
+	0,   // 52: metad.v1.ResolveRequest.view:type_name -> metad.v1.View
+	41,  // 53: metad.v1.ResolveRequest.exclude:type_name -> metad.v1.CandidateRef
+	12,  // 54: metad.v1.Target.key:type_name -> metad.v1.IndexKey
+	9,   // 55: metad.v1.Target.record_range:type_name -> metad.v1.Range
+	9,   // 56: metad.v1.Target.resolved:type_name -> metad.v1.Range
+	11,  // 57: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
+	10,  // 58: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
+	97,  // 59: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
+	96,  // 60: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
+	41,  // 61: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
+	7,   // 62: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
+	64,  // 63: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
+	65,  // 64: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
+	97,  // 65: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
+	65,  // 66: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
+	97,  // 67: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
+	96,  // 68: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
+	68,  // 69: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
+	71,  // 70: metad.v1.StatusResponse.tombstones:type_name -> metad.v1.Tombstone
+	97,  // 71: metad.v1.Tombstone.removed_at:type_name -> google.protobuf.Timestamp
+	72,  // 72: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
+	71,  // 73: metad.v1.MembersResponse.tombstones:type_name -> metad.v1.Tombstone
+	97,  // 74: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
+	82,  // 75: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
+	83,  // 76: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
+	8,   // 77: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
+	3,   // 78: metad.v1.WatchEvent.status:type_name -> metad.v1.StreamStatus
+	9,   // 79: metad.v1.WatchEvent.range:type_name -> metad.v1.Range
+	11,  // 80: metad.v1.WatchEvent.object:type_name -> metad.v1.ObjectRef
+	10,  // 81: metad.v1.WatchEvent.bytes:type_name -> metad.v1.ByteRange
+	0,   // 82: metad.v1.WatchEvent.view:type_name -> metad.v1.View
+	14,  // 83: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
+	16,  // 84: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
+	18,  // 85: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
+	20,  // 86: metad.v1.Metad.CommitObject:input_type -> metad.v1.CommitObjectRequest
+	25,  // 87: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
+	27,  // 88: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
+	29,  // 89: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
+	31,  // 90: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
+	33,  // 91: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
+	35,  // 92: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
+	37,  // 93: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
+	39,  // 94: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
+	42,  // 95: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
+	46,  // 96: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
+	48,  // 97: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
+	55,  // 98: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
+	58,  // 99: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
+	61,  // 100: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
+	51,  // 101: metad.v1.Metad.ListQuarantined:input_type -> metad.v1.ListQuarantinedRequest
+	53,  // 102: metad.v1.Metad.LiftQuarantine:input_type -> metad.v1.LiftQuarantineRequest
+	63,  // 103: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
+	94,  // 104: metad.v1.Metad.Watch:input_type -> metad.v1.WatchRequest
+	69,  // 105: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
+	73,  // 106: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
+	75,  // 107: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
+	77,  // 108: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
+	79,  // 109: metad.v1.Cluster.Untombstone:input_type -> metad.v1.UntombstoneRequest
+	81,  // 110: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
+	87,  // 111: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
+	89,  // 112: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
+	91,  // 113: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
+	93,  // 114: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
+	85,  // 115: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
+	15,  // 116: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
+	17,  // 117: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
+	19,  // 118: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
+	22,  // 119: metad.v1.Metad.CommitObject:output_type -> metad.v1.CommitObjectResponse
+	26,  // 120: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
+	28,  // 121: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
+	30,  // 122: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
+	32,  // 123: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
+	34,  // 124: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
+	36,  // 125: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
+	38,  // 126: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
+	40,  // 127: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
+	43,  // 128: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
+	47,  // 129: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
+	49,  // 130: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
+	56,  // 131: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
+	59,  // 132: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
+	62,  // 133: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
+	52,  // 134: metad.v1.Metad.ListQuarantined:output_type -> metad.v1.ListQuarantinedResponse
+	54,  // 135: metad.v1.Metad.LiftQuarantine:output_type -> metad.v1.LiftQuarantineResponse
+	66,  // 136: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
+	95,  // 137: metad.v1.Metad.Watch:output_type -> metad.v1.WatchEvent
+	70,  // 138: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
+	74,  // 139: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
+	76,  // 140: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
+	78,  // 141: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
+	80,  // 142: metad.v1.Cluster.Untombstone:output_type -> metad.v1.UntombstoneResponse
+	84,  // 143: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
+	88,  // 144: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
+	90,  // 145: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
+	92,  // 146: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
+	68,  // 147: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
+	86,  // 148: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
+	116, // [116:149] is the sub-list for method output_type
+	83,  // [83:116] is the sub-list for method input_type
+	83,  // [83:83] is the sub-list for extension type_name
+	83,  // [83:83] is the sub-list for extension extendee
+	0,   // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_metad_proto_init() }
@@ -6543,15 +6946,16 @@ func file_metad_proto_init() {
 	}
 	file_metad_proto_msgTypes[4].OneofWrappers = []any{}
 	file_metad_proto_msgTypes[9].OneofWrappers = []any{}
-	file_metad_proto_msgTypes[43].OneofWrappers = []any{}
-	file_metad_proto_msgTypes[50].OneofWrappers = []any{}
+	file_metad_proto_msgTypes[12].OneofWrappers = []any{}
+	file_metad_proto_msgTypes[48].OneofWrappers = []any{}
+	file_metad_proto_msgTypes[55].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metad_proto_rawDesc), len(file_metad_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   82,
+			NumMessages:   87,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

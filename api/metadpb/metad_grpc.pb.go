@@ -38,6 +38,7 @@ const (
 	Metad_CreateStream_FullMethodName           = "/metad.v1.Metad/CreateStream"
 	Metad_OpenForWrite_FullMethodName           = "/metad.v1.Metad/OpenForWrite"
 	Metad_CommitAppend_FullMethodName           = "/metad.v1.Metad/CommitAppend"
+	Metad_CommitObject_FullMethodName           = "/metad.v1.Metad/CommitObject"
 	Metad_PublishGeneration_FullMethodName      = "/metad.v1.Metad/PublishGeneration"
 	Metad_RetireGeneration_FullMethodName       = "/metad.v1.Metad/RetireGeneration"
 	Metad_Trim_FullMethodName                   = "/metad.v1.Metad/Trim"
@@ -65,6 +66,13 @@ type MetadClient interface {
 	CreateStream(ctx context.Context, in *CreateStreamRequest, opts ...grpc.CallOption) (*CreateStreamResponse, error)
 	OpenForWrite(ctx context.Context, in *OpenForWriteRequest, opts ...grpc.CallOption) (*OpenForWriteResponse, error)
 	CommitAppend(ctx context.Context, in *CommitAppendRequest, opts ...grpc.CallOption) (*CommitAppendResponse, error)
+	// CommitObject commits a stream-set object: it registers one object
+	// version and commits an append to each of many streams naming byte
+	// ranges of it, all or none, at one version. A refusal is
+	// FAILED_PRECONDITION/ABORTED/... as the first refused append's
+	// reason, and carries a CommitObjectRefusal naming every refused append.
+	// Needs feature level 4.
+	CommitObject(ctx context.Context, in *CommitObjectRequest, opts ...grpc.CallOption) (*CommitObjectResponse, error)
 	PublishGeneration(ctx context.Context, in *PublishGenerationRequest, opts ...grpc.CallOption) (*PublishGenerationResponse, error)
 	RetireGeneration(ctx context.Context, in *RetireGenerationRequest, opts ...grpc.CallOption) (*RetireGenerationResponse, error)
 	Trim(ctx context.Context, in *TrimRequest, opts ...grpc.CallOption) (*TrimResponse, error)
@@ -137,6 +145,16 @@ func (c *metadClient) CommitAppend(ctx context.Context, in *CommitAppendRequest,
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CommitAppendResponse)
 	err := c.cc.Invoke(ctx, Metad_CommitAppend_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadClient) CommitObject(ctx context.Context, in *CommitObjectRequest, opts ...grpc.CallOption) (*CommitObjectResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CommitObjectResponse)
+	err := c.cc.Invoke(ctx, Metad_CommitObject_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -339,6 +357,13 @@ type MetadServer interface {
 	CreateStream(context.Context, *CreateStreamRequest) (*CreateStreamResponse, error)
 	OpenForWrite(context.Context, *OpenForWriteRequest) (*OpenForWriteResponse, error)
 	CommitAppend(context.Context, *CommitAppendRequest) (*CommitAppendResponse, error)
+	// CommitObject commits a stream-set object: it registers one object
+	// version and commits an append to each of many streams naming byte
+	// ranges of it, all or none, at one version. A refusal is
+	// FAILED_PRECONDITION/ABORTED/... as the first refused append's
+	// reason, and carries a CommitObjectRefusal naming every refused append.
+	// Needs feature level 4.
+	CommitObject(context.Context, *CommitObjectRequest) (*CommitObjectResponse, error)
 	PublishGeneration(context.Context, *PublishGenerationRequest) (*PublishGenerationResponse, error)
 	RetireGeneration(context.Context, *RetireGenerationRequest) (*RetireGenerationResponse, error)
 	Trim(context.Context, *TrimRequest) (*TrimResponse, error)
@@ -395,6 +420,9 @@ func (UnimplementedMetadServer) OpenForWrite(context.Context, *OpenForWriteReque
 }
 func (UnimplementedMetadServer) CommitAppend(context.Context, *CommitAppendRequest) (*CommitAppendResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CommitAppend not implemented")
+}
+func (UnimplementedMetadServer) CommitObject(context.Context, *CommitObjectRequest) (*CommitObjectResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CommitObject not implemented")
 }
 func (UnimplementedMetadServer) PublishGeneration(context.Context, *PublishGenerationRequest) (*PublishGenerationResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PublishGeneration not implemented")
@@ -521,6 +549,24 @@ func _Metad_CommitAppend_Handler(srv interface{}, ctx context.Context, dec func(
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(MetadServer).CommitAppend(ctx, req.(*CommitAppendRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metad_CommitObject_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CommitObjectRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadServer).CommitObject(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metad_CommitObject_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadServer).CommitObject(ctx, req.(*CommitObjectRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -860,6 +906,10 @@ var Metad_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CommitAppend",
 			Handler:    _Metad_CommitAppend_Handler,
+		},
+		{
+			MethodName: "CommitObject",
+			Handler:    _Metad_CommitObject_Handler,
 		},
 		{
 			MethodName: "PublishGeneration",

@@ -811,6 +811,7 @@ type Command struct {
 	//	*Command_AddTombstone
 	//	*Command_LiftTombstone
 	//	*Command_SetClusterId
+	//	*Command_CommitObject
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1047,6 +1048,15 @@ func (x *Command) GetSetClusterId() *SetClusterID {
 	return nil
 }
 
+func (x *Command) GetCommitObject() *CommitObject {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CommitObject); ok {
+			return x.CommitObject
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -1132,6 +1142,11 @@ type Command_SetClusterId struct {
 	SetClusterId *SetClusterID `protobuf:"bytes,29,opt,name=set_cluster_id,json=setClusterId,proto3,oneof"`
 }
 
+type Command_CommitObject struct {
+	// Feature level 4 and later.
+	CommitObject *CommitObject `protobuf:"bytes,30,opt,name=commit_object,json=commitObject,proto3,oneof"`
+}
+
 func (*Command_CreateStream) isCommand_Op() {}
 
 func (*Command_OpenForWrite) isCommand_Op() {}
@@ -1171,6 +1186,8 @@ func (*Command_AddTombstone) isCommand_Op() {}
 func (*Command_LiftTombstone) isCommand_Op() {}
 
 func (*Command_SetClusterId) isCommand_Op() {}
+
+func (*Command_CommitObject) isCommand_Op() {}
 
 // SetClusterID records the cluster's identity: a random id the first
 // leader at feature level 2 makes up (or its data dir already holds).
@@ -1625,6 +1642,168 @@ func (x *CommitAppend) GetDataCrc32C() uint32 {
 	return 0
 }
 
+// CommitObject commits a stream-set object: it registers one object
+// version (object, size) and commits an append to each of several streams
+// naming byte ranges of it, all or none, at one metadata version (the
+// command's index). Each append is checked as a CommitAppend is (stream,
+// seal, writer epoch, expected start, bytes inside the object), and if any
+// is refused nothing changes and the result names every refused append
+// (Result.append_rejections). A stream appears at most once. Level 4.
+type CommitObject struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Object *ObjectRef             `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	// size is the object's size in bytes; every append's bytes lie inside it.
+	Size          uint64          `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Appends       []*ObjectAppend `protobuf:"bytes,3,rep,name=appends,proto3" json:"appends,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitObject) Reset() {
+	*x = CommitObject{}
+	mi := &file_fsm_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitObject) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitObject) ProtoMessage() {}
+
+func (x *CommitObject) ProtoReflect() protoreflect.Message {
+	mi := &file_fsm_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitObject.ProtoReflect.Descriptor instead.
+func (*CommitObject) Descriptor() ([]byte, []int) {
+	return file_fsm_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *CommitObject) GetObject() *ObjectRef {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+func (x *CommitObject) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *CommitObject) GetAppends() []*ObjectAppend {
+	if x != nil {
+		return x.Appends
+	}
+	return nil
+}
+
+// ObjectAppend is one stream's part of a CommitObject: the fields of a
+// CommitAppend, without the object.
+type ObjectAppend struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	WriterEpoch   uint64                 `protobuf:"varint,2,opt,name=writer_epoch,json=writerEpoch,proto3" json:"writer_epoch,omitempty"`
+	ExpectedStart uint64                 `protobuf:"varint,3,opt,name=expected_start,json=expectedStart,proto3" json:"expected_start,omitempty"`
+	End           uint64                 `protobuf:"varint,4,opt,name=end,proto3" json:"end,omitempty"`
+	Bytes         *ByteRange             `protobuf:"bytes,5,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	IndexGen0     bool                   `protobuf:"varint,6,opt,name=index_gen0,json=indexGen0,proto3" json:"index_gen0,omitempty"`
+	DataCrc32C    *uint32                `protobuf:"fixed32,7,opt,name=data_crc32c,json=dataCrc32c,proto3,oneof" json:"data_crc32c,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectAppend) Reset() {
+	*x = ObjectAppend{}
+	mi := &file_fsm_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectAppend) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectAppend) ProtoMessage() {}
+
+func (x *ObjectAppend) ProtoReflect() protoreflect.Message {
+	mi := &file_fsm_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectAppend.ProtoReflect.Descriptor instead.
+func (*ObjectAppend) Descriptor() ([]byte, []int) {
+	return file_fsm_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ObjectAppend) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *ObjectAppend) GetWriterEpoch() uint64 {
+	if x != nil {
+		return x.WriterEpoch
+	}
+	return 0
+}
+
+func (x *ObjectAppend) GetExpectedStart() uint64 {
+	if x != nil {
+		return x.ExpectedStart
+	}
+	return 0
+}
+
+func (x *ObjectAppend) GetEnd() uint64 {
+	if x != nil {
+		return x.End
+	}
+	return 0
+}
+
+func (x *ObjectAppend) GetBytes() *ByteRange {
+	if x != nil {
+		return x.Bytes
+	}
+	return nil
+}
+
+func (x *ObjectAppend) GetIndexGen0() bool {
+	if x != nil {
+		return x.IndexGen0
+	}
+	return false
+}
+
+func (x *ObjectAppend) GetDataCrc32C() uint32 {
+	if x != nil && x.DataCrc32C != nil {
+		return *x.DataCrc32C
+	}
+	return 0
+}
+
 // PublishGeneration publishes generation `generation` of (stream, view), in
 // one or more parts. The first part must carry a generation larger than any
 // before; later parts carry the same number; the part with complete = true
@@ -1646,7 +1825,7 @@ type PublishGeneration struct {
 
 func (x *PublishGeneration) Reset() {
 	*x = PublishGeneration{}
-	mi := &file_fsm_proto_msgTypes[14]
+	mi := &file_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1658,7 +1837,7 @@ func (x *PublishGeneration) String() string {
 func (*PublishGeneration) ProtoMessage() {}
 
 func (x *PublishGeneration) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[14]
+	mi := &file_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1671,7 +1850,7 @@ func (x *PublishGeneration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishGeneration.ProtoReflect.Descriptor instead.
 func (*PublishGeneration) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{14}
+	return file_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PublishGeneration) GetStreamId() uint64 {
@@ -1734,7 +1913,7 @@ type RetireGeneration struct {
 
 func (x *RetireGeneration) Reset() {
 	*x = RetireGeneration{}
-	mi := &file_fsm_proto_msgTypes[15]
+	mi := &file_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1746,7 +1925,7 @@ func (x *RetireGeneration) String() string {
 func (*RetireGeneration) ProtoMessage() {}
 
 func (x *RetireGeneration) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[15]
+	mi := &file_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1759,7 +1938,7 @@ func (x *RetireGeneration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetireGeneration.ProtoReflect.Descriptor instead.
 func (*RetireGeneration) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{15}
+	return file_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RetireGeneration) GetStreamId() uint64 {
@@ -1793,7 +1972,7 @@ type Trim struct {
 
 func (x *Trim) Reset() {
 	*x = Trim{}
-	mi := &file_fsm_proto_msgTypes[16]
+	mi := &file_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1805,7 +1984,7 @@ func (x *Trim) String() string {
 func (*Trim) ProtoMessage() {}
 
 func (x *Trim) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[16]
+	mi := &file_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1818,7 +1997,7 @@ func (x *Trim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Trim.ProtoReflect.Descriptor instead.
 func (*Trim) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{16}
+	return file_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Trim) GetStreamId() uint64 {
@@ -1844,7 +2023,7 @@ type Seal struct {
 
 func (x *Seal) Reset() {
 	*x = Seal{}
-	mi := &file_fsm_proto_msgTypes[17]
+	mi := &file_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1856,7 +2035,7 @@ func (x *Seal) String() string {
 func (*Seal) ProtoMessage() {}
 
 func (x *Seal) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[17]
+	mi := &file_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1869,7 +2048,7 @@ func (x *Seal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Seal.ProtoReflect.Descriptor instead.
 func (*Seal) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{17}
+	return file_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Seal) GetStreamId() uint64 {
@@ -1888,7 +2067,7 @@ type DeleteStream struct {
 
 func (x *DeleteStream) Reset() {
 	*x = DeleteStream{}
-	mi := &file_fsm_proto_msgTypes[18]
+	mi := &file_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1900,7 +2079,7 @@ func (x *DeleteStream) String() string {
 func (*DeleteStream) ProtoMessage() {}
 
 func (x *DeleteStream) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[18]
+	mi := &file_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1913,7 +2092,7 @@ func (x *DeleteStream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStream.ProtoReflect.Descriptor instead.
 func (*DeleteStream) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{18}
+	return file_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeleteStream) GetStreamId() uint64 {
@@ -1933,7 +2112,7 @@ type RegisterObject struct {
 
 func (x *RegisterObject) Reset() {
 	*x = RegisterObject{}
-	mi := &file_fsm_proto_msgTypes[19]
+	mi := &file_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1945,7 +2124,7 @@ func (x *RegisterObject) String() string {
 func (*RegisterObject) ProtoMessage() {}
 
 func (x *RegisterObject) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[19]
+	mi := &file_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1958,7 +2137,7 @@ func (x *RegisterObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterObject.ProtoReflect.Descriptor instead.
 func (*RegisterObject) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{19}
+	return file_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RegisterObject) GetObject() *ObjectRef {
@@ -1986,7 +2165,7 @@ type PinObject struct {
 
 func (x *PinObject) Reset() {
 	*x = PinObject{}
-	mi := &file_fsm_proto_msgTypes[20]
+	mi := &file_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1998,7 +2177,7 @@ func (x *PinObject) String() string {
 func (*PinObject) ProtoMessage() {}
 
 func (x *PinObject) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[20]
+	mi := &file_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2011,7 +2190,7 @@ func (x *PinObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinObject.ProtoReflect.Descriptor instead.
 func (*PinObject) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{20}
+	return file_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PinObject) GetObject() *ObjectRef {
@@ -2044,7 +2223,7 @@ type ReleasePin struct {
 
 func (x *ReleasePin) Reset() {
 	*x = ReleasePin{}
-	mi := &file_fsm_proto_msgTypes[21]
+	mi := &file_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2056,7 +2235,7 @@ func (x *ReleasePin) String() string {
 func (*ReleasePin) ProtoMessage() {}
 
 func (x *ReleasePin) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[21]
+	mi := &file_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2069,7 +2248,7 @@ func (x *ReleasePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleasePin.ProtoReflect.Descriptor instead.
 func (*ReleasePin) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{21}
+	return file_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReleasePin) GetPinId() uint64 {
@@ -2088,7 +2267,7 @@ type MarkObjectDeleting struct {
 
 func (x *MarkObjectDeleting) Reset() {
 	*x = MarkObjectDeleting{}
-	mi := &file_fsm_proto_msgTypes[22]
+	mi := &file_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2100,7 +2279,7 @@ func (x *MarkObjectDeleting) String() string {
 func (*MarkObjectDeleting) ProtoMessage() {}
 
 func (x *MarkObjectDeleting) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[22]
+	mi := &file_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2113,7 +2292,7 @@ func (x *MarkObjectDeleting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkObjectDeleting.ProtoReflect.Descriptor instead.
 func (*MarkObjectDeleting) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{22}
+	return file_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *MarkObjectDeleting) GetObject() *ObjectRef {
@@ -2132,7 +2311,7 @@ type MarkObjectDeleted struct {
 
 func (x *MarkObjectDeleted) Reset() {
 	*x = MarkObjectDeleted{}
-	mi := &file_fsm_proto_msgTypes[23]
+	mi := &file_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2144,7 +2323,7 @@ func (x *MarkObjectDeleted) String() string {
 func (*MarkObjectDeleted) ProtoMessage() {}
 
 func (x *MarkObjectDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[23]
+	mi := &file_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2157,7 +2336,7 @@ func (x *MarkObjectDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkObjectDeleted.ProtoReflect.Descriptor instead.
 func (*MarkObjectDeleted) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{23}
+	return file_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *MarkObjectDeleted) GetObject() *ObjectRef {
@@ -2181,7 +2360,7 @@ type ReportCandidateFailure struct {
 
 func (x *ReportCandidateFailure) Reset() {
 	*x = ReportCandidateFailure{}
-	mi := &file_fsm_proto_msgTypes[24]
+	mi := &file_fsm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2193,7 +2372,7 @@ func (x *ReportCandidateFailure) String() string {
 func (*ReportCandidateFailure) ProtoMessage() {}
 
 func (x *ReportCandidateFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[24]
+	mi := &file_fsm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2206,7 +2385,7 @@ func (x *ReportCandidateFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCandidateFailure.ProtoReflect.Descriptor instead.
 func (*ReportCandidateFailure) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{24}
+	return file_fsm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReportCandidateFailure) GetKey() *IndexKey {
@@ -2248,7 +2427,7 @@ type RecordVersion struct {
 
 func (x *RecordVersion) Reset() {
 	*x = RecordVersion{}
-	mi := &file_fsm_proto_msgTypes[25]
+	mi := &file_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2439,7 @@ func (x *RecordVersion) String() string {
 func (*RecordVersion) ProtoMessage() {}
 
 func (x *RecordVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[25]
+	mi := &file_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2452,7 @@ func (x *RecordVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordVersion.ProtoReflect.Descriptor instead.
 func (*RecordVersion) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{25}
+	return file_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RecordVersion) GetStart() uint64 {
@@ -2309,7 +2488,7 @@ type RepairGen0 struct {
 
 func (x *RepairGen0) Reset() {
 	*x = RepairGen0{}
-	mi := &file_fsm_proto_msgTypes[26]
+	mi := &file_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2321,7 +2500,7 @@ func (x *RepairGen0) String() string {
 func (*RepairGen0) ProtoMessage() {}
 
 func (x *RepairGen0) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[26]
+	mi := &file_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2334,7 +2513,7 @@ func (x *RepairGen0) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairGen0.ProtoReflect.Descriptor instead.
 func (*RepairGen0) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{26}
+	return file_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RepairGen0) GetStreamId() uint64 {
@@ -2384,7 +2563,7 @@ type Rejection struct {
 
 func (x *Rejection) Reset() {
 	*x = Rejection{}
-	mi := &file_fsm_proto_msgTypes[27]
+	mi := &file_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2396,7 +2575,7 @@ func (x *Rejection) String() string {
 func (*Rejection) ProtoMessage() {}
 
 func (x *Rejection) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[27]
+	mi := &file_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2409,7 +2588,7 @@ func (x *Rejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejection.ProtoReflect.Descriptor instead.
 func (*Rejection) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{27}
+	return file_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Rejection) GetCode() RejectCode {
@@ -2448,14 +2627,17 @@ type Result struct {
 	PinExpiryUnixNano int64                  `protobuf:"varint,9,opt,name=pin_expiry_unix_nano,json=pinExpiryUnixNano,proto3" json:"pin_expiry_unix_nano,omitempty"`
 	Quarantined       bool                   `protobuf:"varint,10,opt,name=quarantined,proto3" json:"quarantined,omitempty"`
 	// deduplicated is set on the copy returned for a repeated request id.
-	Deduplicated  bool `protobuf:"varint,11,opt,name=deduplicated,proto3" json:"deduplicated,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Deduplicated bool `protobuf:"varint,11,opt,name=deduplicated,proto3" json:"deduplicated,omitempty"`
+	// append_rejections names every refused append of a refused
+	// CommitObject, in the command's order; rejection is the first of them.
+	AppendRejections []*AppendRejection `protobuf:"bytes,12,rep,name=append_rejections,json=appendRejections,proto3" json:"append_rejections,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_fsm_proto_msgTypes[28]
+	mi := &file_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +2649,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[28]
+	mi := &file_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +2662,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{28}
+	return file_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Result) GetVersion() uint64 {
@@ -2560,6 +2742,93 @@ func (x *Result) GetDeduplicated() bool {
 	return false
 }
 
+func (x *Result) GetAppendRejections() []*AppendRejection {
+	if x != nil {
+		return x.AppendRejections
+	}
+	return nil
+}
+
+// AppendRejection is why one append of a CommitObject was refused.
+type AppendRejection struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// index is the append's position in CommitObject.appends.
+	Index     uint32     `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	StreamId  uint64     `protobuf:"varint,2,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Rejection *Rejection `protobuf:"bytes,3,opt,name=rejection,proto3" json:"rejection,omitempty"`
+	// committed_end and writer_epoch are the stream's, when the refusal is
+	// about them (APPEND_NOT_AT_END, STALE_EPOCH, EPOCH_AHEAD).
+	CommittedEnd  uint64 `protobuf:"varint,4,opt,name=committed_end,json=committedEnd,proto3" json:"committed_end,omitempty"`
+	WriterEpoch   uint64 `protobuf:"varint,5,opt,name=writer_epoch,json=writerEpoch,proto3" json:"writer_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendRejection) Reset() {
+	*x = AppendRejection{}
+	mi := &file_fsm_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendRejection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendRejection) ProtoMessage() {}
+
+func (x *AppendRejection) ProtoReflect() protoreflect.Message {
+	mi := &file_fsm_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendRejection.ProtoReflect.Descriptor instead.
+func (*AppendRejection) Descriptor() ([]byte, []int) {
+	return file_fsm_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *AppendRejection) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *AppendRejection) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *AppendRejection) GetRejection() *Rejection {
+	if x != nil {
+		return x.Rejection
+	}
+	return nil
+}
+
+func (x *AppendRejection) GetCommittedEnd() uint64 {
+	if x != nil {
+		return x.CommittedEnd
+	}
+	return 0
+}
+
+func (x *AppendRejection) GetWriterEpoch() uint64 {
+	if x != nil {
+		return x.WriterEpoch
+	}
+	return 0
+}
+
 type MachineMeta struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClockUnixNano int64                  `protobuf:"varint,1,opt,name=clock_unix_nano,json=clockUnixNano,proto3" json:"clock_unix_nano,omitempty"`
@@ -2577,7 +2846,7 @@ type MachineMeta struct {
 
 func (x *MachineMeta) Reset() {
 	*x = MachineMeta{}
-	mi := &file_fsm_proto_msgTypes[29]
+	mi := &file_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2589,7 +2858,7 @@ func (x *MachineMeta) String() string {
 func (*MachineMeta) ProtoMessage() {}
 
 func (x *MachineMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[29]
+	mi := &file_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2602,7 +2871,7 @@ func (x *MachineMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineMeta.ProtoReflect.Descriptor instead.
 func (*MachineMeta) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{29}
+	return file_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *MachineMeta) GetClockUnixNano() int64 {
@@ -2659,7 +2928,7 @@ type StreamState struct {
 
 func (x *StreamState) Reset() {
 	*x = StreamState{}
-	mi := &file_fsm_proto_msgTypes[30]
+	mi := &file_fsm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2671,7 +2940,7 @@ func (x *StreamState) String() string {
 func (*StreamState) ProtoMessage() {}
 
 func (x *StreamState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[30]
+	mi := &file_fsm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2684,7 +2953,7 @@ func (x *StreamState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamState.ProtoReflect.Descriptor instead.
 func (*StreamState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{30}
+	return file_fsm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StreamState) GetId() uint64 {
@@ -2779,7 +3048,7 @@ type EvidenceState struct {
 
 func (x *EvidenceState) Reset() {
 	*x = EvidenceState{}
-	mi := &file_fsm_proto_msgTypes[31]
+	mi := &file_fsm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2791,7 +3060,7 @@ func (x *EvidenceState) String() string {
 func (*EvidenceState) ProtoMessage() {}
 
 func (x *EvidenceState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[31]
+	mi := &file_fsm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2804,7 +3073,7 @@ func (x *EvidenceState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvidenceState.ProtoReflect.Descriptor instead.
 func (*EvidenceState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{31}
+	return file_fsm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *EvidenceState) GetStreamId() uint64 {
@@ -2870,7 +3139,7 @@ type GenerationState struct {
 
 func (x *GenerationState) Reset() {
 	*x = GenerationState{}
-	mi := &file_fsm_proto_msgTypes[32]
+	mi := &file_fsm_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2882,7 +3151,7 @@ func (x *GenerationState) String() string {
 func (*GenerationState) ProtoMessage() {}
 
 func (x *GenerationState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[32]
+	mi := &file_fsm_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +3164,7 @@ func (x *GenerationState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationState.ProtoReflect.Descriptor instead.
 func (*GenerationState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{32}
+	return file_fsm_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GenerationState) GetStreamId() uint64 {
@@ -2952,7 +3221,7 @@ type IndexRecordState struct {
 
 func (x *IndexRecordState) Reset() {
 	*x = IndexRecordState{}
-	mi := &file_fsm_proto_msgTypes[33]
+	mi := &file_fsm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2964,7 +3233,7 @@ func (x *IndexRecordState) String() string {
 func (*IndexRecordState) ProtoMessage() {}
 
 func (x *IndexRecordState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[33]
+	mi := &file_fsm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2977,7 +3246,7 @@ func (x *IndexRecordState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexRecordState.ProtoReflect.Descriptor instead.
 func (*IndexRecordState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{33}
+	return file_fsm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *IndexRecordState) GetKey() *IndexKey {
@@ -3023,7 +3292,7 @@ type ObjectState struct {
 
 func (x *ObjectState) Reset() {
 	*x = ObjectState{}
-	mi := &file_fsm_proto_msgTypes[34]
+	mi := &file_fsm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3035,7 +3304,7 @@ func (x *ObjectState) String() string {
 func (*ObjectState) ProtoMessage() {}
 
 func (x *ObjectState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[34]
+	mi := &file_fsm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3048,7 +3317,7 @@ func (x *ObjectState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectState.ProtoReflect.Descriptor instead.
 func (*ObjectState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{34}
+	return file_fsm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ObjectState) GetObject() *ObjectRef {
@@ -3114,7 +3383,7 @@ type PinState struct {
 
 func (x *PinState) Reset() {
 	*x = PinState{}
-	mi := &file_fsm_proto_msgTypes[35]
+	mi := &file_fsm_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3126,7 +3395,7 @@ func (x *PinState) String() string {
 func (*PinState) ProtoMessage() {}
 
 func (x *PinState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[35]
+	mi := &file_fsm_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3139,7 +3408,7 @@ func (x *PinState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinState.ProtoReflect.Descriptor instead.
 func (*PinState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{35}
+	return file_fsm_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PinState) GetId() uint64 {
@@ -3196,7 +3465,7 @@ type DedupState struct {
 
 func (x *DedupState) Reset() {
 	*x = DedupState{}
-	mi := &file_fsm_proto_msgTypes[36]
+	mi := &file_fsm_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3208,7 +3477,7 @@ func (x *DedupState) String() string {
 func (*DedupState) ProtoMessage() {}
 
 func (x *DedupState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[36]
+	mi := &file_fsm_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3221,7 +3490,7 @@ func (x *DedupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DedupState.ProtoReflect.Descriptor instead.
 func (*DedupState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{36}
+	return file_fsm_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DedupState) GetRequestId() string {
@@ -3272,7 +3541,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_fsm_proto_msgTypes[37]
+	mi := &file_fsm_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3284,7 +3553,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[37]
+	mi := &file_fsm_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3297,7 +3566,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{37}
+	return file_fsm_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -3461,7 +3730,7 @@ type TombstoneState struct {
 
 func (x *TombstoneState) Reset() {
 	*x = TombstoneState{}
-	mi := &file_fsm_proto_msgTypes[38]
+	mi := &file_fsm_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3473,7 +3742,7 @@ func (x *TombstoneState) String() string {
 func (*TombstoneState) ProtoMessage() {}
 
 func (x *TombstoneState) ProtoReflect() protoreflect.Message {
-	mi := &file_fsm_proto_msgTypes[38]
+	mi := &file_fsm_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3486,7 +3755,7 @@ func (x *TombstoneState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TombstoneState.ProtoReflect.Descriptor instead.
 func (*TombstoneState) Descriptor() ([]byte, []int) {
-	return file_fsm_proto_rawDescGZIP(), []int{38}
+	return file_fsm_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TombstoneState) GetNodeId() string {
@@ -3546,7 +3815,7 @@ const file_fsm_proto_rawDesc = "" +
 	"\bchecksum\x18\x05 \x01(\rR\bchecksum\x12$\n" +
 	"\vdata_crc32c\x18\x06 \x01(\aH\x00R\n" +
 	"dataCrc32c\x88\x01\x01B\x0e\n" +
-	"\f_data_crc32c\"\xc3\v\n" +
+	"\f_data_crc32c\"\x86\f\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12&\n" +
@@ -3574,7 +3843,8 @@ const file_fsm_proto_rawDesc = "" +
 	"\x0flift_quarantine\x18\x1a \x01(\v2\x1c.metad.fsm.v1.LiftQuarantineH\x00R\x0eliftQuarantine\x12A\n" +
 	"\radd_tombstone\x18\x1b \x01(\v2\x1a.metad.fsm.v1.AddTombstoneH\x00R\faddTombstone\x12D\n" +
 	"\x0elift_tombstone\x18\x1c \x01(\v2\x1b.metad.fsm.v1.LiftTombstoneH\x00R\rliftTombstone\x12B\n" +
-	"\x0eset_cluster_id\x18\x1d \x01(\v2\x1a.metad.fsm.v1.SetClusterIDH\x00R\fsetClusterIdB\x04\n" +
+	"\x0eset_cluster_id\x18\x1d \x01(\v2\x1a.metad.fsm.v1.SetClusterIDH\x00R\fsetClusterId\x12A\n" +
+	"\rcommit_object\x18\x1e \x01(\v2\x1a.metad.fsm.v1.CommitObjectH\x00R\fcommitObjectB\x04\n" +
 	"\x02op\"-\n" +
 	"\fSetClusterID\x12\x1d\n" +
 	"\n" +
@@ -3603,6 +3873,21 @@ const file_fsm_proto_rawDesc = "" +
 	"\n" +
 	"index_gen0\x18\a \x01(\bR\tindexGen0\x12$\n" +
 	"\vdata_crc32c\x18\b \x01(\aH\x00R\n" +
+	"dataCrc32c\x88\x01\x01B\x0e\n" +
+	"\f_data_crc32c\"\x89\x01\n" +
+	"\fCommitObject\x12/\n" +
+	"\x06object\x18\x01 \x01(\v2\x17.metad.fsm.v1.ObjectRefR\x06object\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x04R\x04size\x124\n" +
+	"\aappends\x18\x03 \x03(\v2\x1a.metad.fsm.v1.ObjectAppendR\aappends\"\x8b\x02\n" +
+	"\fObjectAppend\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12!\n" +
+	"\fwriter_epoch\x18\x02 \x01(\x04R\vwriterEpoch\x12%\n" +
+	"\x0eexpected_start\x18\x03 \x01(\x04R\rexpectedStart\x12\x10\n" +
+	"\x03end\x18\x04 \x01(\x04R\x03end\x12-\n" +
+	"\x05bytes\x18\x05 \x01(\v2\x17.metad.fsm.v1.ByteRangeR\x05bytes\x12\x1d\n" +
+	"\n" +
+	"index_gen0\x18\x06 \x01(\bR\tindexGen0\x12$\n" +
+	"\vdata_crc32c\x18\a \x01(\aH\x00R\n" +
 	"dataCrc32c\x88\x01\x01B\x0e\n" +
 	"\f_data_crc32c\"\x9d\x02\n" +
 	"\x11PublishGeneration\x12\x1b\n" +
@@ -3660,7 +3945,7 @@ const file_fsm_proto_rawDesc = "" +
 	"\tRejection\x12,\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x18.metad.fsm.v1.RejectCodeR\x04code\x12\x14\n" +
 	"\x05field\x18\x02 \x01(\tR\x05field\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x80\x03\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xcc\x03\n" +
 	"\x06Result\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x125\n" +
 	"\trejection\x18\x02 \x01(\v2\x17.metad.fsm.v1.RejectionR\trejection\x12\x1b\n" +
@@ -3675,7 +3960,14 @@ const file_fsm_proto_rawDesc = "" +
 	"\x14pin_expiry_unix_nano\x18\t \x01(\x03R\x11pinExpiryUnixNano\x12 \n" +
 	"\vquarantined\x18\n" +
 	" \x01(\bR\vquarantined\x12\"\n" +
-	"\fdeduplicated\x18\v \x01(\bR\fdeduplicated\"\xbf\x01\n" +
+	"\fdeduplicated\x18\v \x01(\bR\fdeduplicated\x12J\n" +
+	"\x11append_rejections\x18\f \x03(\v2\x1d.metad.fsm.v1.AppendRejectionR\x10appendRejections\"\xc3\x01\n" +
+	"\x0fAppendRejection\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12\x1b\n" +
+	"\tstream_id\x18\x02 \x01(\x04R\bstreamId\x125\n" +
+	"\trejection\x18\x03 \x01(\v2\x17.metad.fsm.v1.RejectionR\trejection\x12#\n" +
+	"\rcommitted_end\x18\x04 \x01(\x04R\fcommittedEnd\x12!\n" +
+	"\fwriter_epoch\x18\x05 \x01(\x04R\vwriterEpoch\"\xbf\x01\n" +
 	"\vMachineMeta\x12&\n" +
 	"\x0fclock_unix_nano\x18\x01 \x01(\x03R\rclockUnixNano\x12$\n" +
 	"\x0enext_stream_id\x18\x02 \x01(\x04R\fnextStreamId\x12\x1e\n" +
@@ -3832,7 +4124,7 @@ func file_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_fsm_proto_goTypes = []any{
 	(View)(0),                      // 0: metad.fsm.v1.View
 	(StreamStatus)(0),              // 1: metad.fsm.v1.StreamStatus
@@ -3855,31 +4147,34 @@ var file_fsm_proto_goTypes = []any{
 	(*CreateStream)(nil),           // 18: metad.fsm.v1.CreateStream
 	(*OpenForWrite)(nil),           // 19: metad.fsm.v1.OpenForWrite
 	(*CommitAppend)(nil),           // 20: metad.fsm.v1.CommitAppend
-	(*PublishGeneration)(nil),      // 21: metad.fsm.v1.PublishGeneration
-	(*RetireGeneration)(nil),       // 22: metad.fsm.v1.RetireGeneration
-	(*Trim)(nil),                   // 23: metad.fsm.v1.Trim
-	(*Seal)(nil),                   // 24: metad.fsm.v1.Seal
-	(*DeleteStream)(nil),           // 25: metad.fsm.v1.DeleteStream
-	(*RegisterObject)(nil),         // 26: metad.fsm.v1.RegisterObject
-	(*PinObject)(nil),              // 27: metad.fsm.v1.PinObject
-	(*ReleasePin)(nil),             // 28: metad.fsm.v1.ReleasePin
-	(*MarkObjectDeleting)(nil),     // 29: metad.fsm.v1.MarkObjectDeleting
-	(*MarkObjectDeleted)(nil),      // 30: metad.fsm.v1.MarkObjectDeleted
-	(*ReportCandidateFailure)(nil), // 31: metad.fsm.v1.ReportCandidateFailure
-	(*RecordVersion)(nil),          // 32: metad.fsm.v1.RecordVersion
-	(*RepairGen0)(nil),             // 33: metad.fsm.v1.RepairGen0
-	(*Rejection)(nil),              // 34: metad.fsm.v1.Rejection
-	(*Result)(nil),                 // 35: metad.fsm.v1.Result
-	(*MachineMeta)(nil),            // 36: metad.fsm.v1.MachineMeta
-	(*StreamState)(nil),            // 37: metad.fsm.v1.StreamState
-	(*EvidenceState)(nil),          // 38: metad.fsm.v1.EvidenceState
-	(*GenerationState)(nil),        // 39: metad.fsm.v1.GenerationState
-	(*IndexRecordState)(nil),       // 40: metad.fsm.v1.IndexRecordState
-	(*ObjectState)(nil),            // 41: metad.fsm.v1.ObjectState
-	(*PinState)(nil),               // 42: metad.fsm.v1.PinState
-	(*DedupState)(nil),             // 43: metad.fsm.v1.DedupState
-	(*SnapshotRecord)(nil),         // 44: metad.fsm.v1.SnapshotRecord
-	(*TombstoneState)(nil),         // 45: metad.fsm.v1.TombstoneState
+	(*CommitObject)(nil),           // 21: metad.fsm.v1.CommitObject
+	(*ObjectAppend)(nil),           // 22: metad.fsm.v1.ObjectAppend
+	(*PublishGeneration)(nil),      // 23: metad.fsm.v1.PublishGeneration
+	(*RetireGeneration)(nil),       // 24: metad.fsm.v1.RetireGeneration
+	(*Trim)(nil),                   // 25: metad.fsm.v1.Trim
+	(*Seal)(nil),                   // 26: metad.fsm.v1.Seal
+	(*DeleteStream)(nil),           // 27: metad.fsm.v1.DeleteStream
+	(*RegisterObject)(nil),         // 28: metad.fsm.v1.RegisterObject
+	(*PinObject)(nil),              // 29: metad.fsm.v1.PinObject
+	(*ReleasePin)(nil),             // 30: metad.fsm.v1.ReleasePin
+	(*MarkObjectDeleting)(nil),     // 31: metad.fsm.v1.MarkObjectDeleting
+	(*MarkObjectDeleted)(nil),      // 32: metad.fsm.v1.MarkObjectDeleted
+	(*ReportCandidateFailure)(nil), // 33: metad.fsm.v1.ReportCandidateFailure
+	(*RecordVersion)(nil),          // 34: metad.fsm.v1.RecordVersion
+	(*RepairGen0)(nil),             // 35: metad.fsm.v1.RepairGen0
+	(*Rejection)(nil),              // 36: metad.fsm.v1.Rejection
+	(*Result)(nil),                 // 37: metad.fsm.v1.Result
+	(*AppendRejection)(nil),        // 38: metad.fsm.v1.AppendRejection
+	(*MachineMeta)(nil),            // 39: metad.fsm.v1.MachineMeta
+	(*StreamState)(nil),            // 40: metad.fsm.v1.StreamState
+	(*EvidenceState)(nil),          // 41: metad.fsm.v1.EvidenceState
+	(*GenerationState)(nil),        // 42: metad.fsm.v1.GenerationState
+	(*IndexRecordState)(nil),       // 43: metad.fsm.v1.IndexRecordState
+	(*ObjectState)(nil),            // 44: metad.fsm.v1.ObjectState
+	(*PinState)(nil),               // 45: metad.fsm.v1.PinState
+	(*DedupState)(nil),             // 46: metad.fsm.v1.DedupState
+	(*SnapshotRecord)(nil),         // 47: metad.fsm.v1.SnapshotRecord
+	(*TombstoneState)(nil),         // 48: metad.fsm.v1.TombstoneState
 }
 var file_fsm_proto_depIdxs = []int32{
 	0,  // 0: metad.fsm.v1.IndexKey.view:type_name -> metad.fsm.v1.View
@@ -3890,68 +4185,74 @@ var file_fsm_proto_depIdxs = []int32{
 	18, // 5: metad.fsm.v1.Command.create_stream:type_name -> metad.fsm.v1.CreateStream
 	19, // 6: metad.fsm.v1.Command.open_for_write:type_name -> metad.fsm.v1.OpenForWrite
 	20, // 7: metad.fsm.v1.Command.commit_append:type_name -> metad.fsm.v1.CommitAppend
-	21, // 8: metad.fsm.v1.Command.publish_generation:type_name -> metad.fsm.v1.PublishGeneration
-	22, // 9: metad.fsm.v1.Command.retire_generation:type_name -> metad.fsm.v1.RetireGeneration
-	23, // 10: metad.fsm.v1.Command.trim:type_name -> metad.fsm.v1.Trim
-	24, // 11: metad.fsm.v1.Command.seal:type_name -> metad.fsm.v1.Seal
-	25, // 12: metad.fsm.v1.Command.delete_stream:type_name -> metad.fsm.v1.DeleteStream
-	26, // 13: metad.fsm.v1.Command.register_object:type_name -> metad.fsm.v1.RegisterObject
-	27, // 14: metad.fsm.v1.Command.pin_object:type_name -> metad.fsm.v1.PinObject
-	28, // 15: metad.fsm.v1.Command.release_pin:type_name -> metad.fsm.v1.ReleasePin
-	29, // 16: metad.fsm.v1.Command.mark_object_deleting:type_name -> metad.fsm.v1.MarkObjectDeleting
-	30, // 17: metad.fsm.v1.Command.mark_object_deleted:type_name -> metad.fsm.v1.MarkObjectDeleted
-	31, // 18: metad.fsm.v1.Command.report_candidate_failure:type_name -> metad.fsm.v1.ReportCandidateFailure
-	33, // 19: metad.fsm.v1.Command.repair_gen0:type_name -> metad.fsm.v1.RepairGen0
+	23, // 8: metad.fsm.v1.Command.publish_generation:type_name -> metad.fsm.v1.PublishGeneration
+	24, // 9: metad.fsm.v1.Command.retire_generation:type_name -> metad.fsm.v1.RetireGeneration
+	25, // 10: metad.fsm.v1.Command.trim:type_name -> metad.fsm.v1.Trim
+	26, // 11: metad.fsm.v1.Command.seal:type_name -> metad.fsm.v1.Seal
+	27, // 12: metad.fsm.v1.Command.delete_stream:type_name -> metad.fsm.v1.DeleteStream
+	28, // 13: metad.fsm.v1.Command.register_object:type_name -> metad.fsm.v1.RegisterObject
+	29, // 14: metad.fsm.v1.Command.pin_object:type_name -> metad.fsm.v1.PinObject
+	30, // 15: metad.fsm.v1.Command.release_pin:type_name -> metad.fsm.v1.ReleasePin
+	31, // 16: metad.fsm.v1.Command.mark_object_deleting:type_name -> metad.fsm.v1.MarkObjectDeleting
+	32, // 17: metad.fsm.v1.Command.mark_object_deleted:type_name -> metad.fsm.v1.MarkObjectDeleted
+	33, // 18: metad.fsm.v1.Command.report_candidate_failure:type_name -> metad.fsm.v1.ReportCandidateFailure
+	35, // 19: metad.fsm.v1.Command.repair_gen0:type_name -> metad.fsm.v1.RepairGen0
 	17, // 20: metad.fsm.v1.Command.set_feature_level:type_name -> metad.fsm.v1.SetFeatureLevel
 	14, // 21: metad.fsm.v1.Command.lift_quarantine:type_name -> metad.fsm.v1.LiftQuarantine
 	15, // 22: metad.fsm.v1.Command.add_tombstone:type_name -> metad.fsm.v1.AddTombstone
 	16, // 23: metad.fsm.v1.Command.lift_tombstone:type_name -> metad.fsm.v1.LiftTombstone
 	13, // 24: metad.fsm.v1.Command.set_cluster_id:type_name -> metad.fsm.v1.SetClusterID
-	10, // 25: metad.fsm.v1.LiftQuarantine.key:type_name -> metad.fsm.v1.IndexKey
-	9,  // 26: metad.fsm.v1.CommitAppend.object:type_name -> metad.fsm.v1.ObjectRef
-	8,  // 27: metad.fsm.v1.CommitAppend.bytes:type_name -> metad.fsm.v1.ByteRange
-	0,  // 28: metad.fsm.v1.PublishGeneration.view:type_name -> metad.fsm.v1.View
-	7,  // 29: metad.fsm.v1.PublishGeneration.coverage:type_name -> metad.fsm.v1.Range
-	11, // 30: metad.fsm.v1.PublishGeneration.records:type_name -> metad.fsm.v1.IndexRecord
-	0,  // 31: metad.fsm.v1.RetireGeneration.view:type_name -> metad.fsm.v1.View
-	9,  // 32: metad.fsm.v1.RegisterObject.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 33: metad.fsm.v1.PinObject.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 34: metad.fsm.v1.MarkObjectDeleting.object:type_name -> metad.fsm.v1.ObjectRef
-	9,  // 35: metad.fsm.v1.MarkObjectDeleted.object:type_name -> metad.fsm.v1.ObjectRef
-	10, // 36: metad.fsm.v1.ReportCandidateFailure.key:type_name -> metad.fsm.v1.IndexKey
-	5,  // 37: metad.fsm.v1.ReportCandidateFailure.kind:type_name -> metad.fsm.v1.FailureKind
-	32, // 38: metad.fsm.v1.RepairGen0.replace:type_name -> metad.fsm.v1.RecordVersion
-	11, // 39: metad.fsm.v1.RepairGen0.record:type_name -> metad.fsm.v1.IndexRecord
-	6,  // 40: metad.fsm.v1.Rejection.code:type_name -> metad.fsm.v1.RejectCode
-	34, // 41: metad.fsm.v1.Result.rejection:type_name -> metad.fsm.v1.Rejection
-	1,  // 42: metad.fsm.v1.StreamState.status:type_name -> metad.fsm.v1.StreamStatus
-	7,  // 43: metad.fsm.v1.EvidenceState.range:type_name -> metad.fsm.v1.Range
-	9,  // 44: metad.fsm.v1.EvidenceState.object:type_name -> metad.fsm.v1.ObjectRef
-	8,  // 45: metad.fsm.v1.EvidenceState.bytes:type_name -> metad.fsm.v1.ByteRange
-	0,  // 46: metad.fsm.v1.GenerationState.view:type_name -> metad.fsm.v1.View
-	2,  // 47: metad.fsm.v1.GenerationState.status:type_name -> metad.fsm.v1.GenerationStatus
-	7,  // 48: metad.fsm.v1.GenerationState.coverage:type_name -> metad.fsm.v1.Range
-	10, // 49: metad.fsm.v1.IndexRecordState.key:type_name -> metad.fsm.v1.IndexKey
-	11, // 50: metad.fsm.v1.IndexRecordState.record:type_name -> metad.fsm.v1.IndexRecord
-	3,  // 51: metad.fsm.v1.IndexRecordState.status:type_name -> metad.fsm.v1.RecordStatus
-	9,  // 52: metad.fsm.v1.ObjectState.object:type_name -> metad.fsm.v1.ObjectRef
-	4,  // 53: metad.fsm.v1.ObjectState.status:type_name -> metad.fsm.v1.ObjectStatus
-	9,  // 54: metad.fsm.v1.PinState.object:type_name -> metad.fsm.v1.ObjectRef
-	35, // 55: metad.fsm.v1.DedupState.result:type_name -> metad.fsm.v1.Result
-	36, // 56: metad.fsm.v1.SnapshotRecord.meta:type_name -> metad.fsm.v1.MachineMeta
-	37, // 57: metad.fsm.v1.SnapshotRecord.stream:type_name -> metad.fsm.v1.StreamState
-	38, // 58: metad.fsm.v1.SnapshotRecord.evidence:type_name -> metad.fsm.v1.EvidenceState
-	39, // 59: metad.fsm.v1.SnapshotRecord.generation:type_name -> metad.fsm.v1.GenerationState
-	40, // 60: metad.fsm.v1.SnapshotRecord.index_record:type_name -> metad.fsm.v1.IndexRecordState
-	41, // 61: metad.fsm.v1.SnapshotRecord.object:type_name -> metad.fsm.v1.ObjectState
-	42, // 62: metad.fsm.v1.SnapshotRecord.pin:type_name -> metad.fsm.v1.PinState
-	43, // 63: metad.fsm.v1.SnapshotRecord.dedup:type_name -> metad.fsm.v1.DedupState
-	45, // 64: metad.fsm.v1.SnapshotRecord.tombstone:type_name -> metad.fsm.v1.TombstoneState
-	65, // [65:65] is the sub-list for method output_type
-	65, // [65:65] is the sub-list for method input_type
-	65, // [65:65] is the sub-list for extension type_name
-	65, // [65:65] is the sub-list for extension extendee
-	0,  // [0:65] is the sub-list for field type_name
+	21, // 25: metad.fsm.v1.Command.commit_object:type_name -> metad.fsm.v1.CommitObject
+	10, // 26: metad.fsm.v1.LiftQuarantine.key:type_name -> metad.fsm.v1.IndexKey
+	9,  // 27: metad.fsm.v1.CommitAppend.object:type_name -> metad.fsm.v1.ObjectRef
+	8,  // 28: metad.fsm.v1.CommitAppend.bytes:type_name -> metad.fsm.v1.ByteRange
+	9,  // 29: metad.fsm.v1.CommitObject.object:type_name -> metad.fsm.v1.ObjectRef
+	22, // 30: metad.fsm.v1.CommitObject.appends:type_name -> metad.fsm.v1.ObjectAppend
+	8,  // 31: metad.fsm.v1.ObjectAppend.bytes:type_name -> metad.fsm.v1.ByteRange
+	0,  // 32: metad.fsm.v1.PublishGeneration.view:type_name -> metad.fsm.v1.View
+	7,  // 33: metad.fsm.v1.PublishGeneration.coverage:type_name -> metad.fsm.v1.Range
+	11, // 34: metad.fsm.v1.PublishGeneration.records:type_name -> metad.fsm.v1.IndexRecord
+	0,  // 35: metad.fsm.v1.RetireGeneration.view:type_name -> metad.fsm.v1.View
+	9,  // 36: metad.fsm.v1.RegisterObject.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 37: metad.fsm.v1.PinObject.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 38: metad.fsm.v1.MarkObjectDeleting.object:type_name -> metad.fsm.v1.ObjectRef
+	9,  // 39: metad.fsm.v1.MarkObjectDeleted.object:type_name -> metad.fsm.v1.ObjectRef
+	10, // 40: metad.fsm.v1.ReportCandidateFailure.key:type_name -> metad.fsm.v1.IndexKey
+	5,  // 41: metad.fsm.v1.ReportCandidateFailure.kind:type_name -> metad.fsm.v1.FailureKind
+	34, // 42: metad.fsm.v1.RepairGen0.replace:type_name -> metad.fsm.v1.RecordVersion
+	11, // 43: metad.fsm.v1.RepairGen0.record:type_name -> metad.fsm.v1.IndexRecord
+	6,  // 44: metad.fsm.v1.Rejection.code:type_name -> metad.fsm.v1.RejectCode
+	36, // 45: metad.fsm.v1.Result.rejection:type_name -> metad.fsm.v1.Rejection
+	38, // 46: metad.fsm.v1.Result.append_rejections:type_name -> metad.fsm.v1.AppendRejection
+	36, // 47: metad.fsm.v1.AppendRejection.rejection:type_name -> metad.fsm.v1.Rejection
+	1,  // 48: metad.fsm.v1.StreamState.status:type_name -> metad.fsm.v1.StreamStatus
+	7,  // 49: metad.fsm.v1.EvidenceState.range:type_name -> metad.fsm.v1.Range
+	9,  // 50: metad.fsm.v1.EvidenceState.object:type_name -> metad.fsm.v1.ObjectRef
+	8,  // 51: metad.fsm.v1.EvidenceState.bytes:type_name -> metad.fsm.v1.ByteRange
+	0,  // 52: metad.fsm.v1.GenerationState.view:type_name -> metad.fsm.v1.View
+	2,  // 53: metad.fsm.v1.GenerationState.status:type_name -> metad.fsm.v1.GenerationStatus
+	7,  // 54: metad.fsm.v1.GenerationState.coverage:type_name -> metad.fsm.v1.Range
+	10, // 55: metad.fsm.v1.IndexRecordState.key:type_name -> metad.fsm.v1.IndexKey
+	11, // 56: metad.fsm.v1.IndexRecordState.record:type_name -> metad.fsm.v1.IndexRecord
+	3,  // 57: metad.fsm.v1.IndexRecordState.status:type_name -> metad.fsm.v1.RecordStatus
+	9,  // 58: metad.fsm.v1.ObjectState.object:type_name -> metad.fsm.v1.ObjectRef
+	4,  // 59: metad.fsm.v1.ObjectState.status:type_name -> metad.fsm.v1.ObjectStatus
+	9,  // 60: metad.fsm.v1.PinState.object:type_name -> metad.fsm.v1.ObjectRef
+	37, // 61: metad.fsm.v1.DedupState.result:type_name -> metad.fsm.v1.Result
+	39, // 62: metad.fsm.v1.SnapshotRecord.meta:type_name -> metad.fsm.v1.MachineMeta
+	40, // 63: metad.fsm.v1.SnapshotRecord.stream:type_name -> metad.fsm.v1.StreamState
+	41, // 64: metad.fsm.v1.SnapshotRecord.evidence:type_name -> metad.fsm.v1.EvidenceState
+	42, // 65: metad.fsm.v1.SnapshotRecord.generation:type_name -> metad.fsm.v1.GenerationState
+	43, // 66: metad.fsm.v1.SnapshotRecord.index_record:type_name -> metad.fsm.v1.IndexRecordState
+	44, // 67: metad.fsm.v1.SnapshotRecord.object:type_name -> metad.fsm.v1.ObjectState
+	45, // 68: metad.fsm.v1.SnapshotRecord.pin:type_name -> metad.fsm.v1.PinState
+	46, // 69: metad.fsm.v1.SnapshotRecord.dedup:type_name -> metad.fsm.v1.DedupState
+	48, // 70: metad.fsm.v1.SnapshotRecord.tombstone:type_name -> metad.fsm.v1.TombstoneState
+	71, // [71:71] is the sub-list for method output_type
+	71, // [71:71] is the sub-list for method input_type
+	71, // [71:71] is the sub-list for extension type_name
+	71, // [71:71] is the sub-list for extension extendee
+	0,  // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_fsm_proto_init() }
@@ -3981,10 +4282,12 @@ func file_fsm_proto_init() {
 		(*Command_AddTombstone)(nil),
 		(*Command_LiftTombstone)(nil),
 		(*Command_SetClusterId)(nil),
+		(*Command_CommitObject)(nil),
 	}
 	file_fsm_proto_msgTypes[13].OneofWrappers = []any{}
-	file_fsm_proto_msgTypes[31].OneofWrappers = []any{}
-	file_fsm_proto_msgTypes[37].OneofWrappers = []any{
+	file_fsm_proto_msgTypes[15].OneofWrappers = []any{}
+	file_fsm_proto_msgTypes[34].OneofWrappers = []any{}
+	file_fsm_proto_msgTypes[40].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Stream)(nil),
 		(*SnapshotRecord_Evidence)(nil),
@@ -4001,7 +4304,7 @@ func file_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fsm_proto_rawDesc), len(file_fsm_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   39,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
