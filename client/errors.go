@@ -32,7 +32,10 @@ type Error struct {
 	RetryDelay time.Duration
 	// Diagnostic is set on a failed Resolve: every candidate tried and why.
 	Diagnostic *metadpb.ResolveDiagnostic
-	Message    string
+	// Appends is set on a refused CommitObject: every refused append (by
+	// its index in the request), with its own reason; nothing committed.
+	Appends []*metadpb.AppendRefusal
+	Message string
 }
 
 func (e *Error) Error() string {
@@ -120,6 +123,8 @@ func fromStatus(err error) error {
 			e.RetryDelay = d.RetryDelay.AsDuration()
 		case *metadpb.ResolveDiagnostic:
 			e.Diagnostic = d
+		case *metadpb.CommitObjectRefusal:
+			e.Appends = d.Appends
 		}
 	}
 	if !found && st.Code() == codes.Unavailable {

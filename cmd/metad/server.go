@@ -92,6 +92,8 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.API.SharePins, "share-pins", c.API.SharePins, "concurrent resolves of one object share one pin (one Raft write per object per pin-ttl)")
 	fs.DurationVar(&c.API.DefaultTimeout, "default-timeout", c.API.DefaultTimeout, "deadline for calls that carry none")
 	fs.DurationVar(&c.API.MaxTimeout, "max-timeout", c.API.MaxTimeout, "largest deadline a call may have")
+	fs.IntVar(&c.API.MaxObjectStreams, "max-object-streams", c.API.MaxObjectStreams, "streams one stream-set object (CommitObject) may append to")
+	fs.IntVar(&c.API.MaxCommandBytes, "max-command-bytes", c.API.MaxCommandBytes, "encoded bytes one stream-set object's command (CommitObject) may take in the raft log")
 	fs.IntVar(&c.API.Watch.History, "watch-history", c.API.Watch.History, "recent events kept per stream for watchers that resume")
 	fs.IntVar(&c.API.Watch.MaxWatchers, "watch-max-watchers", c.API.Watch.MaxWatchers, "watchers (Watch RPCs and DescribeStream long polls) a node serves at once")
 	fs.IntVar(&c.API.Watch.Buffer, "watch-buffer", c.API.Watch.Buffer, "events queued per watcher before it is cut off as a slow consumer")
