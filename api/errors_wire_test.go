@@ -49,6 +49,8 @@ func errorTableCases() []wireCase {
 		wireCase{"quarantine not verified", quarantineNotVerified(errorSpec{codes.FailedPrecondition, true, 0}, "bytes differ")},
 		wireCase{"quarantine not verified, store unavailable", quarantineNotVerified(errorSpec{codes.Unavailable, true, time.Second}, "store down")},
 		wireCase{"unclassified", toStatus(errors.New("disk on fire"))},
+		wireCase{"commit object refused", objectRefusal(objectRefusalResult())},
+		wireCase{"commit object too large", tooLarge("appends", "%d appends", 5000)},
 		wireCase{"watchCompacted", watchCompacted(fsm.StreamInfo{ID: 3, Version: 9}, watch.ErrCompacted)},
 		wireCase{"watch slow consumer", watchCutOff(watch.ErrSlowConsumer, 3, 9)},
 		wireCase{"watch reset", watchCutOff(watch.ErrReset, 3, 9)},
@@ -112,7 +114,7 @@ func TestErrorTableSurvivesTheWire(t *testing.T) {
 		want, _ := client.AsError(client.FromStatus(tc.err)) // as built, before the wire
 		if got.Code != want.Code || got.Reason != want.Reason || got.Definite != want.Definite ||
 			got.RetryDelay != want.RetryDelay || got.Field != want.Field || got.Message != want.Message ||
-			(got.Diagnostic == nil) != (want.Diagnostic == nil) {
+			(got.Diagnostic == nil) != (want.Diagnostic == nil) || len(got.Appends) != len(want.Appends) {
 			t.Errorf("%s: server built %+v, client decoded %+v", tc.name, want, got)
 		}
 		if s := client.Sentinel(got.Reason); s == nil || !errors.Is(got, s) {
@@ -124,6 +126,37 @@ func TestErrorTableSurvivesTheWire(t *testing.T) {
 		if errors.Is(got, client.ErrRetryable) != (want.RetryDelay > 0) {
 			t.Errorf("%s: retryable %v, but retry delay %v", tc.name, errors.Is(got, client.ErrRetryable), want.RetryDelay)
 		}
+	}
+}
+
+// objectRefusalResult is a CommitObject refused for two of its appends.
+func objectRefusalResult() *fsmpb.Result {
+	stale := &fsmpb.Rejection{Code: fsmpb.RejectCode_STALE_EPOCH, Field: "appends[1].writer_epoch", Message: "stale"}
+	cas := &fsmpb.Rejection{Code: fsmpb.RejectCode_APPEND_NOT_AT_END, Field: "appends[3].expected_start", Message: "not at end"}
+	return &fsmpb.Result{
+		Rejection: &fsmpb.Rejection{Code: stale.Code, Field: "commit_object." + stale.Field, Message: "2 of 4 appends refused"},
+		AppendRejections: []*fsmpb.AppendRejection{
+			{Index: 1, StreamId: 7, Rejection: stale, WriterEpoch: 3},
+			{Index: 3, StreamId: 9, Rejection: cas, CommittedEnd: 40},
+		},
+	}
+}
+
+// TestCommitObjectRefusalNamesEveryAppend: a refused stream-set object
+// reaches the client with the first refused append's reason and field,
+// and every refused append with its own reason, field and stream state.
+func TestCommitObjectRefusalNamesEveryAppend(t *testing.T) {
+	got, ok := client.AsError(client.FromStatus(objectRefusal(objectRefusalResult())))
+	if !ok || got.Reason != "STALE_EPOCH" || got.Field != "appends[1].writer_epoch" || !got.Definite || !errors.Is(got, client.ErrStaleEpoch) {
+		t.Fatalf("refusal = %+v, want STALE_EPOCH at appends[1].writer_epoch, definite", got)
+	}
+	if len(got.Appends) != 2 {
+		t.Fatalf("appends = %v, want 2", got.Appends)
+	}
+	a, b := got.Appends[0], got.Appends[1]
+	if a.Index != 1 || a.StreamId != 7 || a.Reason != "STALE_EPOCH" || a.Field != "appends[1].writer_epoch" || a.WriterEpoch != 3 ||
+		b.Index != 3 || b.StreamId != 9 || b.Reason != "APPEND_NOT_AT_END" || b.CommittedEnd != 40 {
+		t.Fatalf("appends = %v", got.Appends)
 	}
 }
 
