@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/client"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/internal/proc"
 )
@@ -37,6 +39,7 @@ func TestRollingUpgradeUnderWrites(t *testing.T) {
 	c.StartAll()
 	formed(t, c, 3)
 	w := proc.NewWriter(t, c.Client(), "upgrade")
+	set := newSetProbe(t, c)
 	l := startLoad(t, w)
 	l.waitAcks(c, 20)
 
@@ -61,6 +64,9 @@ func TestRollingUpgradeUnderWrites(t *testing.T) {
 			if lvl := clusterLevel(t, c, i); lvl != fsm.BaseLevel {
 				t.Fatalf("with %d server(s) still on %s the cluster is at level %d", len(order)-1-k, previousRelease, lvl)
 			}
+			// A stream-set object is a level-4 command: refused, and
+			// nothing of it committed, while any server cannot apply it.
+			set.refused(t, c)
 			if st, err := c.Status(i); err == nil && st.ClusterId != "" {
 				t.Fatalf("with %d server(s) still on %s the cluster has an id (%s)", len(order)-1-k, previousRelease, st.ClusterId)
 			}
@@ -93,6 +99,7 @@ func TestRollingUpgradeUnderWrites(t *testing.T) {
 		}
 		return true
 	})
+	set.commits(t, c)
 	l.waitAcks(c, 5)
 	acks := finishAndCheckAcks(t, c, l, w)
 	for i := range c.Nodes {
@@ -101,6 +108,60 @@ func TestRollingUpgradeUnderWrites(t *testing.T) {
 		}
 	}
 	t.Logf("%d appends acknowledged across the upgrade, all present on every server", acks)
+}
+
+// setProbe tries a one-stream stream-set object against the cluster.
+type setProbe struct {
+	stream, epoch uint64
+}
+
+func newSetProbe(t *testing.T, c *proc.Cluster) *setProbe {
+	t.Helper()
+	cl := c.Client()
+	ctx := ctxT(t, 30*time.Second)
+	s, err := client.Call(ctx, cl, cl.Metad.CreateStream, &metadpb.CreateStreamRequest{Name: "upgrade-set", RequestId: client.NewRequestID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := client.Call(ctx, cl, cl.Metad.OpenForWrite, &metadpb.OpenForWriteRequest{StreamId: s.StreamId, RequestId: client.NewRequestID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &setProbe{stream: s.StreamId, epoch: o.WriterEpoch}
+}
+
+func (p *setProbe) commit(t *testing.T, c *proc.Cluster) error {
+	t.Helper()
+	cl := c.Client()
+	_, err := client.Call(ctxT(t, 30*time.Second), cl, cl.Metad.CommitObject, &metadpb.CommitObjectRequest{
+		Object: &metadpb.ObjectRef{Key: "upgrade-set", Identity: "sha256:probe"}, Size: 10, RequestId: client.NewRequestID(),
+		Appends: []*metadpb.ObjectAppend{{StreamId: p.stream, WriterEpoch: p.epoch, End: 1, Bytes: &metadpb.ByteRange{Length: 10}}},
+	})
+	return err
+}
+
+// refused: the object is refused and the stream has not moved.
+func (p *setProbe) refused(t *testing.T, c *proc.Cluster) {
+	t.Helper()
+	if err := p.commit(t, c); err == nil {
+		t.Fatal("a stream-set object committed while a server of the previous release remains")
+	}
+	cl := c.Client()
+	d, err := client.Call(ctxT(t, 30*time.Second), cl, cl.Metad.DescribeStream, &metadpb.DescribeStreamRequest{StreamId: p.stream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Stream.CommittedEnd != 0 {
+		t.Fatalf("a refused stream-set object moved the stream to %d", d.Stream.CommittedEnd)
+	}
+}
+
+// commits: once every server runs this build, the object commits.
+func (p *setProbe) commits(t *testing.T, c *proc.Cluster) {
+	t.Helper()
+	if err := p.commit(t, c); err != nil {
+		t.Fatalf("a stream-set object after the upgrade: %v", err)
+	}
 }
 
 // clusterLevel is the cluster feature level server i reports (0 from a
