@@ -3,7 +3,8 @@
 //
 // Derive (event.go) is the pure part: from one applied command, its
 // fsm Result and the stream's state afterwards it yields the one Event the
-// command made, if any: a writer opened, an append committed (range,
+// command made, if any (DeriveObject: a stream-set object yields one
+// Appended event per stream it appended to, all at its version): a writer opened, an append committed (range,
 // object, bytes, new end), a trim, a seal, a generation published or
 // retired, the stream deleted. Every event carries its Version, the Raft
 // index of its command, which orders a stream's events and is where a

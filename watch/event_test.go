@@ -80,3 +80,41 @@ func TestDeriveEveryCommandKind(t *testing.T) {
 		})
 	}
 }
+
+// TestDeriveObjectIsItsAppends: a stream-set object yields, per stream in
+// the command's order, the event a CommitAppend of the same fields yields,
+// all at the object's version; refused or deduplicated, nothing.
+func TestDeriveObjectIsItsAppends(t *testing.T) {
+	const idx = 42
+	obj := &fsmpb.ObjectRef{Key: "set", Identity: "v1"}
+	c := &fsmpb.CommitObject{Object: obj, Size: 100, Appends: []*fsmpb.ObjectAppend{
+		{StreamId: 9, WriterEpoch: 2, ExpectedStart: 0, End: 4, Bytes: &fsmpb.ByteRange{Offset: 0, Length: 40}},
+		{StreamId: 3, WriterEpoch: 1, ExpectedStart: 10, End: 12, Bytes: &fsmpb.ByteRange{Offset: 40, Length: 60}},
+	}}
+	after := map[uint64]fsm.StreamInfo{
+		9: {ID: 9, Version: idx, CommittedEnd: 4, WriterEpoch: 2, Status: fsm.StreamActive},
+		3: {ID: 3, Version: idx, CommittedEnd: 12, Trim: 5, WriterEpoch: 1, Status: fsm.StreamActive},
+	}
+	lookup := func(id uint64) (fsm.StreamInfo, bool) { s, ok := after[id]; return s, ok }
+	ok := &fsmpb.Result{Version: idx}
+	got := DeriveObject(idx, c, ok, lookup)
+	if len(got) != len(c.Appends) {
+		t.Fatalf("%d events for %d appends: %+v", len(got), len(c.Appends), got)
+	}
+	for i, a := range c.Appends {
+		alone := &fsmpb.Command{Op: &fsmpb.Command_CommitAppend{CommitAppend: &fsmpb.CommitAppend{
+			StreamId: a.StreamId, WriterEpoch: a.WriterEpoch, ExpectedStart: a.ExpectedStart, End: a.End, Object: obj, Bytes: a.Bytes,
+		}}}
+		want, _ := Derive(idx, alone, &fsmpb.Result{Version: idx, StreamId: a.StreamId}, after[a.StreamId])
+		if got[i] != want {
+			t.Errorf("event %d = %+v, want %+v", i, got[i], want)
+		}
+	}
+	refused := &fsmpb.Result{Version: idx, Rejection: &fsmpb.Rejection{Code: fsmpb.RejectCode_STALE_EPOCH}}
+	if evs := DeriveObject(idx, c, refused, lookup); len(evs) != 0 {
+		t.Errorf("a refused object yields %+v", evs)
+	}
+	if evs := DeriveObject(idx, c, &fsmpb.Result{Version: 40, Deduplicated: true}, lookup); len(evs) != 0 {
+		t.Errorf("a deduplicated object yields %+v", evs)
+	}
+}
