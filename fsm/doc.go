@@ -17,6 +17,9 @@
 // Every Raft entry is one fsmpb.Command; Apply dispatches its oneof in one
 // switch to one small handler per operation. A handler validates first and
 // mutates only once nothing can refuse, so a command is all or nothing.
+// That includes a stream-set object (streamset.go, level 4): one command
+// appending to many streams checks every append before it commits any,
+// and refuses naming every append it refused.
 // A refusal is a Result with a Rejection (code, field, message): it is part
 // of the replicated outcome and is identical on every replica. An entry
 // this binary cannot apply — undecodable, an unknown operation, a feature
