@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/fsm/fsmpb"
 )
@@ -187,4 +189,37 @@ func diffStates(t *testing.T, a, b *Machine) string {
 		t.Fatal(err)
 	}
 	return out.String()
+}
+
+// TestObjectRefusalSurvivesASnapshot: a replica restored from a snapshot
+// answers a retried stream-set object with the first outcome, every
+// refused append included, as a replica that applied it does.
+func TestObjectRefusalSurvivesASnapshot(t *testing.T) {
+	m := streamSetState(t, newRand(1))
+	c := &fsmpb.CommitObject{Object: (&ObjectRef{Key: "set", Identity: "v1"}).PB(), Size: 10, Appends: []*fsmpb.ObjectAppend{
+		{StreamId: 1, WriterEpoch: 99, End: 1, Bytes: (&ByteRange{0, 1}).PB()},
+		{StreamId: 9, WriterEpoch: 1, End: 1, Bytes: (&ByteRange{1, 1}).PB()},
+	}}
+	cmd := func() *fsmpb.Command {
+		return &fsmpb.Command{RequestId: "r", Op: &fsmpb.Command_CommitObject{CommitObject: c}}
+	}
+	first := m.Apply(m.applied+1, cmd())
+	if len(first.AppendRejections) != 2 {
+		t.Fatalf("first outcome %v, want two refused appends", first)
+	}
+	var snap bytes.Buffer
+	if err := m.Clone().WriteSnapshot(&snap); err != nil {
+		t.Fatal(err)
+	}
+	restored, err := Restore(&snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]*Machine{"applied": m, "restored": restored} {
+		again := r.Apply(r.applied+1, cmd())
+		again.Deduplicated = false
+		if !proto.Equal(again, first) {
+			t.Errorf("%s replica answers the retry with %v, want %v", name, again, first)
+		}
+	}
 }
