@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
 
@@ -67,6 +68,10 @@ type Client struct {
 	bg      sync.WaitGroup
 	Metad   metadpb.MetadClient
 	Cluster metadpb.ClusterClient
+	// Health is the standard gRPC health service of the members dialled
+	// (round robin, never routed to the leader): SERVING when a member is
+	// ready to take traffic (README: Health, metrics, profiling).
+	Health healthpb.HealthClient
 	// stopWatch ends the TLS files' watcher.
 	stopWatch func()
 }
@@ -122,6 +127,7 @@ func New(cfg Config) (*Client, error) {
 		routed = c.router
 	}
 	c.Metad, c.Cluster = metadpb.NewMetadClient(routed), metadpb.NewClusterClient(routed)
+	c.Health = healthpb.NewHealthClient(conn)
 	return c, nil
 }
 

@@ -110,7 +110,7 @@ func addClientCommands(root *cobra.Command) {
 	for _, cmd := range []*cobra.Command{
 		newStatusCmd(o), newMembersCmd(o), newStreamCmd(o), newAppendCmd(o),
 		newIndexCmd(o), newResolveCmd(o), newReadCmd(o), newObjectCmd(o), newEvidenceCmd(o),
-		newQuarantineCmd(o), newRaftCmd(o),
+		newQuarantineCmd(o), newRaftCmd(o), newEndpointCmd(o),
 	} {
 		o.register(cmd)
 		root.AddCommand(cmd)

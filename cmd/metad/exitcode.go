@@ -42,7 +42,7 @@ func exitCode(err error) int {
 	case errors.As(err, &nf), errors.Is(err, client.ErrNotFound):
 		return exitNotFound
 	case errors.Is(err, client.ErrRetryable), errors.Is(err, client.ErrUnavailable),
-		errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, errUnhealthy):
 		return exitRetryable
 	}
 	return exitFailure

@@ -100,6 +100,9 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{append([]string{"status"}, unreachable...), 4},
 		{[]string{"status", "--addr", "garbage"}, 2},
 		{[]string{"status"}, 0},
+		{append([]string{"endpoint", "health"}, unreachable...), 4},
+		{[]string{"endpoint", "health", "extra"}, 2},
+		{[]string{"endpoint", "health"}, 0},
 		{append([]string{"members"}, unreachable...), 4},
 		{[]string{"members", "extra"}, 2},
 

@@ -26,6 +26,8 @@ func newStatusCmd(o *clientOpts) *cobra.Command {
 and whether the cluster can serve: the leader (or NO LEADER), how many voters
 are healthy (reachable, and leading or following the current leader), the
 quorum, and how many more failures the cluster survives (or NO QUORUM).
+The exit status is 0 when the cluster can serve, 4 with NO LEADER or NO
+QUORUM (the table is printed either way).
 Unreachable servers show their gRPC address and why they did not answer.
 State hashes (--hash) are hex everywhere, as in metad snapshot diff.`,
 		Example: `  metad status
@@ -40,11 +42,17 @@ State hashes (--hash) are hex everywhere, as in metad snapshot diff.`,
 				fillUnreachableAddrs(ctx, c, st)
 				h := judgeCluster(st)
 				if o.output == "json" {
-					return statusJSON(cmd.OutOrStdout(), st, hashes, h)
+					if err := statusJSON(cmd.OutOrStdout(), st, hashes, h); err != nil {
+						return err
+					}
+					return h.verdict(st.LeaderId)
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 				statusTable(tw, st, hashes, h)
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				return h.verdict(st.LeaderId)
 			})
 		},
 	}
@@ -126,6 +134,15 @@ func healthyVoter(n *metadpb.NodeStatus, leader string) bool {
 		return n.State == "Follower" || n.State == "Candidate"
 	}
 	return (n.State == "Leader" && n.NodeId == leader) || (n.State == "Follower" && n.LeaderId == leader)
+}
+
+// verdict is the exit of a status or health check: nil when the cluster
+// can serve, errUnhealthy (exit 4) without a leader or a quorum.
+func (h clusterHealth) verdict(leader string) error {
+	if h.NoLeader || h.NoQuorum {
+		return fmt.Errorf("%w: %s", errUnhealthy, h.summary(leader))
+	}
+	return nil
 }
 
 func (h clusterHealth) summary(leader string) string {

@@ -129,6 +129,10 @@ func TestStatusIsHonest(t *testing.T) {
 	if st.FailureTolerance != 1 || st.NoQuorum {
 		t.Errorf("all up: tolerance %d, no quorum %v", st.FailureTolerance, st.NoQuorum)
 	}
+	c.WaitFor("every member ready", 30*time.Second, func() bool {
+		out, err := runMetad(t, "endpoint", "health", "--addr", c.Nodes[0].GRPC)
+		return err == nil && strings.Count(out, " healthy ") == 3
+	})
 
 	down := (c.Leader(0) + 1) % 3 // a follower
 	c.Kill(down)
@@ -143,14 +147,25 @@ func TestStatusIsHonest(t *testing.T) {
 		strings.Contains(row, c.Nodes[down].Raft) || !strings.Contains(row, "unreachable: ") || strings.Contains(row, "rpc error") {
 		t.Errorf("one down:\n%s", out)
 	}
+	// With a quorum, endpoint health exits 0 and names the member down.
+	out = run(from, "endpoint", "health")
+	if row := lineWith(out, c.Nodes[down].GRPC); !strings.Contains(row, "UNHEALTHY") || !strings.Contains(row, "unreachable") ||
+		strings.Count(out, " healthy ") != 2 {
+		t.Errorf("endpoint health, one down:\n%s", out)
+	}
 
 	c.Kill((down + 2) % 3)
 	c.WaitFor("NO LEADER", 30*time.Second, func() bool {
 		out, _ := runMetad(t, "status", "--addr", c.Nodes[from].GRPC)
 		return strings.Contains(out, "NO LEADER")
 	})
-	if out := run(from, "status"); !strings.Contains(out, "NO QUORUM") || strings.Contains(out, "tolerates") {
-		t.Errorf("two down:\n%s", out)
+	// Without a quorum, status and endpoint health print and exit 4.
+	s := &realServer{bin: proc.Binary(t), addr: c.Nodes[from].GRPC}
+	if out, code := s.run(t, "status"); code != exitRetryable || !strings.Contains(out, "NO QUORUM") || strings.Contains(out, "tolerates") {
+		t.Errorf("two down: exit %d\n%s", code, out)
+	}
+	if out, code := s.run(t, "endpoint", "health", "-o", "json"); code != exitRetryable || !strings.Contains(out, `"quorum": false`) {
+		t.Errorf("endpoint health, two down: exit %d\n%s", code, out)
 	}
 }
 
