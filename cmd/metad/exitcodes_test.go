@@ -79,6 +79,15 @@ type exitCase struct {
 	want int
 }
 
+// writeTemp writes a file into dir and returns its path.
+func writeTemp(dir, name, content string) string {
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		panic(err)
+	}
+	return p
+}
+
 // exitCases lists, for every command, its failure modes. down is a
 // loopback address nobody listens on.
 func exitCases(s *realServer, down, tmp string) []exitCase {
@@ -95,6 +104,12 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"server", "--log-level", "verbose", "--data-dir", filepath.Join(tmp, "d1")}, 2},
 		{[]string{"server", "--bootstrap-expect", "-1", "--data-dir", filepath.Join(tmp, "d2")}, 2},
 		{[]string{"server", "--grpc-addr", "garbage", "--data-dir", filepath.Join(tmp, "d3")}, 2},
+		// Config files: missing, an unknown key, a value of the wrong type,
+		// broken YAML — all bad usage, as a bad flag is.
+		{[]string{"server", "--config", filepath.Join(tmp, "missing.yaml"), "--data-dir", filepath.Join(tmp, "d4")}, 2},
+		{[]string{"server", "--config", writeTemp(tmp, "unknown.yaml", "bogus-key: 1\n"), "--data-dir", filepath.Join(tmp, "d5")}, 2},
+		{[]string{"server", "--config", writeTemp(tmp, "type.yaml", "pin-ttl: [1, 2]\n"), "--data-dir", filepath.Join(tmp, "d6")}, 2},
+		{[]string{"server", "--config", writeTemp(tmp, "broken.yaml", "grpc-addr: \"x\n"), "--data-dir", filepath.Join(tmp, "d7")}, 2},
 
 		{[]string{"status", "-o", "yaml"}, 2},
 		{append([]string{"status"}, unreachable...), 4},
@@ -230,7 +245,7 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 	// A failed server start leaves nothing behind in its data dir.
-	for _, d := range []string{"d1", "d2", "d3"} {
+	for _, d := range []string{"d1", "d2", "d3", "d4", "d5", "d6", "d7"} {
 		if _, err := os.Stat(filepath.Join(tmp, d)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("a refused server start created its data dir %s (%v)", d, err)
 		}

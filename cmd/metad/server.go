@@ -49,7 +49,9 @@ in upper case, '-' as '_': METAD_DATA_DIR) or as a key of the YAML file given by
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyLayers(cmd.Flags(), configFileFrom(cmd.Flags())); err != nil {
-				return err
+				// A setting that does not parse, an unknown key, or a config
+				// file that cannot be read is bad usage (exit 2), as a bad flag.
+				return usageError{err}
 			}
 			return runServer(cmd.Context(), f, cmd.Flags(), cmd.ErrOrStderr())
 		},
