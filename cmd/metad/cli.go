@@ -72,7 +72,10 @@ func (o *clientOpts) runWith(cmd *cobra.Command, adjust func(*client.Config), fn
 	}
 	c, err := client.New(cfg)
 	if err != nil {
-		return err
+		// New does no I/O but reading the TLS files: what fails here is a
+		// setting (a certificate without --tls-ca-file, a file that does
+		// not load), bad usage.
+		return usageError{err}
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)

@@ -115,6 +115,7 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{append([]string{"status"}, unreachable...), 4},
 		{[]string{"status", "--addr", "garbage"}, 2},
 		{[]string{"status"}, 0},
+		{[]string{"status", "--tls-cert-file", filepath.Join(tmp, "none.pem")}, 2},
 		{append([]string{"endpoint", "health"}, unreachable...), 4},
 		{[]string{"endpoint", "health", "extra"}, 2},
 		{[]string{"endpoint", "health"}, 0},
