@@ -1,10 +1,15 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+
+	"github.com/metad/metad/client"
 )
 
 // Every command's --timeout bounds the whole command (only metad-bench's,
@@ -30,5 +35,18 @@ func TestTimeoutHelpBoundsTheWholeCommand(t *testing.T) {
 	walk(newRootCmd())
 	if seen < 20 {
 		t.Fatalf("only %d commands have --timeout", seen)
+	}
+}
+
+// TestErrorLineHasOnePrefix: a failure wrapped around a client error is
+// printed with one "metad:" prefix.
+func TestErrorLineHasOnePrefix(t *testing.T) {
+	err := fmt.Errorf("stream 99999: %w", &client.Error{Reason: "STREAM_NOT_FOUND", Code: codes.NotFound, Message: "stream 99999 does not exist"})
+	got := errorLine(err)
+	if want := "metad: stream 99999: STREAM_NOT_FOUND (NotFound): stream 99999 does not exist"; got != want {
+		t.Fatalf("errorLine = %q, want %q", got, want)
+	}
+	if got := errorLine(errors.New("metad: plain")); got != "metad: plain" {
+		t.Fatalf("errorLine = %q", got)
 	}
 }

@@ -3,6 +3,7 @@
 //	metad server                     run a server (see metad server --help)
 //	metad version                    the release and commit (also --version)
 //	metad status                     the cluster, one line per server
+//	metad endpoint health            every member's readiness; exit 0 with a quorum
 //	metad members                    the gossip view of one node
 //	metad stream create|describe|list|trim|seal|delete
 //	metad append STREAM ...          write bytes and commit them
@@ -35,9 +36,16 @@ import (
 func main() {
 	root := newRootCmd()
 	if err := root.ExecuteContext(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "metad:", strings.TrimPrefix(err.Error(), "metad: "))
+		fmt.Fprintln(os.Stderr, errorLine(err))
 		os.Exit(exitCode(err))
 	}
+}
+
+// errorLine is how a command's failure is printed: one "metad:" prefix,
+// however many layers of the message carry one ("metad: stream 9: metad:
+// STREAM_NOT_FOUND ..." reads "metad: stream 9: STREAM_NOT_FOUND ...").
+func errorLine(err error) string {
+	return "metad: " + strings.ReplaceAll(strings.TrimPrefix(err.Error(), "metad: "), ": metad: ", ": ")
 }
 
 // newRootCmd builds the whole command tree.
