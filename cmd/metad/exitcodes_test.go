@@ -99,6 +99,8 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"--bogus-flag"}, 2},
 		{[]string{"version", "extra"}, 2},
 		{[]string{"version"}, 0},
+		{[]string{"version", "-o", "json"}, 0},
+		{[]string{"version", "-o", "yaml"}, 2},
 		{[]string{"--version"}, 0},
 
 		{[]string{"server", "--log-level", "verbose", "--data-dir", filepath.Join(tmp, "d1")}, 2},
