@@ -210,7 +210,7 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"snapshot", "bogus"}, 2},
 		{[]string{"snapshot", "save"}, 2},
 		{append([]string{"snapshot", "save", filepath.Join(tmp, "x.snap")}, unreachable...), 4},
-		{[]string{"snapshot", "inspect", filepath.Join(tmp, "missing.snap")}, 1},
+		{[]string{"snapshot", "inspect", filepath.Join(tmp, "missing.snap")}, 3},
 		{[]string{"snapshot", "diff", "a"}, 2},
 		{[]string{"snapshot", "restore"}, 2},
 

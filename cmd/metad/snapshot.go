@@ -272,14 +272,18 @@ func newSnapshotInspectCmd() *cobra.Command {
 configuration), its size and per-type record counts, and verify it: the file's
 SHA-256, the stream header, the fsm snapshot's header CRC, record count and
 body SHA-256, the canonical record order and every state invariant (a full
-restore into memory). Exits 1 if anything does not verify. Offline: reads
-only the file.`,
+restore into memory). Exits 1 if anything does not verify, 3 if there is no
+such file. Offline: reads only the file.`,
 		Example: `  metad snapshot inspect backup.snap
   metad snapshot inspect backup.snap -o json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "table" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: want table or json", output)}
+			}
+			if _, err := os.Stat(args[0]); errors.Is(err, os.ErrNotExist) {
+				// Nothing to inspect: not a report of failed checks.
+				return notFoundError{fmt.Errorf("snapshot file %s does not exist", args[0])}
 			}
 			rep, err := inspectSnapshot(args[0], cmd.ErrOrStderr())
 			if output == "json" {
