@@ -401,6 +401,16 @@ func TestSnapshotMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An existing file is refused, untouched; --force replaces it.
+	if out, code := s.run(t, "snapshot", "save", good); code != 2 || !strings.Contains(out, "--force") {
+		t.Errorf("save over an existing file: exit %d\n%s", code, out)
+	}
+	if again, err := os.ReadFile(good); err != nil || !bytes.Equal(again, b) {
+		t.Errorf("a refused save changed %s (%v)", good, err)
+	}
+	if out, code := s.run(t, "snapshot", "save", good, "--force"); code != 0 {
+		t.Errorf("save --force: exit %d\n%s", code, out)
+	}
 	for _, cut := range []int{len(b) - 100, len(b) / 2} {
 		short := filepath.Join(dir, fmt.Sprintf("short-%d.snap", cut))
 		if err := os.WriteFile(short, b[:cut], 0o600); err != nil {

@@ -46,6 +46,7 @@ cluster's configuration and a SHA-256 over everything.
 
 func newSnapshotSaveCmd() *cobra.Command {
 	o := &clientOpts{}
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "save FILE",
 		Short: "Save a consistent snapshot of a running cluster to FILE",
@@ -55,13 +56,17 @@ acknowledged before the command started; writes go on meanwhile (the state is
 cloned copy-on-write, nothing is paused). Point --addr at a follower to spare
 the leader the work. Without a leader it retries for 30s, then fails (exit 4);
 --timeout bounds the whole transfer. The file is written to FILE.part, checked, synced, then
-renamed to FILE, so FILE is never half-written.`,
+renamed to FILE, so FILE is never half-written. An existing FILE is refused
+(exit 2) unless --force replaces it.`,
 		Example: `  metad snapshot save backup.snap
   metad snapshot save /backups/metad-$(date +%F).snap --addr 10.0.0.3:7420`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dir := filepath.Dir(args[0]); !isDir(dir) { // before asking the cluster for anything
 				return usageError{fmt.Errorf("%s: directory %s does not exist", args[0], dir)}
+			}
+			if _, err := os.Stat(args[0]); err == nil && !force {
+				return usageError{fmt.Errorf("%s exists; --force replaces it", args[0])}
 			}
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
 				res, err := saveSnapshot(ctx, c, args[0], cmd.ErrOrStderr())
@@ -77,6 +82,7 @@ renamed to FILE, so FILE is never half-written.`,
 		},
 	}
 	o.registerWithTimeout(cmd, time.Hour)
+	cmd.Flags().BoolVar(&force, "force", false, "replace FILE if it exists")
 	return cmd
 }
 
