@@ -260,11 +260,13 @@ func TestBootstrapHookOutcomes(t *testing.T) {
 		stateAfter bool    // HasState turns true after New's check
 		wantCalls  int
 		wantLog    string
+		quiet      bool // nothing logged at ERROR
 	}
 	for _, o := range []outcome{
-		{"transient failure retried", []error{errors.New("disk full"), errors.New("disk full")}, false, 3, "raft bootstrapped"},
-		{"state exists", []error{fmt.Errorf("wrapped: %w", ErrAlreadyBootstrapped)}, false, 1, "raft refused to bootstrap"},
-		{"state appeared", nil, true, 0, "raft state found on disk"},
+		{"transient failure retried", []error{errors.New("disk full"), errors.New("disk full")}, false, 3, "raft bootstrapped", false},
+		{"state exists", []error{fmt.Errorf("wrapped: %w", ErrAlreadyBootstrapped)}, false, 1, "raft refused to bootstrap", false},
+		{"store still opening", []error{fmt.Errorf("wrapped: %w", ErrRaftOpening)}, false, 2, "raft bootstrapped", true},
+		{"state appeared", nil, true, 0, "raft state found on disk", false},
 	} {
 		t.Run(o.name, func(t *testing.T) {
 			sink, log := newLogSink(t)
@@ -307,6 +309,9 @@ func TestBootstrapHookOutcomes(t *testing.T) {
 			defer mu.Unlock()
 			if calls != o.wantCalls {
 				t.Fatalf("Bootstrap called %d times, want %d", calls, o.wantCalls)
+			}
+			if n := sink.count("level=ERROR"); o.quiet && n != 0 {
+				t.Fatalf("%d lines logged at ERROR while the raft store opened", n)
 			}
 		})
 	}

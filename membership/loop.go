@@ -98,6 +98,10 @@ func (a *Agent) maybeBootstrap() {
 		switch {
 		case errors.Is(err, ErrAlreadyBootstrapped):
 			a.log.Info("raft refused to bootstrap: state already exists; not bootstrapping")
+		case errors.Is(err, ErrRaftOpening):
+			a.log.Debug("raft store still opening; bootstrapping waits for it")
+			a.loop.lastBootstrapReason = "" // log the retry's decision too
+			return
 		case err != nil:
 			a.log.Error("raft bootstrap failed; will retry", "err", err)
 			a.loop.lastBootstrapReason = "" // log the retry's decision too

@@ -47,3 +47,8 @@ type Server struct {
 // ErrAlreadyBootstrapped is what Hooks.Bootstrap wraps when raft refuses
 // to bootstrap because this node has state after all.
 var ErrAlreadyBootstrapped = errors.New("membership: raft already has state")
+
+// ErrRaftOpening is what Hooks wrap while the raft store is still opening
+// (restoring its snapshot at start): not a failure, a wait; bootstrapping
+// is retried on the next round without an error in the log.
+var ErrRaftOpening = errors.New("membership: raft store still opening")

@@ -25,7 +25,7 @@ type storeRef struct {
 }
 
 // errOpening: the raft store is still opening (restoring its snapshot).
-var errOpening = errors.New("node: raft store still opening")
+var errOpening = fmt.Errorf("node: %w", membership.ErrRaftOpening)
 
 var _ membership.Raft = membershipRaft{}
 
