@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/client"
@@ -141,19 +143,22 @@ func TestStreamSetLeaderKillLeavesNoPartialObject(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var all []uint64
+	var ids, epochs [writers][]uint64
 	for w := range writers {
-		ids, epochs := openStreams(ctx, t, cl, fmt.Sprintf("w%d-", w), perWriter)
-		all = append(all, ids...)
+		ids[w], epochs[w] = openStreams(ctx, t, cl, fmt.Sprintf("w%d-", w), perWriter)
+		all = append(all, ids[w]...)
+	}
+	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := h.write(ctx, cl, rand.New(rand.NewPCG(seed, uint64(w))), fmt.Sprintf("w%d", w), ids, epochs, stop); err != nil {
+			if err := h.write(ctx, cl, rand.New(rand.NewPCG(seed, uint64(w))), fmt.Sprintf("w%d", w), ids[w], epochs[w], stop); err != nil {
 				t.Errorf("writer %d: %v", w, err)
 			}
 		}()
 	}
-	h.waitAcked(ctx, t, 15)
 	leader := c.WaitLeader(0)
+	h.waitAcked(ctx, t, 15)
 	c.Kill(leader)
 	t.Logf("killed leader %s after %d acknowledged objects", c.Nodes[leader].ID, h.ackedCount())
 	h.waitAcked(ctx, t, h.ackedCount()+15)
@@ -165,7 +170,8 @@ func TestStreamSetLeaderKillLeavesNoPartialObject(t *testing.T) {
 		return
 	}
 	at := appliedIndex(ctx, t, cl, all[0])
-	t.Logf("%d objects attempted, %d acknowledged; checking every node at index %d", len(h.attempts), h.ackedCount(), at)
+	t.Logf("%d objects attempted, %d acknowledged, %d sent again by request id after a failure; checking every node at index %d",
+		len(h.attempts), h.ackedCount(), h.retried.Load(), at)
 	for i := range c.Nodes {
 		waitApplied(t, c, i, all[0], at)
 		h.check(ctx, t, c.Client(i), fmt.Sprintf("node %d", i), all)
@@ -184,6 +190,7 @@ type setAttempt struct {
 type setHistory struct {
 	progress chan struct{} // signalled after each acknowledgement
 	acked    atomic.Int64
+	retried  atomic.Int64 // objects sent more than once: the first send's outcome was unknown
 
 	mu       sync.Mutex // guards attempts
 	attempts []*setAttempt
@@ -210,7 +217,7 @@ func (h *setHistory) write(ctx context.Context, cl *client.Client, rng *rand.Ran
 		h.mu.Lock()
 		h.attempts = append(h.attempts, a)
 		h.mu.Unlock()
-		resp, err := commitUntilKnown(ctx, cl, a.req)
+		resp, err := commitUntilKnown(ctx, cl, a.req, &h.retried)
 		if err != nil {
 			return fmt.Errorf("object %s: %w", a.req.Object.Key, err)
 		}
@@ -232,10 +239,17 @@ func (h *setHistory) write(ctx context.Context, cl *client.Client, rng *rand.Ran
 // refused; an indeterminate failure (the leader died with it in flight)
 // is retried with the same request id, which the cluster applies at most
 // once.
-func commitUntilKnown(ctx context.Context, cl *client.Client, req *metadpb.CommitObjectRequest) (*metadpb.CommitObjectResponse, error) {
+func commitUntilKnown(ctx context.Context, cl *client.Client, req *metadpb.CommitObjectRequest, retried *atomic.Int64) (*metadpb.CommitObjectResponse, error) {
+	sent := 0
+	commit := func(ctx context.Context, req *metadpb.CommitObjectRequest, opts ...grpc.CallOption) (*metadpb.CommitObjectResponse, error) {
+		if sent++; sent == 2 {
+			retried.Add(1)
+		}
+		return cl.Metad.CommitObject(ctx, req, opts...)
+	}
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		resp, err := client.Call(callCtx, cl, cl.Metad.CommitObject, req)
+		resp, err := client.Call(callCtx, cl, commit, req)
 		cancel()
 		if err == nil {
 			return resp, nil
