@@ -308,8 +308,12 @@ func printObjectCommit(o *clientOpts, cmd *cobra.Command, parts []*objectPart, r
 		out.Appends = append(out.Appends, p)
 	}
 	return o.printJSON(cmd.OutOrStdout(), out, func(tw *tabwriter.Writer) {
-		fmt.Fprintf(tw, "object %s (%d bytes, identity %s) committed to %d streams at version %d\n\n",
-			out.Key, out.Size, out.Identity, len(out.Appends), out.Version)
+		streams := "streams"
+		if len(out.Appends) == 1 {
+			streams = "stream"
+		}
+		fmt.Fprintf(tw, "object %s (%d bytes, identity %s) committed to %d %s at version %d\n\n",
+			out.Key, out.Size, out.Identity, len(out.Appends), streams, out.Version)
 		fmt.Fprintln(tw, "STREAM\tNAME\tOFFSETS\tBYTES\tEPOCH\tDATA")
 		for i, p := range out.Appends {
 			fmt.Fprintf(tw, "%d\t%s\t[%d,%d)\t%d+%d\t%d\t%s\n", p.Stream, p.Name, p.Start, p.End, p.Offset, p.Length, p.Epoch,
@@ -333,12 +337,13 @@ type refusedPart struct {
 // unwraps to the client's error, which classifies the exit status.
 type objectRefusedError struct {
 	refused []refusedPart
+	streams int // in the commit
 	err     error
 }
 
 func (e *objectRefusedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "commit refused, nothing committed: %d of the streams refused:", len(e.refused))
+	fmt.Fprintf(&b, "commit refused, nothing committed: %d of %d streams refused:", len(e.refused), e.streams)
 	for _, r := range e.refused {
 		fmt.Fprintf(&b, "\n  stream %d (argument %q): %s: %s", r.Stream, r.Argument, r.Reason, r.Message)
 	}
@@ -355,7 +360,7 @@ func objectCommitError(o *clientOpts, cmd *cobra.Command, parts []*objectPart, e
 	if !ok || len(e.Appends) == 0 {
 		return err
 	}
-	refused := &objectRefusedError{err: err}
+	refused := &objectRefusedError{streams: len(parts), err: err}
 	for _, a := range e.Appends {
 		r := refusedPart{Stream: a.StreamId, Reason: a.Reason, Field: a.Field, Message: a.Message,
 			CommittedEnd: a.CommittedEnd, WriterEpoch: a.WriterEpoch}

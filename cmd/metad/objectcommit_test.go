@@ -67,14 +67,21 @@ func TestObjectCommit(t *testing.T) {
 			t.Errorf("stream %s evidence = %v, want one of %s at version %d", id, ev.Evidence, got.Key, got.Version)
 		}
 	}
-	if out := mustRun("object", "commit", a+"="+fa, "b="+fb, "--count-of", "b=4", "--object-dir", s.objects); !strings.Contains(out, "[2,3)") || !strings.Contains(out, "[1,5)") {
+	out = mustRun("object", "commit", a+"="+fa, "b="+fb, "--count-of", "b=4", "--object-dir", s.objects)
+	if !strings.Contains(out, "[2,3)") || !strings.Contains(out, "[1,5)") {
 		t.Errorf("second commit printed\n%s", out)
+	}
+	if testing.Verbose() {
+		t.Log(out)
 	}
 
 	// The second commit opened a at epoch 2: epoch 1 is fenced.
 	out, code := s.run(t, "object", "commit", "a="+fa, "b="+fb, "--epoch-of", "a=1", "--object-dir", s.objects)
 	if code != 1 || !strings.Contains(out, "stream "+a+` (argument "a=`) || !strings.Contains(out, "STALE_EPOCH") || strings.Contains(out, "stream "+b+" ") {
 		t.Errorf("commit with a's epoch stale: exit %d, want 1 naming stream %s only\n%s", code, a, out)
+	}
+	if testing.Verbose() {
+		t.Log(out)
 	}
 	out, code = s.run(t, "object", "commit", "a="+fa, "b="+fb, "--epoch-of", "a=1", "--epoch-of", "b=1", "--object-dir", s.objects, "-o", "json")
 	var refused struct{ Refused []refusedPart }
