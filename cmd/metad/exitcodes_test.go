@@ -94,6 +94,7 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 	id := fmt.Sprint(s.stream)
 	unreachable := []string{"--addr", down, "--timeout", "1s"}
 	nodir := filepath.Join(tmp, "nodir")
+	part := filepath.Join(tmp, "part.bin") // TestExitCodes writes it
 	return []exitCase{
 		{[]string{"bogus"}, 2},
 		{[]string{"--bogus-flag"}, 2},
@@ -176,6 +177,23 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"object", "register", "k"}, 2},
 		{[]string{"object", "pin", "no/such/key"}, 3},
 		{[]string{"object", "pin", "k", "--ttl", "0s"}, 2},
+		{[]string{"object", "commit"}, 2},
+		{[]string{"object", "commit", "no-equals-sign", "--object-dir", s.objects}, 2},
+		{[]string{"object", "commit", id + "=", "--object-dir", s.objects}, 2},
+		{[]string{"object", "commit", "=" + part, "--object-dir", s.objects}, 2},
+		{[]string{"object", "commit", id + "=" + filepath.Join(tmp, "missing.bin"), "--object-dir", s.objects}, 2},
+		{[]string{"object", "commit", id + "=" + part, id + "=" + part, "--object-dir", s.objects}, 2},
+		{[]string{"object", "commit", id + "=" + part, "s=" + part, "--object-dir", s.objects}, 2}, // an id and a name of one stream
+		{[]string{"object", "commit", id + "=" + part, "--count", "0", "--object-dir", s.objects}, 2},
+		{[]string{"object", "commit", id + "=" + part, "--count", "2", "--count-lines", "--object-dir", s.objects}, 2},
+		{[]string{"object", "commit", id + "=" + part, "--count-of", "other=3", "--object-dir", s.objects}, 2},
+		{[]string{"object", "commit", id + "=" + part, "--epoch-of", id + "=x", "--object-dir", s.objects}, 2},
+		{[]string{"object", "commit", id + "=" + part, "--object-dir", nodir}, 2},
+		{[]string{"object", "commit", "999=" + part, "--object-dir", s.objects}, 3},
+		{[]string{"object", "commit", "nosuchname=" + part, "--object-dir", s.objects}, 3},
+		{append([]string{"object", "commit", id + "=" + part, "--object-dir", s.objects}, unreachable...), 4},
+		{[]string{"object", "commit", id + "=" + part, "--object-dir", s.objects}, 0},                          // opens: epoch 2
+		{[]string{"object", "commit", id + "=" + part, "--epoch-of", id + "=1", "--object-dir", s.objects}, 1}, // fenced: STALE_EPOCH
 		{[]string{"object", "release", "999999"}, 3},
 		{[]string{"object", "release", "x"}, 2},
 		{[]string{"object", "report", id, "COMMITTED", "0/0@1", "--kind", "BOGUS"}, 2},
@@ -240,6 +258,9 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 func TestExitCodes(t *testing.T) {
 	s := startRealServer(t)
 	tmp := t.TempDir()
+	if err := os.WriteFile(filepath.Join(tmp, "part.bin"), []byte("part\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := exitCases(s, proc.FreePort(t), tmp)
 	for _, tc := range cases {
 		out, code := s.run(t, tc.args...)

@@ -10,7 +10,8 @@
 //	metad read STREAM VIEW OFFSET    the broker read path: resolve, read, fall back
 //	metad index publish|list|retire  index generations
 //	metad resolve STREAM VIEW OFFSET resolve one read
-//	metad object describe|register|pin|release|report
+//	metad object describe|register|commit|pin|release|report
+//	metad object commit STREAM=FILE ...  one object, one append per stream, all or none
 //	metad evidence list STREAM       a stream's append evidence
 //	metad raft list-peers|remove-peer|untombstone|transfer-leader
 //	metad snapshot save|inspect|diff|restore  backups of a live cluster

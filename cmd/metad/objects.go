@@ -33,8 +33,8 @@ func (o *clientObjectStore) open(ctx context.Context, fs *pflag.FlagSet) (object
 // The object commands are thin wrappers over the registry's RPCs, for
 // operators who would otherwise need grpcurl.
 func newObjectCmd(o *clientOpts) *cobra.Command {
-	cmd := &cobra.Command{Use: "object", Short: "Describe, register, pin and release objects; report failed candidates"}
-	cmd.AddCommand(newObjectDescribeCmd(o), newObjectRegisterCmd(o), newObjectPinCmd(o),
+	cmd := &cobra.Command{Use: "object", Short: "Describe, register, commit, pin and release objects; report failed candidates"}
+	cmd.AddCommand(newObjectDescribeCmd(o), newObjectRegisterCmd(o), newObjectCommitCmd(o), newObjectPinCmd(o),
 		newObjectReleaseCmd(o), newObjectReportCmd(o))
 	return cmd
 }
