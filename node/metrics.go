@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/metad/metad/api"
+	"github.com/metad/metad/version"
 )
 
 // registerMetrics registers what the node itself adds to reg: the
@@ -21,14 +21,14 @@ func (n *Server) registerMetrics(reg prometheus.Registerer) error {
 		return err
 	}
 	n.rpc = api.NewRPCMetrics(reg)
-	version := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		version = bi.Main.Version
-	}
+	// The release and commit metad version prints, so a dashboard and the
+	// CLI name one binary alike.
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name:        "metad_build_info",
-		Help:        "Always 1; the labels say which metad binary runs and which metrics library raft reports through.",
-		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version(), "gometrics": goMetricsLibrary},
+		Name: "metad_build_info",
+		Help: "Always 1; the labels say which metad binary runs (release, commit) and which metrics library raft reports through.",
+		ConstLabels: prometheus.Labels{
+			"version": version.Release, "commit": version.Commit(), "goversion": runtime.Version(), "gometrics": goMetricsLibrary,
+		},
 	})
 	build.Set(1)
 	if err := errors.Join(reg.Register(bridge), reg.Register(build), n.store.RegisterMetrics(reg)); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/metad/metad/internal/proc"
+	"github.com/metad/metad/version"
 )
 
 // TestMetricsScrape scrapes /metrics of a running 3-node cluster under
@@ -62,6 +63,10 @@ func TestMetricsScrape(t *testing.T) {
 			if _, ok := series(m, name); !ok {
 				t.Errorf("%s: %s missing from /metrics", nd.ID, name)
 			}
+		}
+		// The release metad version prints, not the module's "(devel)".
+		if _, ok := series(m, "metad_build_info", `version="`+version.Release+`"`, `commit="`); !ok {
+			t.Errorf("%s: metad_build_info does not name release %s and a commit", nd.ID, version.Release)
 		}
 		if v, _ := series(m, "metad_raft_commit_index"); v < 10 {
 			t.Errorf("%s: commit index %v after 10 appends", nd.ID, v)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"context"
 	"log/slog"
 	"os"
@@ -22,7 +24,7 @@ func registerSecurityFlags(fs *pflag.FlagSet, s *node.Security) {
 	fs.StringVar(&s.PeerSecretFile, "peer-secret-file", "", "without TLS: a secret shared by every node of the cluster, which only nodes may use to call each other")
 	fs.StringVar(&s.GossipKeyFile, "gossip-key-file", "", "file of base64 gossip encryption keys, one a line, the first used to encrypt (metad tls gossip-key create; reloaded on change)")
 	fs.BoolVar(&s.Insecure, "insecure", false, "allow non-loopback addresses without TLS (clear text, no client authentication)")
-	fs.DurationVar(&s.ReloadInterval, "tls-reload-interval", 0, "how often the TLS files and the tokens file are checked for changes (default 10s; SIGHUP reloads at once)")
+	fs.DurationVar(&s.ReloadInterval, "tls-reload-interval", 10*time.Second, "how often the TLS files, the tokens file and the gossip key file are checked for changes (SIGHUP reloads at once)")
 }
 
 // warnInsecure says loudly that a server reachable from the network runs

@@ -159,3 +159,20 @@ func TestEvenBootstrapExpectWarns(t *testing.T) {
 		t.Error("an even --bootstrap-expect must be accepted")
 	}
 }
+
+// TestNormalStartLogsNoErrorAndTheRealSettings: a normal start logs
+// nothing at ERROR (the raft store still opening is a wait, not a failed
+// bootstrap), and the effective configuration shows the settings in force
+// (the TLS files' polling interval, not 0s).
+func TestNormalStartLogsNoErrorAndTheRealSettings(t *testing.T) {
+	c := proc.New(t, 1)
+	c.StartAll()
+	c.WaitFor("a leader", 60*time.Second, func() bool { return c.Leader(0) == 0 })
+	log := c.Log(0)
+	if strings.Contains(log, "level=ERROR") {
+		t.Errorf("a normal start logged at ERROR:\n%s", log)
+	}
+	if !strings.Contains(log, "tls-reload-interval=10s") {
+		t.Errorf("the effective configuration does not show the 10s polling in force:\n%s", log)
+	}
+}
