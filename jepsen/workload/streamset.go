@@ -247,7 +247,11 @@ func (sw *setWriter) adopt(ctx context.Context, sis []int, out setOutcome) {
 			wr.resync(ctx)
 		case history.Rejected:
 			if r, ok := out.refused[i]; ok && r.Reason == model.ReasonNotAtEnd {
-				wr.end = max(wr.end, r.CommittedEnd)
+				// The end as the state machine has it, even below what
+				// this writer believed (that is for G1, G2 and G16 to
+				// report): the stream is claimed, nobody else moves it.
+				wr.end = r.CommittedEnd
+				wr.h.observe(wr.end, wr.trim)
 			} else if ok {
 				wr.resync(ctx)
 			}
