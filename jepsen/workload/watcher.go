@@ -26,7 +26,8 @@ import (
 // STARTED event (drainWatchers): its slice then reaches the end of the
 // stream's history, which the final evidence lists.
 
-// streamsPerWatcher: how many streams one watcher follows.
+// streamsPerWatcher: how many streams one watcher follows (setFollows in
+// the stream-set mix).
 const streamsPerWatcher = 2
 
 // watchFollow is one watcher following one stream: its own client id in

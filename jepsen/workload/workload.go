@@ -7,6 +7,8 @@
 // resolving, reading bytes under the target's identity and checking them
 // against the target's data checksum while all that happens, (stream profile) watchers
 // following streams with the Watch RPC in resumed sessions (watcher.go),
+// (stream-set profile) writers committing one object with appends to
+// 2–50 streams in one CommitObject (streamset.go),
 // and optionally false reporters (reports.go), which report healthy
 // candidates as broken. At the end it lists what stayed quarantined and
 // reads every offset back.
