@@ -26,8 +26,9 @@ import (
 //   - the final evidence of every one of its streams holds its append at
 //     its offsets (unless the stream's final trim lies above the append's
 //     start: trimmed evidence is gone);
-//   - no describe of one of its streams answered from a state at index V
-//     or later (applied_index ≥ V) shows a committed end below the
+//   - no describe or resolve of one of its streams answered from a state
+//     at index V or later (describe's applied_index, resolve's read_index
+//     ≥ V: the index of the state it read) shows a committed end below the
 //     append's end: a read at V or later sees every append or misses one;
 //   - every watcher following one of its streams whose session covered V
 //     (the span (from, last event], or (STARTED, last event] for a fresh
@@ -112,7 +113,7 @@ type setCheck struct {
 	sessions map[uint64][]setSession // by stream
 	// delivered: (watcher, stream, object) of every APPENDED event.
 	delivered map[setDelivery]bool
-	describes map[uint64][]*history.Op // OK describes by stream
+	reads     map[uint64][]*history.Op // OK describes and resolves by stream, with their index
 	out       []Anomaly
 	reported  map[*setObject]int
 }
@@ -158,7 +159,7 @@ func (c *setCheck) see(stream uint64, obj history.Object, rng history.Range, ver
 
 func (c *setCheck) collect(h history.History) {
 	c.finals, c.sessions = map[uint64]*setFinal{}, map[uint64][]setSession{}
-	c.delivered, c.describes = map[setDelivery]bool{}, map[uint64][]*history.Op{}
+	c.delivered, c.reads = map[setDelivery]bool{}, map[uint64][]*history.Op{}
 	final := func(s uint64) *setFinal {
 		if c.finals[s] == nil {
 			c.finals[s] = &setFinal{evidence: map[setKey]uint64{}}
@@ -184,11 +185,14 @@ func (c *setCheck) collect(h history.History) {
 				c.see(op.Stream, e.Object, e.Range, e.Version, op.ID, fmt.Sprintf("the final evidence (op %d)", op.ID))
 			}
 		case history.KindDescribe:
-			c.describes[op.Stream] = append(c.describes[op.Stream], op)
+			c.reads[op.Stream] = append(c.reads[op.Stream], op)
 			if op.Final {
 				final(op.Stream).trim = max(final(op.Stream).trim, op.Out.Trim)
 			}
 		case history.KindResolve, history.KindRead:
+			if op.Kind == history.KindResolve && op.Out.AppliedIndex > 0 {
+				c.reads[op.Stream] = append(c.reads[op.Stream], op)
+			}
 			if op.Final {
 				final(op.Stream).trim = max(final(op.Stream).trim, op.Out.Trim)
 			}
@@ -238,7 +242,7 @@ func (c *setCheck) check(o *setObject) {
 		if o.version == 0 {
 			continue // seen only by targets: no version to hold reads and watchers to
 		}
-		c.checkDescribes(o, a, seenIn)
+		c.checkReads(o, a, seenIn)
 		c.checkWatchers(o, a, seenIn)
 	}
 }
@@ -276,13 +280,13 @@ func (c *setCheck) checkFinal(o *setObject, a history.ObjectAppend, seenIn strin
 	}
 }
 
-// checkDescribes: a describe answered at index V or later shows the
-// append's end.
-func (c *setCheck) checkDescribes(o *setObject, a history.ObjectAppend, seenIn string) {
-	for _, d := range c.describes[a.Stream] {
+// checkReads: a describe or resolve answered from the state at index V
+// or later shows the append's end.
+func (c *setCheck) checkReads(o *setObject, a history.ObjectAppend, seenIn string) {
+	for _, d := range c.reads[a.Stream] {
 		if d.Out.AppliedIndex >= o.version && d.Out.CommittedEnd < a.End {
-			c.bad(o, d.ID, a.Stream, "describe op %d read stream %d at index %d with committed end %d, below the end %d of object %s's append %s, which was %s",
-				d.ID, a.Stream, d.Out.AppliedIndex, d.Out.CommittedEnd, a.End, o.op.In.Object.Key, a.Range(), seenIn)
+			c.bad(o, d.ID, a.Stream, "%s op %d read stream %d at index %d with committed end %d, below the end %d of object %s's append %s, which was %s",
+				d.Kind, d.ID, a.Stream, d.Out.AppliedIndex, d.Out.CommittedEnd, a.End, o.op.In.Object.Key, a.Range(), seenIn)
 			return
 		}
 	}

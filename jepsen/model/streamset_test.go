@@ -131,3 +131,29 @@ func TestStreamSetRefusedButSeen(t *testing.T) {
 		t.Errorf("two versions of one object are not reported; got:\n%s", got)
 	}
 }
+
+// TestStreamSetReadAtVersionMisses: a resolve answered from the state at
+// index 9 (before the object's version 10) may show stream 2 empty; one
+// at index 11 may not.
+func TestStreamSetReadAtVersionMisses(t *testing.T) {
+	resolveAt := func(index uint64) history.Op {
+		return history.Op{Kind: history.KindResolve, Status: history.OK, Client: 101, Stream: 2, Call: 21, Return: 22,
+			In: history.Input{View: Committed, Offset: 0}, Out: &history.Output{Outcome: "EOF", AppliedIndex: index}}
+	}
+	for _, c := range []struct {
+		index uint64
+		want  string
+	}{
+		{9, ""},
+		{11, "resolve op 13 read stream 2 at index 11 with committed end 0, below the end 2 of object jepsen/set/w300-1's append [0,2)"},
+	} {
+		h := setHistory(history.OK, 1, 2, 3)
+		op := resolveAt(c.index)
+		op.ID = len(h.Ops)
+		h.Ops = append(h.Ops, op)
+		got := strings.Join(g16(CheckStreamSets(h)), "\n")
+		if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("resolve at index %d: want %q; got:\n%s", c.index, c.want, got)
+		}
+	}
+}
