@@ -26,6 +26,10 @@
 //	               (no vote guard, raftstore/amnesia.go): a voter whose data
 //	               dir was wiped is taken back as the old voter and can
 //	               elect a leader that lacks a committed entry
+//	half-object    the leader proposes a stream-set object (CommitObject)
+//	               with only the first half of its appends and answers as
+//	               if all committed (raftstore/faults_on.go): the harness's
+//	               G16 must see the object in some of its streams only
 //
 // and the HTTP admin address serves POST /debug/faults/clock-offset?d=5s,
 // which shifts the wall clock this node stamps commands with.

@@ -25,7 +25,8 @@
 //	           versions), readers resolving, reading bytes under the
 //	           target's identity and checking them against its data
 //	           checksum, and watchers following streams with Watch in
-//	           resumed sessions
+//	           resumed sessions; stream-set writers committing one object
+//	           with appends to 2–50 streams (CommitObject)
 //	history/   the record of operations and faults, JSON Lines
 //	model/     the model and every checker: porcupine (G1) per stream with
 //	           indeterminate operations, G2 durability with a final
@@ -33,7 +34,9 @@
 //	           admissible pinned target, G8 bytes (payloads and the data
 //	           checksum their writer committed), G9 pins vs GC, G10
 //	           false reports and intact offsets readable, G12 quarantine
-//	           that heals, G14 watch sessions, the Raft configuration
+//	           that heals, G14 watch sessions, G16 a stream-set
+//	           object's appends in all of its streams or in none, the
+//	           Raft configuration
 //	           around membership faults
 //	report/    history.html, latency.svg, summary.json/txt per run
 //

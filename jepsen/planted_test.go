@@ -79,6 +79,12 @@ func TestPlantedBugs(t *testing.T) {
 		// writer committed. 20 s: room for two corrupt faults.
 		{"unchecked-read", "", "corrupt:several", workload.ProfileReupload, 20 * time.Second, true, []string{"G8"},
 			[]string{"the writer committed crc32c:"}},
+		// The leader proposes a stream-set object with only the first
+		// half of its appends and acknowledges all of them: the other
+		// streams' final evidence, describes at the object's version and
+		// watchers must show the object in part (G16).
+		{"half-object", "half-object", "none", workload.ProfileStreamSet, 15 * time.Second, false, []string{"G16"},
+			[]string{"a stream-set object applied in part"}},
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for i, c := range cases {

@@ -80,7 +80,7 @@ func (s *Store) propose(ctx context.Context, cmd *fsmpb.Command, encode func(sta
 		release()
 		return nil, fmt.Errorf("%w: deadline passed before proposing", ErrTimeout)
 	}
-	data, err := encode(faults.Now().UnixNano())
+	data, err := plantedEncode(cmd, encode)(faults.Now().UnixNano())
 	if err != nil {
 		release()
 		return nil, err

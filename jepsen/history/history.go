@@ -64,7 +64,27 @@ const (
 	// KindQuarantine is the end-of-run ListQuarantined (Final), after
 	// quarantine had time to heal: Out.Quarantined lists what stayed.
 	KindQuarantine = "quarantine"
+	// KindObject is CommitObject: a stream-set object (In.Object, In.Size)
+	// and one append per stream (In.Appends), all in one command. Its
+	// Stream is 0; each append is also recorded as a KindAppend op of its
+	// stream with In.Set naming this op, so the per-stream checks see an
+	// ordinary append, and model.CheckStreamSets (G16) holds the appends
+	// to all or none.
+	KindObject = "object"
 )
+
+// ObjectAppend is one append of a stream-set object (KindObject).
+type ObjectAppend struct {
+	Stream        uint64  `json:"stream"`
+	Epoch         uint64  `json:"epoch"`
+	ExpectedStart uint64  `json:"expect"`
+	End           uint64  `json:"end"`
+	Bytes         Bytes   `json:"bytes"`
+	DataCRC       *uint32 `json:"crc,omitempty"`
+}
+
+// Range is the append's offsets.
+func (a ObjectAppend) Range() Range { return Range{Start: a.ExpectedStart, End: a.End} }
 
 // Range is the half-open offset range [Start, End).
 type Range struct {
@@ -139,6 +159,11 @@ type Input struct {
 	From uint64 `json:"from,omitempty"`
 	// Report is what a report op says about a candidate.
 	Report *Report `json:"report,omitempty"`
+	// Appends are a stream-set object's appends (object).
+	Appends []ObjectAppend `json:"apps,omitempty"`
+	// Set is the id of the object op an append belongs to (0: a
+	// CommitAppend of its own).
+	Set int `json:"set,omitempty"`
 }
 
 // Event is one event a watch session delivered (metad.proto WatchEvent):

@@ -10,7 +10,7 @@ import (
 
 // Anomaly is one violation of a guarantee found in a history.
 type Anomaly struct {
-	Check  string `json:"check"` // G1, G2, G3, G5, G6, G8, G9, G10, G12, converge
+	Check  string `json:"check"` // G1, G2, G3, G5, G6, G8, G9, G10, G12, G14, G16, converge
 	Op     int    `json:"op"`    // history op id, -1 if none
 	Stream uint64 `json:"stream,omitempty"`
 	Detail string `json:"detail"`
@@ -30,6 +30,7 @@ func CheckAll(h history.History) []Anomaly {
 	out = append(out, CheckPins(h)...)
 	out = append(out, CheckDurable(h)...)
 	out = append(out, CheckWatch(h)...)
+	out = append(out, CheckStreamSets(h)...)
 	out = append(out, CheckMembership(h)...)
 	out = append(out, CheckStore(h)...)
 	return out

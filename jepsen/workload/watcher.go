@@ -26,7 +26,8 @@ import (
 // STARTED event (drainWatchers): its slice then reaches the end of the
 // stream's history, which the final evidence lists.
 
-// streamsPerWatcher: how many streams one watcher follows.
+// streamsPerWatcher: how many streams one watcher follows (setFollows in
+// the stream-set mix).
 const streamsPerWatcher = 2
 
 // watchFollow is one watcher following one stream: its own client id in
@@ -44,9 +45,13 @@ func (w *Workload) runWatchers(ctx context.Context, wg *sync.WaitGroup) {
 	if len(w.cfg.WatchClients) == 0 {
 		return
 	}
+	per := streamsPerWatcher
+	if w.cfg.Profile == ProfileStreamSet {
+		per = setFollows
+	}
 	for i := range w.cfg.Watchers {
 		rng := w.rng(2000 + i)
-		for j, si := range rng.Perm(len(w.streams))[:min(streamsPerWatcher, len(w.streams))] {
+		for j, si := range rng.Perm(len(w.streams))[:min(per, len(w.streams))] {
 			f := &watchFollow{w: w, client: 200 + 10*i + j, h: w.streams[si], rng: w.rng(2100 + 10*i + j)}
 			w.follows = append(w.follows, f)
 			wg.Add(1)

@@ -7,6 +7,8 @@
 // resolving, reading bytes under the target's identity and checking them
 // against the target's data checksum while all that happens, (stream profile) watchers
 // following streams with the Watch RPC in resumed sessions (watcher.go),
+// (stream-set profile) writers committing one object with appends to
+// 2–50 streams in one CommitObject (streamset.go),
 // and optionally false reporters (reports.go), which report healthy
 // candidates as broken. At the end it lists what stayed quarantined and
 // reads every offset back.
@@ -54,10 +56,15 @@ const (
 	// key, every offset must keep reading the version it was committed
 	// with (reupload.go).
 	ProfileReupload = "reupload"
+	// ProfileStreamSet: stream-set writers committing objects that append
+	// to 2–50 streams at once (CommitObject), readers, and watchers
+	// following 4 streams each: an object's appends are seen in all its
+	// streams or in none (streamset.go).
+	ProfileStreamSet = "streamset"
 )
 
 // Profiles lists the profiles a matrix runs.
-var Profiles = []string{ProfileStream, ProfileResolve}
+var Profiles = []string{ProfileStream, ProfileResolve, ProfileStreamSet}
 
 // Config is one workload.
 type Config struct {
@@ -111,7 +118,7 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	switch c.Profile {
-	case ProfileStream, ProfileResolve, ProfileAppend, ProfileReplace, ProfileReupload:
+	case ProfileStream, ProfileResolve, ProfileAppend, ProfileReplace, ProfileReupload, ProfileStreamSet:
 	default:
 		errs = append(errs, fmt.Errorf("workload: profile %q unknown", c.Profile))
 	}
@@ -185,14 +192,17 @@ func New(cfg Config) (*Workload, error) {
 	if cfg.Streams == 0 {
 		cfg.Streams = 6
 	}
+	if cfg.Profile == ProfileStreamSet {
+		cfg.Streams = max(cfg.Streams, setStreams) // an object names up to 50
+	}
 	if cfg.OpTimeout == 0 {
 		cfg.OpTimeout = 3 * time.Second
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Profile != ProfileStream {
-		cfg.Watchers = 0 // watchers belong to the stream mix
+	if cfg.Profile != ProfileStream && cfg.Profile != ProfileStreamSet {
+		cfg.Watchers = 0 // watchers belong to the stream and stream-set mixes
 	}
 	return &Workload{cfg: cfg}, nil
 }
@@ -249,9 +259,15 @@ func retry(ctx context.Context, f func(ctx context.Context) error) error {
 // client and pin watcher.
 func (w *Workload) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, wr := range w.writers {
-		wg.Add(1)
-		go func() { defer wg.Done(); wr.run(ctx) }()
+	if w.cfg.Profile == ProfileStreamSet {
+		// The stream writers stay idle: the stream-set writers append to
+		// their streams, each stream claimed by one at a time.
+		w.runSetWriters(ctx, &wg)
+	} else {
+		for _, wr := range w.writers {
+			wg.Add(1)
+			go func() { defer wg.Done(); wr.run(ctx) }()
+		}
 	}
 	for i := range w.cfg.Readers {
 		rd := w.newReader(i)

@@ -1,0 +1,40 @@
+//go:build metad_faults
+
+package raftstore
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/metad/metad/faults"
+	"github.com/metad/metad/fsm/fsmpb"
+)
+
+// plantedEncode is the seam of the planted bugs that rewrite a command
+// before the leader proposes it (package faults); built only with the tag
+// metad_faults (faults_off.go is the production build's: encode itself).
+//
+// half-object: a stream-set object (CommitObject) is proposed with only
+// the first half of its appends (the first ⌈n/2⌉), while the caller is
+// answered as if every append committed. Every replica applies the same
+// entry, so replicas agree and their state follows their log: only a
+// check of G16 (all of an object's appends or none) sees that the other
+// streams never got theirs.
+func plantedEncode(cmd *fsmpb.Command, encode func(stamp int64) ([]byte, error)) func(stamp int64) ([]byte, error) {
+	obj := cmd.GetCommitObject()
+	if !faults.Bug("half-object") || obj == nil || len(obj.Appends) < 2 {
+		return encode
+	}
+	return func(stamp int64) ([]byte, error) {
+		half := proto.Clone(cmd).(*fsmpb.Command)
+		half.StampUnixNano = stamp
+		o := half.GetCommitObject()
+		o.Appends = o.Appends[:(len(o.Appends)+1)/2]
+		data, err := proto.Marshal(half)
+		if err != nil {
+			return nil, fmt.Errorf("raftstore: encode command: %w", err)
+		}
+		return data, nil
+	}
+}
