@@ -477,3 +477,22 @@ func TestResolveKeepsDiagnostic(t *testing.T) {
 		t.Log(out)
 	}
 }
+
+// TestStreamListSaysWhenMoreFollow: a page that stops short of the last
+// stream says how to get the next one, and the last page says nothing.
+func TestStreamListSaysWhenMoreFollow(t *testing.T) {
+	s := startRealServer(t) // one stream, "s"
+	for _, name := range []string{"s2", "s3"} {
+		if out, code := s.run(t, "stream", "create", name); code != 0 {
+			t.Fatalf("create %s: exit %d\n%s", name, code, out)
+		}
+	}
+	out, code := s.run(t, "stream", "list", "--limit", "2")
+	if code != 0 || !strings.Contains(out, "more streams follow: metad stream list --after") || strings.Contains(out, "s3") {
+		t.Errorf("first page: exit %d\n%s", code, out)
+	}
+	out, code = s.run(t, "stream", "list", "--limit", "3")
+	if code != 0 || strings.Contains(out, "more streams follow") || !strings.Contains(out, "s3") {
+		t.Errorf("the whole list: exit %d\n%s", code, out)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"text/tabwriter"
@@ -82,21 +83,34 @@ func newStreamListCmd(o *clientOpts) *cobra.Command {
 		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := client.Call(ctx, c, c.Metad.ListStreams, &metadpb.ListStreamsRequest{AfterId: after, Limit: limit})
+				if limit == 0 {
+					return usageError{errors.New("--limit 0: want at least 1")}
+				}
+				// One more than asked tells whether more follow.
+				resp, err := client.Call(ctx, c, c.Metad.ListStreams, &metadpb.ListStreamsRequest{AfterId: after, Limit: limit + 1})
 				if err != nil {
 					return err
 				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				more := len(resp.Streams) > int(limit)
+				if more {
+					resp.Streams = resp.Streams[:limit]
+				}
+				err = o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
 					fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tEPOCH\tTRIM\tCOMMITTED END")
 					for _, s := range resp.Streams {
 						fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\n", s.Id, s.Name, s.Status, s.WriterEpoch, s.Trim, s.CommittedEnd)
 					}
 				})
+				if err == nil && more {
+					last := resp.Streams[len(resp.Streams)-1].Id
+					fmt.Fprintf(cmd.ErrOrStderr(), "more streams follow: metad stream list --after %d\n", last)
+				}
+				return err
 			})
 		},
 	}
 	cmd.Flags().Uint64Var(&after, "after", 0, "list streams with ids above this")
-	cmd.Flags().Uint32Var(&limit, "limit", 100, "at most this many")
+	cmd.Flags().Uint32Var(&limit, "limit", 100, "at most this many (a line on stderr says when more follow)")
 	return cmd
 }
 
