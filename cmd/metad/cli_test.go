@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -48,5 +49,25 @@ func TestErrorLineHasOnePrefix(t *testing.T) {
 	}
 	if got := errorLine(errors.New("metad: plain")); got != "metad: plain" {
 		t.Fatalf("errorLine = %q", got)
+	}
+}
+
+// TestNegativeArgumentIsNamed: "resolve 1 COMMITTED -1" is told that -1 is
+// not a valid argument, not that -1 is an unknown flag.
+func TestNegativeArgumentIsNamed(t *testing.T) {
+	root := newRootCmd()
+	root.SetArgs([]string{"resolve", "1", "COMMITTED", "-1"})
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	err := root.Execute()
+	if exitCode(err) != exitUsage || err == nil || !strings.Contains(err.Error(), "-1 is not a valid argument") {
+		t.Fatalf("resolve 1 COMMITTED -1: %v (exit %d)", err, exitCode(err))
+	}
+	root = newRootCmd()
+	root.SetArgs([]string{"stream", "describe", "-x"})
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	if err := root.Execute(); exitCode(err) != exitUsage || !strings.Contains(err.Error(), "unknown shorthand flag") {
+		t.Fatalf("an unknown flag: %v", err)
 	}
 }

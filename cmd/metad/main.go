@@ -29,6 +29,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -49,6 +50,21 @@ func errorLine(err error) string {
 	return "metad: " + strings.ReplaceAll(strings.TrimPrefix(err.Error(), "metad: "), ": metad: ", ": ")
 }
 
+// negativeArgument explains a flag error that is really a negative number
+// given as an argument ("resolve 1 COMMITTED -1" reads -1 as a flag):
+// offsets, ids and counts are never negative.
+func negativeArgument(err error) error {
+	rest, ok := strings.CutPrefix(err.Error(), "unknown shorthand flag: ")
+	_, arg, found := strings.Cut(rest, " in ")
+	if !ok || !found {
+		return err
+	}
+	if _, convErr := strconv.ParseInt(arg, 10, 64); convErr != nil {
+		return err
+	}
+	return fmt.Errorf("%s is not a valid argument: offsets, ids and counts are never negative", arg)
+}
+
 // newRootCmd builds the whole command tree.
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -63,7 +79,7 @@ read (stream, view, offset) to one pinned physical target.`,
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{negativeArgument(err)} })
 	root.AddCommand(newServerCmd(), newVersionCmd())
 	addClientCommands(root)
 	root.AddCommand(newSnapshotCmd(), newDataCmd())
