@@ -415,6 +415,7 @@ func (w *Writer) loop() {
 	defer close(w.done)
 	defer w.cancel()
 	timer := w.cfg.Clock.NewTimer(time.Hour)
+	timer.Stop() // armed only while something buffered waits for its age
 	defer timer.Stop()
 	for {
 		now := w.cfg.Clock.Now()
@@ -468,12 +469,13 @@ func (w *Writer) flush(batch []*streamBatch) {
 // batches of streams that could not be opened are failed; the rest are
 // returned, in order.
 func (w *Writer) openAll(batch []*streamBatch) []*streamBatch {
+	opened := make([]*streamState, len(batch))
 	errs := make([]error, len(batch))
 	sem := make(chan struct{}, w.cfg.OpenConcurrency)
 	var wg sync.WaitGroup
-	var mu sync.Mutex // guards w.streams while the opens run
 	for i, b := range batch {
-		if _, ok := w.streams[b.stream]; ok {
+		if st, ok := w.streams[b.stream]; ok {
+			opened[i] = st
 			continue
 		}
 		wg.Add(1)
@@ -481,14 +483,7 @@ func (w *Writer) openAll(batch []*streamBatch) []*streamBatch {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			st, err := w.open(b.stream)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			mu.Lock()
-			w.streams[b.stream] = st
-			mu.Unlock()
+			opened[i], errs[i] = w.open(b.stream)
 		}()
 	}
 	wg.Wait()
@@ -498,8 +493,8 @@ func (w *Writer) openAll(batch []*streamBatch) []*streamBatch {
 			w.fail(b, &AppendError{StreamID: b.stream, Reason: Reason(errs[i]), Err: fmt.Errorf("opening the stream for write: %w", errs[i])})
 			continue
 		}
-		st := w.streams[b.stream]
-		b.epoch, b.start = st.epoch, st.end
+		w.streams[b.stream] = opened[i]
+		b.epoch, b.start = opened[i].epoch, opened[i].end
 		ready = append(ready, b)
 	}
 	return ready
