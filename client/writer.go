@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
 	"github.com/metad/metad/api/metadpb"
@@ -377,7 +379,7 @@ func (w *Writer) newPending(stream uint64, records [][]byte) (*Pending, error) {
 }
 
 func (w *Writer) fencedError(stream uint64) error {
-	return &AppendError{StreamID: stream, Reason: ReasonStaleEpoch, Err: ErrFenced}
+	return &AppendError{StreamID: stream, Reason: ReasonStaleEpoch, Err: fmt.Errorf("%w (%w)", ErrFenced, ErrStaleEpoch)}
 }
 
 // wake nudges the loop without blocking.
@@ -505,13 +507,13 @@ func (w *Writer) openAll(batch []*streamBatch) []*streamBatch {
 // it includes every append of the writers the open fenced.
 func (w *Writer) open(stream uint64) (*streamState, error) {
 	opened, err := retryIndeterminate(w, func(ctx context.Context, id string) (*metadpb.OpenForWriteResponse, error) {
-		return Call(ctx, w.c, w.c.Metad.OpenForWrite, &metadpb.OpenForWriteRequest{StreamId: stream, RequestId: id})
+		return Call(ctx, w.c, counted(w.m.retries, w.c.Metad.OpenForWrite), &metadpb.OpenForWriteRequest{StreamId: stream, RequestId: id})
 	})
 	if err != nil {
 		return nil, err
 	}
 	desc, err := retryIndeterminate(w, func(ctx context.Context, _ string) (*metadpb.DescribeStreamResponse, error) {
-		return Call(ctx, w.c, w.c.Metad.DescribeStream, &metadpb.DescribeStreamRequest{StreamId: stream})
+		return Call(ctx, w.c, counted(w.m.retries, w.c.Metad.DescribeStream), &metadpb.DescribeStreamRequest{StreamId: stream})
 	})
 	if err != nil {
 		return nil, err
@@ -547,6 +549,19 @@ func retryIndeterminate[Resp any](w *Writer, call func(ctx context.Context, requ
 	}
 }
 
+// counted wraps an RPC for one Call, counting every attempt after the
+// first as a retry (Call retries what the server marked retryable).
+func counted[Req, Resp any](retries prometheus.Counter, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error)) func(context.Context, Req, ...grpc.CallOption) (Resp, error) {
+	first := true
+	return func(ctx context.Context, req Req, opts ...grpc.CallOption) (Resp, error) {
+		if !first {
+			retries.Inc()
+		}
+		first = false
+		return rpc(ctx, req, opts...)
+	}
+}
+
 // commit uploads a plan's object and commits it. Refused appends are
 // failed and the rest committed again without them, until none is left.
 func (w *Writer) commit(plan *objectPlan) {
@@ -559,7 +574,7 @@ func (w *Writer) commit(plan *objectPlan) {
 	}
 	for len(plan.parts) > 0 {
 		resp, err := retryIndeterminate(w, func(ctx context.Context, id string) (*metadpb.CommitObjectResponse, error) {
-			return Call(ctx, w.c, w.c.Metad.CommitObject, &metadpb.CommitObjectRequest{Object: obj, Size: uint64(len(plan.data)), Appends: plan.appends, RequestId: id})
+			return Call(ctx, w.c, counted(w.m.retries, w.c.Metad.CommitObject), &metadpb.CommitObjectRequest{Object: obj, Size: uint64(len(plan.data)), Appends: plan.appends, RequestId: id})
 		})
 		if err == nil {
 			w.committed(plan, obj, resp.Version)
@@ -637,6 +652,11 @@ func (w *Writer) refused(plan *objectPlan, err error) map[int]bool {
 		}
 		cause := &Error{Code: code, Reason: r.Reason, Definite: true, Field: r.Field, Message: r.Message}
 		w.fail(plan.parts[i], &AppendError{StreamID: r.StreamId, Reason: r.Reason, CommittedEnd: r.CommittedEnd, WriterEpoch: r.WriterEpoch, Err: cause})
+	}
+	if len(out) == 0 {
+		// Refusals naming no append of this plan: the object's failure,
+		// not theirs (and committing the same plan again would loop).
+		return nil
 	}
 	return out
 }

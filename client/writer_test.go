@@ -429,6 +429,9 @@ func TestWriterRetriesUnderOneRequestID(t *testing.T) {
 	if n := gatheredCounter(t, reg, "metad_client_writer_objects_committed_total"); n != 1 {
 		t.Errorf("objects committed %v, want 1", n)
 	}
+	if n := gatheredCounter(t, reg, "metad_client_writer_retries_total"); n != 2 {
+		t.Errorf("retries %v, want 2", n)
+	}
 }
 
 // TestWriterFencedStreamDropped: another writer opens one stream of an
@@ -472,7 +475,7 @@ func TestWriterFencedStreamDropped(t *testing.T) {
 			t.Errorf("stream %d reads %q", i+1, got)
 		}
 	}
-	if _, err := w.AppendAsync(ctx, 2, []byte("again")); !errors.Is(err, ErrFenced) {
+	if _, err := w.AppendAsync(ctx, 2, []byte("again")); !errors.Is(err, ErrFenced) || !errors.Is(err, ErrStaleEpoch) {
 		t.Errorf("an Append to a fenced stream: %v, want ErrFenced at once", err)
 	}
 	if f.end(2) != 1 {
