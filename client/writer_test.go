@@ -546,6 +546,9 @@ func TestWriterBackpressure(t *testing.T) {
 	if _, err := w.AppendAsync(ctx, 1, bytes.Repeat([]byte("x"), 11)); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "MaxBufferedBytes") {
 		t.Errorf("an Append larger than the bound: %v", err)
 	}
+	if _, err := p1.Wait(short); !errors.Is(err, context.Canceled) || !errors.Is(err, ErrIndeterminate) {
+		t.Errorf("Wait with its ctx done while the commit is held: %v, want cancelled and indeterminate", err)
+	}
 	// An Append waiting for room gets it once the flush answers p1.
 	got := make(chan error, 1)
 	go func() {

@@ -33,7 +33,7 @@ const streamSetLevel = 4
 func TestWriterSurvivesLeaderKill(t *testing.T) {
 	const (
 		streams = 1000
-		rounds  = 3 // Appends per stream
+		rounds  = 4 // Appends per stream
 		records = 2 // records per Append
 	)
 	c := proc.New(t, 3)
@@ -51,9 +51,12 @@ func TestWriterSurvivesLeaderKill(t *testing.T) {
 	}
 	t.Cleanup(func() { cl.Close() })
 	ctx := ctxT(t, 3*time.Minute)
+	began := time.Now()
 	ids := createStreams(ctx, t, cl, streams)
+	t.Logf("%d streams created in %s", streams, time.Since(began).Round(time.Millisecond))
+	leader := c.WaitLeader(0) // found now, so that the kill lands at once
 
-	w, err := cl.NewWriter(client.WriterConfig{FlushInterval: 20 * time.Millisecond, OpenConcurrency: 32})
+	w, err := cl.NewWriter(client.WriterConfig{FlushInterval: 20 * time.Millisecond, OpenConcurrency: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +104,6 @@ func TestWriterSurvivesLeaderKill(t *testing.T) {
 	case <-done:
 		t.Fatal("every append was acknowledged before the halfway mark")
 	}
-	leader := c.WaitLeader(0)
 	killed := time.Now()
 	c.Kill(leader)
 	t.Logf("killed leader %s with SIGKILL after %d of %d appends were acknowledged", c.Nodes[leader].ID, acked.Load(), streams*rounds)
@@ -122,7 +124,9 @@ func TestWriterSurvivesLeaderKill(t *testing.T) {
 		metricValue(t, reg, "metad_client_writer_stream_appends_committed_total"), metricValue(t, reg, "metad_client_writer_retries_total"),
 		metricValue(t, reg, "metad_client_writer_uploaded_bytes_total"))
 
+	read := time.Now()
 	checkReadBack(ctx, t, cl, ids, rounds*records, record)
+	t.Logf("%d streams read back in %s", streams, time.Since(read).Round(time.Millisecond))
 }
 
 // waitFeatureLevel waits until every running server reports the cluster
@@ -169,12 +173,12 @@ func createStreams(ctx context.Context, t *testing.T, cl *client.Client, n int) 
 }
 
 // checkReadBack reads every stream from offset 0 to its committed end
-// through client.Read, 16 streams at a time: each read's records start
+// through client.Read, 32 streams at a time: each read's records start
 // where the last ended (no gap), hold exactly the bytes made for their
 // offsets, and the stream ends at want.
 func checkReadBack(ctx context.Context, t *testing.T, cl *client.Client, ids []uint64, want uint64, record func(stream, offset uint64) []byte) {
 	t.Helper()
-	sem := make(chan struct{}, 16)
+	sem := make(chan struct{}, 32)
 	errs := make(chan error, len(ids))
 	var wg sync.WaitGroup
 	for _, id := range ids {
