@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -250,4 +251,83 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// TestWriterFencedByAnotherWriter: a second Writer opening a stream fences
+// the first. The first Writer's next flush carries that stream and
+// another in one object: the server refuses the fenced stream's append
+// (STALE_EPOCH, named in the refusal), and the first Writer fails only
+// that Append, as fenced and naming the stream, commits the other
+// stream's records without it, and refuses further Appends to the fenced
+// stream. Both streams read back exactly what was acknowledged.
+func TestWriterFencedByAnotherWriter(t *testing.T) {
+	c := proc.New(t, 1)
+	c.StartAll()
+	formed(t, c, 1)
+	waitFeatureLevel(t, c, streamSetLevel)
+	store, err := objectstore.NewLocal(filepath.Join(c.Dir, "objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(client.Config{Addrs: addrs(c), Timeout: 20 * time.Second, Objects: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	ctx := ctxT(t, time.Minute)
+	ids := createStreams(ctx, t, cl, 2)
+	a, b := ids[0], ids[1]
+	// Every record is 4 bytes and the first Writer flushes at 8 (never by
+	// age): each pair of its Appends shares one object.
+	first, err := cl.NewWriter(client.WriterConfig{FlushBytes: 8, FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair := func(ra, rb string) (*client.Pending, *client.Pending) {
+		t.Helper()
+		pa, err := first.AppendAsync(ctx, a, []byte(ra))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pb, err := first.AppendAsync(ctx, b, []byte(rb))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pa, pb
+	}
+	pa, pb := pair("a-00", "b-00")
+	for _, p := range []*client.Pending{pa, pb} {
+		if _, err := p.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second, err := cl.NewWriter(client.WriterConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack, err := second.Append(ctx, b, []byte("b-w2")); err != nil || ack.Start != 1 {
+		t.Fatalf("the second writer's append: %+v %v, want offset 1", ack, err)
+	}
+	pa, pb = pair("a-01", "b-01")
+	if ack, err := pa.Wait(ctx); err != nil || ack.Start != 1 || ack.End != 2 {
+		t.Fatalf("stream a beside the fenced stream: %+v %v, want [1,2)", ack, err)
+	}
+	var ae *client.AppendError
+	if _, err := pb.Wait(ctx); !errors.Is(err, client.ErrFenced) || !errors.Is(err, client.ErrStaleEpoch) || !errors.As(err, &ae) || ae.StreamID != b {
+		t.Fatalf("stream b after another writer opened it: %v, want a fenced *AppendError naming stream %d", err, b)
+	}
+	if _, err := first.AppendAsync(ctx, b, []byte("b-02")); !errors.Is(err, client.ErrFenced) {
+		t.Fatalf("an Append to the fenced stream: %v, want ErrFenced at once", err)
+	}
+	for _, w := range []*client.Writer{first, second} {
+		if err := w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[uint64][]string{a: {"a-00", "a-01"}, b: {"b-00", "b-w2"}}
+	for _, id := range ids {
+		if err := readStream(ctx, cl, id, 2, func(stream, offset uint64) []byte { return []byte(want[stream][offset]) }); err != nil {
+			t.Error(err)
+		}
+	}
 }
