@@ -169,6 +169,9 @@ type fakeStreams struct {
 	// entered, if set, is sent each CommitObject request first.
 	hold    chan struct{}
 	entered chan *metadpb.CommitObjectRequest
+	// lowLevel refuses every CommitObject FEATURE_LEVEL, as a cluster
+	// below level 4 does.
+	lowLevel bool
 }
 
 type fakeStream struct {
@@ -224,6 +227,9 @@ func (f *fakeStreams) CommitObject(ctx context.Context, req *metadpb.CommitObjec
 }
 
 func (f *fakeStreams) apply(req *metadpb.CommitObjectRequest) (*metadpb.CommitObjectResponse, error) {
+	if f.lowLevel {
+		return nil, refusal(codes.FailedPrecondition, ReasonFeatureLevel, "", nil)
+	}
 	if resp, ok := f.dedup[req.RequestId]; ok {
 		return resp, nil
 	}
@@ -520,6 +526,42 @@ func TestWriterConflictFailsStreamThenReopens(t *testing.T) {
 	ack, err := w.Append(ctx, 1, []byte("c"))
 	if err != nil || ack.Start != 5 || ack.End != 6 {
 		t.Fatalf("after reopening: %+v %v, want [5,6)", ack, err)
+	}
+}
+
+// TestWriterObjectRefused: a refusal of the object itself (no append
+// named) fails every Append of it, each naming its stream, and the
+// Writer goes on: once the cluster accepts objects, the streams are
+// opened again and commit at their ends.
+func TestWriterObjectRefused(t *testing.T) {
+	f := newFakeStreams(1, 2)
+	f.lowLevel = true
+	w, _ := newTestWriter(t, f, WriterConfig{}, nil)
+	ctx := context.Background()
+	p1, err := w.AppendAsync(ctx, 1, []byte("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := w.AppendAsync(ctx, 2, []byte("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, p := range map[uint64]*Pending{1: p1, 2: p2} {
+		var ae *AppendError
+		if _, err := p.Wait(ctx); !errors.Is(err, ErrFeatureLevel) || !errors.As(err, &ae) || ae.StreamID != id || errors.Is(err, ErrFenced) {
+			t.Errorf("stream %d: %v, want FEATURE_LEVEL naming the stream", id, err)
+		}
+	}
+	f.mu.Lock()
+	f.lowLevel = false
+	f.mu.Unlock()
+	if ack, err := w.Append(ctx, 2, []byte("c")); err != nil || ack.Start != 0 {
+		t.Fatalf("after the refusal: %+v %v", ack, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.streams[2].epoch != 2 {
+		t.Errorf("stream 2 at epoch %d, want 2: a stream whose Append failed is opened again", f.streams[2].epoch)
 	}
 }
 
