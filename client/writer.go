@@ -15,6 +15,7 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/clock"
+	"github.com/metad/metad/objectstore"
 )
 
 // WriterConfig bounds a Writer. A zero field takes its default; a negative
@@ -37,9 +38,9 @@ type WriterConfig struct {
 	// KeyPrefix starts every object key the Writer uploads; a key is the
 	// prefix, a random writer id and a sequence number. Default "writer/".
 	KeyPrefix string
-	// CommitTimeout is how long a flush keeps retrying a commit (or an
-	// upload, or opening a stream) whose outcome is indeterminate before it
-	// gives the affected Appends up as indeterminate. Default 1 minute; at
+	// CommitTimeout is how long a flush keeps retrying a commit or an
+	// open whose outcome is indeterminate (or an upload the store did not
+	// answer) before it fails the affected Appends. Default 1 minute; at
 	// most 5 minutes, well inside the servers' request-id dedup window
 	// (10 minutes), so that every retry is answered by the first outcome.
 	CommitTimeout time.Duration
@@ -592,8 +593,10 @@ func (w *Writer) commit(plan *objectPlan) {
 	}
 }
 
-// upload puts the plan's bytes under a fresh key. A key is never reused,
-// so retrying a failed upload is safe.
+// upload puts the plan's bytes under a fresh key. A store that did not
+// answer (objectstore.ErrUnavailable, or an attempt out of time) is tried
+// again until CommitTimeout: a key is never reused, so that is safe. Any
+// other failure is the flush's at once.
 func (w *Writer) upload(plan *objectPlan) (*metadpb.ObjectRef, error) {
 	w.seq++
 	key := fmt.Sprintf("%s%020d", w.keys, w.seq)
@@ -606,7 +609,8 @@ func (w *Writer) upload(plan *objectPlan) (*metadpb.ObjectRef, error) {
 			w.m.uploaded.Add(float64(len(plan.data)))
 			return &metadpb.ObjectRef{Key: info.Key, Identity: info.Identity}, nil
 		}
-		if w.ctx.Err() != nil || time.Now().After(deadline) {
+		transient := errors.Is(err, objectstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+		if !transient || w.ctx.Err() != nil || time.Now().After(deadline) {
 			return nil, err
 		}
 		w.m.retries.Inc()

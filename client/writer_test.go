@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -565,6 +566,56 @@ func TestWriterObjectRefused(t *testing.T) {
 	defer f.mu.Unlock()
 	if f.streams[2].epoch != 2 {
 		t.Errorf("stream 2 at epoch %d, want 2: a stream whose Append failed is opened again", f.streams[2].epoch)
+	}
+}
+
+// flakyStore fails Put with the errors in fails, in turn, then stores.
+type flakyStore struct {
+	objectstore.Store
+	mu    sync.Mutex
+	fails []error
+}
+
+func (s *flakyStore) Put(ctx context.Context, key string, r io.Reader) (objectstore.Info, error) {
+	s.mu.Lock()
+	if len(s.fails) > 0 {
+		err := s.fails[0]
+		s.fails = s.fails[1:]
+		s.mu.Unlock()
+		return objectstore.Info{}, err
+	}
+	s.mu.Unlock()
+	return s.Store.Put(ctx, key, r)
+}
+
+// TestWriterUpload: an object store that does not answer is tried again;
+// one that fails otherwise fails the flush's Appends at once, each naming
+// its stream, and nothing is committed.
+func TestWriterUpload(t *testing.T) {
+	f := newFakeStreams(1)
+	reg := prometheus.NewRegistry()
+	w, local := newTestWriter(t, f, WriterConfig{}, reg)
+	store := &flakyStore{Store: local, fails: []error{
+		fmt.Errorf("%w: put: 503", objectstore.ErrUnavailable), fmt.Errorf("%w: put: throttled", objectstore.ErrUnavailable),
+	}}
+	w.c.cfg.Objects = store
+	ctx := context.Background()
+	if ack, err := w.Append(ctx, 1, []byte("a")); err != nil || ack.End != 1 {
+		t.Fatalf("through an unavailable store: %+v %v", ack, err)
+	}
+	if n := gatheredCounter(t, reg, "metad_client_writer_retries_total"); n != 2 {
+		t.Errorf("retries %v, want 2", n)
+	}
+	denied := errors.New("permission denied")
+	store.mu.Lock()
+	store.fails = []error{denied}
+	store.mu.Unlock()
+	var ae *AppendError
+	if _, err := w.Append(ctx, 1, []byte("b")); !errors.Is(err, denied) || !errors.As(err, &ae) || ae.StreamID != 1 {
+		t.Fatalf("through a store that refuses: %v, want the store's error naming stream 1", err)
+	}
+	if f.end(1) != 1 {
+		t.Errorf("committed end %d, want 1", f.end(1))
 	}
 }
 
