@@ -51,6 +51,13 @@
 // and index record it commits (checksum.Of) and sends it as data_crc32c;
 // a record's checksum is then fsm.RecordChecksumData.
 //
+// Writer (writer.go) is the write path: it buffers Appends to many streams
+// and commits each flush as one stream-set object (CommitObject, all or
+// none), opening each stream for write on first use, retrying what is in
+// doubt under one request id, and failing a stream's Appends — fenced
+// (ErrFenced), refused, or still in doubt — without losing the other
+// streams' records of the same flush.
+//
 // Watch (watch.go) follows one stream's changes as an iterator, over any
 // member, resuming after the last version it yielded at another member
 // when a connection, a member or a leader fails: no gap, no duplicate. A
