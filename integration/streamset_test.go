@@ -450,16 +450,3 @@ func waitApplied(t *testing.T, c *proc.Cluster, i int, stream, index uint64) {
 		return at >= index
 	})
 }
-
-// waitFeatureLevel waits for the cluster to raise itself to level.
-func waitFeatureLevel(t *testing.T, c *proc.Cluster, level uint32) {
-	t.Helper()
-	c.WaitFor(fmt.Sprintf("feature level %d", level), 30*time.Second, func() bool {
-		l := c.Leader(0)
-		if l < 0 {
-			return false
-		}
-		st, err := c.Status(l)
-		return err == nil && st.ClusterFeatureLevel >= level
-	})
-}
