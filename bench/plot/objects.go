@@ -3,9 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -45,8 +47,8 @@ func objectChart(rows []row, m metric, suffix string) (*plot.Plot, error) {
 	p.Y.Label.Text = m.axis
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker = sizeTicks(rows)
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, true
+	p.Y.Tick.Marker = logTicks{}
+	p.Legend.Top, p.Legend.Left = false, false
 	var concurrencies []int
 	for _, r := range rows {
 		if !slices.Contains(concurrencies, r.Concurrency) {
@@ -122,5 +124,22 @@ func sizeTicks(rows []row) plot.Ticker {
 		}
 	}
 	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Value < ticks[j].Value })
+	return ticks
+}
+
+// logTicks label 1, 2 and 5 of every decade a log axis spans (gonum's
+// LogTicks label only powers of ten, none on a span narrower than one).
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if v >= lo && v <= hi {
+				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+			}
+		}
+	}
 	return ticks
 }
