@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/metad/metad/api/metadpb"
@@ -52,11 +54,11 @@ func (e *benchEnv) makeObjectWriters(ctx context.Context) error {
 	return e.parallelWidth(ctx, n*per, setupWidth, func(ctx context.Context, i int) error {
 		ow := e.objects[i/per]
 		name := fmt.Sprintf("%s-o%d-s%d", e.opts.prefix, ow.worker, i%per)
-		cr, err := call(ctx, e, e.c.Metad.CreateStream, &metadpb.CreateStreamRequest{Name: name, RequestId: client.NewRequestID()})
+		cr, err := setupCall(ctx, e, e.c.Metad.CreateStream, &metadpb.CreateStreamRequest{Name: name, RequestId: client.NewRequestID()})
 		if err != nil {
 			return err
 		}
-		op, err := call(ctx, e, e.c.Metad.OpenForWrite, &metadpb.OpenForWriteRequest{StreamId: cr.StreamId, RequestId: client.NewRequestID()})
+		op, err := setupCall(ctx, e, e.c.Metad.OpenForWrite, &metadpb.OpenForWriteRequest{StreamId: cr.StreamId, RequestId: client.NewRequestID()})
 		if err != nil {
 			return err
 		}
@@ -64,6 +66,24 @@ func (e *benchEnv) makeObjectWriters(ctx context.Context) error {
 		ow.streams[i%per], ow.epochs[i%per] = cr.StreamId, op.WriterEpoch
 		return nil
 	})
+}
+
+// setupAttempts bounds how often setupCall sends one request.
+const setupAttempts = 5
+
+// setupCall is call, sent again (the same request, so the same request id:
+// at most once applied) when it failed CANCELLED while ctx is live. The
+// client closes its leader connection when one call says the leader
+// moved, and every other call then in flight on it fails so, not
+// retryable; tens of thousands of setup calls on a loaded machine meet
+// one such election often enough to fail the whole run.
+func setupCall[Req, Resp any](ctx context.Context, e *benchEnv, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := call(ctx, e, rpc, req)
+		if err == nil || !errors.Is(err, client.ErrCancelled) || ctx.Err() != nil || attempt == setupAttempts {
+			return resp, err
+		}
+	}
 }
 
 // objectRequest is ow's next object: a made-up version of a new key, one
