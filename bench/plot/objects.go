@@ -21,9 +21,9 @@ import (
 // (CommitObject of N streams), dashed for etcd (a transaction of N puts,
 // drawn up to 128, etcd's --max-txn-ops).
 var objectMetrics = []metric{
-	{"stream-appends.png", "Stream-set objects: entries/s", "stream appends/s (metad), puts/s (etcd); median of rounds",
+	{"stream-appends.png", "Stream-set objects: entries/s", "stream appends/s, puts/s",
 		func(s sample) float64 { return s.Throughput * float64(max(1, s.EntriesPerOp)) }},
-	{"object-p99.png", "Stream-set objects: p99 latency", "ms per object (metad), per txn (etcd); median of rounds",
+	{"object-p99.png", "Stream-set objects: p99 latency", "ms per object or txn",
 		func(s sample) float64 { return s.Latency.P99 }},
 }
 
