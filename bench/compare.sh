@@ -360,16 +360,18 @@ machine() {
 }
 
 # profile takes a CPU profile of every metad node while metad-bench runs
-# workload (with any further arguments) at concurrency 64.
+# workload (with any further arguments) at concurrency 64, starting
+# PROFILE_LEAD seconds (default 4) into the run: past its setup, which for
+# commit-object (thousands of streams created first) takes longer.
 profile() {
-	local workload=$1 dir=$work/profiles i
+	local workload=$1 dir=$work/profiles i lead=${PROFILE_LEAD:-4}
 	shift
 	mkdir -p "$dir"
 	say "profiling metad during $workload at concurrency 64"
 	local addrs; addrs="$(metad_addr 1),$(metad_addr 2),$(metad_addr 3)"
-	"$bin/metad-bench" --addr "$addrs" $metad_bench_tls --workload "$workload" "$@" -c 64 --duration 25s --warmup 2s -o json >"$dir/$workload-bench.json" &
+	"$bin/metad-bench" --addr "$addrs" $metad_bench_tls --workload "$workload" "$@" -c 64 --duration $((lead + 21))s --warmup 2s -o json >"$dir/$workload-bench.json" &
 	local bench=$!
-	sleep 4
+	sleep "$lead"
 	local curls=()
 	for i in 1 2 3; do
 		curl -fs "${curl_metad[@]}" "$scheme://$(metad_http "$i")/debug/pprof/profile?seconds=20" -o "$dir/$workload-n$i.pprof" &
@@ -435,7 +437,7 @@ main() {
 	if [ "${PROFILE:-0}" = 1 ]; then
 		profile resolve
 		profile commit-append
-		if [[ ",$PAIRS," =~ ,object-txn, ]]; then profile commit-object --streams-per-object 100; fi
+		if [[ ",$PAIRS," =~ ,object-txn, ]]; then PROFILE_LEAD=20 profile commit-object --streams-per-object 100; fi
 	fi
 	say "runs, logs and data in $work"
 }
