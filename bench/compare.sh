@@ -23,6 +23,8 @@
 #   # 3. one commit against another (the driver is always this checkout's; the servers are built at the commit)
 #   WORKDIR=/tmp/cmp-old METAD_REV=<old commit> CONCURRENCY=1,64 bench/compare.sh
 #   WORKDIR=/tmp/cmp-new CONCURRENCY=1,64 BASELINE=/tmp/cmp-old/results/summary.json bench/compare.sh
+#   # 4. stream-set objects (issue 23): CommitObject of N streams vs an etcd txn of N puts, with commit-append beside
+#   WORKDIR=/tmp/cmp-objects PAIRS=append-put,object-txn STREAMS_PER_OBJECT=1,10,100,1000 bench/compare.sh
 #   # any two finished runs, afterwards:
 #   go run ./bench/compare --diff /tmp/cmp-plain/results/summary.json /tmp/cmp-tls/results/summary.json
 #
@@ -33,6 +35,12 @@
 #                      of the target by its identity) vs the bare ranged read
 #                      of the same bytes, both by metad-bench; etcd is started
 #                      only when a pair needs it
+#                      object-txn: a stream-set object of N streams
+#                      (metad-bench --workload commit-object) vs an etcd
+#                      transaction of N puts (etcdload --workload txn), a
+#                      row per N of STREAMS_PER_OBJECT; no etcd side above
+#                      128 (etcd's --max-txn-ops)
+#   STREAMS_PER_OBJECT=1,10,100,1000   the object-txn pair's sizes
 #   TLS=1              mutual TLS everywhere: a CA and certificates made by
 #                      `metad tls ca create` / `metad tls cert create`; the
 #                      metad servers with --tls-*-file, metad-bench with a
@@ -60,6 +68,8 @@
 #   METAD_SERVER_FLAGS="--share-pins=false"   extra flags for every metad server
 #   PROFILE=1          also take 20s CPU profiles of every metad node during a
 #                      resolve run and a commit-append run at concurrency 64
+#                      (and, with object-txn, a commit-object run of 100
+#                      streams per object)
 #   WORKDIR=DIR        where data, logs, JSON and profiles go (default: a new
 #                      temporary directory, kept and printed at the end)
 #   METAD_PORT=17400 ETCD_PORT=12300   port bases (node i uses base+10*i+0..3)
@@ -73,6 +83,7 @@ DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
 ROUNDS=${ROUNDS:-3}
 CONCURRENCY=${CONCURRENCY:-1,16,64}
+STREAMS_PER_OBJECT=${STREAMS_PER_OBJECT:-1,10,100,1000}
 TLS=${TLS:-0}
 STORE=${STORE:-file}
 case "$STORE" in
@@ -104,7 +115,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # needs_etcd says whether a pair of PAIRS has etcd on its other side.
-needs_etcd() { [[ ",$PAIRS," =~ ,(append-put|append-cas|resolve-get), ]]; }
+needs_etcd() { [[ ",$PAIRS," =~ ,(append-put|append-cas|resolve-get|object-txn), ]]; }
 
 build() {
 	say "building metad-bench, bench/compare and bench/etcdload"
@@ -349,15 +360,18 @@ machine() {
 }
 
 # profile takes a CPU profile of every metad node while metad-bench runs
-# workload at concurrency 64.
+# workload (with any further arguments) at concurrency 64, starting
+# PROFILE_LEAD seconds (default 4) into the run: past its setup, which for
+# commit-object (thousands of streams created first) takes longer.
 profile() {
-	local workload=$1 dir=$work/profiles i
+	local workload=$1 dir=$work/profiles i lead=${PROFILE_LEAD:-4}
+	shift
 	mkdir -p "$dir"
 	say "profiling metad during $workload at concurrency 64"
 	local addrs; addrs="$(metad_addr 1),$(metad_addr 2),$(metad_addr 3)"
-	"$bin/metad-bench" --addr "$addrs" $metad_bench_tls --workload "$workload" -c 64 --duration 25s --warmup 2s -o json >"$dir/$workload-bench.json" &
+	"$bin/metad-bench" --addr "$addrs" $metad_bench_tls --workload "$workload" "$@" -c 64 --duration $((lead + 21))s --warmup 2s -o json >"$dir/$workload-bench.json" &
 	local bench=$!
-	sleep 4
+	sleep "$lead"
 	local curls=()
 	for i in 1 2 3; do
 		curl -fs "${curl_metad[@]}" "$scheme://$(metad_http "$i")/debug/pprof/profile?seconds=20" -o "$dir/$workload-n$i.pprof" &
@@ -410,7 +424,7 @@ main() {
 	[ "$TLS" = 1 ] && eps=$(echo "$eps" | sed "s#[^,]*#https://&#g")
 	"$bin/compare" --metad-bench "$bin/metad-bench" --etcdload "$bin/etcdload" --metad-addrs "$addrs" --etcd-endpoints "$eps" \
 		--duration "$DURATION" --warmup "$WARMUP" --rounds "$ROUNDS" --concurrency "$CONCURRENCY" \
-		--pairs "$PAIRS" --metad-args "$margs $metad_bench_tls" --etcd-args "$etcd_load_tls" --store-args "$store_args" \
+		--pairs "$PAIRS" --streams-per-object "$STREAMS_PER_OBJECT" --metad-args "$margs $metad_bench_tls" --etcd-args "$etcd_load_tls" --store-args "$store_args" \
 		--label "$label" --out "$work/results" 2> >(tee "$work/results/runs.txt" >&2) | tee "$work/results/table.txt"
 	echo
 	machine
@@ -423,6 +437,7 @@ main() {
 	if [ "${PROFILE:-0}" = 1 ]; then
 		profile resolve
 		profile commit-append
+		if [[ ",$PAIRS," =~ ,object-txn, ]]; then PROFILE_LEAD=20 profile commit-object --streams-per-object 100; fi
 	fi
 	say "runs, logs and data in $work"
 }

@@ -77,7 +77,7 @@ func TestParseFlagsReportsEveryProblem(t *testing.T) {
 		}
 	}
 	o, err := parseFlags(nil)
-	if err != nil || len(o.concurrency) != 3 || len(o.pairs) != 3 {
+	if err != nil || len(o.concurrency) != 3 || len(o.pairs) != 3 || len(o.streamsPerObject) != 4 {
 		t.Errorf("defaults: %+v %v", o, err)
 	}
 }
@@ -139,6 +139,43 @@ func TestDiffPrintsWhatTheChangeCostEachSide(t *testing.T) {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("diff lacks %q:\n%s", want, out.String())
 			}
+		}
+	}
+}
+
+func mkObject(system string, per int, ops, p50, p99 float64) sample {
+	s := mk(system, ops, p50, p99, 0)
+	s.Workload, s.EntriesPerOp = map[string]string{"metad": "commit-object", "etcd": "txn"}[system], per
+	return s
+}
+
+// The object-txn rows compare entries (stream appends, puts) per second,
+// a row of more than 128 streams has no etcd side, and the targets take
+// the commit-append row of the same concurrency for the p99 bound.
+func TestObjectRowsCompareEntriesAndJudgeTheTargets(t *testing.T) {
+	appendRow := &row{Pair: "commit-append vs put", Concurrency: 64, BaseSystem: baseEtcd,
+		Metad: []sample{{System: "metad", Workload: "commit-append", Result: load.Result{Throughput: 5000, Latency: load.Latency{P99: 10}}}},
+		Base:  []sample{mk("etcd", 4000, 1, 12, 0)}}
+	rows := []*row{
+		appendRow,
+		{Pair: objectName(100), Concurrency: 64, BaseSystem: baseEtcd, StreamsPerObject: 100,
+			Metad: []sample{mkObject("metad", 100, 1200, 5, 25)}, Base: []sample{mkObject("etcd", 100, 300, 20, 40)}},
+		{Pair: objectName(1000), Concurrency: 64, BaseSystem: baseEtcd, StreamsPerObject: 1000,
+			Metad: []sample{mkObject("metad", 1000, 150, 50, 90)}},
+	}
+	var b bytes.Buffer
+	printTable(&b, rows)
+	printTargets(&b, rows)
+	out := b.String()
+	for _, want := range []string{
+		"120000", "30000", "4.00", // x100: appends/s, etcd puts/s, ratio
+		"150000",                                    // x1000: appends/s, no etcd side
+		"MET     commit-object x100 >= 100000",      // 120000 at 64
+		"NOT MET commit-object x100 p99 <= 2x",      // 25 ms against 10
+		"NOT MET commit-object x100 >= 5x etcd txn", // 4x
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }

@@ -13,6 +13,14 @@
 //	resolve vs get        one resolve (linearizable read, pin through
 //	                      Raft, linearizable recheck) vs a linearizable get
 //	                      of a value as large as the resolve response
+//	commit-object vs txn  one stream-set object of N streams (CommitObject:
+//	                      an append to each of N worker-owned streams, all
+//	                      or none, in one command) vs one etcd transaction
+//	                      of N puts of new keys, each as large as metad's
+//	                      request per append; a row per N of
+//	                      --streams-per-object, compared in entries/s
+//	                      (stream appends, puts). N above 128, etcd's
+//	                      default --max-txn-ops, has no etcd side
 //	read vs ranged get    a broker's read (resolve, then a ranged read of
 //	                      the target by its identity: on S3 a GET by
 //	                      VersionId with If-Match) vs the bare ranged read
@@ -63,6 +71,7 @@ type options struct {
 	metadArgs            []string
 	etcdArgs             []string
 	storeArgs            []string
+	streamsPerObject     []int
 }
 
 func main() {
@@ -96,7 +105,9 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "warm-up of each run")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds at each concurrency")
 	fs.StringVar(&conc, "concurrency", "1,16,64", "concurrency levels, comma-separated")
-	fs.StringVar(&pairs, "pairs", "append-put,append-cas,resolve-get", "pairs to run, comma-separated")
+	fs.StringVar(&pairs, "pairs", "append-put,append-cas,resolve-get", "pairs to run, comma-separated (also object-txn, read-get)")
+	var perObject string
+	fs.StringVar(&perObject, "streams-per-object", "1,10,100,1000", "streams per object of the object-txn pair, comma-separated: a row each")
 	var metadArgs, etcdArgs, storeArgs string
 	fs.StringVar(&metadArgs, "metad-args", "", "extra arguments for every metad-bench run, space-separated (e.g. --spread, or the TLS flags)")
 	fs.StringVar(&etcdArgs, "etcd-args", "", "extra arguments for every etcdload run, space-separated (e.g. --cacert ca.pem --cert c.pem --key k.pem)")
@@ -122,6 +133,13 @@ func parseFlags(args []string) (options, error) {
 			errs = append(errs, fmt.Errorf("--pairs %s: needs --store-args (the servers' object store)", p))
 		}
 		o.pairs = append(o.pairs, p)
+	}
+	for _, s := range strings.Split(perObject, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("--streams-per-object %q: want positive integers", s))
+		}
+		o.streamsPerObject = append(o.streamsPerObject, n)
 	}
 	if o.rounds < 1 {
 		errs = append(errs, fmt.Errorf("--rounds %d: want at least 1", o.rounds))
@@ -152,7 +170,15 @@ var pairByName = map[string]pair{
 	"append-cas":  {"commit-append vs cas txn", "commit-append", baseEtcd, "cas"},
 	"resolve-get": {"resolve vs linearizable get", "resolve", baseEtcd, "get"},
 	"read-get":    {"read vs ranged get", "read", baseGet, "get"},
+	"object-txn":  {"commit-object vs txn", "commit-object", baseEtcd, "txn"},
 }
+
+// maxTxnOps is etcd's default --max-txn-ops: the largest transaction the
+// object-txn pair's etcd side can commit.
+const maxTxnOps = 128
+
+// objectName is the printed pair of the object-txn row of n streams.
+func objectName(n int) string { return fmt.Sprintf("commit-object x%d vs txn", n) }
 
 // readArgs shape the read pair's load on both sides: 16 streams of 20
 // appends of 64 KiB objects (320 objects, 20 MiB per run), each read
@@ -164,16 +190,22 @@ type sample struct {
 	System       string `json:"system"`
 	Workload     string `json:"workload"`
 	MessageBytes int    `json:"message_bytes"`
+	// EntriesPerOp: stream appends per object (commit-object), puts per
+	// transaction (txn); 0 for one-entry operations.
+	EntriesPerOp int `json:"entries_per_op,omitempty"`
 	load.Result
 }
 
 // row is one pair at one concurrency: every round of both sides.
 type row struct {
-	Pair        string   `json:"pair"`
-	Concurrency int      `json:"concurrency"`
-	BaseSystem  string   `json:"base_system"` // etcd, or get (the bare object-store read)
-	Metad       []sample `json:"metad"`
-	Base        []sample `json:"base"`
+	Pair        string `json:"pair"`
+	Concurrency int    `json:"concurrency"`
+	BaseSystem  string `json:"base_system"` // etcd, or get (the bare object-store read)
+	// StreamsPerObject is the object-txn pair's N (its etcd side, when
+	// N <= 128, commits N puts per transaction); 0 for the other pairs.
+	StreamsPerObject int      `json:"streams_per_object,omitempty"`
+	Metad            []sample `json:"metad"`
+	Base             []sample `json:"base"`
 }
 
 // summary is what summary.json holds.
@@ -190,14 +222,25 @@ func run(ctx context.Context, o options) error {
 	}
 	var rows []*row
 	for _, c := range o.concurrency {
-		byPair := map[string]*row{}
+		var cells []*row // this concurrency's rows, in the order they run
 		for _, p := range o.pairs {
-			byPair[p] = &row{Pair: pairByName[p].name, Concurrency: c, BaseSystem: pairByName[p].base}
-			rows = append(rows, byPair[p])
+			pr := pairByName[p]
+			if p != "object-txn" {
+				cells = append(cells, &row{Pair: pr.name, Concurrency: c, BaseSystem: pr.base})
+				continue
+			}
+			for _, n := range o.streamsPerObject {
+				cells = append(cells, &row{Pair: objectName(n), Concurrency: c, BaseSystem: pr.base, StreamsPerObject: n})
+			}
 		}
+		rows = append(rows, cells...)
 		for round := range o.rounds {
-			for _, p := range o.pairs {
-				if err := o.runPair(ctx, pairByName[p], byPair[p], round); err != nil {
+			for _, r := range cells {
+				p := pairByName["object-txn"]
+				if r.StreamsPerObject == 0 {
+					p = pairByRow(r)
+				}
+				if err := o.runPair(ctx, p, r, round); err != nil {
 					return err
 				}
 			}
@@ -215,6 +258,17 @@ func run(ctx context.Context, o options) error {
 	return os.WriteFile(filepath.Join(o.out, "summary.json"), b, 0o644)
 }
 
+// pairByRow is the pair r measures (not object-txn, whose rows are named
+// by their size).
+func pairByRow(r *row) pair {
+	for _, p := range pairByName {
+		if p.name == r.Pair {
+			return p
+		}
+	}
+	panic("compare: a row of no pair: " + r.Pair)
+}
+
 // runPair runs both sides of p once, in the round's order. The etcd
 // values are as large as metad's messages, which the first metad run
 // measures (round 0 always starts with metad).
@@ -224,24 +278,44 @@ func (o options) runPair(ctx context.Context, p pair, r *row, round int) error {
 		var s sample
 		var err error
 		if (i == 0) == metadFirst {
-			s, err = o.runMetad(ctx, p, r.Concurrency, round)
+			s, err = o.runMetad(ctx, p, r, round)
 			r.Metad = append(r.Metad, s)
 		} else {
-			s, err = o.runBase(ctx, p, r.Concurrency, round, r.Metad[0].MessageBytes)
+			if r.StreamsPerObject > maxTxnOps {
+				continue // etcd refuses a transaction this large
+			}
+			// Each put as large as metad's request per entry.
+			valueSize := r.Metad[0].MessageBytes / max(1, r.StreamsPerObject)
+			s, err = o.runBase(ctx, p, r, round, valueSize)
 			r.Base = append(r.Base, s)
 		}
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "  %-6s %-14s c=%-3d round %d: %8.0f/s  p50 %7.3f ms  p99 %7.3f ms  errors %d\n",
-			s.System, s.Workload, r.Concurrency, round, s.Throughput, s.Latency.P50, s.Latency.P99, errorCount(s))
+		workload := s.Workload
+		if s.EntriesPerOp > 0 {
+			workload += fmt.Sprintf(" x%d", s.EntriesPerOp)
+		}
+		fmt.Fprintf(os.Stderr, "  %-6s %-19s c=%-3d round %d: %8.0f/s  p50 %7.3f ms  p99 %7.3f ms  errors %d\n",
+			s.System, workload, r.Concurrency, round, s.Throughput, s.Latency.P50, s.Latency.P99, errorCount(s))
 	}
 	return nil
 }
 
-func (o options) runMetad(ctx context.Context, p pair, c, round int) (sample, error) {
-	args := o.metadBenchArgs(p, p.metadWorkload, c)
-	return o.runJSON(ctx, o.metadBench, args, fmt.Sprintf("metad-%s-c%d-r%d.json", p.metadWorkload, c, round))
+func (o options) runMetad(ctx context.Context, p pair, r *row, round int) (sample, error) {
+	args := o.metadBenchArgs(p, p.metadWorkload, r.Concurrency)
+	if r.StreamsPerObject > 0 {
+		args = append(args, "--streams-per-object", strconv.Itoa(r.StreamsPerObject))
+	}
+	return o.runJSON(ctx, o.metadBench, args, fmt.Sprintf("metad-%s%s-c%d-r%d.json", p.metadWorkload, sizeSuffix(r), r.Concurrency, round))
+}
+
+// sizeSuffix names an object-txn row's size in its runs' file names.
+func sizeSuffix(r *row) string {
+	if r.StreamsPerObject == 0 {
+		return ""
+	}
+	return fmt.Sprintf("-n%d", r.StreamsPerObject)
 }
 
 // metadBenchArgs are the arguments of one metad-bench run of workload in
@@ -258,15 +332,19 @@ func (o options) metadBenchArgs(p pair, workload string, c int) []string {
 
 // runBase runs p's baseline: etcd, with values as large as metad's
 // messages, or the bare read.
-func (o options) runBase(ctx context.Context, p pair, c, round, valueSize int) (sample, error) {
+func (o options) runBase(ctx context.Context, p pair, r *row, round, valueSize int) (sample, error) {
+	c := r.Concurrency
 	if p.base == baseGet {
 		return o.runJSON(ctx, o.metadBench, o.metadBenchArgs(p, p.baseWorkload, c), fmt.Sprintf("bare-%s-c%d-r%d.json", p.baseWorkload, c, round))
 	}
 	args := []string{"--endpoints", o.etcdEnds, "--workload", p.baseWorkload, "--concurrency", strconv.Itoa(c),
 		"--duration", o.duration.String(), "--warmup", o.warmup.String(), "--value-size", strconv.Itoa(valueSize),
 		"--keys", "3200", "-o", "json"}
+	if r.StreamsPerObject > 0 {
+		args = append(args, "--txn-puts", strconv.Itoa(r.StreamsPerObject))
+	}
 	args = append(args, o.etcdArgs...)
-	return o.runJSON(ctx, o.etcdload, args, fmt.Sprintf("etcd-%s-c%d-r%d.json", p.baseWorkload, c, round))
+	return o.runJSON(ctx, o.etcdload, args, fmt.Sprintf("etcd-%s%s-c%d-r%d.json", p.baseWorkload, sizeSuffix(r), c, round))
 }
 
 // runJSON runs bin with args (progress on our stderr) and decodes its JSON.

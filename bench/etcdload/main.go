@@ -12,6 +12,12 @@
 //	get   a linearizable Get of a random key of --keys keys holding
 //	      --value-size bytes each (loaded before measuring): the nearest to
 //	      resolve
+//	txn   one transaction of --txn-puts puts of new keys
+//	      (prefix/w<worker>/<seq>/<i>), --value-size bytes each: the
+//	      nearest to commit-object, one command appending to that many
+//	      streams, all or none. At most 128 puts: etcd's default
+//	      --max-txn-ops. The report counts transactions (ops) and puts
+//	      (entries).
 //
 // With --cacert (and --cert/--key for etcd's --client-cert-auth) it talks
 // TLS, as etcdctl does with the same flags; bench/compare.sh's TLS=1 mode
@@ -53,6 +59,7 @@ type options struct {
 	timeout     time.Duration
 	valueSize   int
 	keys        int
+	txnPuts     int
 	prefix      string
 	output      string
 	caFile      string
@@ -63,13 +70,14 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.endpoints, "endpoints", "127.0.0.1:2379", "comma-separated etcd client endpoints")
-	flag.StringVar(&o.workload, "workload", "put", "put, cas or get")
+	flag.StringVar(&o.workload, "workload", "put", "put, cas, get or txn")
 	flag.IntVar(&o.concurrency, "concurrency", 1, "workers, each with one request in flight")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "how long to measure")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "run this long before measuring")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Second, "deadline of each request")
 	flag.IntVar(&o.valueSize, "value-size", 128, "bytes per value")
 	flag.IntVar(&o.keys, "keys", 1000, "keys to read from (get)")
+	flag.IntVar(&o.txnPuts, "txn-puts", 10, "puts per transaction (txn; at most 128, etcd's default --max-txn-ops)")
 	flag.StringVar(&o.prefix, "prefix", "", "key prefix (default: a fresh one per run)")
 	flag.StringVar(&o.output, "o", "table", "output: table or json")
 	flag.StringVar(&o.caFile, "cacert", "", "PEM CA bundle of the servers' certificates: turns TLS on")
@@ -87,6 +95,10 @@ type report struct {
 	System    string `json:"system"`
 	Workload  string `json:"workload"`
 	ValueSize int    `json:"value_size"`
+	// EntriesPerOp is txn's puts per transaction; EntriesPerSecond is
+	// Throughput times it (puts/s). As metad-bench's fields of the names.
+	EntriesPerOp     int     `json:"entries_per_op,omitempty"`
+	EntriesPerSecond float64 `json:"entries_per_s,omitempty"`
 	load.Result
 }
 
@@ -120,6 +132,10 @@ func run(o options) error {
 		return err
 	}
 	rep := report{System: "etcd", Workload: o.workload, ValueSize: o.valueSize, Result: res}
+	if o.workload == "txn" {
+		rep.EntriesPerOp = o.txnPuts
+		rep.EntriesPerSecond = res.Throughput * float64(o.txnPuts)
+	}
 	if o.output == "json" {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -132,9 +148,12 @@ func run(o options) error {
 func (o options) validate() error {
 	var errs []error
 	switch o.workload {
-	case "put", "cas", "get":
+	case "put", "cas", "get", "txn":
 	default:
-		errs = append(errs, fmt.Errorf("--workload %q: want put, cas or get", o.workload))
+		errs = append(errs, fmt.Errorf("--workload %q: want put, cas, get or txn", o.workload))
+	}
+	if o.txnPuts < 1 || o.txnPuts > maxTxnOps {
+		errs = append(errs, fmt.Errorf("--txn-puts %d: want 1..%d (etcd's default --max-txn-ops)", o.txnPuts, maxTxnOps))
 	}
 	if o.valueSize < 0 || o.valueSize > 1<<20 {
 		errs = append(errs, fmt.Errorf("--value-size %d: want 0..1MiB", o.valueSize))
@@ -190,6 +209,8 @@ func (o options) prepare(ctx context.Context, cli *clientv3.Client) (load.Op, er
 		}, nil
 	case "cas":
 		return o.casOp(ctx, cli, value)
+	case "txn":
+		return o.txnOp(cli, value), nil
 	}
 	for i := range o.keys {
 		if _, err := cli.Put(ctx, o.key(i), value); err != nil {
@@ -235,6 +256,26 @@ func (o options) casOp(ctx context.Context, cli *clientv3.Client, value string) 
 	}, nil
 }
 
+// maxTxnOps is etcd's default --max-txn-ops: the most operations one
+// transaction may hold.
+const maxTxnOps = 128
+
+// txnOp: each worker commits transactions of --txn-puts puts of new keys.
+func (o options) txnOp(cli *clientv3.Client, value string) load.Op {
+	seq := make([]uint64, o.concurrency)
+	return func(ctx context.Context, w int) (string, error) {
+		seq[w]++
+		ops := make([]clientv3.Op, o.txnPuts)
+		for i := range ops {
+			ops[i] = clientv3.OpPut(fmt.Sprintf("%s/w%d/%020d/%d", o.prefix, w, seq[w], i), value)
+		}
+		ctx, cancel := context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+		_, err := cli.Txn(ctx).Then(ops...).Commit()
+		return "txn", err
+	}
+}
+
 func (o options) key(i int) string { return fmt.Sprintf("%s/k%08d", o.prefix, i) }
 
 // classify names a failure by its gRPC code, or its text.
@@ -271,6 +312,9 @@ func printTable(r report) {
 	l := r.Latency
 	fmt.Printf("etcd %s  concurrency %d  value %d B  %.1fs\n", r.Workload, r.Concurrency, r.ValueSize, r.ElapsedSeconds)
 	fmt.Printf("ops %d  throughput %.0f/s\n", r.Ops, r.Throughput)
+	if r.EntriesPerOp > 0 {
+		fmt.Printf("%d puts per txn: %.0f puts/s\n", r.EntriesPerOp, r.EntriesPerSecond)
+	}
 	fmt.Printf("latency ms  mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n", l.Mean, l.P50, l.P90, l.P99, l.P999, l.Max)
 	for _, reason := range load.SortedKeys(r.Errors) {
 		fmt.Printf("error %s: %d\n", reason, r.Errors[reason])

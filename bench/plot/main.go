@@ -39,7 +39,10 @@ import (
 // sample is one round of one system, as bench/compare records it.
 type sample struct {
 	Throughput float64 `json:"throughput"`
-	Latency    struct {
+	// EntriesPerOp: stream appends per object, puts per transaction
+	// (the object-txn pair); 0 for one-entry operations.
+	EntriesPerOp int `json:"entries_per_op"`
+	Latency      struct {
 		P50 float64 `json:"p50_ms"`
 		P99 float64 `json:"p99_ms"`
 	} `json:"latency"`
@@ -57,6 +60,8 @@ type row struct {
 	Etcd        []sample `json:"etcd"`
 	Base        []sample `json:"base"`
 	BaseSystem  string   `json:"base_system"`
+	// StreamsPerObject is the object-txn pair's size; 0 for other pairs.
+	StreamsPerObject int `json:"streams_per_object"`
 }
 
 // metric is what a chart draws from a sample.
@@ -137,11 +142,30 @@ func read(path string) ([]row, error) {
 	return rows, nil
 }
 
-// drawAll writes one PNG per metric into dir.
+// drawAll writes one PNG per metric into dir, against concurrency, and
+// the stream-set object charts (objectMetrics) if there are object-txn
+// rows.
 func drawAll(rows []row, dir, suffix string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	var objects, others []row
+	for _, r := range rows {
+		if r.StreamsPerObject > 0 {
+			objects = append(objects, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	if len(objects) > 0 {
+		if err := drawObjects(objects, dir, suffix); err != nil {
+			return err
+		}
+	}
+	if len(others) == 0 && len(objects) > 0 {
+		return nil
+	}
+	rows = others
 	for _, m := range metrics {
 		p, err := chart(rows, m, suffix)
 		if err != nil {

@@ -111,3 +111,44 @@ func writeTemp(t *testing.T, body string) string {
 	}
 	return p
 }
+
+// A summary with object-txn rows also gives the stream-set object charts,
+// and its other rows the charts against concurrency.
+func TestDrawsTheObjectChartsFromObjectRows(t *testing.T) {
+	const objects = `{"label": "x", "rows": [
+ {"pair": "commit-append vs put", "concurrency": 64, "base_system": "etcd",
+  "metad": [{"throughput": 3000, "latency": {"p50_ms": 18, "p99_ms": 80}}],
+  "base":  [{"throughput": 1250, "latency": {"p50_ms": 43, "p99_ms": 140}}]},
+ {"pair": "commit-object x100 vs txn", "concurrency": 64, "base_system": "etcd", "streams_per_object": 100,
+  "metad": [{"throughput": 269, "entries_per_op": 100, "latency": {"p50_ms": 215, "p99_ms": 527}}],
+  "base":  [{"throughput": 115, "entries_per_op": 100, "latency": {"p50_ms": 430, "p99_ms": 772}}]},
+ {"pair": "commit-object x1000 vs txn", "concurrency": 64, "base_system": "etcd", "streams_per_object": 1000,
+  "metad": [{"throughput": 16, "entries_per_op": 1000, "latency": {"p50_ms": 417, "p99_ms": 2118}}]}
+]}`
+	dir := t.TempDir()
+	in := filepath.Join(dir, "summary.json")
+	if err := os.WriteFile(in, []byte(objects), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := read(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drawAll(rows, dir, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range append(objectMetrics, metrics...) {
+		f, err := os.Open(filepath.Join(dir, m.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", m.file, err)
+		}
+	}
+	if got := objectMetrics[0].value(rows[1].Metad[0]); got != 26900 {
+		t.Errorf("x100: %v stream appends/s, want 26900", got)
+	}
+}

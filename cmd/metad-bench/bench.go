@@ -59,9 +59,11 @@ type benchOpts struct {
 	// clientRead: the read workload calls client.Read, the broker's API,
 	// instead of its own resolve and ranged read.
 	clientRead bool
+	// streamsPerObject: the appends of each commit-object operation.
+	streamsPerObject int
 }
 
-var benchWorkloads = []string{"commit-append", "resolve", "mixed", "publish", "read", "get"}
+var benchWorkloads = []string{"commit-append", "resolve", "mixed", "publish", "read", "get", "commit-object"}
 
 // readWorkloads read bytes from the object store, so they need one.
 func readWorkload(w string) bool { return w == "read" || w == "get" }
@@ -109,6 +111,14 @@ Workloads:
   get            the bare ranged read of the same bytes, with no resolve: the
                  same load, the same offsets, the object looked up locally.
                  Run it next to read: the difference is what metad adds.
+  commit-object  each worker creates and opens --streams-per-object streams of
+                 its own, then commits stream-set objects (CommitObject): one
+                 new synthetic object version per operation (key and identity
+                 made up by the tool, registered by the command itself) with an
+                 append of --offsets offsets and a --payload-byte range of it
+                 to each of the worker's streams, at their committed ends (with
+                 the generation-0 index record). Only metadata is measured. The
+                 report counts objects (ops) and stream appends (entries).
 
 Calls go to the leader once the client knows it, as a broker's would; --spread
 sends them round robin over --addr instead (followers then serve them).
@@ -122,6 +132,7 @@ one without measure what checking the CRC-32C costs a read.`,
 		Example: `  metad-bench --workload commit-append --concurrency 16 --duration 30s
   metad-bench --workload resolve -c 64 --streams 64 -o json
   metad-bench --workload mixed --read-ratio 0.9 -c 32
+  metad-bench --workload commit-object --streams-per-object 100 -c 64
   metad-bench --workload read -c 16 --streams 16 --appends 20 --payload 65536 --read-size 4096 \
       --object-store s3://metad/bench --s3-endpoint http://127.0.0.1:8333 --s3-path-style
   metad-bench --workload read --client-read --no-data-checksum -c 16 --object-dir ./objects`,
@@ -154,6 +165,7 @@ one without measure what checking the CRC-32C costs a read.`,
 	f.BoolVar(&b.spread, "spread", false, "spread calls round robin over --addr instead of sending them to the leader once known")
 	f.StringVar(&b.prefix, "prefix", "", "stream name prefix (default bench-<random>)")
 	f.BoolVar(&b.noDataChecksum, "no-data-checksum", false, "appends and published records carry no data checksum (reads of them are unchecked)")
+	f.IntVar(&b.streamsPerObject, "streams-per-object", 10, "streams each object appends to (commit-object; the server allows --max-object-streams)")
 	f.BoolVar(&b.clientRead, "client-read", false, "read: each read is one client.Read call (the whole byte range, checked), not the bench's own resolve and ranged read")
 	return cmd
 }
@@ -203,6 +215,9 @@ func (b benchOpts) validateShape() []error {
 	if b.records > fsm.MaxRecordsPerCommand || uint64(b.records) > b.offsets {
 		bad("--records %d: want at most %d and at most --offsets", b.records, fsm.MaxRecordsPerCommand)
 	}
+	if b.streamsPerObject < 1 || b.streamsPerObject > maxStreamsPerObject {
+		bad("--streams-per-object %d: want 1..%d", b.streamsPerObject, maxStreamsPerObject)
+	}
 	if b.readRatio < 0 || b.readRatio > 1 {
 		bad("--read-ratio %v: want 0..1", b.readRatio)
 	}
@@ -228,6 +243,11 @@ type benchReport struct {
 	// the metadata each call moves, for sizing the etcd yardstick's values.
 	MessageBytes int `json:"message_bytes"`
 	Streams      int `json:"streams"`
+	// EntriesPerOp is what one operation writes, when it writes several:
+	// commit-object's stream appends per object. EntriesPerSecond is
+	// Throughput times it (stream-appends/s).
+	EntriesPerOp     int     `json:"entries_per_op,omitempty"`
+	EntriesPerSecond float64 `json:"entries_per_s,omitempty"`
 	// Release: each resolve's pin was released too, inside the timed call.
 	Release bool `json:"release,omitempty"`
 	// Spread: calls went round robin over --addr, not to the leader.
@@ -277,6 +297,7 @@ func runBench(cmd *cobra.Command, o *clientOpts, b *benchOpts) error {
 	res, runErr := load.Run(ctx, cfg, op, benchReason)
 	env.clearLine()
 	rep.Result = res
+	rep.EntriesPerSecond = res.Throughput * float64(rep.EntriesPerOp)
 	rep.CheckedReads, rep.UncheckedReads = env.checked.Load(), env.unchecked.Load()
 	if err := o.printJSON(cmd.OutOrStdout(), rep, func(tw *tabwriter.Writer) { benchTable(tw, rep) }); err != nil {
 		return err
@@ -337,7 +358,11 @@ func benchTable(tw *tabwriter.Writer, r benchReport) {
 	if r.NoDataChecksum {
 		fmt.Fprintln(tw, "written with no data checksums (--no-data-checksum)")
 	}
-	fmt.Fprintf(tw, "measured %.1fs  ops %d  throughput %.0f/s\n\n", r.ElapsedSeconds, r.Ops, r.Throughput)
+	fmt.Fprintf(tw, "measured %.1fs  ops %d  throughput %.0f/s\n", r.ElapsedSeconds, r.Ops, r.Throughput)
+	if r.EntriesPerOp > 0 {
+		fmt.Fprintf(tw, "%d streams per object: %.0f stream-appends/s\n", r.EntriesPerOp, r.EntriesPerSecond)
+	}
+	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "KIND\tOPS\tOPS/S\tMEAN\tP50\tP90\tP99\tP99.9\tMAX (ms)")
 	row := func(kind string, ops int64, tput float64, l load.Latency) {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\n", kind, ops, tput, l.Mean, l.P50, l.P90, l.P99, l.P999, l.Max)
@@ -368,8 +393,11 @@ type benchEnv struct {
 	// Set by prepare before the workers start; writers[w] is then touched
 	// only by worker w.
 	writers []*benchWriter
+	objects []*objectWriter // objects[w]: worker w's streams (commit-object)
 	reads   []benchStream
 	buffers [][]byte // buffers[w]: worker w's read buffer (read, get)
+	// objectChecksum is the data checksum of every commit-object append.
+	objectChecksum checksum.Data
 
 	// Updated by the workers of --client-read.
 	checked, unchecked atomic.Int64
@@ -399,6 +427,9 @@ func (e *benchEnv) prepare(ctx context.Context) (load.Op, benchReport, error) {
 	}
 	if readWorkload(b.workload) {
 		return e.prepareReads(ctx, rep)
+	}
+	if b.workload == "commit-object" {
+		return e.prepareObjects(ctx, rep)
 	}
 	if b.workload != "resolve" {
 		e.say("creating %d writer streams", b.concurrency)
@@ -672,11 +703,16 @@ func call[Req, Resp any](ctx context.Context, e *benchEnv, rpc func(context.Cont
 // parallel runs fn(0..n-1), at most --concurrency at a time, and returns
 // the first error (the others are cancelled).
 func (e *benchEnv) parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	return e.parallelWidth(ctx, n, e.opts.concurrency, fn)
+}
+
+// parallelWidth is parallel with at most width at a time.
+func (e *benchEnv) parallelWidth(ctx context.Context, n, width int, fn func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(n, e.opts.concurrency) {
+	for range min(n, width) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

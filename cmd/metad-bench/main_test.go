@@ -26,6 +26,7 @@ func TestBadUsageExitsTwoNamingTheFlag(t *testing.T) {
 		{[]string{"--workload", "get", "--object-dir", t.TempDir(), "--client-read"}, "--client-read"},
 		{[]string{"--workload", "read", "--object-dir", t.TempDir(), "--client-read", "--read-size", "10"}, "--client-read"},
 		{[]string{"-c", "0"}, "--concurrency"},
+		{[]string{"--workload", "commit-object", "--streams-per-object", "0"}, "--streams-per-object"},
 		{[]string{"--addr", "nowhere"}, "--addr"},
 		{[]string{"-o", "yaml"}, "--output"},
 		{[]string{"--object-store", "ftp://x"}, "object-store"},
