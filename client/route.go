@@ -23,9 +23,9 @@ type leaderRouter struct {
 
 	// mu guards the fields below.
 	mu       sync.Mutex
-	leader   *grpc.ClientConn // nil while unknown
-	lookedAt time.Time        // last discovery attempt
-	looking  bool             // a discovery is running
+	leader   *leaderConn // nil while unknown
+	lookedAt time.Time   // last discovery attempt
+	looking  bool        // a discovery is running
 	closed   bool
 	bg       sync.WaitGroup // discoveries in flight
 }
@@ -33,34 +33,89 @@ type leaderRouter struct {
 // rediscoverAfter bounds how often a client asks who leads.
 const rediscoverAfter = 500 * time.Millisecond
 
-func (r *leaderRouter) pick() (grpc.ClientConnInterface, bool) {
+// leaderConn is a connection to the leader, shared by the calls routed to
+// it. Invariant: it is closed once it is forgotten (the leader moved) and
+// no call or stream that picked it is still running, so forgetting it
+// never cuts off the other calls in flight on it ("the client connection
+// is closing").
+type leaderConn struct {
+	conn      *grpc.ClientConn
+	users     int  // calls and streams running on conn; guarded by leaderRouter.mu
+	forgotten bool // no new call picks it; guarded by leaderRouter.mu
+}
+
+// pick returns the connection for one call: the leader's, held until
+// release, or, while the leader is unknown, any member's (release nil).
+func (r *leaderRouter) pick() (grpc.ClientConnInterface, *leaderConn) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.leader != nil {
-		return r.leader, true
+		r.leader.users++
+		return r.leader.conn, r.leader
 	}
 	if !r.looking && !r.closed && time.Since(r.lookedAt) > rediscoverAfter {
 		r.looking, r.lookedAt = true, time.Now()
 		r.bg.Add(1)
 		go r.discover()
 	}
-	return r.any, false
+	return r.any, nil
+}
+
+// release ends one use of lc, closing it if it was the last use of a
+// forgotten connection.
+func (r *leaderRouter) release(lc *leaderConn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lc.users--
+	if lc.forgotten && lc.users == 0 {
+		lc.conn.Close()
+	}
 }
 
 // Invoke implements grpc.ClientConnInterface.
 func (r *leaderRouter) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	conn, toLeader := r.pick()
+	conn, lc := r.pick()
 	err := conn.Invoke(ctx, method, args, reply, opts...)
-	if err != nil && toLeader && leaderMoved(err) {
-		r.forget()
+	if lc != nil {
+		if err != nil && leaderMoved(err) {
+			r.forget(lc)
+		}
+		r.release(lc)
 	}
 	return err
 }
 
-// NewStream implements grpc.ClientConnInterface.
+// NewStream implements grpc.ClientConnInterface. A stream on the leader's
+// connection holds it until the stream ends (an error or io.EOF from
+// RecvMsg) or its context does.
 func (r *leaderRouter) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	conn, _ := r.pick()
-	return conn.NewStream(ctx, desc, method, opts...)
+	conn, lc := r.pick()
+	st, err := conn.NewStream(ctx, desc, method, opts...)
+	if lc == nil {
+		return st, err
+	}
+	var once sync.Once
+	done := func() { once.Do(func() { r.release(lc) }) }
+	if err != nil {
+		done()
+		return nil, err
+	}
+	context.AfterFunc(ctx, done)
+	return &heldStream{ClientStream: st, done: done}, nil
+}
+
+// heldStream releases its connection when the stream ends.
+type heldStream struct {
+	grpc.ClientStream
+	done func()
+}
+
+func (s *heldStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err != nil {
+		s.done()
+	}
+	return err
 }
 
 // leaderMoved reports errors after which the routed-to node may no longer
@@ -79,13 +134,24 @@ func leaderMoved(err error) bool {
 	return Reason(err) == ReasonUnavailable
 }
 
-// forget drops the leader connection; the next call rediscovers.
-func (r *leaderRouter) forget() {
+// forget stops routing to lc (the leader moved); the next call
+// rediscovers. lc closes once its last call ends (release).
+func (r *leaderRouter) forget(lc *leaderConn) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.leader != nil {
-		r.leader.Close()
+	r.forgetLocked(lc)
+}
+
+func (r *leaderRouter) forgetLocked(lc *leaderConn) {
+	if lc == nil || lc.forgotten {
+		return
+	}
+	lc.forgotten = true
+	if r.leader == lc {
 		r.leader = nil
+	}
+	if lc.users == 0 {
+		lc.conn.Close()
 	}
 }
 
@@ -116,7 +182,7 @@ func (r *leaderRouter) discover() {
 		conn.Close()
 		return
 	}
-	r.leader = conn
+	r.leader = &leaderConn{conn: conn}
 }
 
 // close stops discovery and closes the leader connection.
@@ -125,5 +191,7 @@ func (r *leaderRouter) close() {
 	r.closed = true
 	r.mu.Unlock()
 	r.bg.Wait()
-	r.forget()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.forgetLocked(r.leader)
 }
