@@ -194,12 +194,16 @@ func (m *Machine) insideObject(index uint64, o object, b ByteRange, field string
 		"bytes [%d, %d+%d) lie outside object %q, registered with %d bytes", b.Offset, b.Offset, b.Length, o.ref.Key, o.size)
 }
 
-func (m *Machine) addReference(ref ObjectRef) {
+func (m *Machine) addReference(ref ObjectRef) { m.addReferences(ref, 1) }
+
+// addReferences counts n new references to ref at once (one registry
+// update for all the appends of a stream-set object).
+func (m *Machine) addReferences(ref ObjectRef, n uint64) {
 	o, ok := m.counted(ref)
 	if !ok {
 		panic(fmt.Sprintf("fsm: reference to unregistered object %v", ref))
 	}
-	o.refs++
+	o.refs += n
 	m.objects.ReplaceOrInsert(o)
 }
 

@@ -126,7 +126,8 @@ func (m *Machine) commitAppend(index uint64, c *fsmpb.CommitAppend) *fsmpb.Resul
 	if rej := m.insideObject(index, obj, byteRangeOf(c.Bytes), "bytes"); rej != nil {
 		return rej
 	}
-	m.appendTo(index, s, obj, appendOf(c.ExpectedStart, c.End, c.Bytes, c.WriterEpoch, m.dataChecksum(c.DataCrc32C)), c.IndexGen0)
+	refs := m.appendTo(index, s, obj, appendOf(c.ExpectedStart, c.End, c.Bytes, c.WriterEpoch, m.dataChecksum(c.DataCrc32C)), c.IndexGen0)
+	m.addReferences(obj.ref, refs)
 	return &fsmpb.Result{Version: index, StreamId: s.info.ID, CommittedEnd: s.info.CommittedEnd}
 }
 
@@ -156,11 +157,13 @@ func appendOf(start, end uint64, b *fsmpb.ByteRange, epoch uint64, data checksum
 
 // appendTo commits an append that checkAppend and the object checks
 // accepted: it records the evidence (and, with indexGen0, the COMMITTED
-// generation-0 record) naming obj, and advances the committed end.
-func (m *Machine) appendTo(index uint64, s *stream, obj object, ev evidence, indexGen0 bool) {
+// generation-0 record) naming obj, and advances the committed end. It
+// returns how many references to obj it made, which the caller must count
+// (addReferences) before the command returns.
+func (m *Machine) appendTo(index uint64, s *stream, obj object, ev evidence, indexGen0 bool) (refs uint64) {
 	ev.target, ev.version = obj.target, index
 	s.evidence.ReplaceOrInsert(ev)
-	m.addReference(obj.ref)
+	refs = 1
 	if indexGen0 {
 		key := IndexKey{Stream: s.info.ID, View: Committed, Generation: 0, Start: ev.rng.Start}
 		rec := record{rng: ev.rng, target: obj.target, bytes: ev.bytes, version: index, status: RecordValid, data: ev.data}
@@ -168,10 +171,11 @@ func (m *Machine) appendTo(index uint64, s *stream, obj object, ev evidence, ind
 		g := s.views[Committed].gens[0]
 		g.records.ReplaceOrInsert(rec)
 		g.version = index
-		m.addReference(obj.ref)
+		refs++
 	}
 	s.info.CommittedEnd = ev.rng.End
 	s.info.Version = index
+	return refs
 }
 
 // trim advances the trim point and forgets evidence and records that lie

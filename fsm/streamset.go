@@ -40,9 +40,11 @@ func (m *Machine) commitObject(index uint64, c *fsmpb.CommitObject) *fsmpb.Resul
 		return refuseObject(index, len(c.Appends), refused)
 	}
 	obj := m.registerVersion(index, ref, c.Size)
+	var refs uint64
 	for i, a := range c.Appends {
-		m.appendTo(index, streams[i], obj, appendOf(a.ExpectedStart, a.End, a.Bytes, a.WriterEpoch, m.dataChecksum(a.DataCrc32C)), a.IndexGen0)
+		refs += m.appendTo(index, streams[i], obj, appendOf(a.ExpectedStart, a.End, a.Bytes, a.WriterEpoch, m.dataChecksum(a.DataCrc32C)), a.IndexGen0)
 	}
+	m.addReferences(obj.ref, refs)
 	return &fsmpb.Result{Version: index}
 }
 
