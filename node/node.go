@@ -82,10 +82,20 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 			_ = n.closeParts()
 		}
 	}()
+	// Everything that can refuse the start without writing comes first:
+	// the ports, the security files, the object store. Only then is the
+	// data dir locked and written (its node id, incarnation), so a refused
+	// start leaves it as it was and the corrected command starts.
 	if err = n.preflight(); err != nil {
 		return nil, err
 	}
+	if err = n.loadSecurity(&cfg); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSetting, err)
+	}
 	if n.objects, err = openObjects(cfg.Objects); err != nil {
+		return nil, err
+	}
+	if err = n.claimDataDir(); err != nil {
 		return nil, err
 	}
 	if err = n.loadIdentity(&cfg); err != nil {
@@ -140,9 +150,8 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 }
 
 // loadIdentity reads what this node is from its data dir (its incarnation
-// and recorded cluster id) and sets up how it proves it to the others
-// (gossip keys, peer credentials, TLS), filling in the parts of cfg's raft
-// and membership settings that depend on them.
+// and recorded cluster id), filling in the parts of cfg's raft and
+// membership settings that depend on them.
 func (n *Server) loadIdentity(cfg *Config) (err error) {
 	if n.incarnation, err = LoadIncarnation(cfg.DataDir); err != nil {
 		return err
@@ -153,6 +162,14 @@ func (n *Server) loadIdentity(cfg *Config) (err error) {
 	}
 	n.clusterID = &clusterIdentity{dataDir: cfg.DataDir, recorded: recordedID}
 	cfg.Raft.ClusterID, cfg.Membership.ClusterID = recordedID, recordedID
+	return nil
+}
+
+// loadSecurity reads how this node proves itself to the others (gossip
+// keys, the peer secret or TLS, the tokens file) without writing
+// anything, filling in cfg's raft and membership settings that depend on
+// them.
+func (n *Server) loadSecurity(cfg *Config) (err error) {
 	if cfg.Security.GossipKeyFile != "" {
 		if cfg.Membership.GossipKeys, err = LoadGossipKeys(cfg.Security.GossipKeyFile); err != nil {
 			return err

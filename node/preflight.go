@@ -11,11 +11,17 @@ import (
 	"syscall"
 )
 
-// preflight claims what the node needs before it writes anything, so that
-// a start that cannot succeed leaves the data dir as it found it: the gRPC
-// and HTTP listeners are bound (and kept for serving), the raft and gossip
-// ports are checked free (their owners bind them later), and only then is
-// the data dir locked and the node id stored.
+// ErrBadSetting wraps a start refused for a setting that names something
+// unusable (a security file that is missing, unreadable or malformed):
+// bad usage, as a flag that does not parse, and nothing was written.
+var ErrBadSetting = errors.New("invalid setting")
+
+// preflight claims the ports the node needs before it writes anything, so
+// that a start that cannot succeed leaves the data dir as it found it: the
+// gRPC and HTTP listeners are bound (and kept for serving), and the raft
+// and gossip ports are checked free (their owners bind them later). Start
+// then reads the security files and checks the object store, and only
+// then claims the data dir (claimDataDir).
 func (n *Server) preflight() error {
 	cfg := n.cfg
 	var err error
@@ -30,13 +36,16 @@ func (n *Server) preflight() error {
 	if err := portFree("raft-addr", cfg.Raft.BindAddr, false); err != nil {
 		return err
 	}
-	if err := portFree("gossip-addr", cfg.Membership.BindAddr, true); err != nil {
+	return portFree("gossip-addr", cfg.Membership.BindAddr, true)
+}
+
+// claimDataDir locks the data dir and stores the node id: the first writes
+// of a start, once nothing else can refuse it.
+func (n *Server) claimDataDir() (err error) {
+	if n.lock, err = LockDataDir(n.cfg.DataDir); err != nil {
 		return err
 	}
-	if n.lock, err = LockDataDir(cfg.DataDir); err != nil {
-		return err
-	}
-	return StoreNodeID(cfg.DataDir, cfg.NodeID)
+	return StoreNodeID(n.cfg.DataDir, n.cfg.NodeID)
 }
 
 // portFree binds addr (TCP, and UDP too for gossip) and lets it go again:

@@ -85,6 +85,9 @@ func checkRaftTimings(fs *pflag.FlagSet, heartbeat, election, lease time.Duratio
 // store than --raft-log-store into bad usage (exit 2) with one line saying
 // what to do; other start errors pass as they are.
 func refusedStart(err error) error {
+	if errors.Is(err, node.ErrBadSetting) {
+		return usageError{err}
+	}
 	var mm *raftstore.LogStoreMismatchError
 	if !errors.As(err, &mm) {
 		return err

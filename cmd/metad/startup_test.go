@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,10 @@ func without(args []string, name string) []string {
 // the corrected command then starts (with an explicit --node-id that a
 // stored random id would contradict).
 func TestRefusedStartLeavesNoState(t *testing.T) {
+	shortSecret := filepath.Join(t.TempDir(), "short-secret")
+	if err := os.WriteFile(shortSecret, []byte("too short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name     string
 		bad      []string // extra flags of the refused start
@@ -61,6 +66,10 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 		{name: "heartbeat", bad: []string{"--raft-heartbeat-timeout", "0s"}, wantCode: 2, wantMsg: "--raft-heartbeat-timeout 0s"},
 		{name: "snapshot interval", bad: []string{"--raft-snapshot-interval", "1ms"}, wantCode: 2, wantMsg: "SnapshotInterval: 1ms is outside"},
 		{name: "log store", bad: []string{"--raft-log-store", "lsm"}, wantCode: 2, wantMsg: `--raft-log-store "lsm": want auto, bolt or wal`},
+		// Security files are read before the data dir is claimed.
+		{name: "peer secret missing", bad: []string{"--peer-secret-file", "/nonexistent/peer-secret"}, wantCode: 2, wantMsg: "peer-secret-file"},
+		{name: "peer secret short", bad: []string{"--peer-secret-file", shortSecret}, wantCode: 2, wantMsg: "at least 16 characters"},
+		{name: "tokens file missing", bad: []string{"--auth-tokens-file", "/nonexistent/tokens"}, wantCode: 2, wantMsg: "auth-tokens-file"},
 		{name: "grpc port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].GRPC }, wantCode: 1, wantMsg: "grpc-addr"},
 		{name: "http port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].HTTP }, wantCode: 1, wantMsg: "http-addr"},
 		{name: "raft port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].Raft }, wantCode: 1, wantMsg: "raft-addr"},
