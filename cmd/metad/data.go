@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -126,8 +125,8 @@ func appendStart(ctx context.Context, c *client.Client, stream, count uint64) (u
 		return 0, err
 	}
 	end := desc.Stream.CommittedEnd
-	if count > math.MaxUint64-end {
-		return 0, usageError{fmt.Errorf("--count %d: the stream's committed end is %d, and offsets end at %d", count, end, uint64(math.MaxUint64))}
+	if end > fsm.MaxOffset || count > fsm.MaxOffset-end {
+		return 0, usageError{fmt.Errorf("--count %d: the stream's committed end is %d, and offsets end at %d", count, end, fsm.MaxOffset)}
 	}
 	return end, nil
 }

@@ -496,3 +496,36 @@ func TestStreamListSaysWhenMoreFollow(t *testing.T) {
 		t.Errorf("the whole list: exit %d\n%s", code, out)
 	}
 }
+
+// TestRefusedAppendKeepsTheEpoch: an append refused for its arguments (a
+// --count past the largest offset) is refused before the stream is opened
+// for write: the writer epoch does not move.
+func TestRefusedAppendKeepsTheEpoch(t *testing.T) {
+	s := startRealServer(t)
+	epoch := func() string {
+		out, code := s.run(t, "stream", "describe", fmt.Sprint(s.stream), "-o", "json")
+		if code != 0 {
+			t.Fatalf("describe: exit %d\n%s", code, out)
+		}
+		var d struct {
+			Stream struct {
+				WriterEpoch string `json:"writerEpoch"`
+			} `json:"stream"`
+		}
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return d.Stream.WriterEpoch
+	}
+	before := epoch()
+	if before == "" || before == "0" {
+		t.Fatalf("writer epoch %q after the setup's append, want one", before)
+	}
+	out, code := s.run(t, "append", fmt.Sprint(s.stream), "--data", "x", "--count", "4611686018427387904", "--object-dir", s.objects)
+	if code != 2 || !strings.Contains(out, "--count") {
+		t.Fatalf("append past the largest offset: exit %d\n%s", code, out)
+	}
+	if after := epoch(); after != before {
+		t.Fatalf("a refused append moved the writer epoch from %s to %s", before, after)
+	}
+}
