@@ -46,6 +46,11 @@ func (s *Server) Status(ctx context.Context, req *metadpb.StatusRequest) (*metad
 	resp.ClusterFeatureLevel, _ = s.clusterLevel(ctx)
 	resp.Tombstones = s.tombstones()
 	resp.ClusterId = s.stateClusterID()
+	if u := s.objectStore.URL; u != "" {
+		resp.ObjectStore = &metadpb.ObjectStoreInfo{
+			Url: u, S3Endpoint: s.objectStore.S3.Endpoint, S3Region: s.objectStore.S3.Region, S3PathStyle: s.objectStore.S3.PathStyle,
+		}
+	}
 	return resp, nil
 }
 

@@ -111,7 +111,10 @@ type Deps struct {
 	Repair  *repair.Service
 	Peers   *PeerClient
 	Objects objectstore.Store
-	Logger  *slog.Logger
+	// ObjectStore is how Objects was opened; Cluster.Status reports it so
+	// that clients use the servers' store (file:// URLs absolute).
+	ObjectStore objectstore.Config
+	Logger      *slog.Logger
 	// Metrics receives the API's metrics; nil leaves them unregistered.
 	Metrics prometheus.Registerer
 	// Removals, optional, makes remove-peer's removals stick
@@ -133,11 +136,13 @@ type Server struct {
 	metadpb.UnimplementedClusterServer
 	metadpb.UnimplementedPeerServer
 
-	cfg           Config
-	store         *raftstore.Store
-	repair        *repair.Service
-	peers         *PeerClient
-	objects       objectstore.Store
+	cfg     Config
+	store   *raftstore.Store
+	repair  *repair.Service
+	peers   *PeerClient
+	objects objectstore.Store
+	// objectStore: Deps.ObjectStore.
+	objectStore   objectstore.Config
 	log           *slog.Logger
 	resolver      *readpath.Resolver
 	metrics       *resolveMetrics
@@ -176,7 +181,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, errors.New("api: without TLS, Auth needs a PeerSecret")
 	}
 	s := &Server{
-		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects,
+		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects, objectStore: deps.ObjectStore,
 		log: deps.Logger, health: health.NewServer(),
 		metrics: newResolveMetrics(deps.Metrics), objectMetrics: newObjectMetrics(deps.Metrics), removals: deps.Removals, incarnation: deps.Incarnation,
 		auth: deps.Auth,

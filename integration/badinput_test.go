@@ -261,7 +261,7 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		{[]string{"resolve", "1", "BOGUS", "0"}, 2, "view"},
 		{[]string{"resolve", "x", "COMMITTED", "0"}, 2, "stream id"},
 		{[]string{"resolve", "1", "COMMITTED", "5x"}, 2, "offset"},
-		{[]string{"resolve", "1", "COMMITTED", "-5"}, 2, "unknown shorthand flag"},
+		{[]string{"resolve", "1", "COMMITTED", "-5"}, 2, "-5 is not a valid argument"},
 		{[]string{"stream", "trim", "1"}, 2, "accepts 2 arg"},
 		{[]string{"stream", "describe", "999"}, 3, "STREAM_NOT_FOUND"},
 		{[]string{"stream", "create", ""}, 2, "INVALID_ARGUMENT"}, // the cluster refusing an argument is bad usage

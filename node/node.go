@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,7 +203,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 	if err != nil {
 		return err
 	}
-	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects,
+	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects, ObjectStore: reportedStore(cfg.Objects),
 		Logger: log.With("component", "api"), Metrics: reg, Auth: n.authSettings(),
 		Removals: n.agent, Incarnation: n.incarnation, Watch: n.hub})
 	if err != nil {
@@ -508,6 +510,19 @@ func (d directory) Members() []*metadpb.Member {
 		}
 		out = append(out, &metadpb.Member{NodeId: m.ID, GossipAddr: m.GossipAddr, RaftAddr: m.Meta.RaftAddr,
 			GrpcAddr: m.Meta.GRPCAddr, Status: m.Status.String(), Incarnation: inc})
+	}
+	return out
+}
+
+// reportedStore is the object store as clients are told of it: a file://
+// directory made absolute (a client's working directory is not the
+// server's), S3 settings without the CA file or TLS (client-side).
+func reportedStore(cfg objectstore.Config) objectstore.Config {
+	out := objectstore.Config{URL: cfg.URL, S3: objectstore.S3Config{Endpoint: cfg.S3.Endpoint, Region: cfg.S3.Region, PathStyle: cfg.S3.PathStyle}}
+	if dir, ok := strings.CutPrefix(cfg.URL, "file://"); ok {
+		if abs, err := filepath.Abs(dir); err == nil {
+			out.URL = objectstore.FileURL(abs)
+		}
 	}
 	return out
 }

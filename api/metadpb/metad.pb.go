@@ -4674,7 +4674,11 @@ type StatusResponse struct {
 	Tombstones []*Tombstone `protobuf:"bytes,7,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
 	// cluster_id is the cluster's id in the replicated state (set once the
 	// cluster reaches feature level 2; empty before).
-	ClusterId     string `protobuf:"bytes,8,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	ClusterId string `protobuf:"bytes,8,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// object_store is where the answering server keeps objects, so that a
+	// client writes and reads where the servers do. Absent from a release
+	// before it.
+	ObjectStore   *ObjectStoreInfo `protobuf:"bytes,9,opt,name=object_store,json=objectStore,proto3" json:"object_store,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4765,6 +4769,84 @@ func (x *StatusResponse) GetClusterId() string {
 	return ""
 }
 
+func (x *StatusResponse) GetObjectStore() *ObjectStoreInfo {
+	if x != nil {
+		return x.ObjectStore
+	}
+	return nil
+}
+
+// ObjectStoreInfo names an object store as a client opens it: file://DIR
+// (an absolute directory, on the answering server's machine) or
+// s3://BUCKET[/PREFIX] with how to reach it. Credentials are never sent.
+type ObjectStoreInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Url           string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	S3Endpoint    string                 `protobuf:"bytes,2,opt,name=s3_endpoint,json=s3Endpoint,proto3" json:"s3_endpoint,omitempty"`
+	S3Region      string                 `protobuf:"bytes,3,opt,name=s3_region,json=s3Region,proto3" json:"s3_region,omitempty"`
+	S3PathStyle   bool                   `protobuf:"varint,4,opt,name=s3_path_style,json=s3PathStyle,proto3" json:"s3_path_style,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectStoreInfo) Reset() {
+	*x = ObjectStoreInfo{}
+	mi := &file_metad_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectStoreInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectStoreInfo) ProtoMessage() {}
+
+func (x *ObjectStoreInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_metad_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectStoreInfo.ProtoReflect.Descriptor instead.
+func (*ObjectStoreInfo) Descriptor() ([]byte, []int) {
+	return file_metad_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *ObjectStoreInfo) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *ObjectStoreInfo) GetS3Endpoint() string {
+	if x != nil {
+		return x.S3Endpoint
+	}
+	return ""
+}
+
+func (x *ObjectStoreInfo) GetS3Region() string {
+	if x != nil {
+		return x.S3Region
+	}
+	return ""
+}
+
+func (x *ObjectStoreInfo) GetS3PathStyle() bool {
+	if x != nil {
+		return x.S3PathStyle
+	}
+	return false
+}
+
 // Tombstone: an operator removed incarnation `incarnation` of node_id
 // (remove-peer); the leader never re-adds it. An empty incarnation covers
 // every incarnation of the id. `metad raft untombstone` lifts it.
@@ -4780,7 +4862,7 @@ type Tombstone struct {
 
 func (x *Tombstone) Reset() {
 	*x = Tombstone{}
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4792,7 +4874,7 @@ func (x *Tombstone) String() string {
 func (*Tombstone) ProtoMessage() {}
 
 func (x *Tombstone) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[62]
+	mi := &file_metad_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4805,7 +4887,7 @@ func (x *Tombstone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tombstone.ProtoReflect.Descriptor instead.
 func (*Tombstone) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{62}
+	return file_metad_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Tombstone) GetNodeId() string {
@@ -4852,7 +4934,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4864,7 +4946,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[63]
+	mi := &file_metad_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4877,7 +4959,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{63}
+	return file_metad_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *Member) GetNodeId() string {
@@ -4930,7 +5012,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4942,7 +5024,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[64]
+	mi := &file_metad_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4955,7 +5037,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{64}
+	return file_metad_proto_rawDescGZIP(), []int{65}
 }
 
 type MembersResponse struct {
@@ -4971,7 +5053,7 @@ type MembersResponse struct {
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4983,7 +5065,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[65]
+	mi := &file_metad_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4996,7 +5078,7 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{65}
+	return file_metad_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *MembersResponse) GetMembers() []*Member {
@@ -5030,7 +5112,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5042,7 +5124,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[66]
+	mi := &file_metad_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5055,7 +5137,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{66}
+	return file_metad_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *TransferLeadershipRequest) GetToNodeId() string {
@@ -5074,7 +5156,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_metad_proto_msgTypes[67]
+	mi := &file_metad_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5086,7 +5168,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[67]
+	mi := &file_metad_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5099,7 +5181,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{67}
+	return file_metad_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -5118,7 +5200,7 @@ type RemovePeerRequest struct {
 
 func (x *RemovePeerRequest) Reset() {
 	*x = RemovePeerRequest{}
-	mi := &file_metad_proto_msgTypes[68]
+	mi := &file_metad_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5130,7 +5212,7 @@ func (x *RemovePeerRequest) String() string {
 func (*RemovePeerRequest) ProtoMessage() {}
 
 func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[68]
+	mi := &file_metad_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5143,7 +5225,7 @@ func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerRequest.ProtoReflect.Descriptor instead.
 func (*RemovePeerRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{68}
+	return file_metad_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RemovePeerRequest) GetNodeId() string {
@@ -5167,7 +5249,7 @@ type RemovePeerResponse struct {
 
 func (x *RemovePeerResponse) Reset() {
 	*x = RemovePeerResponse{}
-	mi := &file_metad_proto_msgTypes[69]
+	mi := &file_metad_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5179,7 +5261,7 @@ func (x *RemovePeerResponse) String() string {
 func (*RemovePeerResponse) ProtoMessage() {}
 
 func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[69]
+	mi := &file_metad_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5192,7 +5274,7 @@ func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerResponse.ProtoReflect.Descriptor instead.
 func (*RemovePeerResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{69}
+	return file_metad_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *RemovePeerResponse) GetVersion() uint64 {
@@ -5225,7 +5307,7 @@ type UntombstoneRequest struct {
 
 func (x *UntombstoneRequest) Reset() {
 	*x = UntombstoneRequest{}
-	mi := &file_metad_proto_msgTypes[70]
+	mi := &file_metad_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5237,7 +5319,7 @@ func (x *UntombstoneRequest) String() string {
 func (*UntombstoneRequest) ProtoMessage() {}
 
 func (x *UntombstoneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[70]
+	mi := &file_metad_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5250,7 +5332,7 @@ func (x *UntombstoneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntombstoneRequest.ProtoReflect.Descriptor instead.
 func (*UntombstoneRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{70}
+	return file_metad_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *UntombstoneRequest) GetNodeId() string {
@@ -5269,7 +5351,7 @@ type UntombstoneResponse struct {
 
 func (x *UntombstoneResponse) Reset() {
 	*x = UntombstoneResponse{}
-	mi := &file_metad_proto_msgTypes[71]
+	mi := &file_metad_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5281,7 +5363,7 @@ func (x *UntombstoneResponse) String() string {
 func (*UntombstoneResponse) ProtoMessage() {}
 
 func (x *UntombstoneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[71]
+	mi := &file_metad_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5294,7 +5376,7 @@ func (x *UntombstoneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntombstoneResponse.ProtoReflect.Descriptor instead.
 func (*UntombstoneResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{71}
+	return file_metad_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *UntombstoneResponse) GetVersion() uint64 {
@@ -5312,7 +5394,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_metad_proto_msgTypes[72]
+	mi := &file_metad_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5324,7 +5406,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[72]
+	mi := &file_metad_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5337,7 +5419,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{72}
+	return file_metad_proto_rawDescGZIP(), []int{73}
 }
 
 // RaftServer is one server of a Raft configuration.
@@ -5353,7 +5435,7 @@ type RaftServer struct {
 
 func (x *RaftServer) Reset() {
 	*x = RaftServer{}
-	mi := &file_metad_proto_msgTypes[73]
+	mi := &file_metad_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5365,7 +5447,7 @@ func (x *RaftServer) String() string {
 func (*RaftServer) ProtoMessage() {}
 
 func (x *RaftServer) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[73]
+	mi := &file_metad_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5378,7 +5460,7 @@ func (x *RaftServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftServer.ProtoReflect.Descriptor instead.
 func (*RaftServer) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{73}
+	return file_metad_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *RaftServer) GetNodeId() string {
@@ -5418,7 +5500,7 @@ type SnapshotMeta struct {
 
 func (x *SnapshotMeta) Reset() {
 	*x = SnapshotMeta{}
-	mi := &file_metad_proto_msgTypes[74]
+	mi := &file_metad_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5430,7 +5512,7 @@ func (x *SnapshotMeta) String() string {
 func (*SnapshotMeta) ProtoMessage() {}
 
 func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[74]
+	mi := &file_metad_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5443,7 +5525,7 @@ func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotMeta.ProtoReflect.Descriptor instead.
 func (*SnapshotMeta) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{74}
+	return file_metad_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *SnapshotMeta) GetNodeId() string {
@@ -5492,7 +5574,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_metad_proto_msgTypes[75]
+	mi := &file_metad_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5504,7 +5586,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[75]
+	mi := &file_metad_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5517,7 +5599,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{75}
+	return file_metad_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *SnapshotChunk) GetMeta() *SnapshotMeta {
@@ -5544,7 +5626,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_metad_proto_msgTypes[76]
+	mi := &file_metad_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5556,7 +5638,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[76]
+	mi := &file_metad_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5569,7 +5651,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{76}
+	return file_metad_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *RepairRequest) GetStreamId() uint64 {
@@ -5594,7 +5676,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_metad_proto_msgTypes[77]
+	mi := &file_metad_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5606,7 +5688,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[77]
+	mi := &file_metad_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5619,7 +5701,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{77}
+	return file_metad_proto_rawDescGZIP(), []int{78}
 }
 
 type ProposeRequest struct {
@@ -5631,7 +5713,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_metad_proto_msgTypes[78]
+	mi := &file_metad_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5643,7 +5725,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[78]
+	mi := &file_metad_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5656,7 +5738,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{78}
+	return file_metad_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ProposeRequest) GetCommand() []byte {
@@ -5675,7 +5757,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_metad_proto_msgTypes[79]
+	mi := &file_metad_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5687,7 +5769,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[79]
+	mi := &file_metad_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5700,7 +5782,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{79}
+	return file_metad_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ProposeResponse) GetResult() []byte {
@@ -5718,7 +5800,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_metad_proto_msgTypes[80]
+	mi := &file_metad_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5730,7 +5812,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[80]
+	mi := &file_metad_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5743,7 +5825,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{80}
+	return file_metad_proto_rawDescGZIP(), []int{81}
 }
 
 type ReadIndexResponse struct {
@@ -5755,7 +5837,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_metad_proto_msgTypes[81]
+	mi := &file_metad_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5767,7 +5849,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[81]
+	mi := &file_metad_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5780,7 +5862,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{81}
+	return file_metad_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -5800,7 +5882,7 @@ type ConfirmLeadershipRequest struct {
 
 func (x *ConfirmLeadershipRequest) Reset() {
 	*x = ConfirmLeadershipRequest{}
-	mi := &file_metad_proto_msgTypes[82]
+	mi := &file_metad_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5812,7 +5894,7 @@ func (x *ConfirmLeadershipRequest) String() string {
 func (*ConfirmLeadershipRequest) ProtoMessage() {}
 
 func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[82]
+	mi := &file_metad_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5825,7 +5907,7 @@ func (x *ConfirmLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{82}
+	return file_metad_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ConfirmLeadershipRequest) GetTerm() uint64 {
@@ -5852,7 +5934,7 @@ type ConfirmLeadershipResponse struct {
 
 func (x *ConfirmLeadershipResponse) Reset() {
 	*x = ConfirmLeadershipResponse{}
-	mi := &file_metad_proto_msgTypes[83]
+	mi := &file_metad_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5864,7 +5946,7 @@ func (x *ConfirmLeadershipResponse) String() string {
 func (*ConfirmLeadershipResponse) ProtoMessage() {}
 
 func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[83]
+	mi := &file_metad_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5877,7 +5959,7 @@ func (x *ConfirmLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*ConfirmLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{83}
+	return file_metad_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ConfirmLeadershipResponse) GetOk() bool {
@@ -5903,7 +5985,7 @@ type LocalStatusRequest struct {
 
 func (x *LocalStatusRequest) Reset() {
 	*x = LocalStatusRequest{}
-	mi := &file_metad_proto_msgTypes[84]
+	mi := &file_metad_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5915,7 +5997,7 @@ func (x *LocalStatusRequest) String() string {
 func (*LocalStatusRequest) ProtoMessage() {}
 
 func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[84]
+	mi := &file_metad_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5928,7 +6010,7 @@ func (x *LocalStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalStatusRequest.ProtoReflect.Descriptor instead.
 func (*LocalStatusRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{84}
+	return file_metad_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *LocalStatusRequest) GetWithHash() bool {
@@ -5949,7 +6031,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_metad_proto_msgTypes[85]
+	mi := &file_metad_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5961,7 +6043,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[85]
+	mi := &file_metad_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5974,7 +6056,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{85}
+	return file_metad_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *WatchRequest) GetStreamId() uint64 {
@@ -6015,7 +6097,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_metad_proto_msgTypes[86]
+	mi := &file_metad_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6027,7 +6109,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_metad_proto_msgTypes[86]
+	mi := &file_metad_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6040,7 +6122,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_metad_proto_rawDescGZIP(), []int{86}
+	return file_metad_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *WatchEvent) GetKind() WatchEventKind {
@@ -6472,7 +6554,7 @@ const file_metad_proto_rawDesc = "" +
 	"cluster_id\x18\x12 \x01(\tR\tclusterId\x12$\n" +
 	"\x0eraft_log_store\x18\x13 \x01(\tR\fraftLogStore\",\n" +
 	"\rStatusRequest\x12\x1b\n" +
-	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"\xbe\x02\n" +
+	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"\xfc\x02\n" +
 	"\x0eStatusResponse\x12*\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x14.metad.v1.NodeStatusR\x05nodes\x12\x1b\n" +
 	"\tleader_id\x18\x02 \x01(\tR\bleaderId\x12\x16\n" +
@@ -6484,7 +6566,14 @@ const file_metad_proto_rawDesc = "" +
 	"tombstones\x18\a \x03(\v2\x13.metad.v1.TombstoneR\n" +
 	"tombstones\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\b \x01(\tR\tclusterId\"\x9b\x01\n" +
+	"cluster_id\x18\b \x01(\tR\tclusterId\x12<\n" +
+	"\fobject_store\x18\t \x01(\v2\x19.metad.v1.ObjectStoreInfoR\vobjectStore\"\x85\x01\n" +
+	"\x0fObjectStoreInfo\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x1f\n" +
+	"\vs3_endpoint\x18\x02 \x01(\tR\n" +
+	"s3Endpoint\x12\x1b\n" +
+	"\ts3_region\x18\x03 \x01(\tR\bs3Region\x12\"\n" +
+	"\rs3_path_style\x18\x04 \x01(\bR\vs3PathStyle\"\x9b\x01\n" +
 	"\tTombstone\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\tR\vincarnation\x12\x18\n" +
@@ -6681,7 +6770,7 @@ func file_metad_proto_rawDescGZIP() []byte {
 }
 
 var file_metad_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 87)
+var file_metad_proto_msgTypes = make([]protoimpl.MessageInfo, 88)
 var file_metad_proto_goTypes = []any{
 	(View)(0),                              // 0: metad.v1.View
 	(Consistency)(0),                       // 1: metad.v1.Consistency
@@ -6754,33 +6843,34 @@ var file_metad_proto_goTypes = []any{
 	(*NodeStatus)(nil),                     // 68: metad.v1.NodeStatus
 	(*StatusRequest)(nil),                  // 69: metad.v1.StatusRequest
 	(*StatusResponse)(nil),                 // 70: metad.v1.StatusResponse
-	(*Tombstone)(nil),                      // 71: metad.v1.Tombstone
-	(*Member)(nil),                         // 72: metad.v1.Member
-	(*MembersRequest)(nil),                 // 73: metad.v1.MembersRequest
-	(*MembersResponse)(nil),                // 74: metad.v1.MembersResponse
-	(*TransferLeadershipRequest)(nil),      // 75: metad.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),     // 76: metad.v1.TransferLeadershipResponse
-	(*RemovePeerRequest)(nil),              // 77: metad.v1.RemovePeerRequest
-	(*RemovePeerResponse)(nil),             // 78: metad.v1.RemovePeerResponse
-	(*UntombstoneRequest)(nil),             // 79: metad.v1.UntombstoneRequest
-	(*UntombstoneResponse)(nil),            // 80: metad.v1.UntombstoneResponse
-	(*SnapshotRequest)(nil),                // 81: metad.v1.SnapshotRequest
-	(*RaftServer)(nil),                     // 82: metad.v1.RaftServer
-	(*SnapshotMeta)(nil),                   // 83: metad.v1.SnapshotMeta
-	(*SnapshotChunk)(nil),                  // 84: metad.v1.SnapshotChunk
-	(*RepairRequest)(nil),                  // 85: metad.v1.RepairRequest
-	(*RepairResponse)(nil),                 // 86: metad.v1.RepairResponse
-	(*ProposeRequest)(nil),                 // 87: metad.v1.ProposeRequest
-	(*ProposeResponse)(nil),                // 88: metad.v1.ProposeResponse
-	(*ReadIndexRequest)(nil),               // 89: metad.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),              // 90: metad.v1.ReadIndexResponse
-	(*ConfirmLeadershipRequest)(nil),       // 91: metad.v1.ConfirmLeadershipRequest
-	(*ConfirmLeadershipResponse)(nil),      // 92: metad.v1.ConfirmLeadershipResponse
-	(*LocalStatusRequest)(nil),             // 93: metad.v1.LocalStatusRequest
-	(*WatchRequest)(nil),                   // 94: metad.v1.WatchRequest
-	(*WatchEvent)(nil),                     // 95: metad.v1.WatchEvent
-	(*durationpb.Duration)(nil),            // 96: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 97: google.protobuf.Timestamp
+	(*ObjectStoreInfo)(nil),                // 71: metad.v1.ObjectStoreInfo
+	(*Tombstone)(nil),                      // 72: metad.v1.Tombstone
+	(*Member)(nil),                         // 73: metad.v1.Member
+	(*MembersRequest)(nil),                 // 74: metad.v1.MembersRequest
+	(*MembersResponse)(nil),                // 75: metad.v1.MembersResponse
+	(*TransferLeadershipRequest)(nil),      // 76: metad.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),     // 77: metad.v1.TransferLeadershipResponse
+	(*RemovePeerRequest)(nil),              // 78: metad.v1.RemovePeerRequest
+	(*RemovePeerResponse)(nil),             // 79: metad.v1.RemovePeerResponse
+	(*UntombstoneRequest)(nil),             // 80: metad.v1.UntombstoneRequest
+	(*UntombstoneResponse)(nil),            // 81: metad.v1.UntombstoneResponse
+	(*SnapshotRequest)(nil),                // 82: metad.v1.SnapshotRequest
+	(*RaftServer)(nil),                     // 83: metad.v1.RaftServer
+	(*SnapshotMeta)(nil),                   // 84: metad.v1.SnapshotMeta
+	(*SnapshotChunk)(nil),                  // 85: metad.v1.SnapshotChunk
+	(*RepairRequest)(nil),                  // 86: metad.v1.RepairRequest
+	(*RepairResponse)(nil),                 // 87: metad.v1.RepairResponse
+	(*ProposeRequest)(nil),                 // 88: metad.v1.ProposeRequest
+	(*ProposeResponse)(nil),                // 89: metad.v1.ProposeResponse
+	(*ReadIndexRequest)(nil),               // 90: metad.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),              // 91: metad.v1.ReadIndexResponse
+	(*ConfirmLeadershipRequest)(nil),       // 92: metad.v1.ConfirmLeadershipRequest
+	(*ConfirmLeadershipResponse)(nil),      // 93: metad.v1.ConfirmLeadershipResponse
+	(*LocalStatusRequest)(nil),             // 94: metad.v1.LocalStatusRequest
+	(*WatchRequest)(nil),                   // 95: metad.v1.WatchRequest
+	(*WatchEvent)(nil),                     // 96: metad.v1.WatchEvent
+	(*durationpb.Duration)(nil),            // 97: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 98: google.protobuf.Timestamp
 }
 var file_metad_proto_depIdxs = []int32{
 	0,   // 0: metad.v1.IndexKey.view:type_name -> metad.v1.View
@@ -6800,8 +6890,8 @@ var file_metad_proto_depIdxs = []int32{
 	0,   // 14: metad.v1.RetireGenerationRequest.view:type_name -> metad.v1.View
 	11,  // 15: metad.v1.RegisterObjectRequest.object:type_name -> metad.v1.ObjectRef
 	11,  // 16: metad.v1.PinRequest.object:type_name -> metad.v1.ObjectRef
-	96,  // 17: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
-	97,  // 18: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
+	97,  // 17: metad.v1.PinRequest.ttl:type_name -> google.protobuf.Duration
+	98,  // 18: metad.v1.PinResponse.expiry:type_name -> google.protobuf.Timestamp
 	12,  // 19: metad.v1.CandidateRef.key:type_name -> metad.v1.IndexKey
 	41,  // 20: metad.v1.ReportCandidateFailureRequest.candidate:type_name -> metad.v1.CandidateRef
 	2,   // 21: metad.v1.ReportCandidateFailureRequest.kind:type_name -> metad.v1.FailureKind
@@ -6810,7 +6900,7 @@ var file_metad_proto_depIdxs = []int32{
 	4,   // 24: metad.v1.Generation.status:type_name -> metad.v1.GenerationStatus
 	9,   // 25: metad.v1.Generation.coverage:type_name -> metad.v1.Range
 	1,   // 26: metad.v1.DescribeStreamRequest.consistency:type_name -> metad.v1.Consistency
-	96,  // 27: metad.v1.DescribeStreamRequest.wait:type_name -> google.protobuf.Duration
+	97,  // 27: metad.v1.DescribeStreamRequest.wait:type_name -> google.protobuf.Duration
 	44,  // 28: metad.v1.DescribeStreamResponse.stream:type_name -> metad.v1.Stream
 	45,  // 29: metad.v1.DescribeStreamResponse.generations:type_name -> metad.v1.Generation
 	1,   // 30: metad.v1.ListStreamsRequest.consistency:type_name -> metad.v1.Consistency
@@ -6842,101 +6932,102 @@ var file_metad_proto_depIdxs = []int32{
 	9,   // 56: metad.v1.Target.resolved:type_name -> metad.v1.Range
 	11,  // 57: metad.v1.Target.object:type_name -> metad.v1.ObjectRef
 	10,  // 58: metad.v1.Target.bytes:type_name -> metad.v1.ByteRange
-	97,  // 59: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
-	96,  // 60: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
+	98,  // 59: metad.v1.Target.pin_expiry:type_name -> google.protobuf.Timestamp
+	97,  // 60: metad.v1.Target.pin_ttl:type_name -> google.protobuf.Duration
 	41,  // 61: metad.v1.Refusal.candidate:type_name -> metad.v1.CandidateRef
 	7,   // 62: metad.v1.ResolveResponse.outcome:type_name -> metad.v1.Outcome
 	64,  // 63: metad.v1.ResolveResponse.target:type_name -> metad.v1.Target
 	65,  // 64: metad.v1.ResolveResponse.tried:type_name -> metad.v1.Refusal
-	97,  // 65: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
+	98,  // 65: metad.v1.ResolveDiagnostic.deadline:type_name -> google.protobuf.Timestamp
 	65,  // 66: metad.v1.ResolveDiagnostic.tried:type_name -> metad.v1.Refusal
-	97,  // 67: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
-	96,  // 68: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
+	98,  // 67: metad.v1.NodeStatus.last_contact:type_name -> google.protobuf.Timestamp
+	97,  // 68: metad.v1.NodeStatus.since_last_contact:type_name -> google.protobuf.Duration
 	68,  // 69: metad.v1.StatusResponse.nodes:type_name -> metad.v1.NodeStatus
-	71,  // 70: metad.v1.StatusResponse.tombstones:type_name -> metad.v1.Tombstone
-	97,  // 71: metad.v1.Tombstone.removed_at:type_name -> google.protobuf.Timestamp
-	72,  // 72: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
-	71,  // 73: metad.v1.MembersResponse.tombstones:type_name -> metad.v1.Tombstone
-	97,  // 74: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
-	82,  // 75: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
-	83,  // 76: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
-	8,   // 77: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
-	3,   // 78: metad.v1.WatchEvent.status:type_name -> metad.v1.StreamStatus
-	9,   // 79: metad.v1.WatchEvent.range:type_name -> metad.v1.Range
-	11,  // 80: metad.v1.WatchEvent.object:type_name -> metad.v1.ObjectRef
-	10,  // 81: metad.v1.WatchEvent.bytes:type_name -> metad.v1.ByteRange
-	0,   // 82: metad.v1.WatchEvent.view:type_name -> metad.v1.View
-	14,  // 83: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
-	16,  // 84: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
-	18,  // 85: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
-	20,  // 86: metad.v1.Metad.CommitObject:input_type -> metad.v1.CommitObjectRequest
-	25,  // 87: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
-	27,  // 88: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
-	29,  // 89: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
-	31,  // 90: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
-	33,  // 91: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
-	35,  // 92: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
-	37,  // 93: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
-	39,  // 94: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
-	42,  // 95: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
-	46,  // 96: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
-	48,  // 97: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
-	55,  // 98: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
-	58,  // 99: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
-	61,  // 100: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
-	51,  // 101: metad.v1.Metad.ListQuarantined:input_type -> metad.v1.ListQuarantinedRequest
-	53,  // 102: metad.v1.Metad.LiftQuarantine:input_type -> metad.v1.LiftQuarantineRequest
-	63,  // 103: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
-	94,  // 104: metad.v1.Metad.Watch:input_type -> metad.v1.WatchRequest
-	69,  // 105: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
-	73,  // 106: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
-	75,  // 107: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
-	77,  // 108: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
-	79,  // 109: metad.v1.Cluster.Untombstone:input_type -> metad.v1.UntombstoneRequest
-	81,  // 110: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
-	87,  // 111: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
-	89,  // 112: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
-	91,  // 113: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
-	93,  // 114: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
-	85,  // 115: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
-	15,  // 116: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
-	17,  // 117: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
-	19,  // 118: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
-	22,  // 119: metad.v1.Metad.CommitObject:output_type -> metad.v1.CommitObjectResponse
-	26,  // 120: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
-	28,  // 121: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
-	30,  // 122: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
-	32,  // 123: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
-	34,  // 124: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
-	36,  // 125: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
-	38,  // 126: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
-	40,  // 127: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
-	43,  // 128: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
-	47,  // 129: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
-	49,  // 130: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
-	56,  // 131: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
-	59,  // 132: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
-	62,  // 133: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
-	52,  // 134: metad.v1.Metad.ListQuarantined:output_type -> metad.v1.ListQuarantinedResponse
-	54,  // 135: metad.v1.Metad.LiftQuarantine:output_type -> metad.v1.LiftQuarantineResponse
-	66,  // 136: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
-	95,  // 137: metad.v1.Metad.Watch:output_type -> metad.v1.WatchEvent
-	70,  // 138: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
-	74,  // 139: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
-	76,  // 140: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
-	78,  // 141: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
-	80,  // 142: metad.v1.Cluster.Untombstone:output_type -> metad.v1.UntombstoneResponse
-	84,  // 143: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
-	88,  // 144: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
-	90,  // 145: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
-	92,  // 146: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
-	68,  // 147: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
-	86,  // 148: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
-	116, // [116:149] is the sub-list for method output_type
-	83,  // [83:116] is the sub-list for method input_type
-	83,  // [83:83] is the sub-list for extension type_name
-	83,  // [83:83] is the sub-list for extension extendee
-	0,   // [0:83] is the sub-list for field type_name
+	72,  // 70: metad.v1.StatusResponse.tombstones:type_name -> metad.v1.Tombstone
+	71,  // 71: metad.v1.StatusResponse.object_store:type_name -> metad.v1.ObjectStoreInfo
+	98,  // 72: metad.v1.Tombstone.removed_at:type_name -> google.protobuf.Timestamp
+	73,  // 73: metad.v1.MembersResponse.members:type_name -> metad.v1.Member
+	72,  // 74: metad.v1.MembersResponse.tombstones:type_name -> metad.v1.Tombstone
+	98,  // 75: metad.v1.SnapshotMeta.taken_at:type_name -> google.protobuf.Timestamp
+	83,  // 76: metad.v1.SnapshotMeta.servers:type_name -> metad.v1.RaftServer
+	84,  // 77: metad.v1.SnapshotChunk.meta:type_name -> metad.v1.SnapshotMeta
+	8,   // 78: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
+	3,   // 79: metad.v1.WatchEvent.status:type_name -> metad.v1.StreamStatus
+	9,   // 80: metad.v1.WatchEvent.range:type_name -> metad.v1.Range
+	11,  // 81: metad.v1.WatchEvent.object:type_name -> metad.v1.ObjectRef
+	10,  // 82: metad.v1.WatchEvent.bytes:type_name -> metad.v1.ByteRange
+	0,   // 83: metad.v1.WatchEvent.view:type_name -> metad.v1.View
+	14,  // 84: metad.v1.Metad.CreateStream:input_type -> metad.v1.CreateStreamRequest
+	16,  // 85: metad.v1.Metad.OpenForWrite:input_type -> metad.v1.OpenForWriteRequest
+	18,  // 86: metad.v1.Metad.CommitAppend:input_type -> metad.v1.CommitAppendRequest
+	20,  // 87: metad.v1.Metad.CommitObject:input_type -> metad.v1.CommitObjectRequest
+	25,  // 88: metad.v1.Metad.PublishGeneration:input_type -> metad.v1.PublishGenerationRequest
+	27,  // 89: metad.v1.Metad.RetireGeneration:input_type -> metad.v1.RetireGenerationRequest
+	29,  // 90: metad.v1.Metad.Trim:input_type -> metad.v1.TrimRequest
+	31,  // 91: metad.v1.Metad.Seal:input_type -> metad.v1.SealRequest
+	33,  // 92: metad.v1.Metad.DeleteStream:input_type -> metad.v1.DeleteStreamRequest
+	35,  // 93: metad.v1.Metad.RegisterObject:input_type -> metad.v1.RegisterObjectRequest
+	37,  // 94: metad.v1.Metad.Pin:input_type -> metad.v1.PinRequest
+	39,  // 95: metad.v1.Metad.ReleasePin:input_type -> metad.v1.ReleasePinRequest
+	42,  // 96: metad.v1.Metad.ReportCandidateFailure:input_type -> metad.v1.ReportCandidateFailureRequest
+	46,  // 97: metad.v1.Metad.DescribeStream:input_type -> metad.v1.DescribeStreamRequest
+	48,  // 98: metad.v1.Metad.ListStreams:input_type -> metad.v1.ListStreamsRequest
+	55,  // 99: metad.v1.Metad.ListIndex:input_type -> metad.v1.ListIndexRequest
+	58,  // 100: metad.v1.Metad.ListEvidence:input_type -> metad.v1.ListEvidenceRequest
+	61,  // 101: metad.v1.Metad.DescribeObject:input_type -> metad.v1.DescribeObjectRequest
+	51,  // 102: metad.v1.Metad.ListQuarantined:input_type -> metad.v1.ListQuarantinedRequest
+	53,  // 103: metad.v1.Metad.LiftQuarantine:input_type -> metad.v1.LiftQuarantineRequest
+	63,  // 104: metad.v1.Metad.Resolve:input_type -> metad.v1.ResolveRequest
+	95,  // 105: metad.v1.Metad.Watch:input_type -> metad.v1.WatchRequest
+	69,  // 106: metad.v1.Cluster.Status:input_type -> metad.v1.StatusRequest
+	74,  // 107: metad.v1.Cluster.Members:input_type -> metad.v1.MembersRequest
+	76,  // 108: metad.v1.Cluster.TransferLeadership:input_type -> metad.v1.TransferLeadershipRequest
+	78,  // 109: metad.v1.Cluster.RemovePeer:input_type -> metad.v1.RemovePeerRequest
+	80,  // 110: metad.v1.Cluster.Untombstone:input_type -> metad.v1.UntombstoneRequest
+	82,  // 111: metad.v1.Cluster.Snapshot:input_type -> metad.v1.SnapshotRequest
+	88,  // 112: metad.v1.Peer.Propose:input_type -> metad.v1.ProposeRequest
+	90,  // 113: metad.v1.Peer.ReadIndex:input_type -> metad.v1.ReadIndexRequest
+	92,  // 114: metad.v1.Peer.ConfirmLeadership:input_type -> metad.v1.ConfirmLeadershipRequest
+	94,  // 115: metad.v1.Peer.LocalStatus:input_type -> metad.v1.LocalStatusRequest
+	86,  // 116: metad.v1.Peer.Repair:input_type -> metad.v1.RepairRequest
+	15,  // 117: metad.v1.Metad.CreateStream:output_type -> metad.v1.CreateStreamResponse
+	17,  // 118: metad.v1.Metad.OpenForWrite:output_type -> metad.v1.OpenForWriteResponse
+	19,  // 119: metad.v1.Metad.CommitAppend:output_type -> metad.v1.CommitAppendResponse
+	22,  // 120: metad.v1.Metad.CommitObject:output_type -> metad.v1.CommitObjectResponse
+	26,  // 121: metad.v1.Metad.PublishGeneration:output_type -> metad.v1.PublishGenerationResponse
+	28,  // 122: metad.v1.Metad.RetireGeneration:output_type -> metad.v1.RetireGenerationResponse
+	30,  // 123: metad.v1.Metad.Trim:output_type -> metad.v1.TrimResponse
+	32,  // 124: metad.v1.Metad.Seal:output_type -> metad.v1.SealResponse
+	34,  // 125: metad.v1.Metad.DeleteStream:output_type -> metad.v1.DeleteStreamResponse
+	36,  // 126: metad.v1.Metad.RegisterObject:output_type -> metad.v1.RegisterObjectResponse
+	38,  // 127: metad.v1.Metad.Pin:output_type -> metad.v1.PinResponse
+	40,  // 128: metad.v1.Metad.ReleasePin:output_type -> metad.v1.ReleasePinResponse
+	43,  // 129: metad.v1.Metad.ReportCandidateFailure:output_type -> metad.v1.ReportCandidateFailureResponse
+	47,  // 130: metad.v1.Metad.DescribeStream:output_type -> metad.v1.DescribeStreamResponse
+	49,  // 131: metad.v1.Metad.ListStreams:output_type -> metad.v1.ListStreamsResponse
+	56,  // 132: metad.v1.Metad.ListIndex:output_type -> metad.v1.ListIndexResponse
+	59,  // 133: metad.v1.Metad.ListEvidence:output_type -> metad.v1.ListEvidenceResponse
+	62,  // 134: metad.v1.Metad.DescribeObject:output_type -> metad.v1.DescribeObjectResponse
+	52,  // 135: metad.v1.Metad.ListQuarantined:output_type -> metad.v1.ListQuarantinedResponse
+	54,  // 136: metad.v1.Metad.LiftQuarantine:output_type -> metad.v1.LiftQuarantineResponse
+	66,  // 137: metad.v1.Metad.Resolve:output_type -> metad.v1.ResolveResponse
+	96,  // 138: metad.v1.Metad.Watch:output_type -> metad.v1.WatchEvent
+	70,  // 139: metad.v1.Cluster.Status:output_type -> metad.v1.StatusResponse
+	75,  // 140: metad.v1.Cluster.Members:output_type -> metad.v1.MembersResponse
+	77,  // 141: metad.v1.Cluster.TransferLeadership:output_type -> metad.v1.TransferLeadershipResponse
+	79,  // 142: metad.v1.Cluster.RemovePeer:output_type -> metad.v1.RemovePeerResponse
+	81,  // 143: metad.v1.Cluster.Untombstone:output_type -> metad.v1.UntombstoneResponse
+	85,  // 144: metad.v1.Cluster.Snapshot:output_type -> metad.v1.SnapshotChunk
+	89,  // 145: metad.v1.Peer.Propose:output_type -> metad.v1.ProposeResponse
+	91,  // 146: metad.v1.Peer.ReadIndex:output_type -> metad.v1.ReadIndexResponse
+	93,  // 147: metad.v1.Peer.ConfirmLeadership:output_type -> metad.v1.ConfirmLeadershipResponse
+	68,  // 148: metad.v1.Peer.LocalStatus:output_type -> metad.v1.NodeStatus
+	87,  // 149: metad.v1.Peer.Repair:output_type -> metad.v1.RepairResponse
+	117, // [117:150] is the sub-list for method output_type
+	84,  // [84:117] is the sub-list for method input_type
+	84,  // [84:84] is the sub-list for extension type_name
+	84,  // [84:84] is the sub-list for extension extendee
+	0,   // [0:84] is the sub-list for field type_name
 }
 
 func init() { file_metad_proto_init() }
@@ -6955,7 +7046,7 @@ func file_metad_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metad_proto_rawDesc), len(file_metad_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   87,
+			NumMessages:   88,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

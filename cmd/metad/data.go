@@ -56,7 +56,7 @@ for write first, which bumps the writer epoch and fences earlier writers.`,
 				return usageError{fmt.Errorf("give a non-empty --data or --file and a positive --count")}
 			}
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
-				store, err := objects.open(ctx, cmd.Flags())
+				store, err := objects.open(ctx, cmd.Flags(), c)
 				if err != nil {
 					return err
 				}
@@ -180,7 +180,7 @@ URL, or --object-dir); --no-data-checksum publishes without one, read unchecked.
 					RequestId: client.NewRequestID()}
 				var store objectstore.Store
 				if len(records) > 0 && !noData {
-					if store, err = objects.open(ctx, cmd.Flags()); err != nil {
+					if store, err = objects.open(ctx, cmd.Flags(), c); err != nil {
 						return err
 					}
 				}

@@ -529,3 +529,45 @@ func TestRefusedAppendKeepsTheEpoch(t *testing.T) {
 		t.Fatalf("a refused append moved the writer epoch from %s to %s", before, after)
 	}
 }
+
+// TestClientUsesTheClustersObjectStore: append and read without an object
+// store flag, from a directory that is not the server's, write and read
+// where the server keeps its objects; a flag naming another store is
+// refused, naming both.
+func TestClientUsesTheClustersObjectStore(t *testing.T) {
+	s := startRealServer(t)
+	elsewhere := t.TempDir()
+	run := func(args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(s.bin, args...)
+		cmd.Dir = elsewhere
+		cmd.Env = append(os.Environ(), "METAD_ADDR="+s.addr)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return string(out), exit.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	id := fmt.Sprint(s.stream)
+	if out, code := run("append", id, "--data", "from elsewhere"); code != 0 {
+		t.Fatalf("append without --object-dir: exit %d\n%s", code, out)
+	}
+	if out, code := run("read", id, "COMMITTED", "1"); code != 0 || out != "from elsewhere" {
+		t.Fatalf("read without --object-dir: exit %d, %q", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "metad-data")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the client wrote a store of its own in its working directory (%v)", err)
+	}
+	other := t.TempDir()
+	out, code := run("append", id, "--data", "lost", "--object-dir", other)
+	if code != 2 || !strings.Contains(out, other) || !strings.Contains(out, s.objects) {
+		t.Errorf("append to another store: exit %d, want 2 naming both stores\n%s", code, out)
+	}
+	if out, code := run("append", id, "--data", "same dir", "--object-dir", s.objects); code != 0 {
+		t.Errorf("append naming the servers' own directory: exit %d\n%s", code, out)
+	}
+}

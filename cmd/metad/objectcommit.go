@@ -79,7 +79,7 @@ nothing is committed then (exit 1; 3 for a stream that does not exist).`,
 				return err
 			}
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
-				store, err := objects.open(ctx, cmd.Flags())
+				store, err := objects.open(ctx, cmd.Flags(), c)
 				if err != nil {
 					return err
 				}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,9 +27,69 @@ func (o *clientObjectStore) register(fs *pflag.FlagSet) {
 	o.Register(fs, "./metad-data/objects", "local object store directory, an alias of --object-store file://DIR (the server's)")
 }
 
-// open opens the store the flags name.
-func (o *clientObjectStore) open(ctx context.Context, fs *pflag.FlagSet) (objectstore.Store, error) {
-	return o.Open(ctx, fs)
+// open opens the servers' object store, so that what a command writes the
+// servers can read and what it reads is theirs: the store the cluster
+// reports (Cluster.Status), unless --object-store or --object-dir names
+// one, which is refused if it is not the cluster's. A cluster from before
+// the report leaves it to the flags (or their default directory).
+func (o *clientObjectStore) open(ctx context.Context, fs *pflag.FlagSet, c *client.Client) (objectstore.Store, error) {
+	explicit := fs.Changed("object-store") || fs.Changed("object-dir")
+	st, err := client.Call(ctx, c, c.Cluster.Status, &metadpb.StatusRequest{})
+	switch {
+	case err != nil && !explicit:
+		return nil, fmt.Errorf("asking the cluster where it keeps objects (or give --object-store): %w", err)
+	case err != nil || st.ObjectStore == nil:
+		return o.Open(ctx, fs)
+	}
+	reported := st.ObjectStore
+	if explicit {
+		if !sameStore(o.Describe(), reported.Url) {
+			return nil, usageError{fmt.Errorf("%s names object store %s, but the cluster keeps its objects in %s: give that, or leave the flag out",
+				o.flagName(fs), o.Describe(), reported.Url)}
+		}
+		return o.Open(ctx, fs)
+	}
+	cfg := o.Config
+	cfg.URL = reported.Url
+	if !fs.Changed("s3-endpoint") {
+		cfg.S3.Endpoint = reported.S3Endpoint
+	}
+	if !fs.Changed("s3-region") {
+		cfg.S3.Region = reported.S3Region
+	}
+	if !fs.Changed("s3-path-style") {
+		cfg.S3.PathStyle = reported.S3PathStyle
+	}
+	return cliflags.OpenConfig(ctx, cfg)
+}
+
+func (o *clientObjectStore) flagName(fs *pflag.FlagSet) string {
+	if fs.Changed("object-store") {
+		return "--object-store"
+	}
+	return "--object-dir"
+}
+
+// sameStore reports whether two object store URLs name one store: the
+// same directory (however spelled, symlinks included), or the same
+// bucket and prefix.
+func sameStore(a, b string) bool {
+	da, fileA := strings.CutPrefix(a, "file://")
+	db, fileB := strings.CutPrefix(b, "file://")
+	switch {
+	case fileA != fileB:
+		return false
+	case !fileA:
+		return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
+	}
+	if fa, err := os.Stat(da); err == nil {
+		if fb, err := os.Stat(db); err == nil {
+			return os.SameFile(fa, fb)
+		}
+	}
+	absA, errA := filepath.Abs(da)
+	absB, errB := filepath.Abs(db)
+	return errA == nil && errB == nil && absA == absB
 }
 
 // The object commands are thin wrappers over the registry's RPCs, for

@@ -12,6 +12,7 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/objectstore"
 )
 
 func newReadCmd(o *clientOpts) *cobra.Command {
@@ -51,10 +52,13 @@ with status 3; a read that found no readable candidate in time exits with 4.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
-			defer cancel()
-			store, err := objects.open(ctx, cmd.Flags())
-			if err != nil {
+			// The store first (the cluster says where it is), then the
+			// client that reads from it.
+			var store objectstore.Store
+			if err := o.run(cmd, func(ctx context.Context, c *client.Client) (err error) {
+				store, err = objects.open(ctx, cmd.Flags(), c)
+				return err
+			}); err != nil {
 				return err
 			}
 			withStore := func(cfg *client.Config) { cfg.Objects = store }

@@ -124,6 +124,12 @@ func (o *ClientObjectStore) Open(ctx context.Context, fs *pflag.FlagSet) (object
 	} else if fs.Changed("object-dir") {
 		return nil, usage(fmt.Errorf("--object-dir and --object-store: give one (object-dir is file://DIR)"))
 	}
+	return OpenConfig(ctx, cfg)
+}
+
+// OpenConfig opens the store cfg names, refusing a file:// directory that
+// does not exist.
+func OpenConfig(ctx context.Context, cfg objectstore.Config) (objectstore.Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, usage(err)
 	}
