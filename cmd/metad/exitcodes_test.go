@@ -121,6 +121,7 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"status", "--tls-cert-file", filepath.Join(tmp, "none.pem")}, 2},
 		{append([]string{"endpoint", "health"}, unreachable...), 4},
 		{[]string{"endpoint", "health", "extra"}, 2},
+		{[]string{"endpoint", "bogus"}, 2},
 		{[]string{"endpoint", "health"}, 0},
 		{append([]string{"members"}, unreachable...), 4},
 		{[]string{"members", "extra"}, 2},
@@ -281,7 +282,7 @@ func TestExitCodes(t *testing.T) {
 func TestEveryCommandHasExitCases(t *testing.T) {
 	s := &realServer{addr: "127.0.0.1:1", objects: "o"}
 	covered := map[string]bool{}
-	for _, tc := range exitCases(s, "127.0.0.1:1", "t") {
+	for _, tc := range exitCases(s, "127.0.0.1:1", t.TempDir()) {
 		covered[commandPath(newRootCmd(), tc.args)] = true
 	}
 	var missing []string
