@@ -47,6 +47,9 @@ func TestProposeOnLeaderAndFollower(t *testing.T) {
 		if f == l {
 			continue
 		}
+		// A follower that has not heard from the leader yet answers "no
+		// leader", not "not the leader": wait until it knows the leader.
+		waitFor(t, f.ID()+" to know the leader", func() bool { id, _ := f.Leader(); return id == l.ID() })
 		_, err := f.Propose(ctx, createStream("b"))
 		var nl *NotLeaderError
 		if !errors.As(err, &nl) || !errors.Is(err, ErrNotLeader) {
