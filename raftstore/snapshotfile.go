@@ -259,25 +259,15 @@ func readStreamHeader(r io.Reader) (uint64, error) {
 	return binary.BigEndian.Uint64(hdr[8:]), nil
 }
 
-// recordType names a snapshot record's type.
+// recordOneof describes SnapshotRecord's record oneof.
+var recordOneof = (&fsmpb.SnapshotRecord{}).ProtoReflect().Descriptor().Oneofs().ByName("record")
+
+// recordType names a snapshot record's type: its field name in the oneof
+// (meta, stream, ..., tombstone), so a type added to the proto is named
+// without a case here; "unknown" only for a record that sets none.
 func recordType(rec *fsmpb.SnapshotRecord) string {
-	switch rec.Record.(type) {
-	case *fsmpb.SnapshotRecord_Meta:
-		return "meta"
-	case *fsmpb.SnapshotRecord_Object:
-		return "object"
-	case *fsmpb.SnapshotRecord_Stream:
-		return "stream"
-	case *fsmpb.SnapshotRecord_Evidence:
-		return "evidence"
-	case *fsmpb.SnapshotRecord_Generation:
-		return "generation"
-	case *fsmpb.SnapshotRecord_IndexRecord:
-		return "index_record"
-	case *fsmpb.SnapshotRecord_Pin:
-		return "pin"
-	case *fsmpb.SnapshotRecord_Dedup:
-		return "dedup"
+	if f := rec.ProtoReflect().WhichOneof(recordOneof); f != nil {
+		return string(f.Name())
 	}
 	return "unknown"
 }
