@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/raftstore"
 )
 
 // The cluster id (fsm/clusterid.go) in the data dir. The replicated state
@@ -139,5 +142,47 @@ func (n *Server) watchClusterID(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// clusterIDRecorder records the cluster id in the data dir as the command
+// that sets it applies, not on watchClusterID's next tick. A node killed
+// before that tick would restart without it: its raft connections would
+// carry no identity, and the peers that did record it would refuse them,
+// though they may be the votes it needs to lead (a 3-node cluster could
+// then elect no one: integration TestAmnesiacVoterCannotLoseACommittedWrite
+// found it). A mismatch is only logged here; watchClusterID stops the node.
+type clusterIDRecorder struct {
+	id  *clusterIdentity
+	log *slog.Logger
+}
+
+func (r clusterIDRecorder) Applied(m *fsm.Machine, _ uint64, cmd *fsmpb.Command, res *fsmpb.Result) {
+	if cmd.GetSetClusterId() == nil || res == nil || res.Rejection != nil {
+		return
+	}
+	recorded, err := r.id.reconcile(m.ClusterID())
+	switch {
+	case err != nil:
+		r.log.Error("cluster id", "err", err)
+	case recorded:
+		r.log.Info("cluster id recorded in the data dir", "cluster_id", m.ClusterID(), "data_dir", r.id.dataDir)
+	}
+}
+
+func (clusterIDRecorder) Restored(uint64) {}
+
+// observers tells several observers of the apply path, in order.
+type observers []raftstore.ApplyObserver
+
+func (o observers) Applied(m *fsm.Machine, index uint64, cmd *fsmpb.Command, res *fsmpb.Result) {
+	for _, x := range o {
+		x.Applied(m, index, cmd, res)
+	}
+}
+
+func (o observers) Restored(index uint64) {
+	for _, x := range o {
+		x.Restored(index)
 	}
 }

@@ -132,7 +132,8 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 			return nil, err
 		}
 	}
-	if n.store, err = openRaft(cfg.Raft, n.peers, log.With("component", "raft"), n.hub); err != nil {
+	obs := observers{n.hub, clusterIDRecorder{id: n.clusterID, log: log}}
+	if n.store, err = openRaft(cfg.Raft, n.peers, log.With("component", "raft"), obs); err != nil {
 		return nil, err
 	}
 	n.raftRef.p.Store(n.store)
