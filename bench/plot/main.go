@@ -275,12 +275,17 @@ func median(vals []float64) float64 {
 
 // concurrencyTicks labels exactly the concurrencies measured.
 func concurrencyTicks(rows []row) plot.Ticker {
+	return measuredTicks(rows, func(r row) int { return r.Concurrency })
+}
+
+// measuredTicks labels exactly the values of one column of rows.
+func measuredTicks(rows []row, value func(row) int) plot.Ticker {
 	var ticks plot.ConstantTicks
 	seen := map[int]bool{}
 	for _, r := range rows {
-		if !seen[r.Concurrency] {
-			seen[r.Concurrency] = true
-			ticks = append(ticks, plot.Tick{Value: float64(r.Concurrency), Label: fmt.Sprint(r.Concurrency)})
+		if v := value(r); !seen[v] {
+			seen[v] = true
+			ticks = append(ticks, plot.Tick{Value: float64(v), Label: fmt.Sprint(v)})
 		}
 	}
 	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Value < ticks[j].Value })

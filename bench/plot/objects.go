@@ -115,16 +115,7 @@ func sizePoints(rows []row, c int, system string, value func(sample) float64) pl
 
 // sizeTicks labels exactly the sizes measured.
 func sizeTicks(rows []row) plot.Ticker {
-	var ticks plot.ConstantTicks
-	seen := map[int]bool{}
-	for _, r := range rows {
-		if !seen[r.StreamsPerObject] {
-			seen[r.StreamsPerObject] = true
-			ticks = append(ticks, plot.Tick{Value: float64(r.StreamsPerObject), Label: fmt.Sprint(r.StreamsPerObject)})
-		}
-	}
-	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Value < ticks[j].Value })
-	return ticks
+	return measuredTicks(rows, func(r row) int { return r.StreamsPerObject })
 }
 
 // logTicks label 1, 2 and 5 of every decade a log axis spans (gonum's
