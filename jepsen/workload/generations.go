@@ -146,11 +146,9 @@ func (wr *writer) publish(ctx context.Context, view string, gen uint64, cov hist
 		}
 		req.Records = append(req.Records, pr)
 	}
-	cctx, cancel := wr.ctx(ctx)
-	defer cancel()
 	var a attempts
 	op.Call = now()
-	resp, err := client.Call(cctx, wr.w.cfg.All, wrap(&a, wr.w.cfg.All.Metad.PublishGeneration), req)
+	resp, err := settle(ctx, wr.w, wr.w.cfg.All, &a, wr.w.cfg.All.Metad.PublishGeneration, req)
 	op.Return = now()
 	classify(&op, err, &a, true)
 	if err == nil {
@@ -174,11 +172,9 @@ func (wr *writer) retireOnce(ctx context.Context) {
 
 func (wr *writer) retire(ctx context.Context, view string, gen uint64) {
 	op := history.Op{Kind: history.KindRetire, In: history.Input{RequestID: client.NewRequestID(), View: view, Generation: gen}}
-	cctx, cancel := wr.ctx(ctx)
-	defer cancel()
 	var a attempts
 	op.Call = now()
-	resp, err := client.Call(cctx, wr.w.cfg.All, wrap(&a, wr.w.cfg.All.Metad.RetireGeneration), &metadpb.RetireGenerationRequest{
+	resp, err := settle(ctx, wr.w, wr.w.cfg.All, &a, wr.w.cfg.All.Metad.RetireGeneration, &metadpb.RetireGenerationRequest{
 		StreamId: wr.h.id, View: viewPB(view), Generation: gen, RequestId: op.In.RequestID})
 	op.Return = now()
 	classify(&op, err, &a, true)

@@ -75,11 +75,9 @@ func (w *Workload) Report(ctx context.Context, node, clientID int, t history.Tar
 		Candidate: &metadpb.CandidateRef{Key: &metadpb.IndexKey{StreamId: t.Stream, View: viewPB(t.View), Generation: t.Generation,
 			Start: t.Start}, Version: t.Version},
 		Kind: metadpb.FailureKind(metadpb.FailureKind_value[kind]), Detail: "jepsen: " + reportDetail(kind, isFalse), RequestId: op.In.RequestID}
-	cctx, cancel := w.opContext(ctx)
-	defer cancel()
 	var a attempts
 	op.Call = now()
-	resp, err := client.Call(cctx, cl, wrap(&a, cl.Metad.ReportCandidateFailure), req)
+	resp, err := settle(ctx, w, cl, &a, cl.Metad.ReportCandidateFailure, req)
 	op.Return = now()
 	classify(&op, err, &a, true)
 	if err == nil {

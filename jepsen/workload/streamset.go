@@ -174,11 +174,9 @@ func (sw *setWriter) commit(ctx context.Context, obj history.Object, size uint64
 			ExpectedStart: a.ExpectedStart, End: a.End, Bytes: &metadpb.ByteRange{Offset: a.Bytes.Offset, Length: a.Bytes.Length},
 			IndexGen0: gen0[i], DataCrc32C: a.DataCRC})
 	}
-	cctx, cancel := sw.w.opContext(ctx)
-	defer cancel()
 	var at attempts
 	op.Call = now()
-	resp, err := client.Call(cctx, sw.w.cfg.All, wrap(&at, sw.w.cfg.All.Metad.CommitObject), req)
+	resp, err := settle(ctx, sw.w, sw.w.cfg.All, &at, sw.w.cfg.All.Metad.CommitObject, req)
 	op.Return = now()
 	classify(&op, err, &at, true)
 	out := setOutcome{refused: map[int]*metadpb.AppendRefusal{}}

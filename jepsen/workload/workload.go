@@ -76,6 +76,10 @@ type Config struct {
 	Readers int
 	// OpTimeout bounds each call, retries included. Default 3s.
 	OpTimeout time.Duration
+	// SettleTimeout bounds how long a write whose outcome is unknown is
+	// called again under its request id, to learn it (settle). Default
+	// 20s; a negative value never settles.
+	SettleTimeout time.Duration
 	// Seed makes each client's choices reproducible.
 	Seed int64
 	// Clients: one per node (reads pick a node), and All balancing over
@@ -197,6 +201,9 @@ func New(cfg Config) (*Workload, error) {
 	}
 	if cfg.OpTimeout == 0 {
 		cfg.OpTimeout = 3 * time.Second
+	}
+	if cfg.SettleTimeout == 0 {
+		cfg.SettleTimeout = 20 * time.Second
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -352,6 +359,39 @@ func classify(op *history.Op, err error, a *attempts, write bool) {
 	default:
 		op.Status = history.Fail
 	}
+}
+
+// settle calls a write until its outcome is known, each call bounded by
+// OpTimeout. A call whose attempts may have taken effect and whose answer
+// is not the state machine's leaves the outcome open, and porcupine must
+// then place the op anywhere up to the end of the history: a few of them
+// on one stream make its search exponential (a run killing every node
+// once left five, and the check ran out of time). The same request, called
+// again under its request id, either was applied and gets its recorded
+// answer back (the dedup table keeps it for minutes, longer than any run)
+// or is applied or refused now; either way its effect lies between the
+// first call and the last return. Settling stops when the workload stops
+// or after SettleTimeout, and the op then stays indeterminate.
+func settle[Req, Resp any](ctx context.Context, w *Workload, cl *client.Client, a *attempts,
+	rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	until := time.Now().Add(w.cfg.SettleTimeout)
+	for {
+		cctx, cancel := w.opContext(ctx)
+		resp, err := client.Call(cctx, cl, wrap(a, rpc), req)
+		cancel()
+		if settled(err, a) || ctx.Err() != nil || !time.Now().Before(until) {
+			return resp, err
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+}
+
+// settled reports whether a write's outcome is known: it succeeded, the
+// state machine refused it, or no attempt can have taken effect.
+func settled(err error, a *attempts) bool {
+	var op history.Op
+	classify(&op, err, a, true)
+	return op.Status != history.Info
 }
 
 // now is the history's clock: wall-clock nanoseconds, as metad stamps.

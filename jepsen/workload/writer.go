@@ -128,11 +128,9 @@ func (wr *writer) ctx(ctx context.Context) (context.Context, context.CancelFunc)
 // open bumps the writer epoch (OpenForWrite).
 func (wr *writer) open(ctx context.Context) error {
 	op := history.Op{Kind: history.KindOpen, In: history.Input{RequestID: client.NewRequestID()}}
-	cctx, cancel := wr.ctx(ctx)
-	defer cancel()
 	var a attempts
 	op.Call = now()
-	resp, err := client.Call(cctx, wr.w.cfg.All, wrap(&a, wr.w.cfg.All.Metad.OpenForWrite),
+	resp, err := settle(ctx, wr.w, wr.w.cfg.All, &a, wr.w.cfg.All.Metad.OpenForWrite,
 		&metadpb.OpenForWriteRequest{StreamId: wr.h.id, RequestId: op.In.RequestID})
 	op.Return = now()
 	classify(&op, err, &a, true)
@@ -240,11 +238,9 @@ func (wr *writer) register(ctx context.Context, kind string, obj history.Object,
 // registerOf registers obj; of, for a reupload, is the version it joins.
 func (wr *writer) registerOf(ctx context.Context, kind string, obj history.Object, size uint64, content history.Content, of *history.Object) history.Op {
 	op := history.Op{Kind: kind, In: history.Input{RequestID: client.NewRequestID(), Object: &obj, Size: size, Content: &content, Of: of}}
-	cctx, cancel := wr.ctx(ctx)
-	defer cancel()
 	var a attempts
 	op.Call = now()
-	resp, err := client.Call(cctx, wr.w.cfg.All, wrap(&a, wr.w.cfg.All.Metad.RegisterObject), &metadpb.RegisterObjectRequest{
+	resp, err := settle(ctx, wr.w, wr.w.cfg.All, &a, wr.w.cfg.All.Metad.RegisterObject, &metadpb.RegisterObjectRequest{
 		Object: &metadpb.ObjectRef{Key: obj.Key, Identity: obj.Identity}, Size: size, RequestId: op.In.RequestID})
 	op.Return = now()
 	classify(&op, err, &a, true)
@@ -289,11 +285,9 @@ func (wr *writer) appendNaming(ctx context.Context, k known, gen0 bool) {
 func (wr *writer) commit(ctx context.Context, epoch, start, end uint64, obj history.Object, b history.Bytes, crc *uint32, gen0 bool) history.Op {
 	op := history.Op{Kind: history.KindAppend, In: history.Input{RequestID: client.NewRequestID(), Epoch: epoch,
 		ExpectedStart: start, End: end, Object: &obj, Bytes: &b, DataCRC: crc, IndexGen0: gen0}}
-	cctx, cancel := wr.ctx(ctx)
-	defer cancel()
 	var a attempts
 	op.Call = now()
-	resp, err := client.Call(cctx, wr.w.cfg.All, wrap(&a, wr.w.cfg.All.Metad.CommitAppend), &metadpb.CommitAppendRequest{
+	resp, err := settle(ctx, wr.w, wr.w.cfg.All, &a, wr.w.cfg.All.Metad.CommitAppend, &metadpb.CommitAppendRequest{
 		StreamId: wr.h.id, WriterEpoch: epoch, ExpectedStart: start, End: end,
 		Object: &metadpb.ObjectRef{Key: obj.Key, Identity: obj.Identity},
 		Bytes:  &metadpb.ByteRange{Offset: b.Offset, Length: b.Length}, IndexGen0: gen0, RequestId: op.In.RequestID,
@@ -326,11 +320,9 @@ func (wr *writer) trimOnce(ctx context.Context) {
 
 func (wr *writer) trimTo(ctx context.Context, to uint64) {
 	op := history.Op{Kind: history.KindTrim, In: history.Input{RequestID: client.NewRequestID(), Offset: to}}
-	cctx, cancel := wr.ctx(ctx)
-	defer cancel()
 	var a attempts
 	op.Call = now()
-	resp, err := client.Call(cctx, wr.w.cfg.All, wrap(&a, wr.w.cfg.All.Metad.Trim),
+	resp, err := settle(ctx, wr.w, wr.w.cfg.All, &a, wr.w.cfg.All.Metad.Trim,
 		&metadpb.TrimRequest{StreamId: wr.h.id, Offset: to, RequestId: op.In.RequestID})
 	op.Return = now()
 	classify(&op, err, &a, true)
@@ -406,11 +398,9 @@ func (wr *writer) pinWatch(ctx context.Context) {
 	ttl := 4 * time.Second
 	obj := k.obj
 	op := history.Op{Kind: history.KindPin, In: history.Input{RequestID: client.NewRequestID(), Object: &obj, TTLNanos: int64(ttl)}}
-	cctx, cancel := wr.ctx(ctx)
-	defer cancel()
 	var a attempts
 	op.Call = now()
-	resp, err := client.Call(cctx, wr.w.cfg.All, wrap(&a, wr.w.cfg.All.Metad.Pin), &metadpb.PinRequest{
+	resp, err := settle(ctx, wr.w, wr.w.cfg.All, &a, wr.w.cfg.All.Metad.Pin, &metadpb.PinRequest{
 		Object: &metadpb.ObjectRef{Key: obj.Key, Identity: obj.Identity}, Holder: "jepsen-watch",
 		Ttl: durationpb.New(ttl), RequestId: op.In.RequestID})
 	op.Return = now()
