@@ -4,10 +4,13 @@ package raftstore
 
 import (
 	"fmt"
+	"log/slog"
 
+	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/metad/metad/faults"
+	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -36,5 +39,39 @@ func plantedEncode(cmd *fsmpb.Command, encode func(stamp int64) ([]byte, error))
 			return nil, fmt.Errorf("raftstore: encode command: %w", err)
 		}
 		return data, nil
+	}
+}
+
+// divergedCommand is a planted bug for the fault-injection harness: the
+// command as one replica misreads it, a CreateStream with its name changed,
+// so that its state leaves the log's (and every other replica's).
+func divergedCommand(data []byte) []byte {
+	cmd, err := fsm.DecodeCommand(data)
+	if err != nil || cmd.GetCreateStream() == nil {
+		return data
+	}
+	cmd.GetCreateStream().Name += "~"
+	out, err := proto.Marshal(cmd)
+	if err != nil {
+		return data
+	}
+	return out
+}
+
+// dropLastAppend is a planted bug for the fault-injection harness: it
+// forgets the last log entry if it is a CommitAppend, as a node that lied
+// about fsync would after a crash.
+func dropLastAppend(logs raft.LogStore, logger *slog.Logger) {
+	last, err := logs.LastIndex()
+	if err != nil || last == 0 {
+		return
+	}
+	var l raft.Log
+	if logs.GetLog(last, &l) != nil || l.Type != raft.LogCommand {
+		return
+	}
+	if cmd, err := fsm.DecodeCommand(l.Data); err == nil && cmd.GetCommitAppend() != nil {
+		_ = logs.DeleteRange(last, last)
+		logger.Warn("planted bug lose-append: dropped the last log entry", "index", last)
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/metad/metad/faults"
 	"github.com/metad/metad/fsm"
@@ -630,39 +629,5 @@ func (f *flight) wait(d time.Duration) bool {
 		return true
 	case <-t.C:
 		return false
-	}
-}
-
-// divergedCommand is a planted bug for the fault-injection harness: the
-// command as one replica misreads it, a CreateStream with its name changed,
-// so that its state leaves the log's (and every other replica's).
-func divergedCommand(data []byte) []byte {
-	cmd, err := fsm.DecodeCommand(data)
-	if err != nil || cmd.GetCreateStream() == nil {
-		return data
-	}
-	cmd.GetCreateStream().Name += "~"
-	out, err := proto.Marshal(cmd)
-	if err != nil {
-		return data
-	}
-	return out
-}
-
-// dropLastAppend is a planted bug for the fault-injection harness: it
-// forgets the last log entry if it is a CommitAppend, as a node that lied
-// about fsync would after a crash.
-func dropLastAppend(logs raft.LogStore, logger *slog.Logger) {
-	last, err := logs.LastIndex()
-	if err != nil || last == 0 {
-		return
-	}
-	var l raft.Log
-	if logs.GetLog(last, &l) != nil || l.Type != raft.LogCommand {
-		return
-	}
-	if cmd, err := fsm.DecodeCommand(l.Data); err == nil && cmd.GetCommitAppend() != nil {
-		_ = logs.DeleteRange(last, last)
-		logger.Warn("planted bug lose-append: dropped the last log entry", "index", last)
 	}
 }
