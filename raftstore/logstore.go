@@ -220,7 +220,7 @@ func (d *disk) checkWALPresent(wdir string) error {
 		return nil
 	}
 	term, err := d.stable.GetUint64(keyCurrentTerm)
-	if err != nil && err.Error() != "not found" {
+	if err != nil && !missingKey(err) {
 		return fmt.Errorf("raftstore: stable store: %w", err)
 	}
 	if term > 0 {
@@ -261,7 +261,7 @@ func (d *disk) decideKind(o diskOptions) (LogStore, error) {
 // the record existed), else "" (no log yet: any log store will do).
 func heldLogStore(stable *raftboltdb.BoltStore) (LogStore, error) {
 	recorded, err := stable.Get(keyLogStore)
-	if err != nil && err.Error() != "not found" { // raft-boltdb's only signal
+	if err != nil && !missingKey(err) {
 		return "", fmt.Errorf("raftstore: stable store %s: %w", keyLogStore, err)
 	}
 	if has := LogStore(recorded); has != "" {

@@ -160,18 +160,22 @@ func (o *offlineStores) readStable(info *DirInfo) error {
 		return err
 	}
 	cand, err := o.disk.stable.Get(keyLastVoteCand)
-	if err != nil && err.Error() != "not found" {
+	if err != nil && !missingKey(err) {
 		return fmt.Errorf("raftstore: stable store: %w", err)
 	}
 	info.LastVoteFor = string(cand)
 	return nil
 }
 
-// getUint64 reads a stable-store key; raft-boltdb reports a missing key
-// only by the text "not found" (as raft itself checks it).
+// missingKey reports whether a stable-store read failed only because the
+// key is absent: raft-boltdb says so by the text "not found" alone (raft
+// itself checks it the same way), with no sentinel to match.
+func missingKey(err error) bool { return err.Error() == "not found" }
+
+// getUint64 reads a stable-store key; a missing key reads as 0.
 func getUint64(b *raftboltdb.BoltStore, key []byte) (uint64, error) {
 	v, err := b.GetUint64(key)
-	if err != nil && err.Error() != "not found" {
+	if err != nil && !missingKey(err) {
 		return 0, fmt.Errorf("raftstore: stable store %s: %w", key, err)
 	}
 	return v, nil
