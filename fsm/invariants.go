@@ -48,6 +48,28 @@ func (m *Machine) CheckInvariants() error {
 	return errors.Join(errs...)
 }
 
+// sampledCheck reports whether the apply at index checks the invariants in
+// a build that has them built in (builtInChecks). After each check the
+// next one waits for as many applies as the check visited entries, over
+// 32 (nextSampledCheck), so the O(state) check costs each apply O(1)
+// amortised and a long -race test or harness run stays linear in its
+// commands, while a small state is checked at every apply.
+func (m *Machine) sampledCheck(index uint64) bool { return index >= m.nextCheck }
+
+// nextSampledCheck schedules the next sampled check after the one at index.
+func (m *Machine) nextSampledCheck(index uint64) {
+	work := len(m.streams) + m.objects.Len() + m.pins.Len() + m.dedup.Len()
+	for _, s := range m.streams {
+		work += s.evidence.Len()
+		for _, vi := range s.views {
+			for _, g := range vi.gens {
+				work += g.records.Len()
+			}
+		}
+	}
+	m.nextCheck = index + 1 + uint64(work)/32
+}
+
 // countedBy is what the invariants count a reference or pin naming ref
 // under: the version from level 3 on, the key alone below it.
 func (m *Machine) countedBy(ref ObjectRef) ObjectRef {

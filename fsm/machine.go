@@ -59,6 +59,9 @@ type Machine struct {
 	// checkInvariants runs CheckInvariants after every Apply. Tests set it;
 	// production does not, because the check is O(state).
 	checkInvariants bool
+	// nextCheck is the index of the next sampled check, in a build with
+	// invariants built in (invariants_on.go); not state.
+	nextCheck uint64
 }
 
 // Option configures a Machine.
@@ -137,7 +140,8 @@ func (m *Machine) Apply(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 	}
 	var before map[uint64]watermarks
 	clockBefore := m.clock
-	if m.checkInvariants {
+	check := m.checkInvariants || (builtInChecks && m.sampledCheck(index))
+	if check {
 		before = m.watermarks()
 	}
 	m.applied = index
@@ -148,13 +152,16 @@ func (m *Machine) Apply(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 	m.pruneDedup()
 
 	res := m.applyDeduplicated(index, cmd)
-	if m.checkInvariants {
+	if check {
 		err := m.checkMonotone(before, clockBefore)
 		if err == nil {
 			err = m.CheckInvariants()
 		}
 		if err != nil {
 			panic(fmt.Sprintf("fsm: invariant broken after index %d (%T): %v", index, cmd.Op, err))
+		}
+		if builtInChecks {
+			m.nextSampledCheck(index)
 		}
 	}
 	return res

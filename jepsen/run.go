@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/metad/metad/client"
@@ -136,6 +137,10 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 		return report.Result{}, err
 	}
 	res := check(cfg, h, conv, finalHeal, len(steps))
+	if crashed := crashes(cl); len(crashed) > 0 {
+		res.Anomalies = append(res.Anomalies, crashed...)
+		res.Passed = false
+	}
 	cfg.Log.Info("checked", "took", time.Since(phase), "ops", len(h.Ops))
 	res.Seconds = time.Since(start).Seconds()
 	if err := report.Write(cfg.Dir, h, res); err != nil {
@@ -325,6 +330,27 @@ func converge(ctx context.Context, cl *cluster.Cluster, timeout time.Duration) r
 		}
 	}
 	return report.Convergence{Converged: false, Detail: last}
+}
+
+// crashes names every server that died of itself: a Go panic (a broken
+// invariant of the state machine, which the harness's servers check as
+// they apply, is one) or a fatal runtime error in its log. The nemesis
+// kills with SIGKILL, which leaves no such line.
+func crashes(cl *cluster.Cluster) []model.Anomaly {
+	var out []model.Anomaly
+	for _, n := range cl.Nodes {
+		b, err := os.ReadFile(n.LogPath)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: ") {
+				out = append(out, model.Anomaly{Check: "crash", Op: -1, Detail: fmt.Sprintf("%s crashed: %s (log %s)", n.ID, line, n.LogPath)})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // check runs every checker and decides validity.

@@ -9,5 +9,5 @@ var faultsBuild binaryBuild
 // name the planted bugs in the Node's Env (METAD_FAULTS=...; faults/doc.go).
 func FaultsBinary(t testing.TB) string {
 	t.Helper()
-	return faultsBuild.path(t, "metad-faults-bin-", "metad_faults")
+	return faultsBuild.path(t, "metad-faults-bin-", "metad_faults", "metad_invariants")
 }

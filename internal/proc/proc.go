@@ -24,10 +24,12 @@ import (
 
 var plainBuild binaryBuild
 
-// Binary builds cmd/metad once per test binary and returns its path.
+// Binary builds cmd/metad once per test binary and returns its path. The
+// binary has the state machine's invariants built in (metad_invariants):
+// it checks them as it applies, and a broken one panics the server.
 func Binary(t testing.TB) string {
 	t.Helper()
-	return plainBuild.path(t, "metad-bin-")
+	return plainBuild.path(t, "metad-bin-", "metad_invariants")
 }
 
 // binaryBuild is one build of cmd/metad, made once per test binary.

@@ -417,8 +417,10 @@ func (c *Cluster) Close() {
 	c.Store.Close()
 }
 
-// Build compiles cmd/metad with the fault hooks into dir and returns the
-// binary's path.
+// Build compiles cmd/metad with the fault hooks and the state machine's
+// invariants built in (checked as it applies: a broken one panics the
+// server, and the run reports the crash) into dir and returns the binary's
+// path.
 func Build(ctx context.Context, dir string) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
@@ -426,7 +428,7 @@ func Build(ctx context.Context, dir string) (string, error) {
 	}
 	root := filepath.Dir(strings.TrimSpace(string(out)))
 	bin := filepath.Join(dir, "metad")
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "metad_faults", "-o", bin, "./cmd/metad")
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "metad_faults,metad_invariants", "-o", bin, "./cmd/metad")
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, b)
