@@ -1,10 +1,13 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/metad/metad/jepsen/cluster"
 	"github.com/metad/metad/jepsen/history"
 	"github.com/metad/metad/jepsen/report"
 )
@@ -31,5 +34,26 @@ func TestRunWithoutItsFaultsIsInvalid(t *testing.T) {
 	}
 	if res := check(cfg, history.History{}, conv, 0, 0); said(res) {
 		t.Errorf("a run with no nemesis called invalid for lacking faults: %q", res.Invalid)
+	}
+}
+
+// A server that panicked (a broken invariant) fails the run; one the
+// nemesis killed, which leaves no such line, does not.
+func TestCrashedServerIsAnAnomaly(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cl := &cluster.Cluster{Nodes: []*cluster.Node{
+		{ID: "n1", LogPath: write("n1.log", "==== jepsen: starting n1\nlevel=INFO msg=serving\n==== jepsen: starting n1\n")},
+		{ID: "n2", LogPath: write("n2.log", "level=INFO msg=serving\npanic: fsm: invariant broken after index 7 (*fsmpb.Command_Trim): byName has 2 names for 1 streams\n\ngoroutine 1 [running]:\n")},
+	}}
+	got := crashes(cl)
+	if len(got) != 1 || got[0].Check != "crash" || !strings.Contains(got[0].Detail, "n2 crashed: panic: fsm: invariant broken") {
+		t.Fatalf("crashes = %+v, want one naming n2's panic", got)
 	}
 }
