@@ -141,6 +141,9 @@ var wallClock = regexp.MustCompile(`\btime\.(Now|Since|Until|Sleep|After|AfterFu
 func TestLoopsReadTimeThroughClock(t *testing.T) {
 	for _, pkg := range clockedLoops {
 		files, _ := filepath.Glob(filepath.Join(filepath.FromSlash(pkg), "*.go"))
+		if len(files) == 0 {
+			t.Errorf("clockedLoops names %s, which holds no Go file: renamed? update the list", pkg)
+		}
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {
@@ -157,8 +160,16 @@ func TestLoopsReadTimeThroughClock(t *testing.T) {
 
 func TestDependenciesPointInward(t *testing.T) {
 	for pkg, banned := range inward {
+		// A renamed or moved package fails here instead of dropping out
+		// of the check, and so does a ban naming one.
 		if !exists(pkg) {
+			t.Errorf("inward names %s, which is not in the repository: renamed? update the table", pkg)
 			continue
+		}
+		for _, b := range banned {
+			if !exists(strings.TrimSuffix(b, "$")) {
+				t.Errorf("inward[%s] bans %s, which is not in the repository: renamed? update the table", pkg, b)
+			}
 		}
 		deps := goList(t, "-deps", module+"/"+pkg+"/...")
 		for _, dep := range deps {
