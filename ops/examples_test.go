@@ -192,3 +192,52 @@ func freeBase(t *testing.T) int {
 	t.Fatal("no free block of ports")
 	return 0
 }
+
+// TestDockerfileExample: the image's data dir belongs to the nonroot user
+// the server runs as (a volume Docker creates for a missing directory is
+// root's, and the server could write nothing), and the docker run example
+// publishes gossip's UDP port as well as its TCP one.
+func TestDockerfileExample(t *testing.T) {
+	b, err := os.ReadFile(examplePath("Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(b)
+	if !strings.Contains(df, "FROM gcr.io/distroless/static-debian12:nonroot") {
+		t.Fatal("the image is no longer distroless nonroot: revisit this test")
+	}
+	chown := strings.Index(df, "COPY --from=build --chown=65532:65532 /out/var/lib/metad /var/lib/metad")
+	volume := strings.Index(df, "VOLUME /var/lib/metad")
+	if chown < 0 || volume < 0 || chown > volume {
+		t.Errorf("/var/lib/metad must be created owned by 65532 before VOLUME declares it (chown at %d, VOLUME at %d)", chown, volume)
+	}
+	if !strings.Contains(df, "-p 7422:7422/udp") {
+		t.Error("the docker run example does not publish gossip's UDP port 7422")
+	}
+}
+
+// TestSystemdExampleGivesTheKeysToTheUser: metad tls writes private keys
+// 0600 for whoever ran it; the unit runs as metad, so the install steps
+// must hand the key named in metad.yaml to that user.
+func TestSystemdExampleGivesTheKeysToTheUser(t *testing.T) {
+	unit, err := os.ReadFile(examplePath("systemd", "metad.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile(examplePath("systemd", "metad.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var settings map[string]any
+	if err := yaml.Unmarshal(conf, &settings); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := settings["tls-key-file"].(string)
+	if key == "" || !bytes.Contains(unit, []byte("User=metad")) {
+		t.Fatal("metad.yaml names no tls-key-file or the unit no longer runs as metad: revisit this test")
+	}
+	want := "install -o metad -g metad -m 0600 " + filepath.Base(key) + " " + filepath.Dir(key) + "/"
+	if !bytes.Contains(unit, []byte(want)) {
+		t.Errorf("the unit's install steps never give %s to the metad user (want %q)", key, want)
+	}
+}
