@@ -51,6 +51,10 @@ var inward = map[string][]string{
 	// The data checksum is a leaf: fsm, objectstore, client and the tools
 	// import it, and it imports nothing of the project's.
 	"checksum": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "tlsconfig", "readpath", "internal", "clock", "watch"},
+	// The error table is a leaf beside the generated API: api builds its
+	// statuses from it and client its sentinels, so it may import only
+	// api/metadpb.
+	"api/reasons": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api$", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "tlsconfig", "readpath", "internal", "clock", "watch", "checksum", "faults"},
 	// Security leaves: raftstore, api, node and client use them.
 	"tlsconfig": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "readpath"},
 	"auth":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "tlsconfig", "readpath"},

@@ -4,11 +4,10 @@ import (
 	"context"
 	"strings"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/api/reasons"
 	"github.com/metad/metad/auth"
 )
 
@@ -71,12 +70,6 @@ var roleTable = map[string]rule{
 // credentials, and reflection describes only the public schema.
 var openServices = []string{"/grpc.health.v1.Health/", "/grpc.reflection.v1.ServerReflection/", "/grpc.reflection.v1alpha.ServerReflection/"}
 
-// Reasons of authentication and authorization refusals.
-const (
-	ReasonUnauthenticated  = "UNAUTHENTICATED"
-	ReasonPermissionDenied = "PERMISSION_DENIED"
-)
-
 // authorize returns nil if the caller in ctx may call method. A method
 // missing from the table is refused to everyone: a new RPC is closed
 // until someone decides its role.
@@ -88,17 +81,17 @@ func authorize(ctx context.Context, s auth.Settings, method string) error {
 	}
 	r, ok := roleTable[method]
 	if !ok {
-		return denied(codes.PermissionDenied, ReasonPermissionDenied, method, "unlisted", "no role may call %s", method)
+		return denied(metadpb.Reason_PERMISSION_DENIED, method, "unlisted", "no role may call %s", method)
 	}
 	if r.need == auth.Peer && !s.TLS && s.LegacyPeers != nil && s.LegacyPeers() && !auth.PresentsCredential(ctx) {
 		return nil // a server of the previous release may be calling (feature level 1)
 	}
 	id, err := s.Identify(ctx)
 	if err != nil {
-		return denied(codes.Unauthenticated, ReasonUnauthenticated, method, r.need.String(), "%s: %v", method, err)
+		return denied(metadpb.Reason_UNAUTHENTICATED, method, r.need.String(), "%s: %v", method, err)
 	}
 	if id.Role == auth.None && id.Via == "" {
-		return denied(codes.Unauthenticated, ReasonUnauthenticated, method, r.need.String(),
+		return denied(metadpb.Reason_UNAUTHENTICATED, method, r.need.String(),
 			"%s needs role %s: present a client certificate or a bearer token", method, r.need)
 	}
 	if id.Role.Satisfies(r.need) || (r.peerToo && id.Role == auth.Peer) {
@@ -106,23 +99,18 @@ func authorize(ctx context.Context, s auth.Settings, method string) error {
 	}
 	if id.Via == "open" {
 		// Open mode grants everything but the node-to-node service.
-		return denied(codes.Unauthenticated, ReasonUnauthenticated, method, r.need.String(),
+		return denied(metadpb.Reason_UNAUTHENTICATED, method, r.need.String(),
 			"%s is the node-to-node service: only cluster members may call it (with TLS: a peer certificate; without: the cluster's peer secret)", method)
 	}
-	return denied(codes.PermissionDenied, ReasonPermissionDenied, method, r.need.String(),
+	return denied(metadpb.Reason_PERMISSION_DENIED, method, r.need.String(),
 		"%s needs role %s; %s %q has role %s", method, r.need, id.Via, id.Name, id.Role)
 }
 
 // denied is a refusal with an ErrorInfo naming the method and the role it
 // needs; like every refusal before anything ran, it is definite.
-func denied(code codes.Code, reason, method, role, format string, args ...any) error {
-	st := status.New(code, sprintf(format, args...))
-	info := &errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain,
-		Metadata: map[string]string{"definite": "true", "method": method, "required_role": role}}
-	if withDetails, err := st.WithDetails(info); err == nil {
-		st = withDetails
-	}
-	return st.Err()
+func denied(r metadpb.Reason, method, role, format string, args ...any) error {
+	return build(r, reasons.Of(r).Spec, sprintf(format, args...), "", nil,
+		map[string]string{"method": method, "required_role": role})
 }
 
 // authUnary and authStream refuse calls whose caller lacks the role.

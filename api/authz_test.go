@@ -96,8 +96,8 @@ func checkDenied(t *testing.T, err error, code codes.Code, method string) {
 	}
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			if info.Reason != code.String() && !(code == codes.Unauthenticated && info.Reason == ReasonUnauthenticated) &&
-				!(code == codes.PermissionDenied && info.Reason == ReasonPermissionDenied) {
+			if want := map[codes.Code]metadpb.Reason{codes.Unauthenticated: metadpb.Reason_UNAUTHENTICATED,
+				codes.PermissionDenied: metadpb.Reason_PERMISSION_DENIED}[code]; info.Reason != want.String() {
 				t.Errorf("%s: reason %q", method, info.Reason)
 			}
 			if info.Metadata["method"] != method || info.Domain != ErrorDomain {

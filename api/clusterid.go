@@ -7,13 +7,11 @@ import (
 	"strings"
 	"sync"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/api/reasons"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 )
@@ -30,9 +28,6 @@ import (
 
 // ClusterIDHeader is the gRPC metadata key of the caller's cluster id.
 const ClusterIDHeader = "metad-cluster-id"
-
-// ReasonClusterIDMismatch: the caller belongs to another cluster.
-const ReasonClusterIDMismatch = "CLUSTER_ID_MISMATCH"
 
 // NewClusterID makes a random 128-bit cluster id, as hex.
 func NewClusterID() string {
@@ -94,14 +89,10 @@ func (s *Server) checkCallerCluster(ctx context.Context, method string) error {
 		return nil
 	}
 	s.foreign.note(s, own, theirs, method)
-	st := status.New(codes.FailedPrecondition, sprintf(
-		"%s refused: this node belongs to cluster %s, the caller to cluster %s", method, own, theirs))
-	info := &errdetails.ErrorInfo{Reason: ReasonClusterIDMismatch, Domain: ErrorDomain, Metadata: map[string]string{
-		"definite": "true", "method": method, "cluster_id": own, "caller_cluster_id": theirs}}
-	if withDetails, err := st.WithDetails(info); err == nil {
-		st = withDetails
-	}
-	return st.Err()
+	r := metadpb.Reason_CLUSTER_ID_MISMATCH
+	return build(r, reasons.Of(r).Spec,
+		sprintf("%s refused: this node belongs to cluster %s, the caller to cluster %s", method, own, theirs), "", nil,
+		map[string]string{"method": method, "cluster_id": own, "caller_cluster_id": theirs})
 }
 
 // foreignCallers logs each pair of cluster ids once.

@@ -21,13 +21,17 @@
 // it (G10). Pin and ReleasePin refuse readpath.SharedHolder's pins, which
 // readers rely on until they expire.
 //
-// Every failure leaves through one table (errors.go): a gRPC code, an
-// UPPER_SNAKE reason in google.rpc.ErrorInfo (domain metad.dev), whether it
-// is definite (certainly did not happen) or indeterminate, the field at
-// fault, a leader hint, RetryInfo when retrying helps, and for a failed
-// resolve the per-candidate ResolveDiagnostic. Every call has a deadline:
-// the server imposes DefaultTimeout when there is none and caps it at
-// MaxTimeout.
+// Every failure leaves through one table, package reasons (api/reasons),
+// the client's too: per metadpb.Reason a gRPC code, whether it is definite
+// (certainly did not happen) or indeterminate, and the RetryInfo delay
+// when retrying helps. errors.go maps the layers' failures (FSM refusals,
+// Raft, the resolver, the context) onto reasons and builds the status: the
+// reason's name in google.rpc.ErrorInfo (domain metad.dev), the field at
+// fault, a leader hint, and for a failed resolve the per-candidate
+// ResolveDiagnostic. Every status this package sends starts from build
+// (objectRefusal adds its details to the one build made). Every call has
+// a deadline: the server imposes DefaultTimeout when there is none and
+// caps it at MaxTimeout.
 //
 // Readiness (readiness.go; gRPC health and /readyz): a member of the Raft
 // configuration, a leader known, and — on a follower — applied within

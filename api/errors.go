@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/api/reasons"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/resolver"
@@ -22,102 +22,39 @@ import (
 // ErrorDomain is the google.rpc.ErrorInfo domain of every metad error.
 const ErrorDomain = "metad.dev"
 
-// errorSpec is one row of the error table: how one domain failure reaches
-// the wire. definite means the operation certainly did not take effect;
-// retry, when set, is the delay a client should wait before retrying.
-type errorSpec struct {
-	code     codes.Code
-	definite bool
-	retry    time.Duration
-}
+// The error table is package reasons: every reason's code, definiteness
+// and retry delay. This file maps the layers' failures onto its reasons.
 
-// rejectionTable maps every deterministic FSM refusal. A refusal is always
-// definite: the command was applied and changed nothing.
-var rejectionTable = map[fsmpb.RejectCode]errorSpec{
-	fsmpb.RejectCode_INVALID_ARGUMENT:      {codes.InvalidArgument, true, 0},
-	fsmpb.RejectCode_STREAM_NOT_FOUND:      {codes.NotFound, true, 0},
-	fsmpb.RejectCode_STREAM_SEALED:         {codes.FailedPrecondition, true, 0},
-	fsmpb.RejectCode_STALE_EPOCH:           {codes.FailedPrecondition, true, 0},
-	fsmpb.RejectCode_EPOCH_AHEAD:           {codes.FailedPrecondition, true, 0},
-	fsmpb.RejectCode_APPEND_NOT_AT_END:     {codes.Aborted, true, 0},
-	fsmpb.RejectCode_TRIM_BEYOND_END:       {codes.FailedPrecondition, true, 0},
-	fsmpb.RejectCode_TRIM_BACKWARDS:        {codes.FailedPrecondition, true, 0},
-	fsmpb.RejectCode_GENERATION_NOT_NEWER:  {codes.FailedPrecondition, true, 0},
-	fsmpb.RejectCode_GENERATION_NOT_FOUND:  {codes.NotFound, true, 0},
-	fsmpb.RejectCode_RECORD_OVERLAP:        {codes.FailedPrecondition, true, 0},
-	fsmpb.RejectCode_RECORD_OUT_OF_RANGE:   {codes.FailedPrecondition, true, 0},
-	fsmpb.RejectCode_CHECKSUM_MISMATCH:     {codes.InvalidArgument, true, 0},
-	fsmpb.RejectCode_OBJECT_NOT_REGISTERED: {codes.FailedPrecondition, true, 0},
-	fsmpb.RejectCode_OBJECT_NOT_LIVE:       {codes.FailedPrecondition, true, 0},
-	fsmpb.RejectCode_IDENTITY_MISMATCH:     {codes.FailedPrecondition, true, 0},
-	fsmpb.RejectCode_OBJECT_REFERENCED:     {codes.FailedPrecondition, true, 0},
-	fsmpb.RejectCode_OBJECT_PINNED:         {codes.FailedPrecondition, true, 0},
-	fsmpb.RejectCode_PIN_NOT_FOUND:         {codes.NotFound, true, 0},
-	fsmpb.RejectCode_CONDITION_FAILED:      {codes.Aborted, true, 0},
-	fsmpb.RejectCode_REQUEST_ID_REUSED:     {codes.InvalidArgument, true, 0},
-	fsmpb.RejectCode_TOO_LARGE:             {codes.InvalidArgument, true, 0},
-	fsmpb.RejectCode_RECORD_NOT_FOUND:      {codes.NotFound, true, 0},
-}
-
-// Reasons of failures that are not FSM refusals.
-const (
-	ReasonNotLeader          = "NOT_LEADER"
-	ReasonNoLeader           = "NO_LEADER"
-	ReasonNotReady           = "NOT_READY"
-	ReasonLeadershipLost     = "LEADERSHIP_LOST"
-	ReasonCommitTimeout      = "COMMIT_TIMEOUT"
-	ReasonShuttingDown       = "SHUTTING_DOWN"
-	ReasonDeadlineExceeded   = "DEADLINE_EXCEEDED"
-	ReasonCancelled          = "CANCELLED"
-	ReasonResolveUnavailable = "RESOLVE_UNAVAILABLE"
-	ReasonOverloaded         = "OVERLOADED"
-	ReasonInvalidArgument    = "INVALID_ARGUMENT"
-	ReasonNotFound           = "NOT_FOUND"
-	ReasonPinShared          = "PIN_SHARED"
-	// ReasonAlreadyLeader: a leadership transfer named the current leader.
-	ReasonAlreadyLeader = "ALREADY_LEADER"
-	// ReasonLastVoter: removing the server would leave raft without a voter.
-	ReasonLastVoter = "LAST_VOTER"
-	// ReasonConfigurationRefused: raft refused a configuration change (e.g.
-	// another one is not committed yet).
-	ReasonConfigurationRefused = "CONFIGURATION_REFUSED"
-	// ReasonFeatureLevel: the command needs a higher cluster feature level.
-	ReasonFeatureLevel = "FEATURE_LEVEL"
-	// ReasonQuarantineNotVerified: a lift was asked, but the bytes do not
-	// verify (or the store could not say).
-	ReasonQuarantineNotVerified = "QUARANTINE_NOT_VERIFIED"
-	ReasonInternal              = "INTERNAL"
-	// Watch (watch.go).
-	ReasonWatchCompacted    = "WATCH_COMPACTED"
-	ReasonWatchSlowConsumer = "WATCH_SLOW_CONSUMER"
-	ReasonWatchReset        = "WATCH_RESET"
-)
-
-// failureTable maps the failures of Raft, the resolver and the context.
-// Indeterminate rows are those where a command may have been committed.
+// failureTable maps the failures of Raft, the resolver and the context to
+// their reasons. Indeterminate reasons are those where a command may have
+// been committed; toStatus narrows them per error.
 var failureTable = []struct {
 	err    error
-	reason string
-	spec   errorSpec
+	reason metadpb.Reason
 	field  string // the request field at fault, if the failure names one
 }{
-	{raftstore.ErrNotLeader, ReasonNotLeader, errorSpec{codes.Unavailable, true, 50 * time.Millisecond}, ""},
-	{raftstore.ErrNoLeader, ReasonNoLeader, errorSpec{codes.Unavailable, true, 200 * time.Millisecond}, ""},
-	{raftstore.ErrNotReady, ReasonNotReady, errorSpec{codes.Unavailable, true, 100 * time.Millisecond}, ""},
-	{raftstore.ErrLeadershipLost, ReasonLeadershipLost, errorSpec{codes.Unavailable, false, 200 * time.Millisecond}, ""},
-	{raftstore.ErrTimeout, ReasonCommitTimeout, errorSpec{codes.Unavailable, false, 200 * time.Millisecond}, ""},
-	{raftstore.ErrClosed, ReasonShuttingDown, errorSpec{codes.Unavailable, false, 500 * time.Millisecond}, ""},
-	{raftstore.ErrOverloaded, ReasonOverloaded, errorSpec{codes.ResourceExhausted, true, 100 * time.Millisecond}, ""},
-	{raftstore.ErrUnknownServer, ReasonNotFound, errorSpec{codes.NotFound, true, 0}, ""},
-	{raftstore.ErrAlreadyLeader, ReasonAlreadyLeader, errorSpec{codes.FailedPrecondition, true, 0}, "to_node_id"},
-	{raftstore.ErrLastVoter, ReasonLastVoter, errorSpec{codes.FailedPrecondition, true, 0}, "node_id"},
-	{raftstore.ErrConfigurationRefused, ReasonConfigurationRefused, errorSpec{codes.Aborted, true, 200 * time.Millisecond}, ""},
-	// Refused before the proposal: definite, and no retry helps until the
-	// cluster's level is raised (every voter upgraded).
-	{raftstore.ErrFeatureLevel, ReasonFeatureLevel, errorSpec{codes.FailedPrecondition, true, 0}, ""},
-	{resolver.ErrUnavailable, ReasonResolveUnavailable, errorSpec{codes.Unavailable, true, 50 * time.Millisecond}, ""},
-	{context.DeadlineExceeded, ReasonDeadlineExceeded, errorSpec{codes.DeadlineExceeded, false, 0}, ""},
-	{context.Canceled, ReasonCancelled, errorSpec{codes.Canceled, false, 0}, ""},
+	{raftstore.ErrNotLeader, metadpb.Reason_NOT_LEADER, ""},
+	{raftstore.ErrNoLeader, metadpb.Reason_NO_LEADER, ""},
+	{raftstore.ErrNotReady, metadpb.Reason_NOT_READY, ""},
+	{raftstore.ErrLeadershipLost, metadpb.Reason_LEADERSHIP_LOST, ""},
+	{raftstore.ErrTimeout, metadpb.Reason_COMMIT_TIMEOUT, ""},
+	{raftstore.ErrClosed, metadpb.Reason_SHUTTING_DOWN, ""},
+	{raftstore.ErrOverloaded, metadpb.Reason_OVERLOADED, ""},
+	{raftstore.ErrUnknownServer, metadpb.Reason_NOT_FOUND, ""},
+	{raftstore.ErrAlreadyLeader, metadpb.Reason_ALREADY_LEADER, "to_node_id"},
+	{raftstore.ErrLastVoter, metadpb.Reason_LAST_VOTER, "node_id"},
+	{raftstore.ErrConfigurationRefused, metadpb.Reason_CONFIGURATION_REFUSED, ""},
+	{raftstore.ErrFeatureLevel, metadpb.Reason_FEATURE_LEVEL, ""},
+	{resolver.ErrUnavailable, metadpb.Reason_RESOLVE_UNAVAILABLE, ""},
+	{context.DeadlineExceeded, metadpb.Reason_DEADLINE_EXCEEDED, ""},
+	{context.Canceled, metadpb.Reason_CANCELLED, ""},
+}
+
+// rejectionReason is the reason of an FSM refusal: the reason of the same
+// name (every RejectCode has one; errors_wire_test.go checks it).
+func rejectionReason(code fsmpb.RejectCode) (metadpb.Reason, bool) {
+	n, ok := metadpb.Reason_value[code.String()]
+	return metadpb.Reason(n), ok && n != 0
 }
 
 // rejectionError turns a refusal into its status. The FSM names fields as
@@ -125,34 +62,35 @@ var failureTable = []struct {
 // request messages are the operations themselves, so the operation prefix
 // is dropped.
 func rejectionError(rej *fsmpb.Rejection) error {
-	spec, ok := rejectionTable[rej.Code]
-	if !ok {
-		spec = errorSpec{codes.Internal, true, 0}
-	}
 	field := rej.Field
 	if i := strings.IndexByte(field, '.'); i >= 0 {
 		field = field[i+1:]
 	}
-	return build(spec, rej.Code.String(), rej.Message, field, nil)
+	r, ok := rejectionReason(rej.Code)
+	if !ok { // unreachable while every RejectCode has a reason
+		return build(metadpb.Reason_INTERNAL, reasons.Spec{Code: codes.Internal, Definite: true},
+			sprintf("refused with unknown code %v: %s", rej.Code, rej.Message), field, nil, nil)
+	}
+	return fail(r, rej.Message, field)
 }
 
 // invalidArgument is for requests refused before anything was proposed.
 func invalidArgument(field, format string, args ...any) error {
-	return build(errorSpec{codes.InvalidArgument, true, 0}, ReasonInvalidArgument, sprintf(format, args...), field, nil)
+	return fail(metadpb.Reason_INVALID_ARGUMENT, sprintf(format, args...), field)
 }
 
 func streamNotFound(field, format string, args ...any) error {
-	return build(errorSpec{codes.NotFound, true, 0}, fsmpb.RejectCode_STREAM_NOT_FOUND.String(), sprintf(format, args...), field, nil)
+	return fail(metadpb.Reason_STREAM_NOT_FOUND, sprintf(format, args...), field)
 }
 
 // pinShared refuses to release a pin that concurrent resolves share.
 func pinShared(id uint64) error {
-	return build(errorSpec{codes.FailedPrecondition, true, 0}, ReasonPinShared,
-		sprintf("pin %d is shared by concurrent resolves (target.pin_shared): readers must not release it; it expires by itself", id), "pin_id", nil)
+	return fail(metadpb.Reason_PIN_SHARED,
+		sprintf("pin %d is shared by concurrent resolves (target.pin_shared): readers must not release it; it expires by itself", id), "pin_id")
 }
 
 func notFound(field, format string, args ...any) error {
-	return build(errorSpec{codes.NotFound, true, 0}, ReasonNotFound, sprintf(format, args...), field, nil)
+	return fail(metadpb.Reason_NOT_FOUND, sprintf(format, args...), field)
 }
 
 // toStatus maps any error from the layers below to its status, per the
@@ -167,26 +105,27 @@ func toStatus(err error) error {
 	}
 	for _, row := range failureTable {
 		if errors.Is(err, row.err) {
-			spec := row.spec
+			spec := reasons.Of(row.reason).Spec
 			if !errors.Is(row.err, context.DeadlineExceeded) && !errors.Is(row.err, context.Canceled) {
 				// raftstore knows whether the command reached the log.
-				spec.definite = !raftstore.Indeterminate(err)
+				spec.Definite = !raftstore.Indeterminate(err)
 			}
-			return build(spec, row.reason, err.Error(), row.field, err)
+			return build(row.reason, spec, err.Error(), row.field, err, nil)
 		}
 	}
-	return build(errorSpec{codes.Internal, false, 0}, ReasonInternal, err.Error(), "", err)
+	return build(metadpb.Reason_INTERNAL, reasons.Of(metadpb.Reason_INTERNAL).Spec, err.Error(), "", err, nil)
 }
 
-// build assembles a status with ErrorInfo, and RetryInfo, BadRequest and
-// ResolveDiagnostic where they apply.
-func build(spec errorSpec, reason, msg, field string, cause error) error {
-	return buildWithMeta(spec, reason, msg, field, cause, nil)
+// fail builds the status of reason r, sent the usual way (its row's Spec).
+func fail(r metadpb.Reason, msg, field string) error {
+	return build(r, reasons.Of(r).Spec, msg, field, nil, nil)
 }
 
-// buildWithMeta is build with extra ErrorInfo metadata.
-func buildWithMeta(spec errorSpec, reason, msg, field string, cause error, extra map[string]string) error {
-	meta := map[string]string{"definite": boolString(spec.definite)}
+// build assembles the status of reason r sent as spec (its row's Spec or
+// one of its Also), with ErrorInfo (plus the extra metadata), and
+// RetryInfo, BadRequest and ResolveDiagnostic where they apply.
+func build(r metadpb.Reason, spec reasons.Spec, msg, field string, cause error, extra map[string]string) error {
+	meta := map[string]string{"definite": boolString(spec.Definite)}
 	for k, v := range extra {
 		meta[k] = v
 	}
@@ -197,10 +136,10 @@ func buildWithMeta(spec errorSpec, reason, msg, field string, cause error, extra
 	if errors.As(cause, &nle) {
 		meta["leader_id"], meta["leader_addr"] = nle.LeaderID, nle.LeaderAddr
 	}
-	st := status.New(spec.code, msg)
-	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain, Metadata: meta}}
-	if spec.retry > 0 {
-		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(spec.retry)})
+	st := status.New(spec.Code, msg)
+	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: r.String(), Domain: ErrorDomain, Metadata: meta}}
+	if spec.Retry > 0 {
+		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(spec.Retry)})
 	}
 	if field != "" {
 		details = append(details, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: msg}}})
@@ -241,16 +180,17 @@ func asStatus(err error) (*status.Status, bool) {
 	return status.FromError(err)
 }
 
-// reasonOf returns the ErrorInfo reason of a status error ("" if none).
-func reasonOf(err error) string {
+// reasonOf returns the reason of a status error (REASON_UNSPECIFIED if it
+// carries none this build knows).
+func reasonOf(err error) metadpb.Reason {
 	st, ok := asStatus(err)
 	if !ok {
-		return ""
+		return metadpb.Reason_REASON_UNSPECIFIED
 	}
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			return info.Reason
+			return metadpb.Reason(metadpb.Reason_value[info.Reason])
 		}
 	}
-	return ""
+	return metadpb.Reason_REASON_UNSPECIFIED
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/raftstore"
 )
 
@@ -19,16 +20,16 @@ func TestClusterChangeErrorsAreClassified(t *testing.T) {
 	cases := []struct {
 		err    error
 		code   codes.Code
-		reason string
+		reason metadpb.Reason
 		field  string
 		meta   map[string]string
 	}{
-		{&raftstore.NotLeaderError{LeaderID: "n1", LeaderAddr: "10.0.0.1:7421"}, codes.Unavailable, ReasonNotLeader, "",
+		{&raftstore.NotLeaderError{LeaderID: "n1", LeaderAddr: "10.0.0.1:7421"}, codes.Unavailable, metadpb.Reason_NOT_LEADER, "",
 			map[string]string{"leader_id": "n1", "leader_addr": "10.0.0.1:7421"}},
-		{fmt.Errorf("%w: \"n2\" is already the leader", raftstore.ErrAlreadyLeader), codes.FailedPrecondition, ReasonAlreadyLeader, "to_node_id", nil},
-		{fmt.Errorf("%w: \"n2\" is the only voter", raftstore.ErrLastVoter), codes.FailedPrecondition, ReasonLastVoter, "node_id", nil},
-		{fmt.Errorf("%w: remove n3: busy", raftstore.ErrConfigurationRefused), codes.Aborted, ReasonConfigurationRefused, "", nil},
-		{fmt.Errorf("%w: \"n9\"", raftstore.ErrUnknownServer), codes.NotFound, ReasonNotFound, "", nil},
+		{fmt.Errorf("%w: \"n2\" is already the leader", raftstore.ErrAlreadyLeader), codes.FailedPrecondition, metadpb.Reason_ALREADY_LEADER, "to_node_id", nil},
+		{fmt.Errorf("%w: \"n2\" is the only voter", raftstore.ErrLastVoter), codes.FailedPrecondition, metadpb.Reason_LAST_VOTER, "node_id", nil},
+		{fmt.Errorf("%w: remove n3: busy", raftstore.ErrConfigurationRefused), codes.Aborted, metadpb.Reason_CONFIGURATION_REFUSED, "", nil},
+		{fmt.Errorf("%w: \"n9\"", raftstore.ErrUnknownServer), codes.NotFound, metadpb.Reason_NOT_FOUND, "", nil},
 	}
 	for _, c := range cases {
 		st, _ := status.FromError(toStatus(c.err))
@@ -38,7 +39,7 @@ func TestClusterChangeErrorsAreClassified(t *testing.T) {
 				info = i
 			}
 		}
-		if st.Code() != c.code || info == nil || info.Reason != c.reason || info.Metadata["definite"] != "true" ||
+		if st.Code() != c.code || info == nil || info.Reason != c.reason.String() || info.Metadata["definite"] != "true" ||
 			info.Metadata["field"] != c.field {
 			t.Errorf("%v: %v %v, want a definite %v %s naming %q", c.err, st.Code(), info, c.code, c.reason, c.field)
 			continue

@@ -148,11 +148,11 @@ func (p *PeerClient) ReadIndex(ctx context.Context, leaderID string) (uint64, er
 // so the read path classifies it like a local one.
 func readIndexError(err error) error {
 	switch reasonOf(err) {
-	case ReasonNotReady:
+	case metadpb.Reason_NOT_READY:
 		return fmt.Errorf("%w: %w", raftstore.ErrNotReady, err)
-	case ReasonLeadershipLost:
+	case metadpb.Reason_LEADERSHIP_LOST:
 		return fmt.Errorf("%w: %w", raftstore.ErrLeadershipLost, err)
-	case ReasonOverloaded:
+	case metadpb.Reason_OVERLOADED:
 		return fmt.Errorf("%w: %w", raftstore.ErrOverloaded, err)
 	}
 	return fmt.Errorf("%w: %w", raftstore.ErrNoLeader, err)
@@ -195,7 +195,7 @@ func (s *Server) propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result
 			}
 		}
 		res, err = s.peers.forward(ctx, nle.LeaderID, encoded)
-		if reasonOf(err) != ReasonNotLeader {
+		if reasonOf(err) != metadpb.Reason_NOT_LEADER {
 			return res, err
 		}
 	}

@@ -3,11 +3,9 @@ package api
 import (
 	"context"
 	"fmt"
-	"time"
-
-	"google.golang.org/grpc/codes"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/api/reasons"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/objectstore"
@@ -63,8 +61,8 @@ func (s *Server) LiftQuarantine(ctx context.Context, req *metadpb.LiftQuarantine
 	case !found:
 		return nil, notFound("key", "no index record %v", key)
 	case rec.Status != fsm.RecordQuarantined || rec.Version != req.Version:
-		return nil, build(errorSpec{codes.FailedPrecondition, true, 0}, fsmpb.RejectCode_CONDITION_FAILED.String(),
-			fmt.Sprintf("record %v is %s at version %d, not quarantined at %d", key, rec.Status, rec.Version, req.Version), "version", nil)
+		return nil, build(metadpb.Reason_CONDITION_FAILED, reasons.LiftNotAtVersion,
+			fmt.Sprintf("record %v is %s at version %d, not quarantined at %d", key, rec.Status, rec.Version, req.Version), "version", nil, nil)
 	}
 	cerr := objectstore.Check(ctx, s.objects, rec.Object.Key, rec.Object.Identity)
 	if cerr == nil {
@@ -76,9 +74,9 @@ func (s *Server) LiftQuarantine(ctx context.Context, req *metadpb.LiftQuarantine
 	if cerr != nil {
 		// Definite either way; a store that could not answer is worth a
 		// retry, bytes that do not verify are not.
-		spec := errorSpec{codes.FailedPrecondition, true, 0}
+		spec := reasons.Of(metadpb.Reason_QUARANTINE_NOT_VERIFIED).Spec
 		if !objectstore.Unusable(cerr) {
-			spec = errorSpec{codes.Unavailable, true, time.Second}
+			spec = reasons.StoreUnavailable
 		}
 		return nil, quarantineNotVerified(spec, fmt.Sprintf("the bytes of %s do not verify, so record %v stays quarantined: %v", rec.Object, key, cerr))
 	}
@@ -93,6 +91,6 @@ func (s *Server) LiftQuarantine(ctx context.Context, req *metadpb.LiftQuarantine
 
 // quarantineNotVerified refuses a lift whose bytes did not verify (spec
 // says whether the store answered).
-func quarantineNotVerified(spec errorSpec, msg string) error {
-	return build(spec, ReasonQuarantineNotVerified, msg, "key", nil)
+func quarantineNotVerified(spec reasons.Spec, msg string) error {
+	return build(metadpb.Reason_QUARANTINE_NOT_VERIFIED, spec, msg, "key", nil, nil)
 }

@@ -11,11 +11,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
-	"google.golang.org/grpc/status"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -254,7 +252,7 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("api: handler panicked", "method", info.FullMethod, "panic", p, "stack", string(debug.Stack()))
-			err = status.Errorf(codes.Internal, "internal error in %s", info.FullMethod)
+			err = fail(metadpb.Reason_INTERNAL, sprintf("internal error in %s", info.FullMethod), "")
 		}
 	}()
 	return h(ctx, req)

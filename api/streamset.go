@@ -99,7 +99,7 @@ func objectRefusal(res *fsmpb.Result) error {
 }
 
 func tooLarge(field, format string, args ...any) error {
-	return build(rejectionTable[fsmpb.RejectCode_TOO_LARGE], fsmpb.RejectCode_TOO_LARGE.String(), sprintf(format, args...), field, nil)
+	return fail(metadpb.Reason_TOO_LARGE, sprintf(format, args...), field)
 }
 
 // objectMetrics are CommitObject's metrics.

@@ -7,10 +7,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/api/reasons"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/watch"
@@ -26,7 +25,7 @@ import (
 // all the same: a duplicate is dropped, never sent.
 func (s *Server) Watch(req *metadpb.WatchRequest, out metadpb.Metad_WatchServer) error {
 	if s.hub == nil {
-		return status.Error(codes.Unimplemented, "watch is not enabled on this node")
+		return fail(metadpb.Reason_UNIMPLEMENTED, "watch is not enabled on this node", "")
 	}
 	if req.StreamId == 0 {
 		return invalidArgument("stream_id", "required")
@@ -167,7 +166,7 @@ func (s *Server) subscribe(ctx context.Context, id, from uint64) (*watch.Watcher
 		case errors.Is(err, watch.ErrCompacted):
 			return watchCompacted(info, err)
 		case errors.Is(err, watch.ErrTooManyWatchers):
-			return build(errorSpec{codes.ResourceExhausted, true, time.Second}, ReasonOverloaded, err.Error(), "", nil)
+			return build(metadpb.Reason_OVERLOADED, reasons.TooManyWatchers, err.Error(), "", nil, nil)
 		}
 		return err
 	})
@@ -205,7 +204,8 @@ func streamStateMeta(info fsm.StreamInfo) map[string]string {
 // Definite, not retryable as is: the client re-reads and resumes from the
 // current state the metadata carries.
 func watchCompacted(info fsm.StreamInfo, cause error) error {
-	return buildWithMeta(errorSpec{codes.FailedPrecondition, true, 0}, ReasonWatchCompacted,
+	r := metadpb.Reason_WATCH_COMPACTED
+	return build(r, reasons.Of(r).Spec,
 		cause.Error()+": re-read the stream and watch from its current version", "from_version", nil, streamStateMeta(info))
 }
 
@@ -218,18 +218,17 @@ func (s *Server) endWatches() { s.endWatchOne.Do(func() { close(s.watchesEnd) })
 // watchCutOff ends a watch the hub (or Drain) cut off; resumable from
 // last_version, at another member.
 func watchCutOff(cause error, stream, last uint64) error {
-	reason := ReasonWatchSlowConsumer
+	reason := metadpb.Reason_WATCH_SLOW_CONSUMER
 	switch {
 	case errors.Is(cause, watch.ErrReset):
-		reason = ReasonWatchReset
+		reason = metadpb.Reason_WATCH_RESET
 	case errors.Is(cause, errShuttingDown):
-		reason = ReasonShuttingDown
+		reason = metadpb.Reason_SHUTTING_DOWN
 	case errors.Is(cause, errLostLeader):
-		reason = ReasonNoLeader
+		reason = metadpb.Reason_NO_LEADER
 	}
 	meta := map[string]string{"stream_id": strconv.FormatUint(stream, 10), "last_version": strconv.FormatUint(last, 10)}
-	return buildWithMeta(errorSpec{codes.Unavailable, true, 100 * time.Millisecond}, reason,
-		sprintf("%v: resume from version %d", cause, last), "", nil, meta)
+	return build(reason, reasons.WatchCutOff, sprintf("%v: resume from version %d", cause, last), "", nil, meta)
 }
 
 func watchEventPB(ev watch.Event) *metadpb.WatchEvent {

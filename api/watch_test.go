@@ -47,17 +47,17 @@ func TestWatchErrorsCarryWhatTheClientNeeds(t *testing.T) {
 	err := watchCompacted(info, watch.ErrCompacted)
 	st := status.Convert(err)
 	meta := errorInfoOf(t, err)
-	if st.Code() != codes.FailedPrecondition || meta.Reason != ReasonWatchCompacted || meta.Metadata["definite"] != "true" ||
+	if st.Code() != codes.FailedPrecondition || meta.Reason != metadpb.Reason_WATCH_COMPACTED.String() || meta.Metadata["definite"] != "true" ||
 		meta.Metadata["version"] != "70" || meta.Metadata["committed_end"] != "500" || meta.Metadata["trim"] != "100" ||
 		meta.Metadata["status"] != "SEALED" {
 		t.Fatalf("compacted: %v %v", st, meta)
 	}
-	for cause, reason := range map[error]string{
-		watch.ErrSlowConsumer: ReasonWatchSlowConsumer, watch.ErrReset: ReasonWatchReset, errShuttingDown: ReasonShuttingDown,
+	for cause, reason := range map[error]metadpb.Reason{
+		watch.ErrSlowConsumer: metadpb.Reason_WATCH_SLOW_CONSUMER, watch.ErrReset: metadpb.Reason_WATCH_RESET, errShuttingDown: metadpb.Reason_SHUTTING_DOWN,
 	} {
 		err := watchCutOff(cause, 3, 41)
 		meta := errorInfoOf(t, err)
-		if status.Code(err) != codes.Unavailable || meta.Reason != reason || meta.Metadata["last_version"] != "41" || !hasRetryInfo(err) {
+		if status.Code(err) != codes.Unavailable || meta.Reason != reason.String() || meta.Metadata["last_version"] != "41" || !hasRetryInfo(err) {
 			t.Fatalf("%v: %v %v", cause, err, meta)
 		}
 	}

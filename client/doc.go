@@ -11,11 +11,11 @@
 // # Errors
 //
 // Callers classify failures with errors.Is, never by reading messages.
-// The server names every failure with a google.rpc.ErrorInfo reason
-// (api/errors.go's table); the client turns each reason back into an
-// exported sentinel for the reason itself (ErrStreamNotFound,
-// ErrNotLeader, ErrAppendNotAtEnd, ...) and one for its group, the thing a
-// caller acts on:
+// The server names every failure with a google.rpc.ErrorInfo reason, a
+// name of the metadpb.Reason enum; the table both sides read (package
+// api/reasons) gives every reason an exported sentinel for the reason
+// itself (ErrStreamNotFound, ErrNotLeader, ErrAppendNotAtEnd, ...) and one
+// for its group, the thing a caller acts on:
 //
 //	ErrInvalidArgument     the request is wrong: fix it
 //	ErrNotFound            the stream, generation, record, pin or server does not exist
@@ -25,6 +25,9 @@
 //	ErrDeadlineExceeded    also matches context.DeadlineExceeded
 //	ErrCancelled           also matches context.Canceled
 //	ErrInternal            unclassified, indeterminate
+//	ErrUnauthenticated     no credential the server accepts
+//	ErrPermissionDenied    the caller's role may not make the call
+//	ErrUnimplemented       the server does not serve the call
 //
 // Two more cut across the groups: ErrRetryable (the server sent RetryInfo,
 // the connection broke, or a Read found no readable candidate in time) and ErrIndeterminate (the operation may have

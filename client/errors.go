@@ -13,10 +13,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/api/reasons"
 )
 
-// Error is a metad failure as the server classified it (see api/errors.go
-// for the table). Every error a Client returns from a call that reached a
+// Error is a metad failure as the server classified it (package
+// api/reasons has the table). Every error a Client returns from a call that reached a
 // server can be examined with AsError, and classified with errors.Is
 // against the sentinels below.
 type Error struct {
@@ -127,8 +128,8 @@ func fromStatus(err error) error {
 			e.Appends = d.Appends
 		}
 	}
-	if !found && st.Code() == codes.Unavailable {
-		e.RetryDelay = 100 * time.Millisecond
+	if _, row, ok := reasons.Lookup(e.Reason); !found && ok && row.Transport {
+		e.Definite, e.RetryDelay = row.Definite, row.Retry
 	}
 	return e
 }
@@ -150,29 +151,50 @@ func codeReason(c codes.Code) string {
 	return strings.ToUpper(b.String())
 }
 
-// sentinelsOf lists the sentinels e matches by reason; a reason this
-// client does not know falls back on its gRPC code, so an older client
-// still classifies a newer server's errors by kind.
+// sentinelsOf lists the sentinels e matches by reason: the reason's own,
+// the group of the code its row sends it with, and the group of the code
+// it arrived with. A reason this client does not know falls back on its
+// gRPC code, so an older client still classifies a newer server's errors
+// by kind.
 func sentinelsOf(e *Error) []error {
-	if s, ok := reasonSentinels[e.Reason]; ok {
-		// A reason's group is usually its code's, and listed with it; a
-		// reason sent with more than one code (QUARANTINE_NOT_VERIFIED)
-		// lists only its own sentinel and takes its group from the code.
-		return slices.Concat(s, codeSentinels[e.Code])
+	r, row, ok := reasons.Lookup(e.Reason)
+	if !ok {
+		return codeSentinels[e.Code]
 	}
-	return codeSentinels[e.Code]
+	var group []error
+	if !row.GroupByCode {
+		// A reason sent with codes of more than one group
+		// (QUARANTINE_NOT_VERIFIED) takes its group from the code alone.
+		group = codeSentinels[row.Code]
+	}
+	return slices.Concat([]error{ownSentinel(r, row)}, group, codeSentinels[e.Code])
+}
+
+// ownSentinel is reason r's most specific sentinel: the one made from its
+// row's text, or its code's group sentinel for a row without one.
+func ownSentinel(r metadpb.Reason, row reasons.Row) error {
+	if s, ok := ownSentinels[r]; ok {
+		return s
+	}
+	if row.Sentinel != "" {
+		return nil // a row with a text but no sentinel variable: a bug the tests catch
+	}
+	if g := codeSentinels[row.Code]; len(g) > 0 {
+		return g[0]
+	}
+	return nil
 }
 
 // Sentinel returns the most specific sentinel of a reason, or nil for a
 // reason this client does not know.
 func Sentinel(reason string) error {
-	if s, ok := reasonSentinels[reason]; ok {
-		return s[0]
+	if r, row, ok := reasons.Lookup(reason); ok {
+		return ownSentinel(r, row)
 	}
 	return nil
 }
 
-// codeSentinels classifies errors by gRPC code when the reason is unknown.
+// codeSentinels classifies errors by gRPC code: the groups.
 var codeSentinels = map[codes.Code][]error{
 	codes.InvalidArgument:    {ErrInvalidArgument},
 	codes.NotFound:           {ErrNotFound},
@@ -183,6 +205,9 @@ var codeSentinels = map[codes.Code][]error{
 	codes.DeadlineExceeded:   {ErrDeadlineExceeded, context.DeadlineExceeded},
 	codes.Canceled:           {ErrCancelled, context.Canceled},
 	codes.Internal:           {ErrInternal},
+	codes.Unauthenticated:    {ErrUnauthenticated},
+	codes.PermissionDenied:   {ErrPermissionDenied},
+	codes.Unimplemented:      {ErrUnimplemented},
 }
 
 // Is makes a failed Read match ErrRetryable (the data may be readable

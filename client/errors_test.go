@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/api/reasons"
 )
 
 // wireError builds a status the way the server does: ErrorInfo with the
@@ -47,20 +52,36 @@ func TestFromStatusDecodesDetails(t *testing.T) {
 	}
 }
 
+// reasonNames walks the Reason enum's descriptor, so a reason added to
+// the proto is covered without editing a list.
+func reasonNames() []string {
+	vals := metadpb.Reason(0).Descriptor().Values()
+	var names []string
+	for i := range vals.Len() {
+		if vals.Get(i).Number() != 0 {
+			names = append(names, string(vals.Get(i).Name()))
+		}
+	}
+	return names
+}
+
 // Every reason maps to its own sentinel and to its group; nothing else.
 func TestEveryReasonHasItsSentinelAndGroup(t *testing.T) {
-	groups := []error{ErrInvalidArgument, ErrNotFound, ErrFailedPrecondition, ErrConflict, ErrUnavailable, ErrDeadlineExceeded, ErrCancelled, ErrInternal}
-	for reason, sentinels := range reasonSentinels {
+	groups := []error{ErrInvalidArgument, ErrNotFound, ErrFailedPrecondition, ErrConflict, ErrUnavailable, ErrDeadlineExceeded,
+		ErrCancelled, ErrInternal, ErrUnauthenticated, ErrPermissionDenied, ErrUnimplemented}
+	names := reasonNames()
+	for _, reason := range names {
 		code := codes.Unknown // the reason alone must place it in its group
-		if reason == ReasonQuarantineNotVerified {
-			code = codes.FailedPrecondition // sent with two codes; its group is the code's
+		if _, row, _ := reasons.Lookup(reason); row.GroupByCode {
+			code = row.Code // sent with codes of two groups; its group is the code's
 		}
 		err := fromStatus(wireError(code, reason, true, 0))
 		if got := Reason(err); got != reason {
 			t.Errorf("Reason = %q, want %q", got, reason)
 		}
-		if Sentinel(reason) != sentinels[0] || !errors.Is(err, Sentinel(reason)) {
-			t.Errorf("%s: not its own sentinel", reason)
+		own := Sentinel(reason)
+		if own == nil || !errors.Is(err, own) {
+			t.Errorf("%s: has no sentinel, or does not match it", reason)
 		}
 		inGroups := 0
 		for _, g := range groups {
@@ -71,10 +92,60 @@ func TestEveryReasonHasItsSentinelAndGroup(t *testing.T) {
 		if inGroups != 1 {
 			t.Errorf("%s is in %d groups, want exactly 1", reason, inGroups)
 		}
-		for other, os := range reasonSentinels {
-			if other != reason && !contains(sentinels, os[0]) && errors.Is(err, os[0]) {
+		for _, other := range names {
+			os := Sentinel(other)
+			if other != reason && os != nil && !contains(groups, os) && errors.Is(err, os) {
 				t.Errorf("%s also matches %s's sentinel", reason, other)
 			}
+		}
+	}
+}
+
+// TestQuarantineNotVerifiedTakesItsCodesGroup: the one reason sent with
+// codes of two groups matches its sentinel and the group of the code it
+// arrived with, not the other.
+func TestQuarantineNotVerifiedTakesItsCodesGroup(t *testing.T) {
+	for code, groups := range map[codes.Code][2]error{
+		codes.FailedPrecondition: {ErrFailedPrecondition, ErrUnavailable},
+		codes.Unavailable:        {ErrUnavailable, ErrFailedPrecondition},
+	} {
+		err := fromStatus(wireError(code, ReasonQuarantineNotVerified, true, 0))
+		if !errors.Is(err, ErrQuarantineNotVerified) || !errors.Is(err, groups[0]) || errors.Is(err, groups[1]) {
+			t.Errorf("%s with %v: want its sentinel and %v only", ReasonQuarantineNotVerified, code, groups[0])
+		}
+	}
+}
+
+// TestReasonConstantsNameTheEnum: every Reason* constant of this package
+// is a reason's wire name, and every reason has one.
+func TestReasonConstantsNameTheEnum(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "sentinels.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts := map[string]string{}
+	for _, decl := range f.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && strings.HasPrefix(name.Name, "Reason") {
+					consts[strings.Trim(lit.Value, `"`)] = name.Name
+				}
+			}
+		}
+	}
+	for value, name := range consts {
+		if _, ok := metadpb.Reason_value[value]; !ok {
+			t.Errorf("%s = %q is not a reason of metadpb.Reason", name, value)
+		}
+	}
+	for _, reason := range reasonNames() {
+		if _, ok := consts[reason]; !ok {
+			t.Errorf("reason %s has no Reason constant", reason)
 		}
 	}
 }

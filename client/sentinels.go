@@ -1,17 +1,18 @@
 package client
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/api/reasons"
 )
 
-// Reasons: the google.rpc.ErrorInfo reasons of api/errors.go's table, as
-// they arrive on the wire. The first block are the state machine's
+// Reasons: the google.rpc.ErrorInfo reasons as they arrive on the wire,
+// the names of the metadpb.Reason enum (api/reasons has the table: code,
+// definiteness, retry delay). The first block are the state machine's
 // refusals (always definite), the second the failures of Raft, the
 // resolver and the context, the last the client's own for a failure that
 // never reached metad.
@@ -66,6 +67,11 @@ const (
 	ReasonWatchSlowConsumer = "WATCH_SLOW_CONSUMER" // a watcher fell Buffer events behind; resume from last_version
 	ReasonWatchReset        = "WATCH_RESET"         // the member's state was replaced by a snapshot; resume
 
+	ReasonUnauthenticated   = "UNAUTHENTICATED"     // the call presented no identity (or one the server refused)
+	ReasonPermissionDenied  = "PERMISSION_DENIED"   // the caller's role may not make the call
+	ReasonClusterIDMismatch = "CLUSTER_ID_MISMATCH" // a node-to-node call from another cluster
+	ReasonUnimplemented     = "UNIMPLEMENTED"       // the call is not served there (e.g. watch not enabled)
+
 	ReasonUnavailable = "UNAVAILABLE" // the connection failed
 )
 
@@ -98,109 +104,79 @@ var (
 	ErrCancelled = errors.New("metad: cancelled")
 	// ErrInternal: a failure metad did not classify; indeterminate.
 	ErrInternal = errors.New("metad: internal error")
+	// ErrUnauthenticated: the call presented no identity the server
+	// accepts; present a client certificate or a bearer token.
+	ErrUnauthenticated = errors.New("metad: unauthenticated")
+	// ErrPermissionDenied: the caller's role may not make the call.
+	ErrPermissionDenied = errors.New("metad: permission denied")
+	// ErrUnimplemented: the server does not serve the call (watch not
+	// enabled there, or a server too old to know the RPC).
+	ErrUnimplemented = errors.New("metad: unimplemented")
 )
 
-// Reason sentinels: one per reason, each also matching its group.
+// Reason sentinels: one per reason, each also matching its group. Their
+// texts and groups come from the error table (package reasons); a reason
+// whose row names no text has its group's sentinel as its own
+// (INVALID_ARGUMENT: ErrInvalidArgument).
 var (
-	ErrStreamNotFound      = errors.New("metad: stream not found")
-	ErrSealed              = errors.New("metad: stream sealed")
-	ErrStaleEpoch          = errors.New("metad: stale writer epoch (fenced)")
-	ErrEpochAhead          = errors.New("metad: writer epoch ahead of the stream's")
-	ErrAppendNotAtEnd      = errors.New("metad: append not at the committed end")
-	ErrTrimBeyondEnd       = errors.New("metad: trim beyond the committed end")
-	ErrTrimBackwards       = errors.New("metad: trim backwards")
-	ErrGenerationNotNewer  = errors.New("metad: generation not newer")
-	ErrGenerationNotFound  = errors.New("metad: generation not found")
-	ErrRecordOverlap       = errors.New("metad: index records overlap")
-	ErrRecordOutOfRange    = errors.New("metad: index record out of range")
-	ErrChecksumMismatch    = errors.New("metad: checksum mismatch")
-	ErrObjectNotRegistered = errors.New("metad: object not registered")
-	ErrObjectNotLive       = errors.New("metad: object not live")
-	ErrIdentityMismatch    = errors.New("metad: object identity mismatch")
-	ErrObjectReferenced    = errors.New("metad: object referenced")
-	ErrObjectPinned        = errors.New("metad: object pinned")
-	ErrPinNotFound         = errors.New("metad: pin not found")
-	ErrConditionFailed     = errors.New("metad: condition failed")
-	ErrRequestIDReused     = errors.New("metad: request id reused")
-	ErrTooLarge            = errors.New("metad: too large")
-	ErrRecordNotFound      = errors.New("metad: record not found")
-	ErrPinShared           = errors.New("metad: pin shared")
+	ErrStreamNotFound      = sentinel(metadpb.Reason_STREAM_NOT_FOUND)
+	ErrSealed              = sentinel(metadpb.Reason_STREAM_SEALED)
+	ErrStaleEpoch          = sentinel(metadpb.Reason_STALE_EPOCH)
+	ErrEpochAhead          = sentinel(metadpb.Reason_EPOCH_AHEAD)
+	ErrAppendNotAtEnd      = sentinel(metadpb.Reason_APPEND_NOT_AT_END)
+	ErrTrimBeyondEnd       = sentinel(metadpb.Reason_TRIM_BEYOND_END)
+	ErrTrimBackwards       = sentinel(metadpb.Reason_TRIM_BACKWARDS)
+	ErrGenerationNotNewer  = sentinel(metadpb.Reason_GENERATION_NOT_NEWER)
+	ErrGenerationNotFound  = sentinel(metadpb.Reason_GENERATION_NOT_FOUND)
+	ErrRecordOverlap       = sentinel(metadpb.Reason_RECORD_OVERLAP)
+	ErrRecordOutOfRange    = sentinel(metadpb.Reason_RECORD_OUT_OF_RANGE)
+	ErrChecksumMismatch    = sentinel(metadpb.Reason_CHECKSUM_MISMATCH)
+	ErrObjectNotRegistered = sentinel(metadpb.Reason_OBJECT_NOT_REGISTERED)
+	ErrObjectNotLive       = sentinel(metadpb.Reason_OBJECT_NOT_LIVE)
+	ErrIdentityMismatch    = sentinel(metadpb.Reason_IDENTITY_MISMATCH)
+	ErrObjectReferenced    = sentinel(metadpb.Reason_OBJECT_REFERENCED)
+	ErrObjectPinned        = sentinel(metadpb.Reason_OBJECT_PINNED)
+	ErrPinNotFound         = sentinel(metadpb.Reason_PIN_NOT_FOUND)
+	ErrConditionFailed     = sentinel(metadpb.Reason_CONDITION_FAILED)
+	ErrRequestIDReused     = sentinel(metadpb.Reason_REQUEST_ID_REUSED)
+	ErrTooLarge            = sentinel(metadpb.Reason_TOO_LARGE)
+	ErrRecordNotFound      = sentinel(metadpb.Reason_RECORD_NOT_FOUND)
+	ErrPinShared           = sentinel(metadpb.Reason_PIN_SHARED)
 
-	ErrNotLeader          = errors.New("metad: not the leader")
-	ErrNoLeader           = errors.New("metad: no leader")
-	ErrNotReady           = errors.New("metad: not ready")
-	ErrLeadershipLost     = errors.New("metad: leadership lost")
-	ErrCommitTimeout      = errors.New("metad: commit timeout")
-	ErrShuttingDown       = errors.New("metad: shutting down")
-	ErrResolveUnavailable = errors.New("metad: resolve unavailable")
-	ErrOverloaded         = errors.New("metad: overloaded")
+	ErrNotLeader          = sentinel(metadpb.Reason_NOT_LEADER)
+	ErrNoLeader           = sentinel(metadpb.Reason_NO_LEADER)
+	ErrNotReady           = sentinel(metadpb.Reason_NOT_READY)
+	ErrLeadershipLost     = sentinel(metadpb.Reason_LEADERSHIP_LOST)
+	ErrCommitTimeout      = sentinel(metadpb.Reason_COMMIT_TIMEOUT)
+	ErrShuttingDown       = sentinel(metadpb.Reason_SHUTTING_DOWN)
+	ErrResolveUnavailable = sentinel(metadpb.Reason_RESOLVE_UNAVAILABLE)
+	ErrOverloaded         = sentinel(metadpb.Reason_OVERLOADED)
 
-	ErrAlreadyLeader        = errors.New("metad: already the leader")
-	ErrLastVoter            = errors.New("metad: the last voter")
-	ErrConfigurationRefused = errors.New("metad: configuration change refused")
-	ErrFeatureLevel         = errors.New("metad: the cluster's feature level is too low")
+	ErrAlreadyLeader        = sentinel(metadpb.Reason_ALREADY_LEADER)
+	ErrLastVoter            = sentinel(metadpb.Reason_LAST_VOTER)
+	ErrConfigurationRefused = sentinel(metadpb.Reason_CONFIGURATION_REFUSED)
+	ErrFeatureLevel         = sentinel(metadpb.Reason_FEATURE_LEVEL)
 	// ErrQuarantineNotVerified: a quarantine lift was refused because the
 	// record's bytes did not verify; it also matches the group of its code
 	// (ErrFailedPrecondition, or ErrUnavailable when the store did not
 	// answer).
-	ErrQuarantineNotVerified = errors.New("metad: quarantined bytes do not verify")
+	ErrQuarantineNotVerified = sentinel(metadpb.Reason_QUARANTINE_NOT_VERIFIED)
 
-	ErrWatchCompacted    = errors.New("metad: watch history no longer held")
-	ErrWatchSlowConsumer = errors.New("metad: watcher cut off as a slow consumer")
-	ErrWatchReset        = errors.New("metad: watch reset by a snapshot install")
+	ErrWatchCompacted    = sentinel(metadpb.Reason_WATCH_COMPACTED)
+	ErrWatchSlowConsumer = sentinel(metadpb.Reason_WATCH_SLOW_CONSUMER)
+	ErrWatchReset        = sentinel(metadpb.Reason_WATCH_RESET)
+
+	ErrClusterIDMismatch = sentinel(metadpb.Reason_CLUSTER_ID_MISMATCH)
 )
 
-// reasonSentinels: each reason's own sentinel first, then its groups.
-var reasonSentinels = map[string][]error{
-	ReasonInvalidArgument:     {ErrInvalidArgument},
-	ReasonStreamNotFound:      {ErrStreamNotFound, ErrNotFound},
-	ReasonStreamSealed:        {ErrSealed, ErrFailedPrecondition},
-	ReasonStaleEpoch:          {ErrStaleEpoch, ErrFailedPrecondition},
-	ReasonEpochAhead:          {ErrEpochAhead, ErrFailedPrecondition},
-	ReasonAppendNotAtEnd:      {ErrAppendNotAtEnd, ErrConflict},
-	ReasonTrimBeyondEnd:       {ErrTrimBeyondEnd, ErrFailedPrecondition},
-	ReasonTrimBackwards:       {ErrTrimBackwards, ErrFailedPrecondition},
-	ReasonGenerationNotNewer:  {ErrGenerationNotNewer, ErrFailedPrecondition},
-	ReasonGenerationNotFound:  {ErrGenerationNotFound, ErrNotFound},
-	ReasonRecordOverlap:       {ErrRecordOverlap, ErrFailedPrecondition},
-	ReasonRecordOutOfRange:    {ErrRecordOutOfRange, ErrFailedPrecondition},
-	ReasonChecksumMismatch:    {ErrChecksumMismatch, ErrInvalidArgument},
-	ReasonObjectNotRegistered: {ErrObjectNotRegistered, ErrFailedPrecondition},
-	ReasonObjectNotLive:       {ErrObjectNotLive, ErrFailedPrecondition},
-	ReasonIdentityMismatch:    {ErrIdentityMismatch, ErrFailedPrecondition},
-	ReasonObjectReferenced:    {ErrObjectReferenced, ErrFailedPrecondition},
-	ReasonObjectPinned:        {ErrObjectPinned, ErrFailedPrecondition},
-	ReasonPinNotFound:         {ErrPinNotFound, ErrNotFound},
-	ReasonConditionFailed:     {ErrConditionFailed, ErrConflict},
-	ReasonRequestIDReused:     {ErrRequestIDReused, ErrInvalidArgument},
-	ReasonTooLarge:            {ErrTooLarge, ErrInvalidArgument},
-	ReasonRecordNotFound:      {ErrRecordNotFound, ErrNotFound},
-	ReasonPinShared:           {ErrPinShared, ErrFailedPrecondition},
-	ReasonNotFound:            {ErrNotFound},
+// ownSentinels holds the reason sentinels above, as sentinel made them.
+var ownSentinels = map[metadpb.Reason]error{}
 
-	ReasonNotLeader:          {ErrNotLeader, ErrUnavailable},
-	ReasonNoLeader:           {ErrNoLeader, ErrUnavailable},
-	ReasonNotReady:           {ErrNotReady, ErrUnavailable},
-	ReasonLeadershipLost:     {ErrLeadershipLost, ErrUnavailable},
-	ReasonCommitTimeout:      {ErrCommitTimeout, ErrUnavailable},
-	ReasonShuttingDown:       {ErrShuttingDown, ErrUnavailable},
-	ReasonResolveUnavailable: {ErrResolveUnavailable, ErrUnavailable},
-	ReasonOverloaded:         {ErrOverloaded, ErrUnavailable},
-	ReasonUnavailable:        {ErrUnavailable},
-	ReasonDeadlineExceeded:   {ErrDeadlineExceeded, context.DeadlineExceeded},
-	ReasonCancelled:          {ErrCancelled, context.Canceled},
-	ReasonInternal:           {ErrInternal},
-
-	ReasonAlreadyLeader:        {ErrAlreadyLeader, ErrFailedPrecondition},
-	ReasonLastVoter:            {ErrLastVoter, ErrFailedPrecondition},
-	ReasonConfigurationRefused: {ErrConfigurationRefused, ErrConflict},
-	ReasonFeatureLevel:         {ErrFeatureLevel, ErrFailedPrecondition},
-	// Its group follows the code (see Sentinel's caller), not a fixed one.
-	ReasonQuarantineNotVerified: {ErrQuarantineNotVerified},
-
-	ReasonWatchCompacted:    {ErrWatchCompacted, ErrFailedPrecondition},
-	ReasonWatchSlowConsumer: {ErrWatchSlowConsumer, ErrUnavailable},
-	ReasonWatchReset:        {ErrWatchReset, ErrUnavailable},
+// sentinel makes reason r's own sentinel from its row.
+func sentinel(r metadpb.Reason) error {
+	err := errors.New(reasons.Of(r).Sentinel)
+	ownSentinels[r] = err
+	return err
 }
 
 // Resolve outcomes that are answers, not failures. OutcomeError turns

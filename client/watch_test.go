@@ -30,7 +30,7 @@ func TestCompactedErrorCarriesTheStreamState(t *testing.T) {
 	if *ce != want || ce.Err == nil {
 		t.Fatalf("got %+v, want %+v with the server's error", *ce, want)
 	}
-	if Reason(err) != "WATCH_COMPACTED" {
+	if !errors.Is(err, ErrWatchCompacted) {
 		t.Fatalf("reason %q: the server's error must stay reachable", Reason(err))
 	}
 }

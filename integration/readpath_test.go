@@ -88,7 +88,7 @@ func TestSharedPinIsNotReleasable(t *testing.T) {
 	}
 	_, err := client.Call(b.ctx(), b.c, b.c.Metad.ReleasePin, &metadpb.ReleasePinRequest{PinId: tg.PinId, RequestId: client.NewRequestID()})
 	e, ok := client.AsError(err)
-	if !ok || e.Code != codes.FailedPrecondition || e.Reason != "PIN_SHARED" || e.Field != "pin_id" || !e.Definite {
+	if !ok || e.Code != codes.FailedPrecondition || !errors.Is(err, client.ErrPinShared) || e.Field != "pin_id" || !e.Definite {
 		t.Fatalf("releasing a shared pin: %v, want FailedPrecondition PIN_SHARED on pin_id", err)
 	}
 	if again := b.mustTarget(metadpb.View_COMMITTED, 5); again.PinId != tg.PinId {
@@ -155,7 +155,7 @@ func TestEveryCandidateFailingIsRetryableWithDiagnostic(t *testing.T) {
 	// (The client retries until its deadline, hence a short one.)
 	_, err := b.c.Resolve(ctxT(t, 2*time.Second), b.stream, metadpb.View_COMMITTED, 5, refs)
 	e, ok := client.AsError(err)
-	if !ok || e.Reason != "RESOLVE_UNAVAILABLE" || !e.Retryable() || e.Diagnostic == nil {
+	if !ok || !errors.Is(err, client.ErrResolveUnavailable) || !e.Retryable() || e.Diagnostic == nil {
 		t.Fatalf("resolve excluding everything: %v", err)
 	}
 	gens := map[uint64]string{}

@@ -82,7 +82,7 @@ func TestPeerCallsCarryTheClusterID(t *testing.T) {
 			info = i
 		}
 	}
-	if st.Code() != codes.FailedPrecondition || info == nil || info.Reason != api.ReasonClusterIDMismatch ||
+	if st.Code() != codes.FailedPrecondition || info == nil || info.Reason != metadpb.Reason_CLUSTER_ID_MISMATCH.String() ||
 		info.Metadata["cluster_id"] != id || !strings.Contains(st.Message(), "0123456789abcdef0123456789abcdef") {
 		t.Fatalf("foreign caller: %v (%+v)", err, info)
 	}

@@ -10,7 +10,8 @@
 // "false": it may have), "field" for the request field at fault, and
 // "leader_id"/"leader_addr" when a leader is known. Retryable errors carry a
 // google.rpc.RetryInfo; a failed resolve carries a ResolveDiagnostic. The
-// full table is in api/errors.go and README.md.
+// reasons are the names of reason.proto's Reason enum; the full table is
+// api/reasons (summarised in README.md).
 //
 // Regenerate with `go generate ./api/metadpb` (see README.md).
 
