@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
@@ -159,9 +160,9 @@ func selectors(e string) ([]Selector, error) {
 		s := Selector{}
 		for _, m := range path {
 			switch {
-			case m.Name == labels.MetricName && m.Type == labels.MatchEqual:
+			case m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual:
 				s.Metric = m.Value
-			case m.Name == labels.MetricName:
+			case m.Name == model.MetricNameLabel:
 				return nil, fmt.Errorf("selector %v: match the metric name exactly", path)
 			default:
 				s.Labels = append(s.Labels, m.Name)
