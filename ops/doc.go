@@ -12,6 +12,8 @@
 //     acknowledged write and keeps the cluster writable throughout;
 //   - `metad data inspect` and `metad data recover` bring back a cluster
 //     whose majority is lost, from the survivor, with every write it had;
+//   - every series the alert rules and dashboard of examples/monitoring
+//     select is one a running server exports;
 //   - `metad raft list-peers | remove-peer | transfer-leader`, `metad
 //     members`, and systemd's notify protocol (READY=1, STOPPING=1).
 //
