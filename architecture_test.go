@@ -55,6 +55,9 @@ var inward = map[string][]string{
 	// statuses from it and client its sentinels, so it may import only
 	// api/metadpb.
 	"api/reasons": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api$", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "tlsconfig", "readpath", "internal", "clock", "watch", "checksum", "faults"},
+	// Request tracing is a leaf: node wires it, raftstore and readpath
+	// open spans under the caller's.
+	"tracing": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "tlsconfig", "readpath", "internal", "clock", "watch", "checksum"},
 	// Security leaves: raftstore, api, node and client use them.
 	"tlsconfig": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "readpath"},
 	"auth":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "tlsconfig", "readpath"},
@@ -75,6 +78,8 @@ var foreignOwners = map[string]string{
 	"github.com/hashicorp/memberlist":  "membership",
 	"github.com/aws/aws-sdk-go-v2":     "objectstore",
 	"github.com/aws/smithy-go":         "objectstore",
+	"go.opentelemetry.io/otel":         "tracing",
+	"go.opentelemetry.io/contrib":      "tracing",
 }
 
 // testHelpers are packages only tests and the Jepsen harness import: like

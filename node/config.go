@@ -13,6 +13,7 @@ import (
 	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/repair"
+	"github.com/metad/metad/tracing"
 )
 
 // Default addresses (DESIGN.md §12): everything on localhost.
@@ -62,6 +63,12 @@ type Config struct {
 	// Security is TLS, tokens and the insecure-mode peer secret
 	// (security.go).
 	Security Security
+	// Tracing is OpenTelemetry request tracing, off by default
+	// (--otlp-endpoint).
+	Tracing tracing.Config
+	// TraceExporter, for tests, receives every span instead of an OTLP
+	// collector (package tracing). Nil in production.
+	TraceExporter tracing.Exporter
 
 	Raft       raftstore.Config
 	Membership membership.Config
@@ -77,6 +84,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout: 10 * time.Second,
 		Raft:            raftstore.DefaultConfig(), Membership: membership.DefaultConfig(),
 		API: api.DefaultConfig(), Repair: repair.DefaultConfig(), GC: gc.DefaultConfig(),
+		Tracing: tracing.DefaultConfig(),
 	}
 	c.Raft.BindAddr = DefaultRaftAddr
 	c.Membership.BindAddr = DefaultGossipAddr
@@ -143,7 +151,7 @@ func (c Config) Validate() error {
 	if c.ObjectDir != "" && c.Objects.URL != objectstore.FileURL(c.ObjectDir) {
 		errs = append(errs, fmt.Errorf("object-dir %q and object-store %q: give one (object-dir is file://DIR)", c.ObjectDir, c.Objects.URL))
 	}
-	for _, sub := range []interface{ Validate() error }{c.Raft, c.Membership, c.API, c.Repair, c.GC, c.Objects} {
+	for _, sub := range []interface{ Validate() error }{c.Raft, c.Membership, c.API, c.Repair, c.GC, c.Objects, c.Tracing} {
 		if err := sub.Validate(); err != nil {
 			errs = append(errs, err)
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/readpath"
 	"github.com/metad/metad/repair"
+	"github.com/metad/metad/tracing"
 	"github.com/metad/metad/watch"
 )
 
@@ -39,6 +40,7 @@ type Server struct {
 	hub     *watch.Hub
 	agent   *membership.Agent
 	peers   *api.PeerClient
+	tracer  *tracing.Provider
 	api     *api.Server
 	grpc    *grpc.Server
 	http    *http.Server
@@ -90,6 +92,10 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	// start leaves it as it was and the corrected command starts.
 	if err = n.preflight(); err != nil {
 		return nil, err
+	}
+	cfg.Tracing.NodeID = cfg.NodeID
+	if n.tracer, err = tracing.New(context.Background(), cfg.Tracing, cfg.TraceExporter); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSetting, err)
 	}
 	if err = n.loadSecurity(&cfg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadSetting, err)
@@ -186,7 +192,7 @@ func (n *Server) loadSecurity(cfg *Config) (err error) {
 	if n.sec, err = newSecurity(cfg.Security, cfg.multiNode(), n.log.With("component", "security")); err != nil {
 		return err
 	}
-	n.peers.SetCredentials(n.sec.peerDialOptions()...)
+	n.peers.SetCredentials(append(n.sec.peerDialOptions(), n.tracer.DialOption())...)
 	n.peers.SetClusterID(n.ownClusterID)
 	cfg.Raft.TLS = n.sec.raftTLS()
 	return nil
@@ -212,7 +218,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 	}
 	lis := n.grpcLis
 	// The RPC metrics interceptors go first, to count each call's final code.
-	n.grpc = grpc.NewServer(append(append(n.rpc.ServerOptions(), n.api.ServerOptions()...), n.sec.serverOption())...)
+	n.grpc = grpc.NewServer(append(append(n.rpc.ServerOptions(), n.api.ServerOptions()...), n.sec.serverOption(), n.tracer.ServerOption())...)
 	n.api.Register(n.grpc)
 	n.rpc.Initialize(n.grpc)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -479,6 +485,11 @@ func (n *Server) closeParts() error {
 	}
 	if n.lock != nil {
 		errs = append(errs, n.lock.Close()) // releases the flock
+	}
+	if n.tracer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		errs = append(errs, n.tracer.Shutdown(ctx)) // flushes what is buffered
+		cancel()
 	}
 	return errors.Join(errs...)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/metad/metad/faults"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/tracing"
 )
 
 // Propose replicates cmd through raft and returns the state machine's
@@ -66,6 +67,16 @@ func (s *Store) propose(ctx context.Context, cmd *fsmpb.Command, encode func(sta
 		return nil, fmt.Errorf("%w: %s needs level %d, the cluster is at %d until every voter runs a release that applies it",
 			ErrFeatureLevel, fsm.OpName(cmd), need, have)
 	}
+	// One span from here to applied, under the caller's (a traced call's)
+	// span: the leader's Raft apply of the request.
+	ctx, end := tracing.Start(ctx, "raft.propose", tracing.String("metad.command", fsm.OpName(cmd)))
+	res, err := s.apply(ctx, cmd, encode)
+	end(err)
+	return res, err
+}
+
+// apply is propose on a leader, past the checks of the command itself.
+func (s *Store) apply(ctx context.Context, cmd *fsmpb.Command, encode func(stamp int64) ([]byte, error)) (*fsmpb.Result, error) {
 	select {
 	case s.proposals <- struct{}{}:
 	default:

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/tracing"
 )
 
 // Read runs fn on the local state machine, under its read lock, once that
@@ -20,7 +21,9 @@ import (
 // local machine has applied it. Every error is retryable (Retryable); fn's
 // own error is returned as is. fn must not block, keep the *fsm.Machine, or
 // call back into the Store.
-func (s *Store) Read(ctx context.Context, fn func(*fsm.Machine) error) error {
+func (s *Store) Read(ctx context.Context, fn func(*fsm.Machine) error) (err error) {
+	ctx, end := tracing.Start(ctx, "raft.read")
+	defer func() { end(err) }()
 	start := time.Now()
 	index, err := s.readIndexAnywhere(ctx)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/repair"
 	"github.com/metad/metad/resolver"
+	"github.com/metad/metad/tracing"
 )
 
 // Config shapes the read path. api.Config embeds it, so cmd/metad's flags
@@ -128,7 +129,13 @@ func New(cfg Config, deps Deps) (*Resolver, error) {
 
 // Resolve runs DESIGN.md §5 on this node.
 func (r *Resolver) Resolve(ctx context.Context, req resolver.Request) (resolver.Result, error) {
-	return r.loop.Resolve(ctx, req)
+	// The resolve's steps (the plan's read, the pin's proposal, the
+	// recheck's read) are its children: raftstore traces each.
+	ctx, end := tracing.Start(ctx, "resolve", tracing.Int("metad.stream", req.Stream),
+		tracing.String("metad.view", req.View.String()), tracing.Int("metad.offset", req.Offset))
+	res, err := r.loop.Resolve(ctx, req)
+	end(err)
+	return res, err
 }
 
 // Invalidate drops the cached hint of a candidate a reader could not use.
