@@ -211,17 +211,18 @@ const streamWorkers = 256
 
 // ServerOptions are the grpc.Server options the API needs: the worker
 // pool, message bounds, the codec that turns undecodable requests into
-// InvalidArgument (codec.go), the authorization interceptors (first: a
-// refused call runs nothing, and learns nothing about its request), and
-// the deadline and panic interceptor.
+// InvalidArgument (codec.go), the audit trail of operator actions
+// (audit.go: outermost, so it records refusals too), the authorization
+// interceptors (a refused call runs nothing, and learns nothing about its
+// request), and the deadline and panic interceptor.
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
 		grpc.ForceServerCodecV2(newDecodeCodec()),
-		grpc.ChainUnaryInterceptor(s.authUnary, s.clusterIDUnary, refuseUndecodable, s.unaryInterceptor),
-		grpc.ChainStreamInterceptor(s.authStream, refuseUndecodableStream),
+		grpc.ChainUnaryInterceptor(s.auditUnary, s.authUnary, s.clusterIDUnary, refuseUndecodable, s.unaryInterceptor),
+		grpc.ChainStreamInterceptor(s.auditStream, s.authStream, refuseUndecodableStream),
 	}
 }
 
