@@ -175,14 +175,21 @@ func (p *PeerClient) forward(ctx context.Context, leaderID string, command []byt
 	return res, nil
 }
 
-// propose proposes cmd here if this node leads, else on the leader. A
-// leader that moved during the call is followed a few times. The command
-// is encoded once, at the first forward, and the leader stamps those bytes
+// maxForwards bounds how many leaders one proposal follows: a leader that
+// moved while a forward was under way answers NOT_LEADER with the new
+// one, which is tried next, up to this many in all (a cluster electing
+// over and over answers NOT_LEADER in the end, which the client retries).
+// Each forward lands on the leader's Peer.Propose, which never forwards.
+const maxForwards = 3
+
+// propose proposes cmd here if this node leads, else on the leader,
+// following a moving leader up to maxForwards times. The command is
+// encoded once, at the first forward, and the leader stamps those bytes
 // as they are (raftstore.ProposeEncoded).
 func (s *Server) propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error) {
 	var err error
 	var encoded []byte
-	for range 3 {
+	for range maxForwards {
 		var res *fsmpb.Result
 		res, err = s.store.Propose(ctx, cmd)
 		var nle *raftstore.NotLeaderError
