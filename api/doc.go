@@ -7,9 +7,12 @@
 // field, before Raft), and are proposed on the leader (an append's or a
 // record's data checksum, data_crc32c, passes through as the writer
 // computed it: the server never sees the bytes, readers check them): locally, or
-// forwarded through the leader's Peer.Propose, which never forwards again (a leader that moved meanwhile is followed, up to maxForwards leaders in all)
-// A forwarded command is encoded once, by the follower; the leader
-// stamps those bytes without re-encoding them (raftstore.ProposeEncoded). Reads are linearizable by default (raftstore.Read on whichever
+// forwarded through the leader's Peer.Propose, which never forwards
+// again (a leader that moved meanwhile is followed, up to maxForwards
+// leaders in all). A forwarded command is encoded once, by the follower;
+// the leader stamps those bytes without re-encoding them
+// (raftstore.ProposeEncoded). Reads are linearizable by default
+// (raftstore.Read on whichever
 // node answers); STALE is an explicit opt-in per request. Resolve checks
 // the request and answers from package readpath's Resolver, the resolver's
 // loop wired to this node (its collaborators, the resolve cache, the shared
