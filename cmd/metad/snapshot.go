@@ -510,6 +510,7 @@ func newSnapshotRestoreCmd() *cobra.Command {
 	var (
 		dataDir, nodeID, raftAddr, output string
 		servers                           []string
+		keepIdentity                      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "restore FILE",
@@ -524,6 +525,13 @@ before starting any. With no --server it is a cluster of one.
 --raft-advertise (or --raft-addr) the server will be started with. The file is
 verified completely before anything is kept. The restored cluster keeps the
 snapshot's Raft index (metadata versions keep growing) and starts at term 1.
+
+The restored cluster is a new cluster: the source's cluster id and its
+tombstones (servers removed by remove-peer) are dropped, and its first leader
+gives it a new id, so its nodes and the source's refuse each other.
+--keep-identity keeps both, to bring back the same cluster after it is lost
+for good (disaster recovery); never start it while a server of the source
+still runs.
 
 A snapshot is metadata only: start the servers on the object store the source
 cluster used (--object-dir, or the same bucket), and never run two clusters,
@@ -554,7 +562,7 @@ each with its own GC, on one store.`,
 			if err := node.StoreNodeID(dataDir, id); err != nil {
 				return err
 			}
-			res, err := restoreSnapshot(args[0], dataDir, all, cmd.ErrOrStderr())
+			res, err := restoreSnapshot(args[0], dataDir, all, raftstore.RestoreOptions{KeepIdentity: keepIdentity}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -571,6 +579,7 @@ each with its own GC, on one store.`,
 	cmd.Flags().StringVar(&nodeID, "node-id", "", "the new server's id (default: stored in the data dir, or generated)")
 	cmd.Flags().StringVar(&raftAddr, "raft-addr", node.DefaultRaftAddr, "the Raft address other servers reach this one at")
 	cmd.Flags().StringArrayVar(&servers, "server", nil, "ID=RAFT_ADDR of another voter of the new cluster (repeatable)")
+	cmd.Flags().BoolVar(&keepIdentity, "keep-identity", false, "keep the source's cluster id and tombstones: recover the same cluster (only once the source is gone for good); without it the restored cluster is a new one, with a new id")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return cmd
 }
@@ -581,7 +590,7 @@ type restoreResult struct {
 	Servers []raftstore.Server `json:"servers"`
 }
 
-func restoreSnapshot(path, dataDir string, servers []raftstore.Server, stderr io.Writer) (*restoreResult, error) {
+func restoreSnapshot(path, dataDir string, servers []raftstore.Server, opts raftstore.RestoreOptions, stderr io.Writer) (*restoreResult, error) {
 	f, sf, err := openSnapshotFile(path)
 	if err != nil {
 		return nil, err
@@ -594,7 +603,7 @@ func restoreSnapshot(path, dataDir string, servers []raftstore.Server, stderr io
 		return nil, err
 	}
 	bar = newProgress(stderr, "restore", sf.StreamSize())
-	index, err := raftstore.RestoreDir(node.RaftDir(dataDir), servers, bar.Reader(sf.Stream()), nil)
+	index, err := raftstore.RestoreDir(node.RaftDir(dataDir), servers, bar.Reader(sf.Stream()), opts, nil)
 	bar.Finish()
 	if err != nil {
 		return nil, err
