@@ -20,8 +20,8 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/backup"
-	"github.com/metad/metad/cmd/internal/cliflags"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/cmd/internal/cliflags"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/node"
 	"github.com/metad/metad/objectstore"
@@ -556,6 +556,11 @@ each with its own GC, on one store.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "table" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: want table or json", output)}
+			}
+			if strings.HasPrefix(args[0], "s3://") {
+				if _, _, err := backup.SplitObjectURL(args[0]); err != nil {
+					return usageError{err}
+				}
 			}
 			id, err := node.ChooseNodeID(dataDir, nodeID)
 			if err != nil {
