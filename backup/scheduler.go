@@ -62,13 +62,12 @@ func (s *Scheduler) Run(ctx context.Context) {
 	} else {
 		s.log.Info("backups: starting the schedule", "target", s.target.String(), "interval", s.cfg.Interval)
 	}
-	timer := s.clock.NewTimer(0)
-	defer timer.Stop()
 	for {
 		now := s.clock.Now()
-		timer.Reset(Due(newest, start, now, s.cfg.Interval).Sub(now))
+		timer := s.clock.NewTimer(Due(newest, start, now, s.cfg.Interval).Sub(now))
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
 		case <-timer.C():
 		}
@@ -104,6 +103,13 @@ func (s *Scheduler) newestBackup(ctx context.Context) *Entry {
 func (s *Scheduler) Once(ctx context.Context) (Entry, error) {
 	began := s.clock.Now()
 	e, v, pruned, err := s.take(ctx)
+	if err != nil && ctx.Err() != nil {
+		// Leadership ended (or the node stops) mid-backup: not a failure
+		// of the backup; the next leader takes one on its schedule. A
+		// half-written one never shows under its name.
+		s.log.Info("backup abandoned: no longer leading", "target", s.target.String(), "name", e.Name)
+		return e, err
+	}
 	if err != nil {
 		s.m.runs.WithLabelValues("failed").Inc()
 		s.log.Error("backup failed", "target", s.target.String(), "name", e.Name, "err", err)
@@ -127,7 +133,10 @@ func (s *Scheduler) take(ctx context.Context) (e Entry, v Verified, pruned int, 
 	if cp.ClusterID == "" {
 		return e, v, 0, ErrNoClusterID
 	}
-	e = Entry{Name: Name(cp.ClusterID, cp.TakenAt, cp.Index), ClusterID: cp.ClusterID, Time: cp.TakenAt.UTC().Truncate(time.Millisecond), Index: cp.Index}
+	// Named by the schedule's clock (the wall clock but in tests), which
+	// Due reads the names back with.
+	taken := s.clock.Now()
+	e = Entry{Name: Name(cp.ClusterID, taken, cp.Index), ClusterID: cp.ClusterID, Time: taken.UTC().Truncate(time.Millisecond), Index: cp.Index}
 	ref, err := s.target.Put(ctx, e.Name, func(w io.Writer) error { return writeFile(w, cp) })
 	if err != nil {
 		return e, v, 0, fmt.Errorf("write: %w", err)
