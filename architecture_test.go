@@ -42,6 +42,7 @@ var inward = map[string][]string{
 	"api":         {"node", "cmd/metad", "jepsen"},
 	"readpath":    {"api", "node", "membership", "cmd/metad", "client", "jepsen"},
 	"node":        {"cmd/metad", "jepsen"},
+	"backup":      {"resolver", "repair", "gc", "membership", "api", "node", "cmd/metad", "client", "jepsen", "readpath"},
 	"clock":       {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal", "readpath"},
 	"objectstore": {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen", "readpath"},
 	"watch":       {"resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "readpath"},

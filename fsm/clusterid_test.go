@@ -76,3 +76,28 @@ func TestClusterIDSurvivesSnapshot(t *testing.T) {
 		FeatureLevel: 1, ClusterId: "c1d2"}}}
 	wantCorrupt(t, "cluster id at level 1", encodeSnapshot(t, 1000, bad))
 }
+
+// TestForgetIdentity: the id and every tombstone go, the rest stays, and
+// the result is a valid state that takes a new id.
+func TestForgetIdentity(t *testing.T) {
+	m := richMachine(t)
+	a := &applier{t: t, m: m, idx: m.AppliedIndex(), now: m.Clock()}
+	a.ok(cmdLevel(2))
+	a.ok(cmdClusterID("c1d2"))
+	a.ok(&fsmpb.Command{Op: &fsmpb.Command_AddTombstone{AddTombstone: &fsmpb.AddTombstone{NodeId: "n9"}}})
+	streams, applied := len(m.sortedStreamIDs()), m.AppliedIndex()
+	m.ForgetIdentity()
+	if m.ClusterID() != "" || len(m.Tombstones()) != 0 {
+		t.Fatalf("after ForgetIdentity: cluster id %q, tombstones %v", m.ClusterID(), m.Tombstones())
+	}
+	if len(m.sortedStreamIDs()) != streams || m.AppliedIndex() != applied {
+		t.Fatalf("ForgetIdentity changed the rest: %d streams at %d, want %d at %d", len(m.sortedStreamIDs()), m.AppliedIndex(), streams, applied)
+	}
+	if err := m.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	a.ok(cmdClusterID("e5f6"))
+	if m.ClusterID() != "e5f6" {
+		t.Fatalf("new id %q", m.ClusterID())
+	}
+}

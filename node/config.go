@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/metad/metad/api"
+	"github.com/metad/metad/backup"
 	"github.com/metad/metad/gc"
 	"github.com/metad/metad/membership"
 	"github.com/metad/metad/objectstore"
@@ -75,6 +76,9 @@ type Config struct {
 	API        api.Config
 	Repair     repair.Config
 	GC         gc.Config
+	// Backup is the leader's backup schedule (package backup); off by
+	// default. Its S3 settings are the object store's (Complete).
+	Backup backup.Config
 }
 
 // DefaultConfig returns a single-node configuration on localhost.
@@ -85,6 +89,7 @@ func DefaultConfig() Config {
 		Raft:            raftstore.DefaultConfig(), Membership: membership.DefaultConfig(),
 		API: api.DefaultConfig(), Repair: repair.DefaultConfig(), GC: gc.DefaultConfig(),
 		Tracing: tracing.DefaultConfig(),
+		Backup:  backup.Config{Retain: backup.DefaultRetain},
 	}
 	c.Raft.BindAddr = DefaultRaftAddr
 	c.Membership.BindAddr = DefaultGossipAddr
@@ -103,6 +108,7 @@ func (c *Config) Complete() {
 		}
 		c.Objects.URL = objectstore.FileURL(c.ObjectDir)
 	}
+	c.Backup.S3 = c.Objects.S3
 	c.Raft.NodeID = c.NodeID
 	c.Raft.DataDir = RaftDir(c.DataDir)
 	c.Membership.NodeID = c.NodeID
@@ -151,7 +157,7 @@ func (c Config) Validate() error {
 	if c.ObjectDir != "" && c.Objects.URL != objectstore.FileURL(c.ObjectDir) {
 		errs = append(errs, fmt.Errorf("object-dir %q and object-store %q: give one (object-dir is file://DIR)", c.ObjectDir, c.Objects.URL))
 	}
-	for _, sub := range []interface{ Validate() error }{c.Raft, c.Membership, c.API, c.Repair, c.GC, c.Objects, c.Tracing} {
+	for _, sub := range []interface{ Validate() error }{c.Raft, c.Membership, c.API, c.Repair, c.GC, c.Objects, c.Tracing, c.Backup} {
 		if err := sub.Validate(); err != nil {
 			errs = append(errs, err)
 		}

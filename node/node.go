@@ -20,6 +20,7 @@ import (
 	"github.com/metad/metad/api"
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/auth"
+	"github.com/metad/metad/backup"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/gc"
 	"github.com/metad/metad/membership"
@@ -45,6 +46,8 @@ type Server struct {
 	grpc    *grpc.Server
 	http    *http.Server
 	objects objectstore.Store
+	// backups is the backup target, nil when backups are off.
+	backups backup.Target
 	rpc     *api.RPCMetrics
 	notify  *notifier
 	// incarnation is this data dir's incarnation id (incarnation.go).
@@ -102,6 +105,9 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	}
 	if n.objects, err = openObjects(cfg.Objects); err != nil {
 		return nil, err
+	}
+	if n.backups, err = openBackups(cfg.Backup); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSetting, err)
 	}
 	if err = n.claimDataDir(); err != nil {
 		return nil, err
@@ -210,6 +216,12 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 	if err != nil {
 		return err
 	}
+	var bk *backup.Scheduler
+	if n.backups != nil {
+		if bk, err = backup.New(cfg.Backup, n.backups, n.store, log.With("component", "backup"), reg); err != nil {
+			return err
+		}
+	}
 	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects, ObjectStore: reportedStore(cfg.Objects),
 		Logger: log.With("component", "api"), Metrics: reg, Auth: n.authSettings(),
 		Removals: n.agent, Incarnation: n.incarnation, Watch: n.hub})
@@ -230,7 +242,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 	})
 	n.goLoop(func() { n.api.RunHealth(ctx) })
 	n.goLoop(func() { n.watchFiles(ctx) })
-	n.goLoop(func() { n.leaderWork(ctx, rep, col) })
+	n.goLoop(func() { n.leaderWork(ctx, rep, col, bk) })
 	n.goLoop(func() {
 		select {
 		case err := <-n.store.Halted():
@@ -257,9 +269,10 @@ func (n *Server) goLoop(f func()) {
 	}()
 }
 
-// leaderWork runs repair and GC for each term this node leads, from the
-// term's barrier until step-down.
-func (n *Server) leaderWork(ctx context.Context, rep *repair.Service, col *gc.Collector) {
+// leaderWork runs repair, GC and the backup schedule (bk, nil when
+// backups are off) for each term this node leads, from the term's barrier
+// until step-down.
+func (n *Server) leaderWork(ctx context.Context, rep *repair.Service, col *gc.Collector, bk *backup.Scheduler) {
 	for {
 		lctx, term, err := n.store.AwaitLeadership(ctx)
 		if err != nil {
@@ -271,6 +284,10 @@ func (n *Server) leaderWork(ctx context.Context, rep *repair.Service, col *gc.Co
 		go func() { defer wg.Done(); rep.Run(lctx) }()
 		go func() { defer wg.Done(); col.Run(lctx) }()
 		go func() { defer wg.Done(); n.raiseFeatureLevel(lctx) }()
+		if bk != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); bk.Run(lctx) }()
+		}
 		wg.Wait()
 		n.log.Info("no longer leading: repair and gc stopped", "term", term)
 	}
@@ -546,6 +563,18 @@ func openObjects(cfg objectstore.Config) (objectstore.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), objectStoreCheckTimeout)
 	defer cancel()
 	return objectstore.Open(ctx, cfg)
+}
+
+// openBackups checks and opens the backup target (nil when backups are
+// off), writing nothing: a directory must be writable or creatable, an
+// s3:// bucket reachable and versioned.
+func openBackups(cfg backup.Config) (backup.Target, error) {
+	if !cfg.Enabled() {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), objectStoreCheckTimeout)
+	defer cancel()
+	return backup.OpenTarget(ctx, "backup-to", cfg.To, cfg.S3)
 }
 
 // objectStoreCheckTimeout bounds the start-up check of the object store,

@@ -477,3 +477,81 @@ func isRangeNotSatisfiable(err error) bool {
 	var respErr *awshttp.ResponseError
 	return errors.As(err, &respErr) && respErr.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable
 }
+
+// Version is one stored version of a key, as ListVersions finds it.
+type Version struct {
+	// Key is relative to the store's prefix.
+	Key       string
+	VersionID string
+	Size      int64
+	// Latest is the key's current version.
+	Latest bool
+}
+
+// ListVersions returns every version (delete markers aside) of every key
+// that starts with prefix, relative to the store's prefix. Scheduled
+// backups list and prune their files with it; objects are never listed.
+func (s *S3) ListVersions(ctx context.Context, prefix string) ([]Version, error) {
+	var out []Version
+	p := s3.NewListObjectVersionsPaginator(s.client, &s3.ListObjectVersionsInput{
+		Bucket: aws.String(s.bucket), Prefix: aws.String(s.objectKey(prefix))})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, classify(fmt.Sprintf("list %q", prefix), err)
+		}
+		for _, v := range page.Versions {
+			out = append(out, Version{Key: strings.TrimPrefix(aws.ToString(v.Key), s.prefix),
+				VersionID: aws.ToString(v.VersionId), Size: aws.ToInt64(v.Size), Latest: aws.ToBool(v.IsLatest)})
+		}
+	}
+	return out, nil
+}
+
+// DeleteVersion removes exactly one version of key; a version that is not
+// there is not an error.
+func (s *S3) DeleteVersion(ctx context.Context, key, versionID string) error {
+	if versionID == "" {
+		return fmt.Errorf("objectstore: delete %q: no version id", key)
+	}
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(s.objectKey(key)), VersionId: aws.String(versionID)})
+	if err = classify(fmt.Sprintf("delete %q", key), err); errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Open streams a whole version of key: the one identity names, or the
+// current one when identity is "". The bytes are not checked here; the
+// caller reads them through its own checksum (a snapshot file carries
+// one).
+func (s *S3) Open(ctx context.Context, key, identity string) (io.ReadCloser, int64, error) {
+	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.objectKey(key))}
+	if identity != "" {
+		id, err := parseS3Identity(identity)
+		if err != nil {
+			return nil, 0, err
+		}
+		in.VersionId, in.IfMatch = aws.String(id.versionID), id.quotedETag()
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		return nil, 0, classify(fmt.Sprintf("read %q", key), err)
+	}
+	return out.Body, aws.ToInt64(out.ContentLength), nil
+}
+
+// OpenS3URL opens the s3://BUCKET[/PREFIX] store url names, with c's
+// settings (Open's checks: reachable, versioned).
+func OpenS3URL(ctx context.Context, url string, c S3Config) (*S3, error) {
+	scheme, rest, err := splitURL(url)
+	if err != nil {
+		return nil, err
+	}
+	if scheme != "s3" {
+		return nil, fmt.Errorf("%q: not an s3:// URL", url)
+	}
+	bucket, prefix, _ := strings.Cut(rest, "/")
+	return OpenS3(ctx, bucket, strings.Trim(prefix, "/"), c)
+}

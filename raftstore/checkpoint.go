@@ -27,6 +27,8 @@ type Checkpoint struct {
 	TakenAt time.Time
 	// Servers is the raft configuration when it was taken.
 	Servers []Server
+	// ClusterID is the state's cluster id ("" before one is set).
+	ClusterID string
 
 	snap *adapterSnapshot
 }
@@ -54,7 +56,7 @@ func (s *Store) Checkpoint(ctx context.Context) (*Checkpoint, error) {
 	}
 	return &Checkpoint{
 		NodeID: s.cfg.NodeID, Index: as.through, Term: s.termAt(as.through),
-		TakenAt: time.Now(), Servers: servers, snap: as,
+		TakenAt: time.Now(), Servers: servers, ClusterID: as.m.ClusterID(), snap: as,
 	}, nil
 }
 

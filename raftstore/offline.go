@@ -445,7 +445,11 @@ func RecoverDir(dir string, servers []Server, logger *slog.Logger) (DirInfo, err
 // The snapshot's term is 1 whatever the source's was: the restored cluster
 // starts a history of its own (term 0 on disk, first election term 1), and
 // raft needs its terms to grow along the log.
-func RestoreDir(dir string, servers []Server, stream io.Reader, logger *slog.Logger) (uint64, error) {
+//
+// Unless opts.KeepIdentity, the state restored is the stream's with its
+// cluster id and tombstones dropped (fsm.Machine.ForgetIdentity): a new
+// cluster, whose first leader gives it a new id.
+func RestoreDir(dir string, servers []Server, stream io.Reader, opts RestoreOptions, logger *slog.Logger) (uint64, error) {
 	conf, err := raftConfiguration(servers)
 	if err != nil {
 		return 0, err
@@ -467,11 +471,10 @@ func RestoreDir(dir string, servers []Server, stream io.Reader, logger *slog.Log
 	if err != nil {
 		return 0, fmt.Errorf("raftstore: create snapshot: %w", err)
 	}
-	hdr := streamHeader(index)
-	copied := io.TeeReader(io.MultiReader(bytes.NewReader(hdr[:]), stream), sink)
-	err = newFSMAdapter(slog.New(slog.DiscardHandler)).Restore(io.NopCloser(copied))
-	if err == nil {
-		_, err = io.Copy(sink, copied) // nothing, if Restore read to the end
+	if opts.KeepIdentity {
+		err = copyVerified(sink, index, stream)
+	} else {
+		err = writeForgotten(sink, index, stream)
 	}
 	if err != nil {
 		_ = sink.Cancel()
@@ -481,6 +484,40 @@ func RestoreDir(dir string, servers []Server, stream io.Reader, logger *slog.Log
 		return 0, fmt.Errorf("raftstore: write snapshot: %w", err)
 	}
 	return index, nil
+}
+
+// RestoreOptions are the choices of RestoreDir.
+type RestoreOptions struct {
+	// KeepIdentity keeps the snapshot's cluster id and tombstones: the
+	// restored servers are the same cluster as the source (disaster
+	// recovery of a cluster that is gone, never alongside it). Default
+	// false: a new cluster.
+	KeepIdentity bool
+}
+
+// copyVerified copies the stream (its header already read) to w unchanged
+// while restoring it in memory, which verifies it.
+func copyVerified(w io.Writer, index uint64, stream io.Reader) error {
+	hdr := streamHeader(index)
+	copied := io.TeeReader(io.MultiReader(bytes.NewReader(hdr[:]), stream), w)
+	if err := newFSMAdapter(slog.New(slog.DiscardHandler)).Restore(io.NopCloser(copied)); err != nil {
+		return err
+	}
+	_, err := io.Copy(w, copied) // nothing, if Restore read to the end
+	return err
+}
+
+// writeForgotten restores the stream (its header already read) in memory,
+// drops its identity, and writes the result to w as a stream at index.
+func writeForgotten(w io.Writer, index uint64, stream io.Reader) error {
+	hdr := streamHeader(index)
+	a := newFSMAdapter(slog.New(slog.DiscardHandler))
+	if err := a.Restore(io.NopCloser(io.MultiReader(bytes.NewReader(hdr[:]), stream))); err != nil {
+		return err
+	}
+	a.m.ForgetIdentity()
+	snap := adapterSnapshot{m: a.m, through: index}
+	return snap.write(w)
 }
 
 // raftConfiguration checks servers as raft would and converts them.

@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/fsm/fsmpb"
 )
 
 // freeAddr returns a loopback address whose port is free right now.
@@ -141,11 +142,11 @@ func TestCheckpointSaveRestore(t *testing.T) {
 
 	addr := freeAddr(t)
 	dir := filepath.Join(t.TempDir(), "restored")
-	index, err := RestoreDir(dir, []Server{{ID: "r1", Address: addr}}, f.Stream(), nil)
+	index, err := RestoreDir(dir, []Server{{ID: "r1", Address: addr}}, f.Stream(), RestoreOptions{KeepIdentity: true}, nil)
 	if err != nil || index != cp.Index {
 		t.Fatalf("RestoreDir = %d, %v (checkpoint at %d)", index, err, cp.Index)
 	}
-	if _, err := RestoreDir(dir, []Server{{ID: "r1", Address: addr}}, f.Stream(), nil); !errors.Is(err, ErrHasState) {
+	if _, err := RestoreDir(dir, []Server{{ID: "r1", Address: addr}}, f.Stream(), RestoreOptions{}, nil); !errors.Is(err, ErrHasState) {
 		t.Errorf("second restore into the same dir: %v, want ErrHasState", err)
 	}
 	r := openAlone(t, "r1", dir, addr)
@@ -206,7 +207,7 @@ func TestSnapshotFileDetectsCorruption(t *testing.T) {
 	if _, err := VerifyStream(f.Stream()); !errors.Is(err, fsm.ErrCorruptSnapshot) {
 		t.Errorf("VerifyStream: %v, want ErrCorruptSnapshot", err)
 	}
-	if _, err := RestoreDir(t.TempDir(), []Server{{ID: "r1", Address: "127.0.0.1:1"}}, f.Stream(), nil); !errors.Is(err, fsm.ErrCorruptSnapshot) {
+	if _, err := RestoreDir(t.TempDir(), []Server{{ID: "r1", Address: "127.0.0.1:1"}}, f.Stream(), RestoreOptions{}, nil); !errors.Is(err, fsm.ErrCorruptSnapshot) {
 		t.Errorf("RestoreDir: %v, want ErrCorruptSnapshot", err)
 	}
 }
@@ -395,5 +396,51 @@ func TestStoreMetrics(t *testing.T) {
 	}
 	if err := l.RegisterMetrics(reg); err == nil {
 		t.Error("registering twice must fail")
+	}
+}
+
+// TestRestoreDirIdentity: a restore drops the source's cluster id and
+// tombstones (a new cluster) unless KeepIdentity, which gives the source's
+// state byte for byte.
+func TestRestoreDirIdentity(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	s := c.store(0)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	for _, cmd := range []*fsmpb.Command{setLevel(2), setClusterID("c0ffee"),
+		{RequestId: "tomb", Op: &fsmpb.Command_AddTombstone{AddTombstone: &fsmpb.AddTombstone{NodeId: "gone"}}}} {
+		if res, err := s.Propose(ctx, cmd); err != nil || res.Rejection != nil {
+			t.Fatalf("%v: %v %v", cmd, res, err)
+		}
+	}
+	writeStreams(c, "s", 3)
+	file, _ := saveFile(t, s)
+	want, _, _ := s.StateHash()
+	for _, keep := range []bool{false, true} {
+		f, err := OpenFile(bytes.NewReader(file), int64(len(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := freeAddr(t)
+		dir := filepath.Join(t.TempDir(), "restored")
+		if _, err := RestoreDir(dir, []Server{{ID: "r1", Address: addr}}, f.Stream(), RestoreOptions{KeepIdentity: keep}, nil); err != nil {
+			t.Fatal(err)
+		}
+		r := openAlone(t, "r1", dir, addr)
+		var restored *fsm.Machine
+		_ = r.ReadLocal(func(m *fsm.Machine) error { restored = m.Clone(); return nil })
+		got, _, _ := restored.StateHash()
+		id, tombs, streams := restored.ClusterID(), len(restored.Tombstones()), len(streamNames(t, r))
+		switch {
+		case streams != 3:
+			t.Errorf("keep=%v: %d streams restored, want 3", keep, streams)
+		case keep && (got != want || id != "c0ffee" || tombs != 1):
+			t.Errorf("KeepIdentity: state %x, cluster id %q, %d tombstones; want the source's %x, c0ffee, 1", got, id, tombs, want)
+		case !keep && (id != "" || tombs != 0):
+			t.Errorf("new identity: cluster id %q, %d tombstones; want none", id, tombs)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

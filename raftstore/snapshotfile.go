@@ -55,6 +55,9 @@ type FileMeta struct {
 	TakenAt time.Time `json:"taken_at"`
 	// Servers is the source cluster's raft configuration.
 	Servers []Server `json:"servers"`
+	// ClusterID is the source cluster's id, when the writer knew it
+	// (scheduled backups do); informational, like the rest.
+	ClusterID string `json:"cluster_id,omitempty"`
 }
 
 // FileWriter writes a snapshot file: NewFileWriter writes the envelope and

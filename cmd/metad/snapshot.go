@@ -19,9 +19,12 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/backup"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/cmd/internal/cliflags"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/node"
+	"github.com/metad/metad/objectstore"
 	"github.com/metad/metad/raftstore"
 )
 
@@ -38,9 +41,11 @@ cluster's configuration and a SHA-256 over everything.
   diff     two files, record by record (say, of two members whose state
            hashes differ)
   restore  a file into the data dir of a new server (offline), which then
-           starts as a cluster of the servers named at restore time`,
+           starts as a cluster of the servers named at restore time
+  list     the scheduled backups (metad server --backup-to) a directory or
+           an s3:// prefix holds`,
 	}
-	cmd.AddCommand(newSnapshotSaveCmd(), newSnapshotInspectCmd(), newSnapshotDiffCmd(), newSnapshotRestoreCmd())
+	cmd.AddCommand(newSnapshotSaveCmd(), newSnapshotInspectCmd(), newSnapshotDiffCmd(), newSnapshotRestoreCmd(), newSnapshotListCmd())
 	return cmd
 }
 
@@ -510,12 +515,17 @@ func newSnapshotRestoreCmd() *cobra.Command {
 	var (
 		dataDir, nodeID, raftAddr, output string
 		servers                           []string
+		keepIdentity                      bool
+		s3                                objectstore.S3Config
 	)
 	cmd := &cobra.Command{
-		Use:   "restore FILE",
+		Use:   "restore FILE|URL",
 		Short: "Restore a snapshot file into the data dir of a new server (offline)",
 		Long: `Restore a snapshot file into the data dir of a new server, which must not
-have Raft state yet; then start the server on that data dir. The new cluster
+have Raft state yet. The file is a path, file:///PATH, or an object
+s3://BUCKET/[PREFIX/]KEY (a scheduled backup: metad snapshot list --from
+s3://BUCKET/PREFIX names them), read with the --s3-* settings and the AWS
+SDK's credentials; then start the server on that data dir. The new cluster
 is this server (--node-id at --raft-addr) plus every --server ID=RAFT_ADDR: run
 the same restore, with the same file and the same servers, on each of them
 before starting any. With no --server it is a cluster of one.
@@ -524,6 +534,13 @@ before starting any. With no --server it is a cluster of one.
 --raft-advertise (or --raft-addr) the server will be started with. The file is
 verified completely before anything is kept. The restored cluster keeps the
 snapshot's Raft index (metadata versions keep growing) and starts at term 1.
+
+The restored cluster is a new cluster: the source's cluster id and its
+tombstones (servers removed by remove-peer) are dropped, and its first leader
+gives it a new id, so its nodes and the source's refuse each other.
+--keep-identity keeps both, to bring back the same cluster after it is lost
+for good (disaster recovery); never start it while a server of the source
+still runs.
 
 A snapshot is metadata only: start the servers on the object store the source
 cluster used (--object-dir, or the same bucket), and never run two clusters,
@@ -540,6 +557,11 @@ each with its own GC, on one store.`,
 			if output != "table" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: want table or json", output)}
 			}
+			if strings.HasPrefix(args[0], "s3://") {
+				if _, _, err := backup.SplitObjectURL(args[0]); err != nil {
+					return usageError{err}
+				}
+			}
 			id, err := node.ChooseNodeID(dataDir, nodeID)
 			if err != nil {
 				return err
@@ -554,7 +576,12 @@ each with its own GC, on one store.`,
 			if err := node.StoreNodeID(dataDir, id); err != nil {
 				return err
 			}
-			res, err := restoreSnapshot(args[0], dataDir, all, cmd.ErrOrStderr())
+			file, release, err := backup.Fetch(cmd.Context(), args[0], s3)
+			if err != nil {
+				return err
+			}
+			defer release()
+			res, err := restoreSnapshot(file, dataDir, all, raftstore.RestoreOptions{KeepIdentity: keepIdentity}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -571,6 +598,8 @@ each with its own GC, on one store.`,
 	cmd.Flags().StringVar(&nodeID, "node-id", "", "the new server's id (default: stored in the data dir, or generated)")
 	cmd.Flags().StringVar(&raftAddr, "raft-addr", node.DefaultRaftAddr, "the Raft address other servers reach this one at")
 	cmd.Flags().StringArrayVar(&servers, "server", nil, "ID=RAFT_ADDR of another voter of the new cluster (repeatable)")
+	cliflags.RegisterS3(cmd.Flags(), &s3)
+	cmd.Flags().BoolVar(&keepIdentity, "keep-identity", false, "keep the source's cluster id and tombstones: recover the same cluster (only once the source is gone for good); without it the restored cluster is a new one, with a new id")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return cmd
 }
@@ -581,7 +610,7 @@ type restoreResult struct {
 	Servers []raftstore.Server `json:"servers"`
 }
 
-func restoreSnapshot(path, dataDir string, servers []raftstore.Server, stderr io.Writer) (*restoreResult, error) {
+func restoreSnapshot(path, dataDir string, servers []raftstore.Server, opts raftstore.RestoreOptions, stderr io.Writer) (*restoreResult, error) {
 	f, sf, err := openSnapshotFile(path)
 	if err != nil {
 		return nil, err
@@ -594,7 +623,7 @@ func restoreSnapshot(path, dataDir string, servers []raftstore.Server, stderr io
 		return nil, err
 	}
 	bar = newProgress(stderr, "restore", sf.StreamSize())
-	index, err := raftstore.RestoreDir(node.RaftDir(dataDir), servers, bar.Reader(sf.Stream()), nil)
+	index, err := raftstore.RestoreDir(node.RaftDir(dataDir), servers, bar.Reader(sf.Stream()), opts, nil)
 	bar.Finish()
 	if err != nil {
 		return nil, err
@@ -621,4 +650,52 @@ func parseServers(specs []string) ([]raftstore.Server, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+func newSnapshotListCmd() *cobra.Command {
+	var (
+		from, output string
+		s3           objectstore.S3Config
+	)
+	cmd := &cobra.Command{
+		Use:   "list --from URL",
+		Short: "List the scheduled backups a directory or an s3:// prefix holds",
+		Long: `List the scheduled backups (metad server --backup-to) that URL holds: a
+directory (file:///DIR or DIR) or s3://BUCKET[/PREFIX], read with the --s3-*
+settings. Each backup's name gives its cluster id, the time it was taken
+(UTC) and its Raft index; within a cluster the list is oldest first. Restore
+one with metad snapshot restore DIR/NAME or s3://BUCKET/PREFIX/NAME.`,
+		Example: `  metad snapshot list --from /backups/metad
+  metad snapshot list --from s3://backups/metad --s3-endpoint http://127.0.0.1:8333 --s3-path-style`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "table" && output != "json" {
+				return usageError{fmt.Errorf("--output %q: want table or json", output)}
+			}
+			if from == "" {
+				return usageError{errors.New("--from: required; want file:///DIR, DIR or s3://BUCKET[/PREFIX]")}
+			}
+			if _, _, err := backup.ParseURL(from); err != nil {
+				return usageError{fmt.Errorf("--from: %w", err)}
+			}
+			entries, err := backup.List(cmd.Context(), "--from", from, s3)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return writeJSON(cmd.OutOrStdout(), entries)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			defer tw.Flush()
+			fmt.Fprintln(tw, "NAME\tCLUSTER\tTAKEN\tINDEX")
+			for _, e := range entries {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", e.Name, e.ClusterID, e.Time.Format(time.RFC3339Nano), e.Index)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "the backups' directory (file:///DIR or DIR) or s3://BUCKET[/PREFIX]")
+	cliflags.RegisterS3(cmd.Flags(), &s3)
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
 }

@@ -82,6 +82,12 @@ func CheckHostPort(addr string) error {
 // writes bytes, so one URL works everywhere.
 func RegisterObjectStore(fs *pflag.FlagSet, cfg *objectstore.Config) {
 	fs.StringVar(&cfg.URL, "object-store", cfg.URL, "object store URL: file://DIR or s3://BUCKET[/PREFIX] (credentials: the AWS SDK's default chain)")
+	RegisterS3(fs, &cfg.S3)
+}
+
+// RegisterS3 binds the flags that say how to reach an s3:// URL.
+func RegisterS3(fs *pflag.FlagSet, s3 *objectstore.S3Config) {
+	cfg := struct{ S3 *objectstore.S3Config }{s3}
 	fs.StringVar(&cfg.S3.Endpoint, "s3-endpoint", cfg.S3.Endpoint, "S3 endpoint URL for an s3:// store (default: AWS's for the region)")
 	fs.StringVar(&cfg.S3.Region, "s3-region", cfg.S3.Region, "S3 region (default: the AWS SDK's, else us-east-1)")
 	fs.BoolVar(&cfg.S3.PathStyle, "s3-path-style", cfg.S3.PathStyle, "address the bucket in the URL path (most S3-compatible servers)")
