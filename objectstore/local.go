@@ -33,10 +33,25 @@ type Local struct {
 
 const identityPrefix = "sha256:"
 
-// NewLocal returns a store rooted at dir, creating it if needed.
+// NewLocal returns a store rooted at dir. It writes nothing: dir is
+// created by the first Put, so a server whose start is refused after the
+// store was opened leaves no trace of it. It fails if dir, or the nearest
+// of its parents that exists, is not a directory.
 func NewLocal(dir string) (*Local, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("objectstore: %w", err)
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err == nil {
+			if !fi.IsDir() {
+				return nil, fmt.Errorf("objectstore: %s is not a directory", d)
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("objectstore: %w", err)
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
 	}
 	return &Local{dir: dir, digests: newDigestCache(maxCachedDigests)}, nil
 }

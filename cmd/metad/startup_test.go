@@ -60,6 +60,8 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 		busy     func(c *proc.Cluster) string
 		wantCode int
 		wantMsg  string
+		// defaultStore drops --object-dir: the store is <data-dir>/objects.
+		defaultStore bool
 	}{
 		{name: "log level", bad: []string{"--log-level", "verbose"}, wantCode: 2, wantMsg: `log-level "verbose"`},
 		{name: "bootstrap-expect", bad: []string{"--bootstrap-expect", "-1"}, wantCode: 2, wantMsg: "bootstrap-expect -1"},
@@ -74,6 +76,9 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 		{name: "http port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].HTTP }, wantCode: 1, wantMsg: "http-addr"},
 		{name: "raft port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].Raft }, wantCode: 1, wantMsg: "raft-addr"},
 		{name: "gossip port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].Gossip }, wantCode: 1, wantMsg: "gossip-addr"},
+		// The default object store lives in the data dir: opened (and
+		// checked) before the refusal, it must not have been created.
+		{name: "default object store", defaultStore: true, bad: []string{"--backup-interval", "1m", "--backup-to", shortSecret}, wantCode: 2, wantMsg: "backup-to"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,7 +92,11 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 				}
 			}
 			// As the issue found it: no --node-id on the failed start.
-			out, code := runToExit(t, append(without(nd.Args, "--node-id"), tc.bad...)...)
+			args := without(nd.Args, "--node-id")
+			if tc.defaultStore {
+				args = without(args, "--object-dir")
+			}
+			out, code := runToExit(t, append(args, tc.bad...)...)
 			if code != tc.wantCode || !strings.Contains(out, tc.wantMsg) {
 				t.Fatalf("refused start: exit %d (want %d), output lacks %q:\n%s", code, tc.wantCode, tc.wantMsg, out)
 			}
