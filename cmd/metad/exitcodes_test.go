@@ -247,6 +247,8 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"tls", "gossip-key", "create", "extra"}, 2},
 		{[]string{"tls", "ca", "create", "--out-dir", tmp}, 0},
 		{[]string{"tls", "ca", "create", "--out-dir", tmp}, 2}, // never overwrites
+		// A TLS client of a server without TLS: no retry can help (exit 1).
+		{[]string{"status", "--tls-ca-file", filepath.Join(tmp, caCertName), "--timeout", "5s"}, 1},
 		{[]string{"tls", "cert", "create", "--out-dir", tmp, "--role", "client", "--name", "c"}, 0},
 		{[]string{"tls", "cert", "create", "--out-dir", tmp, "--role", "bogus", "--name", "c2"}, 2},
 		{[]string{"tls", "cert", "create", "--out-dir", nodir, "--role", "server", "--name", "n"}, 2}, // no CA there
