@@ -206,7 +206,7 @@ func (s *security) serverOption() grpc.ServerOption {
 	if s.settings.Tokens != nil {
 		mode = tls.VerifyClientCertIfGiven
 	}
-	return grpc.Creds(credentials.NewTLS(s.tls.ServerConfig(mode, nil)))
+	return grpc.Creds(newLoggedCreds(credentials.NewTLS(s.tls.ServerConfig(mode, nil)), s.log))
 }
 
 // peerDialOptions carry this node's identity to other nodes: its

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,4 +109,65 @@ func TestTLSHandshakeFailuresAreNotRetryable(t *testing.T) {
 	if out, code := s.run(t, s.tlsArgs("ca.pem", "op", "status", "--addr", proc.FreePort(t))...); code != exitRetryable {
 		t.Errorf("unreachable TLS server: exit %d, want %d\n%s", code, exitRetryable, out)
 	}
+}
+
+// TestServerLogsRefusedHandshakes: a client certificate from a foreign CA
+// and an expired one are refused, and the server says so at WARN with the
+// caller's address and the cause (gRPC drops the error otherwise).
+func TestServerLogsRefusedHandshakes(t *testing.T) {
+	s := startTLSServer(t)
+	for _, tc := range []struct{ cert, why string }{
+		{"stranger", "signed by an authority not in --tls-ca-file"},
+		{"expired", "the client's certificate has expired"},
+	} {
+		// Refusals are logged at most once a second: handshake again until
+		// one is.
+		var line string
+		s.c.WaitFor("the server to log the refused "+tc.cert+" certificate", 30*time.Second, func() bool {
+			local := s.handshake(t, tc.cert)
+			for _, l := range strings.Split(s.c.Log(0), "\n") {
+				if strings.Contains(l, "TLS handshake refused") && strings.Contains(l, "remote="+local) {
+					line = l
+					return true
+				}
+			}
+			return false
+		})
+		if !strings.Contains(line, "level=WARN") || !strings.Contains(line, tc.why) {
+			t.Errorf("%s: the log line does not say WARN and %q:\n%s", tc.cert, tc.why, line)
+		}
+	}
+}
+
+// handshake makes one TLS connection to the server with the client
+// certificate cert, trusting the server's CA, reads the server's answer
+// (with TLS 1.3 a refusal of the client's certificate arrives after the
+// client's side of the handshake) and returns its own address.
+func (s *tlsServer) handshake(t *testing.T, cert string) string {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(filepath.Join(s.dir, cert+".pem"), filepath.Join(s.dir, cert+"-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(s.dir, "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", s.addr,
+		&tls.Config{RootCAs: pool, NextProtos: []string{"h2"},
+			// Sent even when the server's CA list does not name its issuer
+			// (with Certificates, Go would then send none), as metad's client
+			// does.
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }})
+	if err != nil {
+		t.Fatalf("dial %s: %v", s.addr, err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("the server accepted the %s certificate", cert)
+	}
+	return conn.LocalAddr().String()
 }
