@@ -8,38 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/credentials"
+
+	"github.com/metad/metad/auth"
 )
-
-// refusalLogEvery is the least time between two logged refused
-// handshakes: a scanner or a misconfigured client fleet cannot flood the
-// log; each line counts the refusals left out since the previous one.
-const refusalLogEvery = time.Second
-
-// refusalLimiter decides which refused handshakes are logged: at most one
-// per refusalLogEvery. Time is an argument so tests need no clock.
-type refusalLimiter struct {
-	mu         sync.Mutex
-	last       time.Time // when the last line was logged; zero before the first
-	suppressed int       // refusals not logged since then
-}
-
-// allow reports whether the refusal at now is logged and, if so, how many
-// were left out before it.
-func (l *refusalLimiter) allow(now time.Time) (bool, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.last.IsZero() && now.Sub(l.last) < refusalLogEvery {
-		l.suppressed++
-		return false, 0
-	}
-	n := l.suppressed
-	l.last, l.suppressed = now, 0
-	return true, n
-}
 
 // loggedCreds are the gRPC server's TLS credentials with every refused
 // handshake logged at WARN (caller's address and cause): gRPC itself
@@ -49,11 +23,11 @@ func (l *refusalLimiter) allow(now time.Time) (bool, int) {
 type loggedCreds struct {
 	credentials.TransportCredentials
 	log   *slog.Logger
-	limit *refusalLimiter
+	limit *auth.RefusalLimiter
 }
 
 func newLoggedCreds(c credentials.TransportCredentials, log *slog.Logger) credentials.TransportCredentials {
-	return &loggedCreds{TransportCredentials: c, log: log, limit: &refusalLimiter{}}
+	return &loggedCreds{TransportCredentials: c, log: log, limit: &auth.RefusalLimiter{}}
 }
 
 func (c *loggedCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
@@ -77,7 +51,7 @@ func (c *loggedCreds) refused(remote net.Addr, err error) {
 		c.log.Debug("TLS handshake not begun: the caller closed the connection", "remote", remote.String())
 		return
 	}
-	ok, suppressed := c.limit.allow(time.Now())
+	ok, suppressed := c.limit.Allow(time.Now())
 	if !ok {
 		return
 	}

@@ -211,10 +211,12 @@ func (s *security) serverOption() grpc.ServerOption {
 
 // peerDialOptions carry this node's identity to other nodes: its
 // certificate (whose chain and peer role the other side checks), or the
-// peer secret.
-func (s *security) peerDialOptions() []grpc.DialOption {
+// peer secret with the node's id (so that a node of another secret can
+// say whom it refused).
+func (s *security) peerDialOptions(nodeID string) []grpc.DialOption {
 	if s.tls == nil {
-		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithPerRPCCredentials(auth.CallerNode(nodeID))}
 		if s.settings.PeerSecret != "" {
 			opts = append(opts, grpc.WithPerRPCCredentials(auth.PeerSecretCredentials(s.settings.PeerSecret)))
 		}
