@@ -574,3 +574,37 @@ func TestClientUsesTheClustersObjectStore(t *testing.T) {
 		t.Errorf("append naming the servers' own directory: exit %d\n%s", code, out)
 	}
 }
+
+// TestDataSnapshotRefusesAnIndexItDoesNotHold: `data snapshot --index N`
+// beyond the data dir's last index is bad usage naming --index and the
+// highest index there is, and writes no file (it wrote the state at the
+// last index, silently); at the last index it writes it.
+func TestDataSnapshotRefusesAnIndexItDoesNotHold(t *testing.T) {
+	s := startRealServer(t)
+	s.c.Stop(0)
+	dir := s.c.Nodes[0].DataDir
+	out, code := s.run(t, "data", "inspect", "--data-dir", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("data inspect: exit %d\n%s", code, out)
+	}
+	var rep struct {
+		Raft struct {
+			LastIndex uint64 `json:"last_index"`
+		} `json:"raft"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Raft.LastIndex == 0 {
+		t.Fatalf("data inspect -o json: %v\n%s", err, out)
+	}
+	last := rep.Raft.LastIndex
+	file := filepath.Join(t.TempDir(), "beyond.snap")
+	out, code = s.run(t, "data", "snapshot", file, "--data-dir", dir, "--index", fmt.Sprint(last+100))
+	if code != exitUsage || !strings.Contains(out, "--index") || !strings.Contains(out, fmt.Sprintf("highest index is %d", last)) {
+		t.Errorf("--index beyond the log: exit %d, want %d naming --index and %d\n%s", code, exitUsage, last, out)
+	}
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused data snapshot wrote %s (%v)", file, err)
+	}
+	if out, code := s.run(t, "data", "snapshot", file, "--data-dir", dir, "--index", fmt.Sprint(last)); code != 0 {
+		t.Errorf("--index %d (the last): exit %d\n%s", last, code, out)
+	}
+}
