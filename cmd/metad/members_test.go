@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,5 +53,39 @@ func TestMembersShowsEveryIncarnation(t *testing.T) {
 	out, _ := s.run(t, "members")
 	if strings.Contains(out, " -\n") {
 		t.Errorf("the table lists a member without its incarnation:\n%s", out)
+	}
+}
+
+// TestRaftAdvertiseKeepsTheHostName: --raft-advertise localhost:PORT is
+// what the Raft configuration holds, live and in the data dir, not the
+// address it resolves to: a stable DNS name (a Kubernetes pod's) must
+// outlive the address behind it.
+func TestRaftAdvertiseKeepsTheHostName(t *testing.T) {
+	c := proc.New(t, 1)
+	_, port, err := net.SplitHostPort(c.Nodes[0].Raft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	advertised := "localhost:" + port
+	c.Nodes[0].Args = append(c.Nodes[0].Args, "--raft-advertise", advertised)
+	c.StartAll()
+	c.WaitFor("a leader", 60*time.Second, func() bool { return c.Leader(0) == 0 })
+	s := &realServer{c: c, bin: proc.Binary(t), addr: c.Nodes[0].GRPC}
+	out, code := s.run(t, "raft", "list-peers", "-o", "json")
+	if code != 0 {
+		t.Fatalf("raft list-peers: exit %d\n%s", code, out)
+	}
+	var st metadpb.StatusResponse
+	unmarshalProto(t, out, &st)
+	if len(st.Nodes) != 1 || st.Nodes[0].RaftAddr != advertised {
+		t.Errorf("the live configuration: %v, want the one server at %s", st.Nodes, advertised)
+	}
+	c.Stop(0)
+	out, code = s.run(t, "data", "inspect", "--data-dir", c.Nodes[0].DataDir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("data inspect: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, `"address": "`+advertised+`"`) {
+		t.Errorf("the data dir's configuration does not hold %s:\n%s", advertised, out)
 	}
 }
