@@ -2,9 +2,16 @@ package api
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/api/reasons"
@@ -87,6 +94,10 @@ func authorize(ctx context.Context, s auth.Settings, method string) error {
 		return nil // a server of the previous release may be calling (feature level 1)
 	}
 	id, err := s.Identify(ctx)
+	if errors.Is(err, auth.ErrPeerSecretMismatch) {
+		return build(metadpb.Reason_UNAUTHENTICATED, reasons.Of(metadpb.Reason_UNAUTHENTICATED).Spec, sprintf("%s: %v", method, err), "", nil,
+			map[string]string{"method": method, "required_role": r.need.String(), "credential": credentialPeerSecret})
+	}
 	if err != nil {
 		return denied(metadpb.Reason_UNAUTHENTICATED, method, r.need.String(), "%s: %v", method, err)
 	}
@@ -113,9 +124,29 @@ func denied(r metadpb.Reason, method, role, format string, args ...any) error {
 		map[string]string{"method": method, "required_role": role})
 }
 
+// credentialPeerSecret is the ErrorInfo "credential" of a refusal of a
+// wrong peer secret (IsPeerSecretRefusal).
+const credentialPeerSecret = "peer-secret"
+
+// IsPeerSecretRefusal reports whether err is another node refusing this
+// node's peer secret: the two nodes' --peer-secret-file differ.
+func IsPeerSecretRefusal(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unauthenticated {
+		return false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Metadata["credential"] == credentialPeerSecret {
+			return true
+		}
+	}
+	return false
+}
+
 // authUnary and authStream refuse calls whose caller lacks the role.
 func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	if err := authorize(ctx, s.auth, info.FullMethod); err != nil {
+		s.noteRefusal(ctx, info.FullMethod, err)
 		return nil, err
 	}
 	return h(ctx, req)
@@ -123,9 +154,35 @@ func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerI
 
 func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 	if err := authorize(ss.Context(), s.auth, info.FullMethod); err != nil {
+		s.noteRefusal(ss.Context(), info.FullMethod, err)
 		return err
 	}
 	return h(srv, ss)
+}
+
+// noteRefusal logs a refused peer secret at WARN, naming the caller's
+// address and the node it says it is, at most once per
+// auth.RefusalLogEvery: a node of another --peer-secret-file is otherwise
+// refused in silence here, while the node it calls only sees the refusal.
+func (s *Server) noteRefusal(ctx context.Context, method string, err error) {
+	if !IsPeerSecretRefusal(err) {
+		return
+	}
+	ok, suppressed := s.refusals.Allow(time.Now())
+	if !ok {
+		return
+	}
+	remote, node := "", ""
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		remote = p.Addr.String()
+	}
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get(auth.CallerNodeKey); len(v) > 0 {
+			node = v[0]
+		}
+	}
+	s.log.Warn("peer secret mismatch: refusing a node-to-node call; give every node the same --peer-secret-file",
+		"remote", remote, "caller_node", node, "method", method, "suppressed", suppressed)
 }
 
 // RoleFor returns what method needs: the role, whether a peer may also

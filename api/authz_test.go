@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -136,4 +137,20 @@ func TestAuthorizeLegacyPeers(t *testing.T) {
 	legacy = true
 	s.TLS = true
 	checkDenied(t, authorize(context.Background(), s, method), codes.Unauthenticated, method)
+}
+
+// A wrong peer secret is refused as such (IsPeerSecretRefusal, so that the
+// caller can name the flag); no credential at all is an ordinary refusal.
+func TestAuthorizeNamesAWrongPeerSecret(t *testing.T) {
+	s := auth.Settings{PeerSecret: "s3cret"}
+	const method = "/metad.v1.Peer/LocalStatus"
+	wrong := metadata.NewIncomingContext(context.Background(), metadata.Pairs(auth.PeerSecretKey, "guess"))
+	err := authorize(wrong, s, method)
+	checkDenied(t, err, codes.Unauthenticated, method)
+	if !IsPeerSecretRefusal(err) || !strings.Contains(err.Error(), "peer secret mismatch") {
+		t.Errorf("a wrong secret: %v, want a peer secret refusal", err)
+	}
+	if err := authorize(context.Background(), s, method); err == nil || IsPeerSecretRefusal(err) {
+		t.Errorf("no credential: %v, want a refusal that is not about the secret", err)
+	}
 }

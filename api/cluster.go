@@ -113,8 +113,40 @@ func (s *Server) LocalStatus(ctx context.Context, req *metadpb.LocalStatusReques
 }
 
 // Members implements the Cluster service.
-func (s *Server) Members(ctx context.Context, _ *metadpb.MembersRequest) (*metadpb.MembersResponse, error) {
-	return &metadpb.MembersResponse{Members: s.peers.members(), Tombstones: s.tombstones(), ClusterId: s.store.ClusterID()}, nil
+func (s *Server) Members(ctx context.Context, req *metadpb.MembersRequest) (*metadpb.MembersResponse, error) {
+	members := s.peers.members()
+	if !req.TombstonesOnly {
+		s.askIncarnations(ctx, members)
+	}
+	return &metadpb.MembersResponse{Members: members, Tombstones: s.tombstones(), ClusterId: s.store.ClusterID()}, nil
+}
+
+// incarnationAskTimeout bounds how long Members waits for the members it
+// asks for their incarnation: one that does not say in time is listed
+// without it.
+const incarnationAskTimeout = time.Second
+
+// askIncarnations fills in the incarnation of every alive member this node
+// has not learned it of, by asking the member (LocalStatus), all at once.
+// Only a leader learns incarnations, in its reconcile probes; a follower,
+// or a leader before its first probe, knows none.
+func (s *Server) askIncarnations(ctx context.Context, members []*metadpb.Member) {
+	ctx, cancel := context.WithTimeout(ctx, incarnationAskTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, m := range members {
+		if m.Incarnation != "" || m.Status != "alive" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if st, err := s.peers.NodeStatus(ctx, m.NodeId, false); err == nil {
+				m.Incarnation = st.Incarnation // each goroutine writes its own member
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // stateClusterID is the cluster id of this node's applied state.

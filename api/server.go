@@ -154,6 +154,8 @@ type Server struct {
 	auth        auth.Settings
 	// foreign remembers the other clusters' callers refused (clusterid.go).
 	foreign foreignCallers
+	// refusals bounds the log lines of refused peer secrets (authz.go).
+	refusals auth.RefusalLimiter
 
 	hub          *watch.Hub
 	watchMetrics *watchMetrics

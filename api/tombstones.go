@@ -142,7 +142,7 @@ func (p *PeerClient) Tombstones(ctx context.Context, id string) ([]*metadpb.Tomb
 	if err != nil {
 		return nil, err
 	}
-	resp, err := metadpb.NewClusterClient(cc).Members(ctx, &metadpb.MembersRequest{})
+	resp, err := metadpb.NewClusterClient(cc).Members(ctx, &metadpb.MembersRequest{TombstonesOnly: true})
 	if err != nil {
 		return nil, err
 	}

@@ -72,8 +72,15 @@ func (s Settings) Identify(ctx context.Context) (Identity, error) {
 		return Identity{Name: name, Role: role, Via: "token"}, nil
 	}
 	if !s.TLS && s.PeerSecret != "" {
-		if v := md.Get(PeerSecretKey); len(v) == 1 && subtle.ConstantTimeCompare([]byte(v[0]), []byte(s.PeerSecret)) == 1 {
+		v := md.Get(PeerSecretKey)
+		if len(v) == 1 && subtle.ConstantTimeCompare([]byte(v[0]), []byte(s.PeerSecret)) == 1 {
 			return Identity{Name: "peer", Role: Peer, Via: "peer-secret"}, nil
+		}
+		if len(v) > 0 {
+			// A node of another --peer-secret-file (or a stale one): it
+			// meant to be a peer, and saying so lets both sides name the
+			// cause instead of an anonymous refusal.
+			return Identity{}, ErrPeerSecretMismatch
 		}
 	}
 	if s.Open() {
@@ -87,6 +94,10 @@ type authError string
 func (e authError) Error() string { return string(e) }
 
 const errUnknownToken = authError("the bearer token is not in the tokens file")
+
+// ErrPeerSecretMismatch: the caller presented a peer secret that is not
+// this node's (the nodes' --peer-secret-file differ).
+const ErrPeerSecretMismatch = authError("peer secret mismatch: the caller's --peer-secret-file is not this node's")
 
 // fromCertificate returns the role of a verified client certificate.
 func (s Settings) fromCertificate(ctx context.Context) (Identity, bool) {
@@ -127,6 +138,20 @@ func (b BearerCredentials) RequireTransportSecurity() bool { return !b.AllowInse
 
 // PeerSecretCredentials sends the insecure-mode peer secret.
 type PeerSecretCredentials string
+
+// CallerNodeKey is the metadata key a node names itself by on its calls to
+// other nodes. It is a claim, not an identity: it only lets a node that
+// refuses the call say who it refused.
+const CallerNodeKey = "metad-caller-node"
+
+// CallerNode sends the calling node's id (CallerNodeKey).
+type CallerNode string
+
+func (c CallerNode) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{CallerNodeKey: string(c)}, nil
+}
+
+func (CallerNode) RequireTransportSecurity() bool { return false }
 
 func (p PeerSecretCredentials) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
 	return map[string]string{PeerSecretKey: string(p)}, nil

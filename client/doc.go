@@ -39,6 +39,12 @@
 // and ErrStreamNotFound for callers that want one error path. FromStatus
 // decodes errors from the generated stubs (Client.Metad, Client.Cluster).
 //
+// A TLS mismatch (a certificate from a foreign CA or expired, TLS on one
+// side only) reaches a caller as UNAVAILABLE, as gRPC reports every failed
+// connection; DiagnoseTLS (tlsprobe.go) handshakes once more to tell it
+// from an unreachable member, as a *HandshakeError (ErrTLSHandshake) that
+// no retry mends.
+//
 // Read is the broker's read path (DESIGN.md §11): resolve, read the
 // target's bytes from the object store under the target's identity, check
 // them against the target's data checksum (the CRC-32C its writer

@@ -267,3 +267,57 @@ func TestGossipKeyRotation(t *testing.T) {
 		t.Errorf("%d alive members after the rotation, want 4: %v", alive, members.Members)
 	}
 }
+
+// TestWrongPeerSecretIsNamedOnBothSides: a node given another
+// --peer-secret-file is not added, and both sides say why. Each refuses
+// the other's calls (the leader's probe, the newcomer's question for
+// tombstones) and logs it at WARN naming the caller's node id and address;
+// each logs the refusal it gets at ERROR naming the other node and the
+// flag. (Before, the leader only said the newcomer "has not answered for
+// its cluster id yet" and the newcomer said nothing.)
+func TestWrongPeerSecretIsNamedOnBothSides(t *testing.T) {
+	c := proc.New(t, 1)
+	formedCluster(t, c)
+	other := filepath.Join(c.Dir, "other-secret")
+	if err := os.WriteFile(other, []byte("a-different-secret-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n2 := c.AddNode("--peer-secret-file", other)
+	c.Start(n2)
+	logLine := func(i int, parts ...string) string {
+		for _, l := range strings.Split(c.Log(i), "\n") {
+			all := true
+			for _, p := range parts {
+				all = all && strings.Contains(l, p)
+			}
+			if all {
+				return l
+			}
+		}
+		return ""
+	}
+	type side struct{ self, peer int }
+	sides := []side{{0, n2}, {n2, 0}}
+	c.WaitFor("both sides to name the peer secret mismatch", time.Minute, func() bool {
+		for _, s := range sides {
+			if logLine(s.self, "level=WARN", "peer secret mismatch") == "" || logLine(s.self, "level=ERROR", "peer secret mismatch") == "" {
+				return false
+			}
+		}
+		return true
+	})
+	for _, s := range sides {
+		self, peer := c.Nodes[s.self], c.Nodes[s.peer]
+		if l := logLine(s.self, "level=WARN", "peer secret mismatch"); !strings.Contains(l, "caller_node="+peer.ID) ||
+			!strings.Contains(l, "remote=127.0.0.1:") || !strings.Contains(l, "--peer-secret-file") {
+			t.Errorf("%s refusing: the line does not name %s, its address and the flag:\n%s", self.ID, peer.ID, l)
+		}
+		if l := logLine(s.self, "level=ERROR", "peer secret mismatch"); !strings.Contains(l, "server="+peer.ID) ||
+			!strings.Contains(l, peer.GRPC) || !strings.Contains(l, "--peer-secret-file") {
+			t.Errorf("%s refused: the line does not name %s, its address and the flag:\n%s", self.ID, peer.ID, l)
+		}
+	}
+	if slices.Contains(voterIDs(t, c, 0), c.Nodes[n2].ID) {
+		t.Errorf("a node of another peer secret became a voter")
+	}
+}

@@ -61,6 +61,8 @@ type Server struct {
 	gossipKeys *gossipKeys
 	// leaders are the recent leader changes, for the status page.
 	leaders leaderLog
+	// peerRefusals: the nodes that refuse this node's peer secret.
+	peerRefusals peerRefusals
 	// opened turns true once the raft state is open and the API built:
 	// until then the HTTP admin endpoints, served from before the restore,
 	// answer without them (http.go).
@@ -198,7 +200,7 @@ func (n *Server) loadSecurity(cfg *Config) (err error) {
 	if n.sec, err = newSecurity(cfg.Security, cfg.multiNode(), n.log.With("component", "security")); err != nil {
 		return err
 	}
-	n.peers.SetCredentials(append(n.sec.peerDialOptions(), n.tracer.DialOption())...)
+	n.peers.SetCredentials(append(n.sec.peerDialOptions(cfg.NodeID), n.tracer.DialOption())...)
 	n.peers.SetClusterID(n.ownClusterID)
 	cfg.Raft.TLS = n.sec.raftTLS()
 	return nil
@@ -333,6 +335,7 @@ func (n *Server) hooks(mr membershipRaft, hadState bool) membership.Hooks {
 		Bootstrap: mr.bootstrap,
 		FetchStats: func(ctx context.Context, m membership.Member) (*membership.ServerStats, error) {
 			st, err := n.peers.NodeStatus(ctx, m.ID, false)
+			n.peerRefusals.observe(n.log, m.ID, m.Meta.GRPCAddr, err)
 			if err != nil {
 				return nil, err
 			}

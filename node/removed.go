@@ -59,6 +59,7 @@ func (n *Server) removedBy(ctx context.Context) (removedTombstone, bool) {
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
 		tombs, err := n.peers.Tombstones(cctx, m.ID)
 		cancel()
+		n.peerRefusals.observe(n.log, m.ID, m.Meta.GRPCAddr, err)
 		if err != nil {
 			continue
 		}

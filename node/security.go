@@ -206,15 +206,17 @@ func (s *security) serverOption() grpc.ServerOption {
 	if s.settings.Tokens != nil {
 		mode = tls.VerifyClientCertIfGiven
 	}
-	return grpc.Creds(credentials.NewTLS(s.tls.ServerConfig(mode, nil)))
+	return grpc.Creds(newLoggedCreds(credentials.NewTLS(s.tls.ServerConfig(mode, nil)), s.log))
 }
 
 // peerDialOptions carry this node's identity to other nodes: its
 // certificate (whose chain and peer role the other side checks), or the
-// peer secret.
-func (s *security) peerDialOptions() []grpc.DialOption {
+// peer secret with the node's id (so that a node of another secret can
+// say whom it refused).
+func (s *security) peerDialOptions(nodeID string) []grpc.DialOption {
 	if s.tls == nil {
-		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithPerRPCCredentials(auth.CallerNode(nodeID))}
 		if s.settings.PeerSecret != "" {
 			opts = append(opts, grpc.WithPerRPCCredentials(auth.PeerSecretCredentials(s.settings.PeerSecret)))
 		}

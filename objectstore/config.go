@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -134,4 +137,52 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 	}
 	bucket, prefix, _ := strings.Cut(rest, "/")
 	return OpenS3(ctx, bucket, strings.Trim(prefix, "/"), cfg.S3)
+}
+
+// CheckConfig is Open without opening, for a configuration check that must
+// write nothing (metad server --validate): an s3:// bucket is checked as
+// Open checks it; a file:// directory must be a writable directory, or,
+// if it does not exist yet, be creatable in the nearest directory above it
+// that exists.
+func CheckConfig(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	scheme, rest, _ := splitURL(cfg.URL)
+	if scheme != "file" {
+		_, err := Open(ctx, cfg)
+		return err
+	}
+	return checkLocalDir(rest)
+}
+
+// access(2) modes (unistd.h), which package syscall does not name.
+const (
+	accessWrite  = 2 // W_OK
+	accessSearch = 1 // X_OK
+)
+
+// checkLocalDir: dir, or the nearest existing directory above it, is a
+// directory this process may write in.
+func checkLocalDir(dir string) error {
+	at := filepath.Clean(dir)
+	for {
+		st, err := os.Stat(at)
+		switch {
+		case err == nil && !st.IsDir():
+			return fmt.Errorf("object-store file://%s: %s is not a directory", dir, at)
+		case err == nil:
+			if err := syscall.Access(at, accessWrite|accessSearch); err != nil {
+				return fmt.Errorf("object-store file://%s: %s is not writable: %w", dir, at, err)
+			}
+			return nil
+		case !errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("object-store file://%s: %w", dir, err)
+		}
+		parent := filepath.Dir(at)
+		if parent == at {
+			return fmt.Errorf("object-store file://%s: no directory of the path exists", dir)
+		}
+		at = parent
+	}
 }

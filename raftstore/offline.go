@@ -91,6 +91,23 @@ type DirInfo struct {
 	State *StateInfo `json:"state,omitempty"`
 }
 
+// ErrIndexUnavailable: a replay was asked for an index outside what the
+// data dir can rebuild (DirInfo.ReplayRange).
+var ErrIndexUnavailable = errors.New("raftstore: the data dir cannot rebuild the state at that index")
+
+// ReplayRange is the indices ReplayDirTo can rebuild the state at: from
+// the newest snapshot's index (0 without a snapshot: the empty state) to
+// the highest the log or the snapshot reaches. Below the newest snapshot
+// the log is compacted away; above the last entry there is nothing.
+func (d DirInfo) ReplayRange() (lo, hi uint64) {
+	hi = d.LastIndex
+	if len(d.Snapshots) > 0 {
+		lo = d.Snapshots[0].Index
+		hi = max(hi, lo)
+	}
+	return lo, hi
+}
+
 // SnapshotInfo describes one of raft's snapshots.
 type SnapshotInfo struct {
 	ID           string   `json:"id"`
@@ -350,8 +367,9 @@ func (o *offlineStores) replayTo(info *DirInfo, upTo uint64) (*fsmAdapter, error
 // log index upTo (the newest snapshot, then every log entry up to upTo,
 // committed or not) and writes it to w as a snapshot stream, the form
 // DiffStreams compares. It returns the index the state reflects (upTo, or
-// less if the log ends before it or with entries the state machine never
-// sees) and that entry's term. Compared with a snapshot the node served at
+// less if the log ends with entries the state machine never sees) and that
+// entry's term; an upTo outside DirInfo.ReplayRange is refused
+// (ErrIndexUnavailable), never answered with the state at another index. Compared with a snapshot the node served at
 // upTo while it ran, it tells whether the live state was its log's.
 func ReplayDirTo(dir string, upTo uint64, w io.Writer) (index, term uint64, err error) {
 	o, err := openOffline(dir, false, nil)
@@ -365,6 +383,9 @@ func ReplayDirTo(dir string, upTo uint64, w io.Writer) (index, term uint64, err 
 	}
 	if err := o.readSnapshots(&info); err != nil {
 		return 0, 0, err
+	}
+	if lo, hi := info.ReplayRange(); upTo < lo || upTo > hi {
+		return 0, 0, fmt.Errorf("%w: index %d: it holds %d..%d", ErrIndexUnavailable, upTo, lo, hi)
 	}
 	a, err := o.replayTo(&info, upTo)
 	if err != nil {

@@ -295,6 +295,9 @@ func inspectAndRecoverDir(t *testing.T, kind LogStore) {
 	if sum, err := SummarizeStream(&replay); err != nil || sum.Counts["stream"] != 9 {
 		t.Errorf("replayed to before the last write: %+v, %v; want 9 streams", sum, err)
 	}
+	if _, _, err := ReplayDirTo(dir, info.LastIndex+1, &replay); !errors.Is(err, ErrIndexUnavailable) {
+		t.Errorf("ReplayDirTo(last+1): %v, want ErrIndexUnavailable (not the state at the last index)", err)
+	}
 
 	addr := freeAddr(t)
 	if _, err := RecoverDir(dir, []Server{{ID: "n1", Address: "nowhere"}}, nil); !errors.Is(err, ErrBadServers) {
@@ -441,6 +444,24 @@ func TestRestoreDirIdentity(t *testing.T) {
 		}
 		if err := r.Close(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// ReplayRange: from the newest snapshot (or the empty state) to the
+// highest index the log or the snapshot reaches.
+func TestReplayRange(t *testing.T) {
+	for _, tc := range []struct {
+		info   DirInfo
+		lo, hi uint64
+	}{
+		{DirInfo{}, 0, 0},
+		{DirInfo{FirstIndex: 1, LastIndex: 40}, 0, 40},
+		{DirInfo{FirstIndex: 20, LastIndex: 40, Snapshots: []SnapshotInfo{{Index: 30}, {Index: 10}}}, 30, 40},
+		{DirInfo{Snapshots: []SnapshotInfo{{Index: 30}}}, 30, 30}, // a recovered dir: snapshot, empty log
+	} {
+		if lo, hi := tc.info.ReplayRange(); lo != tc.lo || hi != tc.hi {
+			t.Errorf("%+v: ReplayRange = %d..%d, want %d..%d", tc.info, lo, hi, tc.lo, tc.hi)
 		}
 	}
 }

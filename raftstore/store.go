@@ -211,11 +211,13 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 func newTCPTransport(cfg Config, logger hclog.Logger, id *identity, slogger *slog.Logger) (raft.Transport, error) {
 	var advertise net.Addr
 	if cfg.AdvertiseAddr != "" {
-		a, err := net.ResolveTCPAddr("tcp", cfg.AdvertiseAddr)
-		if err != nil {
+		// Resolved only to check that it resolves: the configuration keeps
+		// the name as given, as a stable DNS name (a Kubernetes pod's) is
+		// what peers must dial after the address behind it changed.
+		if _, err := net.ResolveTCPAddr("tcp", cfg.AdvertiseAddr); err != nil {
 			return nil, fmt.Errorf("raftstore: advertise address: %w", err)
 		}
-		advertise = a
+		advertise = advertisedAddr(cfg.AdvertiseAddr)
 	}
 	ln, err := net.Listen("tcp", cfg.BindAddr)
 	if err != nil {
@@ -264,6 +266,13 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 }
 
 func (s *streamLayer) Addr() net.Addr { return s.advertise }
+
+// advertisedAddr is the advertise address as configured, host name and
+// all (net.Addr of a TCP stream).
+type advertisedAddr string
+
+func (a advertisedAddr) Network() string { return "tcp" }
+func (a advertisedAddr) String() string  { return string(a) }
 
 // Close shuts raft down cleanly and closes the stores. New calls are refused
 // from the moment it starts; proposals already in raft get up to

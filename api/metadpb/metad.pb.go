@@ -4926,8 +4926,9 @@ type Member struct {
 	RaftAddr   string                 `protobuf:"bytes,3,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
 	GrpcAddr   string                 `protobuf:"bytes,4,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
 	Status     string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
-	// incarnation is the member's incarnation as the answering node last
-	// learned it (a leader asks every server; others may not know it).
+	// incarnation is the member's incarnation: as the answering node last
+	// learned it (a leader asks every server as it reconciles), else asked
+	// of the member for this answer; empty if it did not say in time.
 	Incarnation   string `protobuf:"bytes,6,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5006,9 +5007,13 @@ func (x *Member) GetIncarnation() string {
 }
 
 type MembersRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tombstones_only: the caller reads only the tombstones (a node asking
+	// whether it was removed), so the answer asks no member for its
+	// incarnation.
+	TombstonesOnly bool `protobuf:"varint,1,opt,name=tombstones_only,json=tombstonesOnly,proto3" json:"tombstones_only,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MembersRequest) Reset() {
@@ -5039,6 +5044,13 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
 	return file_metad_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *MembersRequest) GetTombstonesOnly() bool {
+	if x != nil {
+		return x.TombstonesOnly
+	}
+	return false
 }
 
 type MembersResponse struct {
@@ -6588,8 +6600,9 @@ const file_metad_proto_rawDesc = "" +
 	"\traft_addr\x18\x03 \x01(\tR\braftAddr\x12\x1b\n" +
 	"\tgrpc_addr\x18\x04 \x01(\tR\bgrpcAddr\x12\x16\n" +
 	"\x06status\x18\x05 \x01(\tR\x06status\x12 \n" +
-	"\vincarnation\x18\x06 \x01(\tR\vincarnation\"\x10\n" +
-	"\x0eMembersRequest\"\x91\x01\n" +
+	"\vincarnation\x18\x06 \x01(\tR\vincarnation\"9\n" +
+	"\x0eMembersRequest\x12'\n" +
+	"\x0ftombstones_only\x18\x01 \x01(\bR\x0etombstonesOnly\"\x91\x01\n" +
 	"\x0fMembersResponse\x12*\n" +
 	"\amembers\x18\x01 \x03(\v2\x10.metad.v1.MemberR\amembers\x123\n" +
 	"\n" +

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -80,7 +81,29 @@ func (o *clientOpts) runWith(cmd *cobra.Command, adjust func(*client.Config), fn
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 	defer cancel()
-	return fn(ctx, c)
+	err = fn(ctx, c)
+	if client.Reason(err) == client.ReasonUnavailable {
+		if tlsErr := diagnoseTLS(cmd.Context(), cfg, o.timeout); tlsErr != nil {
+			return tlsErr
+		}
+	}
+	return err
+}
+
+// diagnoseTLS tells a TLS mismatch from an unreachable cluster after a
+// connection failure: gRPC reports both as UNAVAILABLE (exit 4, try
+// again), but no retry mends a certificate from a foreign CA, an expired
+// one, or one side speaking TLS and the other not. The first member whose
+// handshake fails for such a reason is reported (exit 1).
+func diagnoseTLS(ctx context.Context, cfg client.Config, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, min(timeout, 5*time.Second))
+	defer cancel()
+	for _, addr := range cfg.Addrs {
+		if err := client.DiagnoseTLS(ctx, strings.TrimSpace(addr), cfg.TLS); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // print writes msg as JSON, or calls table to write a table.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,6 +114,8 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"server", "--config", writeTemp(tmp, "unknown.yaml", "bogus-key: 1\n"), "--data-dir", filepath.Join(tmp, "d5")}, 2},
 		{[]string{"server", "--config", writeTemp(tmp, "type.yaml", "pin-ttl: [1, 2]\n"), "--data-dir", filepath.Join(tmp, "d6")}, 2},
 		{[]string{"server", "--config", writeTemp(tmp, "broken.yaml", "grpc-addr: \"x\n"), "--data-dir", filepath.Join(tmp, "d7")}, 2},
+		{[]string{"server", "--validate", "--data-dir", filepath.Join(tmp, "d8"), "--tls-cert-file", filepath.Join(tmp, "none.pem"),
+			"--tls-key-file", filepath.Join(tmp, "none-key.pem"), "--tls-ca-file", filepath.Join(tmp, "none-ca.pem")}, 2},
 
 		{[]string{"status", "-o", "yaml"}, 2},
 		{append([]string{"status"}, unreachable...), 4},
@@ -251,6 +254,8 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"tls", "gossip-key", "create", "extra"}, 2},
 		{[]string{"tls", "ca", "create", "--out-dir", tmp}, 0},
 		{[]string{"tls", "ca", "create", "--out-dir", tmp}, 2}, // never overwrites
+		// A TLS client of a server without TLS: no retry can help (exit 1).
+		{[]string{"status", "--tls-ca-file", filepath.Join(tmp, caCertName), "--timeout", "5s"}, 1},
 		{[]string{"tls", "cert", "create", "--out-dir", tmp, "--role", "client", "--name", "c"}, 0},
 		{[]string{"tls", "cert", "create", "--out-dir", tmp, "--role", "bogus", "--name", "c2"}, 2},
 		{[]string{"tls", "cert", "create", "--out-dir", nodir, "--role", "server", "--name", "n"}, 2}, // no CA there
@@ -274,7 +279,7 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 	// A failed server start leaves nothing behind in its data dir.
-	for _, d := range []string{"d1", "d2", "d3", "d4", "d5", "d6", "d7"} {
+	for _, d := range []string{"d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8"} {
 		if _, err := os.Stat(filepath.Join(tmp, d)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("a refused server start created its data dir %s (%v)", d, err)
 		}
@@ -575,4 +580,107 @@ func TestClientUsesTheClustersObjectStore(t *testing.T) {
 	if out, code := run("append", id, "--data", "same dir", "--object-dir", s.objects); code != 0 {
 		t.Errorf("append naming the servers' own directory: exit %d\n%s", code, out)
 	}
+}
+
+// TestDataSnapshotRefusesAnIndexItDoesNotHold: `data snapshot --index N`
+// beyond the data dir's last index is bad usage naming --index and the
+// highest index there is, and writes no file (it wrote the state at the
+// last index, silently); at the last index it writes it.
+func TestDataSnapshotRefusesAnIndexItDoesNotHold(t *testing.T) {
+	s := startRealServer(t)
+	s.c.Stop(0)
+	dir := s.c.Nodes[0].DataDir
+	out, code := s.run(t, "data", "inspect", "--data-dir", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("data inspect: exit %d\n%s", code, out)
+	}
+	var rep struct {
+		Raft struct {
+			LastIndex uint64 `json:"last_index"`
+		} `json:"raft"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Raft.LastIndex == 0 {
+		t.Fatalf("data inspect -o json: %v\n%s", err, out)
+	}
+	last := rep.Raft.LastIndex
+	file := filepath.Join(t.TempDir(), "beyond.snap")
+	out, code = s.run(t, "data", "snapshot", file, "--data-dir", dir, "--index", fmt.Sprint(last+100))
+	if code != exitUsage || !strings.Contains(out, "--index") || !strings.Contains(out, fmt.Sprintf("highest index is %d", last)) {
+		t.Errorf("--index beyond the log: exit %d, want %d naming --index and %d\n%s", code, exitUsage, last, out)
+	}
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused data snapshot wrote %s (%v)", file, err)
+	}
+	if out, code := s.run(t, "data", "snapshot", file, "--data-dir", dir, "--index", fmt.Sprint(last)); code != 0 {
+		t.Errorf("--index %d (the last): exit %d\n%s", last, code, out)
+	}
+}
+
+// TestServerValidateWritesNothing: `server --validate` exits 0 for
+// settings that start and 2, naming the flag, for a bad setting or a busy
+// port, and never creates or writes the data dir; a data dir a running
+// server holds is refused too.
+func TestServerValidateWritesNothing(t *testing.T) {
+	tmp := t.TempDir()
+	dataDir := filepath.Join(tmp, "data")
+	ports := func() []string {
+		return []string{"--grpc-addr", proc.FreePort(t), "--raft-addr", proc.FreePort(t), "--gossip-addr", proc.FreePort(t), "--http-addr", proc.FreePort(t)}
+	}
+	s := &realServer{bin: proc.Binary(t)}
+	validate := func(args ...string) (string, int) {
+		return s.run(t, append([]string{"server", "--validate"}, args...)...)
+	}
+	if out, code := validate(append(ports(), "--data-dir", dataDir)...); code != 0 || !strings.Contains(out, "the settings are valid") {
+		t.Errorf("valid settings: exit %d\n%s", code, out)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	p := ports()
+	p[1] = busy.Addr().String()
+	if out, code := validate(append(p, "--data-dir", dataDir)...); code != exitUsage || !strings.Contains(out, "grpc-addr "+busy.Addr().String()) {
+		t.Errorf("a busy --grpc-addr: exit %d, want %d naming it\n%s", code, exitUsage, out)
+	}
+	if out, code := validate(append(ports(), "--data-dir", dataDir, "--gossip-key-file", filepath.Join(tmp, "missing.keys"))...); code != exitUsage || !strings.Contains(out, "gossip-key-file") {
+		t.Errorf("a missing --gossip-key-file: exit %d, want %d naming it\n%s", code, exitUsage, out)
+	}
+	if out, code := validate(append(ports(), "--data-dir", dataDir, "--object-dir", writeTemp(tmp, "a-file", "x"))...); code != exitUsage || !strings.Contains(out, "not a directory") {
+		t.Errorf("an --object-dir that is a file: exit %d, want %d\n%s", code, exitUsage, out)
+	}
+	if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("server --validate created the data dir (%v)", err)
+	}
+
+	running := startRealServer(t)
+	held := running.c.Nodes[0].DataDir
+	before := dirListing(t, held)
+	if out, code := validate(append(ports(), "--data-dir", held)...); code != exitUsage || !strings.Contains(out, "in use") {
+		t.Errorf("the data dir of a running server: exit %d, want %d\n%s", code, exitUsage, out)
+	}
+	if after := dirListing(t, held); after != before {
+		t.Errorf("server --validate changed a data dir:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// dirListing names every file under dir with its size and mode, to tell
+// whether anything was written.
+func dirListing(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if filepath.Base(path) == "raft" || strings.Contains(path, string(filepath.Separator)+"raft"+string(filepath.Separator)) {
+			return nil // the running server's raft files change on their own
+		}
+		fmt.Fprintf(&b, "%s %d %v %v; ", path, info.Size(), info.Mode(), info.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

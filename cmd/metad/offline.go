@@ -132,8 +132,15 @@ holds.`,
 // writeReplayFile replays the data dir of rep up to index (0: all of it)
 // into a snapshot file at path (writeFileAtomically).
 func writeReplayFile(path string, rep *dataReport, index uint64) (raftstore.FileMeta, error) {
-	if index == 0 {
-		index = rep.Raft.LastIndex
+	lo, hi := rep.Raft.ReplayRange()
+	switch {
+	case index == 0:
+		index = hi
+	case index > hi:
+		return raftstore.FileMeta{}, usageError{fmt.Errorf("--index %d: beyond what data dir %s holds: its highest index is %d", index, rep.DataDir, hi)}
+	case index < lo:
+		return raftstore.FileMeta{}, usageError{fmt.Errorf("--index %d: below the newest snapshot of data dir %s (index %d): the log before it is compacted, so %d is the lowest index it can rebuild",
+			index, rep.DataDir, lo, lo)}
 	}
 	var stream bytes.Buffer
 	at, term, err := raftstore.ReplayDirTo(node.RaftDir(rep.DataDir), index, &stream)

@@ -29,6 +29,7 @@ type serverFlags struct {
 	logFormat  string
 	logLevel   string
 	dialMap    []string
+	validate   bool
 }
 
 func newServerCmd() *cobra.Command {
@@ -53,6 +54,9 @@ in upper case, '-' as '_': METAD_DATA_DIR) or as a key of the YAML file given by
 				// file that cannot be read is bad usage (exit 2), as a bad flag.
 				return usageError{err}
 			}
+			if f.validate {
+				return validateServer(f, cmd.Flags(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
 			return runServer(cmd.Context(), f, cmd.Flags(), cmd.ErrOrStderr())
 		},
 	}
@@ -63,6 +67,7 @@ in upper case, '-' as '_': METAD_DATA_DIR) or as a key of the YAML file given by
 func (f *serverFlags) register(fs *pflag.FlagSet) {
 	c := &f.cfg
 	fs.StringVar(&f.configFile, "config", "", "YAML file of settings (keys are flag names)")
+	fs.BoolVar(&f.validate, "validate", false, "check every setting, file, certificate, the object store and the ports, then exit (0: it would start; 2: it would not), writing nothing")
 	fs.StringVar(&c.NodeID, "node-id", "", "stable node id (default: stored in the data dir, or generated)")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for raft state, the node id and objects")
 	fs.StringVar(&c.GRPCAddr, "grpc-addr", c.GRPCAddr, "gRPC listen address (clients and peers)")
@@ -154,6 +159,23 @@ func (f *serverFlags) resolve(fs *pflag.FlagSet) (node.Config, error) {
 		return c, usageError{errors.Join(errs...)}
 	}
 	return c, nil
+}
+
+// validateServer is `metad server --validate`: the checks of a start up to
+// the point where it would write the data dir, and no further. Any
+// problem is bad usage (exit 2): these settings do not make a server that
+// starts, whatever part of them is at fault.
+func validateServer(f *serverFlags, fs *pflag.FlagSet, stdout, stderr io.Writer) error {
+	cfg, err := f.resolve(fs)
+	if err != nil {
+		return usageError{err}
+	}
+	if err := node.Validate(cfg, newLogger(stderr, f.logFormat, f.logLevel)); err != nil {
+		return usageError{refusedStart(err)}
+	}
+	_, err = fmt.Fprintf(stdout, "the settings are valid: node %s, data dir %s, object store %s; nothing was written\n",
+		cfg.NodeID, cfg.DataDir, cfg.Objects.URL)
+	return err
 }
 
 func runServer(ctx context.Context, f *serverFlags, fs *pflag.FlagSet, stderr io.Writer) error {
