@@ -91,25 +91,12 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 			_ = n.closeParts()
 		}
 	}()
-	// Everything that can refuse the start without writing comes first:
-	// the ports, the security files, the object store. Only then is the
-	// data dir locked and written (its node id, incarnation), so a refused
-	// start leaves it as it was and the corrected command starts.
-	if err = n.preflight(); err != nil {
+	// Everything that can refuse the start without writing comes first.
+	// Only then is the data dir locked and written (its node id,
+	// incarnation), so a refused start leaves it as it was and the
+	// corrected command starts.
+	if err = n.checkWithoutWriting(&cfg); err != nil {
 		return nil, err
-	}
-	cfg.Tracing.NodeID = cfg.NodeID
-	if n.tracer, err = tracing.New(context.Background(), cfg.Tracing, cfg.TraceExporter); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadSetting, err)
-	}
-	if err = n.loadSecurity(&cfg); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadSetting, err)
-	}
-	if n.objects, err = openObjects(cfg.Objects); err != nil {
-		return nil, err
-	}
-	if n.backups, err = openBackups(cfg.Backup); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadSetting, err)
 	}
 	if err = n.claimDataDir(); err != nil {
 		return nil, err
@@ -512,6 +499,29 @@ func (n *Server) closeParts() error {
 		cancel()
 	}
 	return errors.Join(errs...)
+}
+
+// checkWithoutWriting claims the ports and opens what a start can be
+// refused for — tracing, the security files, the object store, the backup
+// target — writing nothing.
+func (n *Server) checkWithoutWriting(cfg *Config) (err error) {
+	if err = n.preflight(); err != nil {
+		return err
+	}
+	cfg.Tracing.NodeID = cfg.NodeID
+	if n.tracer, err = tracing.New(context.Background(), cfg.Tracing, cfg.TraceExporter); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSetting, err)
+	}
+	if err = n.loadSecurity(cfg); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSetting, err)
+	}
+	if n.objects, err = openObjects(cfg.Objects); err != nil {
+		return err
+	}
+	if n.backups, err = openBackups(cfg.Backup); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSetting, err)
+	}
+	return nil
 }
 
 // directory turns node ids into gRPC addresses from gossip metadata.
