@@ -2,6 +2,7 @@ package metad_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -95,4 +96,76 @@ func TestDocsNameOnlyTestsThatExist(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestNothingCitesTheDesignDocument: the repository explains its
+// guarantees in its own words (GUARANTEES.md, ARCHITECTURE.md, each
+// package's doc.go); no file refers a reader to a design document it does
+// not hold.
+func TestNothingCitesTheDesignDocument(t *testing.T) {
+	design := "DESIGN" + ".md" // spelled apart, so this file does not cite it
+	for _, f := range trackedFiles(t, "*.go", "*.md", "*.proto", "*.yml", "*.yaml", "*.sh") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, design) {
+				t.Errorf("%s:%d cites %s: %s", f, i+1, design, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// guaranteeCited matches a guarantee's name (G1, G16) in a comment or a
+// document.
+var guaranteeCited = regexp.MustCompile(`\bG([0-9]+)\b`)
+
+// TestCitedGuaranteesExist: every guarantee a comment, a proto or a
+// document names is one GUARANTEES.md states.
+func TestCitedGuaranteesExist(t *testing.T) {
+	b, err := os.ReadFile("GUARANTEES.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stated := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^## (G[0-9]+) `).FindAllStringSubmatch(string(b), -1) {
+		stated[m[1]] = true
+	}
+	if len(stated) == 0 {
+		t.Fatal("GUARANTEES.md states no guarantee: is this test out of date?")
+	}
+	for _, f := range trackedFiles(t, "*.go", "*.md", "*.proto") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, m := range guaranteeCited.FindAllString(line, -1) {
+				if !stated[m] {
+					t.Errorf("%s:%d cites %s, which GUARANTEES.md does not state", f, i+1, m)
+				}
+			}
+		}
+	}
+}
+
+// trackedFiles lists the repository's files (git ls-files) matching any
+// pattern, leaving out the harness's run reports.
+func trackedFiles(t *testing.T, patterns ...string) []string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"ls-files", "--"}, patterns...)...).Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	var files []string
+	for _, f := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(f, "jepsen/runs/") {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		t.Fatal("git ls-files found nothing: is this a clone?")
+	}
+	return files
 }

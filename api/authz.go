@@ -27,7 +27,7 @@ type rule struct {
 }
 
 // roleTable maps every RPC of every service this server registers to the
-// role it needs (DESIGN.md §16). TestRoleTableCoversEveryRPC fails if an
+// role it needs (README "Roles"). TestRoleTableCoversEveryRPC fails if an
 // RPC is missing. Reader ⊂ writer ⊂ operator; peer is apart.
 var roleTable = map[string]rule{
 	// The read path: resolve hands out pins that the reader releases, and
@@ -41,7 +41,7 @@ var roleTable = map[string]rule{
 	"/metad.v1.Metad/ListEvidence":           {need: auth.Reader},
 	"/metad.v1.Metad/DescribeObject":         {need: auth.Reader},
 	"/metad.v1.Metad/ListQuarantined":        {need: auth.Reader},
-	"/metad.v1.Metad/Watch":                  {need: auth.Reader}, // follows a stream (DESIGN.md §17)
+	"/metad.v1.Metad/Watch":                  {need: auth.Reader}, // follows a stream (G14)
 	"/metad.v1.Cluster/Status":               {need: auth.Reader},
 	// A removed node asks a peer for the tombstones (node/removed.go).
 	"/metad.v1.Cluster/Members": {need: auth.Reader, peerToo: true},

@@ -16,7 +16,7 @@ import (
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
-// Cluster identity on the node-to-node service (DESIGN.md §16). A caller
+// Cluster identity on the node-to-node service (README "Cluster identity"). A caller
 // of metad.v1.Peer sends its cluster id (raftstore.Store.ClusterID) in the
 // metadata ClusterIDHeader; the server refuses the call with
 // FailedPrecondition, reason CLUSTER_ID_MISMATCH, when both know an id and

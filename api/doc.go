@@ -46,7 +46,7 @@
 // leader's memory, before removing (tombstones.go); Untombstone lifts it.
 //
 // Watch (watch.go) serves one stream's changes from this node's applied
-// state (DESIGN.md §17): it subscribes to package watch's hub inside a
+// state (G14): it subscribes to package watch's hub inside a
 // linearizable Read, so the events still held after from_version (the
 // hub's ring) and the live ones meet with no gap and no duplicate, sends
 // WATCH_STARTED at the start point, then each event as it applies. A

@@ -13,7 +13,7 @@ type readiness struct {
 	reason atomic.Pointer[string]
 }
 
-// ready decides whether this node should take traffic (DESIGN.md §9); it
+// ready decides whether this node should take traffic; it
 // gathers what readyVerdict needs, asking the leader for its commit index
 // only on a follower that is otherwise ready. It returns the reason when
 // not ready.

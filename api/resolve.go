@@ -17,7 +17,8 @@ import (
 // MaxExclusions bounds a resolve's exclusion list.
 const MaxExclusions = 256
 
-// Resolve implements the Metad service: DESIGN.md §5 on the real cluster.
+// Resolve implements the Metad service: the resolve pipeline
+// (ARCHITECTURE.md, "The walk of a resolve") on the real cluster.
 func (s *Server) Resolve(ctx context.Context, req *metadpb.ResolveRequest) (*metadpb.ResolveResponse, error) {
 	r, err := resolveRequest(req)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/metad/metad/watch"
 )
 
-// Watch serves one stream's changes (DESIGN.md §17): the held events after
+// Watch serves one stream's changes (G14): the held events after
 // from_version, then WATCH_STARTED at the linearizable start point, then
 // every change as this node applies it.
 //

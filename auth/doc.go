@@ -4,7 +4,7 @@
 // bearer tokens. api's interceptors use it with api's table of RPCs to
 // roles (api/authz.go); this package knows no RPC.
 //
-// Roles (DESIGN.md §16): reader (resolve, describe, list, watch, read
+// Roles (README "Roles"): reader (resolve, describe, list, watch, read
 // paths) ⊂ writer (reader + broker mutations) ⊂ operator (everything,
 // including cluster, snapshot and membership operations). peer is apart:
 // the node-to-node service needs it and only nodes have it.

@@ -45,7 +45,7 @@
 // from an unreachable member, as a *HandshakeError (ErrTLSHandshake) that
 // no retry mends.
 //
-// Read is the broker's read path (DESIGN.md §11): resolve, read the
+// Read is the broker's read path: resolve, read the
 // target's bytes from the object store under the target's identity, check
 // them against the target's data checksum (the CRC-32C its writer
 // committed; objectstore.ReadRange), and on failure report the candidate,

@@ -6,7 +6,7 @@ import (
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
-// The cluster id names one cluster for its whole life (DESIGN.md §16): the
+// The cluster id names one cluster for its whole life (README "Cluster identity"): the
 // first leader at feature level 2 proposes a random one (SetClusterID),
 // every node records it in its data dir, and nodes use it to refuse a node
 // of another cluster (membership, the Raft transport, the Peer service).

@@ -1,6 +1,6 @@
 // Package fsm is metad's replicated state machine: the whole state of
-// DESIGN.md §3 and every mutation of §4, as a pure function of the commands
-// applied to it.
+// streams, objects, pins and membership, and every mutation of them, as a
+// pure function of the commands applied to it.
 //
 // # What it holds
 //

@@ -1,7 +1,7 @@
 package fsm
 
 // refModel is a naive reference model of the machine, written from
-// DESIGN.md §3–§4, the comments of fsm.proto and limits.go, and nothing of
+// GUARANTEES.md, the comments of fsm.proto and limits.go, and nothing of
 // the machine's code: plain slices and maps, linear scans, reference counts
 // recomputed from scratch, its own shape checks and its own encoding of the
 // documented record checksum. Property tests apply the same commands to both

@@ -9,7 +9,7 @@ import (
 
 // Tombstone is an operator's removal of a server (remove-peer), kept in the
 // replicated state so that every leader, now and after any failover, knows
-// not to re-add that incarnation (DESIGN.md §9). Feature level 2.
+// not to re-add that incarnation. Feature level 2.
 type Tombstone struct {
 	NodeID string
 	// Incarnation is the removed incarnation; "" covers every incarnation

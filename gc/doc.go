@@ -1,5 +1,5 @@
 // Package gc is metad's leader-only, two-phase garbage collector of
-// objects (DESIGN.md §6, G9).
+// objects (G9).
 //
 // An object becomes garbage when nothing references it: no record of a live
 // generation and no append evidence above trim (the state machine counts

@@ -73,7 +73,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Collector is the leader-only garbage collector of DESIGN.md §6 (G9).
+// Collector is the leader-only garbage collector (G9).
 type Collector struct {
 	cfg     Config
 	store   Store

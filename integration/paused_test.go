@@ -20,7 +20,7 @@ type observedRead struct {
 	end   uint64
 }
 
-// TestPausedLeaderServesNoStaleReads (DESIGN.md §9): SIGSTOP the leader
+// TestPausedLeaderServesNoStaleReads (G1): SIGSTOP the leader
 // while clients write through the others and read through it; the others
 // elect a new leader and take writes; SIGCONT. No read answered by the old
 // leader may return a committed end older than a write acknowledged

@@ -23,7 +23,7 @@ import (
 )
 
 // Scenario tests of the read path on a real 3-node cluster, one per rule
-// of DESIGN.md §5–§8 (issue "The whole read path").
+// of the read path, G5–G10 (issue "The whole read path").
 
 // readCluster is a formed 3-node cluster with fast GC and a broker whose
 // stream holds [0,10) in generation 0 ("g0"), a rewrite in generation 1

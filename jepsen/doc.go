@@ -1,8 +1,8 @@
-// Command jepsen is metad's Jepsen-style fault harness (DESIGN.md §13): it
+// Command jepsen is metad's Jepsen-style fault harness (jepsen/README.md): it
 // builds metad with the fault hooks (-tags metad_faults), runs 3 or 5 real
 // server processes on loopback, drives concurrent recording clients through
 // the public gRPC API only, injects faults from a seeded schedule, and
-// checks the history against a model of DESIGN.md written here.
+// checks the history against a model of GUARANTEES.md written here.
 //
 //	go run ./jepsen --nodes 3 --nemesis partition,kill,pause --time-limit 60s --seed 7
 //	go run ./jepsen --matrix smoke        # every nemesis x workload cell

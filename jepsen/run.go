@@ -305,7 +305,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // converge waits until every node reports the same applied index and
-// state hash (DESIGN.md §3: replicas compared by hash), or until two report
+// state hash (replicas compared by hash), or until two report
 // the same index with different hashes, which no wait can mend.
 func converge(ctx context.Context, cl *cluster.Cluster, timeout time.Duration) report.Convergence {
 	start := time.Now()

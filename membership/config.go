@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Defaults of DESIGN.md §12 and of the reconcile loop. Each is documented on
+// Defaults of the discovery and reconcile loops. Each is documented on
 // the Config field it fills.
 const (
 	DefaultGossipAddr = "127.0.0.1:7422"

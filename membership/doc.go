@@ -1,5 +1,5 @@
 // Package membership finds metad's servers, forms the raft cluster and keeps
-// the raft configuration in line with who is actually there (DESIGN.md §9).
+// the raft configuration in line with who is actually there.
 //
 // # Discovery
 //

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Cluster identity in gossip and in the reconcile loop (DESIGN.md §16).
+// Cluster identity in gossip and in the reconcile loop (README "Cluster identity").
 //
 // Why not memberlist's Label: memberlist drops every packet and stream
 // whose label differs from its own, before any delegate sees it. A fresh

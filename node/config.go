@@ -17,7 +17,7 @@ import (
 	"github.com/metad/metad/tracing"
 )
 
-// Default addresses (DESIGN.md §12): everything on localhost.
+// Default addresses: everything on localhost.
 const (
 	DefaultGRPCAddr   = "127.0.0.1:7420"
 	DefaultRaftAddr   = "127.0.0.1:7421"
@@ -48,7 +48,7 @@ type Config struct {
 	// Objects.URL = file://ObjectDir, kept for --object-dir. Set one or
 	// the other. Default DataDir/objects when Objects.URL is empty.
 	ObjectDir string
-	// Objects is the object store (DESIGN.md §11): file://DIR or
+	// Objects is the object store (package objectstore): file://DIR or
 	// s3://BUCKET[/PREFIX]. Open checks an s3:// bucket at start.
 	Objects objectstore.Config
 	// ShutdownTimeout bounds a graceful shutdown. Default 10s; range [0, 5m].

@@ -80,7 +80,7 @@
 // (sdnotify.go): STATUS= while it waits for a leader, READY=1 once it
 // serves, STOPPING=1 at shutdown.
 //
-// Security (security.go, DESIGN.md §16): Config.Security names the TLS
+// Security (security.go; README "Securing a cluster"): Config.Security names the TLS
 // files, the tokens file and the insecure-mode peer secret. With TLS, one
 // reloading set of material (tlsconfig) serves gRPC (a client certificate
 // required, or verified if given when tokens may identify clients), the

@@ -24,7 +24,7 @@ import (
 // ErrInsecure is wrapped by the refusal to serve a network without TLS.
 var ErrInsecure = errors.New("refusing to serve without TLS")
 
-// Security is a node's TLS and authentication settings (DESIGN.md §16).
+// Security is a node's TLS and authentication settings (README "Securing a cluster").
 type Security struct {
 	// TLS names the certificate, key and CA bundle. With none named the
 	// node serves in clear text, which it does only on loopback addresses

@@ -1,4 +1,4 @@
-// Package objectstore is the physical layer of DESIGN.md §11: objects
+// Package objectstore is metad's physical layer: objects
 // addressed by (key, identity), where the identity names one exact version
 // of the bytes. Stores are versioned like an S3 bucket: a Put under a key
 // adds a version and never destroys an earlier one, every read names the

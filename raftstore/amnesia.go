@@ -13,7 +13,7 @@ import (
 )
 
 // voteGuard keeps a server that lost its raft state from voting until it
-// has caught up: the disk-loss hazard of Raft (DESIGN.md §9, G2).
+// has caught up: the disk-loss hazard of Raft (G2).
 //
 // A voter acknowledges entry E, then loses its disk (a wiped data dir, a
 // replaced volume) and restarts under the same node id. Its log is empty,

@@ -38,7 +38,7 @@ import (
 // each) inside one timeout.
 type Config struct {
 	// NodeID is this server's stable raft id. Servers are keyed by id, never
-	// by address (DESIGN.md §9). Required; 1–128 bytes, no spaces or
+	// by address. Required; 1–128 bytes, no spaces or
 	// control characters.
 	NodeID string
 	// DataDir holds this node's raft state (layout in doc.go). Required; it

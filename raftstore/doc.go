@@ -129,7 +129,7 @@
 // and waits also wrap the context's error; callers use errors.Is/As and
 // Retryable, never the text.
 //
-// # Linearizable reads (DESIGN.md §9)
+// # Linearizable reads (G1)
 //
 // Read runs a function on the local machine once the local state is at
 // least as new as every write acknowledged before Read was called, on any
@@ -228,7 +228,7 @@
 // is told of every applied command with its Result, and of every restore,
 // on the FSM goroutine under the machine's write lock, so what it derives
 // is consistent with the state a Read function sees. Package watch's hub
-// is the one observer (the change feed of DESIGN.md §17). Without one,
+// is the one observer (the change feed, G14). Without one,
 // apply is unchanged.
 //
 // # Leadership

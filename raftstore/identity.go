@@ -17,7 +17,7 @@ import (
 	"github.com/metad/metad/fsm"
 )
 
-// The Raft transport's cluster identity check (DESIGN.md §16). A node must
+// The Raft transport's cluster identity check (README "Cluster identity"). A node must
 // not take AppendEntries, RequestVote or InstallSnapshot from another
 // cluster's servers: node ids like n1 repeat across clusters, and a
 // foreign leader's entries would overwrite this node's log.

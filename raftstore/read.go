@@ -14,7 +14,7 @@ import (
 
 // Read runs fn on the local state machine, under its read lock, once that
 // state is at least as new as every write acknowledged before Read was
-// called: linearizable (DESIGN.md §9), on any node.
+// called: linearizable (G1), on any node.
 //
 // The read index comes from this node's ReadIndex if it leads, otherwise
 // from the leader's through Peers; then Read waits (ctx-bounded) until the

@@ -86,7 +86,7 @@ func TestIsolatedOldLeaderNeverServesStaleReads(t *testing.T) {
 	}
 }
 
-// TestStaleHeartbeatReplyIsNotLeadershipProof is the test DESIGN.md §9 asks
+// TestStaleHeartbeatReplyIsNotLeadershipProof is the test G1 asks
 // for. A heartbeat from the old leader n1 to n2 is delivered while n1 still
 // leads, and n2's "yes, term T" reply is held back. n1 is cut off, n2 and n3
 // elect a new leader and acknowledge a write. Then the held reply reaches

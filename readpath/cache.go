@@ -16,7 +16,7 @@ const (
 	cachePerStream = 16   // entries per stream
 )
 
-// Cache is the resolver's positive-only Cache (DESIGN.md §8): per
+// Cache is the resolver's positive-only Cache: per
 // stream, a few recently resolved COMMITTED candidates. An entry is only a
 // hint — the resolver pins it and rechecks linearizably — so a stale entry
 // can waste a pin but never change an answer. Entries are dropped when the

@@ -30,7 +30,7 @@
 //	             against the object store before anything changes (G10);
 //	             api's ReportCandidateFailure commits only what it confirms.
 //	leases.go    the shared pin leases.
-//	cache.go     the resolve cache, a positive-only hint (DESIGN.md §8): the
+//	cache.go     the resolve cache, a positive-only hint: the
 //	             resolver pins a cached candidate and rechecks it
 //	             linearizably before trusting it, so a stale entry costs a
 //	             pin, never an answer (G1, G7). Nothing negative is stored.

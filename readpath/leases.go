@@ -18,7 +18,7 @@ const maxLeases = 1 << 16
 // until it expires.
 const SharedHolder = "resolve/shared"
 
-// leases coalesces the pins of concurrent resolves (DESIGN.md §6): rather
+// leases coalesces the pins of concurrent resolves (G9): rather
 // than one Raft write per resolve, a node takes one pin per object with
 // twice the resolve TTL and hands it to every resolve that can still finish
 // its read inside it. G9 holds because every reader's window (its send time

@@ -127,7 +127,8 @@ func New(cfg Config, deps Deps) (*Resolver, error) {
 	return r, nil
 }
 
-// Resolve runs DESIGN.md §5 on this node.
+// Resolve runs the resolve pipeline (ARCHITECTURE.md, "The walk of a
+// resolve") on this node.
 func (r *Resolver) Resolve(ctx context.Context, req resolver.Request) (resolver.Result, error) {
 	// The resolve's steps (the plan's read, the pin's proposal, the
 	// recheck's read) are its children: raftstore traces each.

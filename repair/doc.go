@@ -1,5 +1,5 @@
 // Package repair rebuilds COMMITTED generation-0 index records from append
-// evidence (DESIGN.md §7, G11).
+// evidence (G11).
 //
 // Planning (plan.go) is pure: PlanOffset decides, from one consistent state,
 // whether the record covering an offset is healthy, must be rebuilt, or

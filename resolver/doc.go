@@ -1,5 +1,6 @@
 // Package resolver turns a broker's read request — (stream, view, offset) —
-// into one physical target it may safely read, following DESIGN.md §5.
+// into one physical target it may safely read, as ARCHITECTURE.md, "The
+// walk of a resolve", describes.
 //
 // It has two halves.
 //

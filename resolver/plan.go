@@ -118,7 +118,8 @@ type Plan struct {
 
 // PlanRequest decides, from one consistent state, what a resolve of req can
 // return: a boundary outcome, or the ordered candidates of the requested
-// view only. It is steps 1–3 of DESIGN.md §5 and has no side effects.
+// view only. It is the plan (ARCHITECTURE.md, "The walk of a resolve",
+// step 3) and has no side effects.
 func PlanRequest(st State, req Request) Plan {
 	s, ok := st.Stream(req.Stream)
 	at := st.AppliedIndex()

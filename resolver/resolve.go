@@ -10,8 +10,9 @@ import (
 	"github.com/metad/metad/fsm"
 )
 
-// The resolve loop (DESIGN.md §5 steps 4–9) reaches the rest of the system
-// only through these interfaces. The server implements them over Raft and
+// The resolve loop (pin, recheck, fall back: ARCHITECTURE.md, "The walk
+// of a resolve", step 4) reaches the rest of the system only through
+// these interfaces. The server implements them over Raft and
 // the object store; tests implement them over an fsm.Machine, so the loop
 // runs deterministically.
 

@@ -1,5 +1,5 @@
 // Package watch turns the apply path into per-stream change feeds
-// (DESIGN.md G14, §17).
+// (G14).
 //
 // Derive (event.go) is the pure part: from one applied command, its
 // fsm Result and the stream's state afterwards it yields the one Event the

@@ -103,7 +103,7 @@ type MetadClient interface {
 	// ResolveDiagnostic.
 	Resolve(ctx context.Context, in *ResolveRequest, opts ...grpc.CallOption) (*ResolveResponse, error)
 	// Watch delivers every change of one stream in commit order, each with
-	// its version, from a linearizable starting point (DESIGN.md §17). The
+	// its version, from a linearizable starting point (G14). The
 	// events up to the start come from this node's recent history, later ones
 	// as they apply: no gap, no duplicate. A from_version whose successors
 	// this node no longer holds fails FAILED_PRECONDITION / WATCH_COMPACTED
@@ -394,7 +394,7 @@ type MetadServer interface {
 	// ResolveDiagnostic.
 	Resolve(context.Context, *ResolveRequest) (*ResolveResponse, error)
 	// Watch delivers every change of one stream in commit order, each with
-	// its version, from a linearizable starting point (DESIGN.md §17). The
+	// its version, from a linearizable starting point (G14). The
 	// events up to the start come from this node's recent history, later ones
 	// as they apply: no gap, no duplicate. A from_version whose successors
 	// this node no longer holds fails FAILED_PRECONDITION / WATCH_COMPACTED
@@ -1326,7 +1326,7 @@ type PeerClient interface {
 	// Propose proposes a marshalled fsm Command on the leader and returns the
 	// marshalled fsm Result.
 	Propose(ctx context.Context, in *ProposeRequest, opts ...grpc.CallOption) (*ProposeResponse, error)
-	// ReadIndex returns a read index confirmed by the leader (DESIGN.md §9).
+	// ReadIndex returns a read index confirmed by the leader (G1).
 	ReadIndex(ctx context.Context, in *ReadIndexRequest, opts ...grpc.CallOption) (*ReadIndexResponse, error)
 	// ConfirmLeadership answers whether this node is in `term` following
 	// `leader_id` right now.
@@ -1405,7 +1405,7 @@ type PeerServer interface {
 	// Propose proposes a marshalled fsm Command on the leader and returns the
 	// marshalled fsm Result.
 	Propose(context.Context, *ProposeRequest) (*ProposeResponse, error)
-	// ReadIndex returns a read index confirmed by the leader (DESIGN.md §9).
+	// ReadIndex returns a read index confirmed by the leader (G1).
 	ReadIndex(context.Context, *ReadIndexRequest) (*ReadIndexResponse, error)
 	// ConfirmLeadership answers whether this node is in `term` following
 	// `leader_id` right now.

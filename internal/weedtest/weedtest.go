@@ -1,5 +1,5 @@
 // Package weedtest runs a real S3 server for tests and the Jepsen harness:
-// SeaweedFS `weed mini` (DESIGN.md §11), started on free loopback ports in a
+// SeaweedFS `weed mini`, started on free loopback ports in a
 // directory and stopped at the end. Credentials are enforced (an s3.config
 // with one identity), so a test can also present wrong ones.
 //

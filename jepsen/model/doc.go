@@ -1,4 +1,4 @@
-// Package model is what metad promises, written from DESIGN.md §1–§6 and
+// Package model is what metad promises, written from GUARANTEES.md and
 // metad.proto rather than from metad's code, and the checkers that hold a
 // history to it.
 //

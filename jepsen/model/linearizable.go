@@ -63,7 +63,7 @@ func partitionByStream(ops []porcupine.Operation) [][]porcupine.Operation {
 // observed nothing and are left out; a mutation whose outcome is unknown
 // returns "never" (after every other operation), so porcupine may place it
 // anywhere after its call — or at the very end, where it changes nothing
-// anyone saw. A resolve's target was pinned, then rechecked (DESIGN.md §5),
+// anyone saw. A resolve's target was pinned, then rechecked (G7),
 // so its linearization point lies after the pin was applied: the leader's
 // machine time at that apply (pin expiry minus TTL) narrows its call time,
 // unless a clock offset made machine time differ from the wall clock.

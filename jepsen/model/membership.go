@@ -8,7 +8,7 @@ import (
 	"github.com/metad/metad/jepsen/history"
 )
 
-// CheckMembership is DESIGN.md §9 for the membership nemeses, from what
+// CheckMembership checks membership for the membership nemeses, from what
 // they saw of the Raft configuration (history.Fault.Config):
 //
 //   - long-partition: a node cut off far longer than any ordinary fault,

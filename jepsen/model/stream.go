@@ -8,7 +8,7 @@ import (
 	"github.com/metad/metad/jepsen/history"
 )
 
-// Stream is the model's state of one stream, written from DESIGN.md §1–§5
+// Stream is the model's state of one stream, written from GUARANTEES.md
 // and metad.proto, not from metad's code. Values are immutable: every
 // change returns a new Stream sharing what did not change, so porcupine can
 // keep many states of one search alive at once.

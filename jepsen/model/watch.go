@@ -7,7 +7,7 @@ import (
 	"github.com/metad/metad/jepsen/history"
 )
 
-// CheckWatch is G14 (DESIGN.md §17) for the watchers' sessions (ops of
+// CheckWatch is G14 for the watchers' sessions (ops of
 // kind watch): each watcher's events on a stream are a gap-free,
 // duplicate-free, in-order slice of the stream's committed history, and
 // each resume starts exactly after the last event seen.

@@ -12,7 +12,7 @@ import (
 )
 
 // The amnesia fault: a voter loses its disk at the worst moment, while it
-// holds a committed entry that another voter lacks (issue 16, DESIGN.md §9,
+// holds a committed entry that another voter lacks (issue 16,
 // G2). Staged on n nodes with leader L:
 //
 //  1. cut the lagging group B (n/2 followers) off from everyone;

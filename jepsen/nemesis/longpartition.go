@@ -14,7 +14,7 @@ import (
 // The long-partition fault: one node (shape one) or the leader (shape
 // leader) is cut off from every other for Options.LongHold, far longer
 // than an ordinary fault, with the servers on the default removal policy
-// (--dead-server-timeout in hours, DESIGN.md §9). It must not be removed:
+// (--dead-server-timeout in hours). It must not be removed:
 // the configuration is read before the cut, every second of the hold from
 // the other side, and once the node has caught up after the heal, and
 // model.CheckMembership reports any difference. The fault lasts until the

@@ -22,7 +22,7 @@ var falseKinds = []metadpb.FailureKind{metadpb.FailureKind_CORRUPT, metadpb.Fail
 // falseReporter resolves, reads the target's bytes intact, and then
 // reports the candidate as broken anyway (CORRUPT, OBJECT_MISSING or
 // IDENTITY_MISMATCH): the server must check the report against the store
-// and answer that it is not confirmed (DESIGN.md G10: nothing a client
+// and answer that it is not confirmed (G10: nothing a client
 // reports may make a committed offset unreadable while intact bytes exist).
 type falseReporter struct {
 	w      *Workload

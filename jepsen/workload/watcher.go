@@ -12,7 +12,7 @@ import (
 	"github.com/metad/metad/jepsen/history"
 )
 
-// Watchers follow streams with the raw Watch RPC (DESIGN.md §17), not
+// Watchers follow streams with the raw Watch RPC (G14), not
 // client.Watch: the library's resume hides exactly what the checker must
 // see (it drops repeated versions and resumes by itself). Each watcher
 // follows streamsPerWatcher streams, each in sessions: one Watch call on a

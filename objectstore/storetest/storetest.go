@@ -1,5 +1,5 @@
 // Package storetest is the behavioural contract every objectstore.Store
-// passes (DESIGN.md §11), written once and run against each store: file://
+// passes, written once and run against each store: file://
 // on a temporary directory, s3:// against a real SeaweedFS weed mini. A
 // store's test calls Run with a Harness saying how to make a fresh store
 // and how to forge the two failures only a store's own format can produce.

@@ -77,7 +77,7 @@ func CheckHostPort(addr string) error {
 	return nil
 }
 
-// RegisterObjectStore binds the object-store flags (DESIGN.md §11) to
+// RegisterObjectStore binds the object-store flags (package objectstore) to
 // cfg: the same names on the server and on every command that reads or
 // writes bytes, so one URL works everywhere.
 func RegisterObjectStore(fs *pflag.FlagSet, cfg *objectstore.Config) {
