@@ -191,7 +191,7 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	var errs []error
 	if c.PinTTL < time.Second || c.PinTTL > fsm.MaxPinTTL {
-		errs = append(errs, fmt.Errorf("resolver: PinTTL %s outside [1s, %s]", c.PinTTL, fsm.MaxPinTTL))
+		errs = append(errs, fmt.Errorf("--pin-ttl %s outside [1s, %s]", c.PinTTL, fsm.MaxPinTTL))
 	}
 	if c.MaxAttempts < 1 || c.MaxAttempts > 64 {
 		errs = append(errs, fmt.Errorf("resolver: MaxAttempts %d outside [1, 64]", c.MaxAttempts))

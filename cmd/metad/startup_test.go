@@ -68,6 +68,7 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 		{name: "heartbeat", bad: []string{"--raft-heartbeat-timeout", "0s"}, wantCode: 2, wantMsg: "--raft-heartbeat-timeout 0s"},
 		{name: "snapshot interval", bad: []string{"--raft-snapshot-interval", "1ms"}, wantCode: 2, wantMsg: "SnapshotInterval: 1ms is outside"},
 		{name: "log store", bad: []string{"--raft-log-store", "lsm"}, wantCode: 2, wantMsg: `--raft-log-store "lsm": want auto, bolt or wal`},
+		{name: "pin ttl", bad: []string{"--pin-ttl", "-5s"}, wantCode: 2, wantMsg: "--pin-ttl -5s outside [1s, 10m0s]"},
 		// Security files are read before the data dir is claimed.
 		{name: "peer secret missing", bad: []string{"--peer-secret-file", "/nonexistent/peer-secret"}, wantCode: 2, wantMsg: "peer-secret-file"},
 		{name: "peer secret short", bad: []string{"--peer-secret-file", shortSecret}, wantCode: 2, wantMsg: "at least 16 characters"},
