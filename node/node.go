@@ -101,6 +101,13 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	if err = n.claimDataDir(); err != nil {
 		return nil, err
 	}
+	// The start is now committed: a file:// store's directory is made
+	// here (opened, it wrote nothing), so clients that check it find it.
+	if l, ok := n.objects.(*objectstore.Local); ok {
+		if err = l.Create(); err != nil {
+			return nil, err
+		}
+	}
 	if err = n.loadIdentity(&cfg); err != nil {
 		return nil, err
 	}

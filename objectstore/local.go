@@ -56,6 +56,16 @@ func NewLocal(dir string) (*Local, error) {
 	return &Local{dir: dir, digests: newDigestCache(maxCachedDigests)}, nil
 }
 
+// Create makes the store's directory (Put makes it too): for a server
+// whose start is past its checks, so that clients checking for the
+// directory find it before the first object.
+func (l *Local) Create() error {
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return fmt.Errorf("objectstore: %w", err)
+	}
+	return nil
+}
+
 // Dir is the store's root directory.
 func (l *Local) Dir() string { return l.dir }
 

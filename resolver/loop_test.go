@@ -327,7 +327,7 @@ func TestConfigValidateListsEveryProblem(t *testing.T) {
 	if err == nil {
 		t.Fatal("accepted a bad config")
 	}
-	for _, want := range []string{"PinTTL", "MaxAttempts", "ReleaseTimeout", "MaxRetryBackoff"} {
+	for _, want := range []string{"--pin-ttl", "MaxAttempts", "ReleaseTimeout", "MaxRetryBackoff"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q missing from %v", want, err)
 		}

@@ -92,9 +92,10 @@ func New(ctx context.Context, cfg Config, exp Exporter) (*Provider, error) {
 // propagator carries the W3C trace context across gRPC hops.
 var propagator = propagation.TraceContext{}
 
-// ServerOption traces every call a gRPC server serves.
+// ServerOption traces every call a gRPC server serves. A nil Provider
+// (a node only validating its settings) traces nothing, as does one off.
 func (p *Provider) ServerOption() grpc.ServerOption {
-	if !p.on {
+	if p == nil || !p.on {
 		return grpc.EmptyServerOption{}
 	}
 	return grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(p.tp), otelgrpc.WithPropagators(propagator)))
@@ -102,7 +103,7 @@ func (p *Provider) ServerOption() grpc.ServerOption {
 
 // DialOption traces every call a gRPC client makes, carrying the trace on.
 func (p *Provider) DialOption() grpc.DialOption {
-	if !p.on {
+	if p == nil || !p.on {
 		return grpc.EmptyDialOption{}
 	}
 	return grpc.WithStatsHandler(otelgrpc.NewClientHandler(otelgrpc.WithTracerProvider(p.tp), otelgrpc.WithPropagators(propagator)))

@@ -99,7 +99,7 @@ func TestServerConfigValidatedBeforeStart(t *testing.T) {
 	if err == nil {
 		t.Fatal("invalid configuration accepted")
 	}
-	for _, want := range []string{"grpc-addr", "PinTTL", "--raft-election-timeout -1s", "log-level"} {
+	for _, want := range []string{"grpc-addr", "--pin-ttl", "--raft-election-timeout -1s", "log-level"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}
