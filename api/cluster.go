@@ -143,6 +143,7 @@ func (s *Server) askIncarnations(ctx context.Context, members []*metadpb.Member)
 			defer wg.Done()
 			if st, err := s.peers.NodeStatus(ctx, m.NodeId, false); err == nil {
 				m.Incarnation = st.Incarnation // each goroutine writes its own member
+				s.removals.LearnIncarnation(m.NodeId, st.Incarnation)
 			}
 		}()
 	}

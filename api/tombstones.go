@@ -21,6 +21,9 @@ import (
 type Removals interface {
 	// Incarnation is the incarnation node id last reported ("" if none).
 	Incarnation(id string) string
+	// LearnIncarnation records the incarnation id reported when asked
+	// (Members), so a removal after it tombstones that incarnation.
+	LearnIncarnation(id, inc string)
 	// NoteRemoved remembers that incarnation inc of id was removed.
 	NoteRemoved(id, inc string)
 	// ForgetRemoved drops that memory (the tombstone was lifted) and
@@ -30,9 +33,10 @@ type Removals interface {
 
 type noRemovals struct{}
 
-func (noRemovals) Incarnation(string) string  { return "" }
-func (noRemovals) NoteRemoved(string, string) {}
-func (noRemovals) ForgetRemoved(string) bool  { return false }
+func (noRemovals) Incarnation(string) string       { return "" }
+func (noRemovals) LearnIncarnation(string, string) {}
+func (noRemovals) NoteRemoved(string, string)      {}
+func (noRemovals) ForgetRemoved(string) bool       { return false }
 
 // tombstoneBeforeRemoval makes remove-peer's removal stick before the
 // server leaves the configuration, so the reconcile loop cannot re-add it

@@ -83,6 +83,11 @@ func (a *Agent) Incarnation(id string) string {
 	return a.removals.incarnations[id]
 }
 
+// LearnIncarnation records the incarnation id reported when asked outside
+// the reconcile loop (the Cluster service's Members), so what Members
+// lists is what a removal tombstones.
+func (a *Agent) LearnIncarnation(id, inc string) { a.learnIncarnation(id, inc) }
+
 func (a *Agent) learnIncarnation(id, inc string) {
 	if inc == "" {
 		return

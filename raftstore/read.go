@@ -155,9 +155,8 @@ func (s *Store) readLoop() {
 			continue
 		}
 		index, err := s.confirmRound()
-		for _, req := range batch {
-			req.reply <- readReply{index: index, err: err}
-		}
+		// Counted before the replies go out, so a caller that has its
+		// answer sees its read in ReadIndexStats.
 		s.metrics.readBatch.Observe(float64(len(batch)))
 		if err != nil {
 			s.metrics.readRounds.WithLabelValues("failed").Inc()
@@ -166,6 +165,9 @@ func (s *Store) readLoop() {
 		}
 		s.readRounds.Add(1)
 		s.readsServed.Add(uint64(len(batch)))
+		for _, req := range batch {
+			req.reply <- readReply{index: index, err: err}
+		}
 	}
 }
 
