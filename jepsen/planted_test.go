@@ -96,7 +96,7 @@ func TestPlantedBugs(t *testing.T) {
 			runDir := filepath.Join(dir, c.name)
 			cfg := RunConfig{Name: c.name, Dir: runDir, Binary: bin, Nodes: 3, Nemesis: kinds, Profile: c.profile,
 				TimeLimit: c.limit, Seed: seed + int64(i), Bugs: c.bugs, Streams: 4, Readers: 4, Watchers: 2, MinOps: 20,
-				CheckTimeout: 30 * time.Second, Log: log, UncheckedReads: c.unchecked}
+				CheckTimeout: 30 * time.Second, Log: log, UncheckedReads: c.unchecked, NoSettle: true}
 			res, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -49,6 +49,12 @@ type RunConfig struct {
 	Store string
 	// FalseReports is the number of false-reporting clients.
 	FalseReports int
+	// NoSettle leaves a write whose outcome is unknown indeterminate, as
+	// the workload did before it settled them (workload.Config's
+	// SettleTimeout): the planted-bug runs, calibrated on that workload,
+	// keep it. A writer that settles waits up to 20 s and makes fewer
+	// writes in a 15 s run, and stale-read once went unseen so in CI.
+	NoSettle bool
 	// UncheckedReads plants a harness bug: readers skip the data checksum
 	// (planted_test.go).
 	UncheckedReads bool
@@ -199,7 +205,7 @@ func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	wl, err := workload.New(workload.Config{Profile: cfg.Profile, Streams: cfg.Streams, Readers: cfg.Readers, Level: level,
 		Watchers: cfg.Watchers, WatchClients: bound,
 		OpTimeout: 3 * time.Second, Seed: cfg.Seed, Clients: clients, NodeIDs: ids, All: all, Objects: objs, Broker: broker, Rec: rec, Log: cfg.Log,
-		FalseReports: cfg.FalseReports, HealWait: healWait, UncheckedReads: cfg.UncheckedReads})
+		FalseReports: cfg.FalseReports, HealWait: healWait, UncheckedReads: cfg.UncheckedReads, SettleTimeout: settleTimeout(cfg.NoSettle)})
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -330,6 +336,14 @@ func converge(ctx context.Context, cl *cluster.Cluster, timeout time.Duration) r
 		}
 	}
 	return report.Convergence{Converged: false, Detail: last}
+}
+
+// settleTimeout is the workload's SettleTimeout: its default, or never.
+func settleTimeout(noSettle bool) time.Duration {
+	if noSettle {
+		return -1
+	}
+	return 0
 }
 
 // crashes names every server that died of itself: a Go panic (a broken

@@ -14,6 +14,7 @@ func TestConfigurationChangesOnFollowerSayNotLeader(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	l := c.leader()
 	f := c.store((c.index(l) + 1) % 3)
+	waitFor(t, "the follower to hear from the leader", func() bool { return f.Status().LeaderID == l.ID() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for name, change := range map[string]func() (uint64, error){

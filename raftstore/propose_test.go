@@ -185,6 +185,7 @@ func TestProposeEncoded(t *testing.T) {
 		t.Errorf("a command without an operation: %v, want ErrBadCommand", err)
 	}
 	f := c.store((c.index(l) + 1) % 3)
+	waitFor(t, "the follower to hear from the leader", func() bool { return f.Status().LeaderID == l.ID() })
 	var nle *NotLeaderError
 	if _, err := f.ProposeEncoded(ctx, data); !errors.As(err, &nle) || nle.LeaderID != l.ID() {
 		t.Errorf("on a follower: %v, want NotLeaderError naming %s", err, l.ID())

@@ -413,6 +413,9 @@ func TestReadIndexOnlyOnTheLeader(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	l := c.leader()
 	f := c.store((c.index(l) + 1) % 3)
+	// A follower that has not heard from the leader yet answers "no
+	// leader", not "not the leader": wait until it knows the leader.
+	waitFor(t, f.ID()+" to know the leader", func() bool { id, _ := f.Leader(); return id == l.ID() })
 	_, err := f.ReadIndex(context.Background())
 	var nl *NotLeaderError
 	if !errors.As(err, &nl) || nl.LeaderID != l.ID() {
