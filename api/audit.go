@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/auth"
 )
 
@@ -41,8 +42,9 @@ func (s *Server) audit(ctx context.Context, method string, req any, err error) {
 	}
 	outcome, level := "OK", slog.LevelInfo
 	if err != nil {
-		outcome, level = reasonOf(err).String(), slog.LevelWarn
-		if st, ok := asStatus(err); ok && reasonOf(err) == 0 {
+		r := reasonOf(err)
+		outcome, level = r.String(), slog.LevelWarn
+		if st, ok := asStatus(err); ok && r == metadpb.Reason_REASON_UNSPECIFIED {
 			outcome = st.Code().String() // a refusal without metad's ErrorInfo
 		}
 		attrs = append(attrs, "err", err.Error())

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
@@ -200,5 +199,3 @@ func tree(tr tracetest.SpanStubs) string {
 	}
 	return b.String()
 }
-
-var _ sdktrace.SpanExporter = (*tracetest.InMemoryExporter)(nil)
