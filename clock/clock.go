@@ -1,8 +1,10 @@
-// Package clock is the time source of metad's background loops (repair,
-// gc): an interface, so that tests drive time themselves instead of
-// sleeping (internal/fakeclock), and Real, the wall clock. Like
-// raft-autopilot's TimeProvider, it is the only way those loops learn the
-// time or wait.
+// Package clock is metad's one time source: an interface, so that tests
+// drive time themselves instead of sleeping (internal/fakeclock), and Real,
+// the wall clock. Like raft-autopilot's TimeProvider, it is the only way a
+// background loop (membership, repair, gc, readpath, watch, backup,
+// raftstore, node, client) learns the time or waits; the architecture test
+// and the forbidigo lint rule keep direct reads of the time package out of
+// them. The resolver, a pure core, is handed a Clock and never names Real.
 package clock
 
 import "time"
@@ -22,6 +24,13 @@ type Timer interface {
 	// Stop prevents a pending fire.
 	Stop()
 }
+
+// After returns a channel that delivers c's time once d has passed on c,
+// like time.After.
+func After(c Clock, d time.Duration) <-chan time.Time { return c.NewTimer(d).C() }
+
+// Since is the time passed on c since t, like time.Since.
+func Since(c Clock, t time.Time) time.Duration { return c.Now().Sub(t) }
 
 // Real is the wall clock.
 var Real Clock = realClock{}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/metad/metad/checksum"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/internal/fakeclock"
@@ -266,8 +267,15 @@ type instantClock struct{}
 
 func (instantClock) Now() time.Time { return time.Unix(0, 0) }
 
-func (instantClock) After(time.Duration) <-chan time.Time {
+func (instantClock) NewTimer(time.Duration) clock.Timer {
 	ch := make(chan time.Time, 1)
 	ch <- time.Unix(0, 0)
-	return ch
+	return firedTimer(ch)
 }
+
+// firedTimer has fired already.
+type firedTimer chan time.Time
+
+func (t firedTimer) C() <-chan time.Time { return t }
+func (firedTimer) Reset(time.Duration)   {}
+func (firedTimer) Stop()                 {}

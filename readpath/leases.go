@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/resolver"
@@ -44,8 +45,8 @@ type lease struct {
 	until time.Time // local monotonic bound on the pin's life
 }
 
-func newLeases(margin time.Duration) *leases {
-	return &leases{margin: margin, now: time.Now, byObject: map[fsm.ObjectRef]lease{}}
+func newLeases(margin time.Duration, c clock.Clock) *leases {
+	return &leases{margin: margin, now: c.Now, byObject: map[fsm.ObjectRef]lease{}}
 }
 
 // get returns a shared pin on obj that outlives a reader who starts now

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/resolver"
 )
@@ -14,7 +15,7 @@ import (
 // pin's local lifetime ends (with the margin to spare).
 func TestSharedLeaseOutlivesEveryReader(t *testing.T) {
 	now := time.Unix(1000, 0)
-	l := newLeases(5 * time.Second)
+	l := newLeases(5*time.Second, clock.Real)
 	l.now = func() time.Time { return now }
 	obj := fsm.ObjectRef{Key: "k", Identity: "sha256:x"}
 	ttl := 30 * time.Second
@@ -39,7 +40,7 @@ func TestSharedLeaseOutlivesEveryReader(t *testing.T) {
 
 func TestSharedLeasesAreBounded(t *testing.T) {
 	now := time.Unix(0, 0)
-	l := newLeases(0)
+	l := newLeases(0, clock.Real)
 	l.now = func() time.Time { return now }
 	for i := range maxLeases + 10 {
 		l.put(fsm.ObjectRef{Key: strconv.Itoa(i), Identity: "i"}, resolver.Pin{ID: uint64(i)}, now, time.Second)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/faults"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
@@ -79,6 +80,9 @@ type Deps struct {
 	// Metrics receives the resolve cache's metric and the pins gauges
 	// (metrics.go); nil leaves them unregistered.
 	Metrics prometheus.Registerer
+	// Clock is the resolve loop's and the shared leases' time source; nil
+	// is clock.Real.
+	Clock clock.Clock
 }
 
 // Resolver is resolver.Resolver wired to this node: its collaborators over
@@ -104,16 +108,20 @@ func New(cfg Config, deps Deps) (*Resolver, error) {
 	if deps.Metrics != nil {
 		deps.Metrics.MustRegister(cacheEvents, newPinCollector(deps.Store.ReadLocal))
 	}
+	clk := deps.Clock
+	if clk == nil {
+		clk = clock.Real
+	}
 	pins := pinner{propose: deps.Propose}
 	if cfg.SharePins {
-		pins.leases = newLeases(cfg.LeaseMargin)
+		pins.leases = newLeases(cfg.LeaseMargin, clk)
 	}
 	reader := NewStore[resolver.State](deps.Store)
 	reader.local = faults.Bug("stale-read") // planted bug: no read index
 	rdeps := resolver.Deps{
 		Reader: reader, Pinner: pins,
 		Repairer: repairer{repair: deps.Repair, store: deps.Store, onLeader: deps.RepairOnLeader},
-		Reporter: reporter{deps.Propose}, Clock: realClock{}, Cache: countingCache{c: r.cache, events: cacheEvents},
+		Reporter: reporter{deps.Propose}, Clock: clk, Cache: countingCache{c: r.cache, events: cacheEvents},
 	}
 	rdeps.UnsafeSkipRecheck = faults.Bug("skip-recheck") // planted bug
 	if cfg.VerifyObjects && deps.Objects != nil {
@@ -226,11 +234,6 @@ func (r reporter) ReportFailure(ctx context.Context, id resolver.CandidateID, ki
 	}}})
 	return err
 }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -300,10 +300,12 @@ func (r *Resolver) sleep(ctx context.Context, c *call) error {
 			d = max(left, 0)
 		}
 	}
+	t := r.deps.Clock.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-r.deps.Clock.After(d):
+	case <-t.C():
 		return nil
 	}
 }

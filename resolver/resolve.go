@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/metad/metad/checksum"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/fsm"
 )
 
@@ -78,12 +79,6 @@ type Cache interface {
 	Get(stream, offset uint64) (Candidate, bool)
 	Put(c Candidate)
 	Invalidate(id CandidateID)
-}
-
-// Clock is the loop's only source of time.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
 }
 
 var (
@@ -216,7 +211,7 @@ type Deps struct {
 	Repairer Repairer
 	Verifier Verifier
 	Reporter Reporter
-	Clock    Clock
+	Clock    clock.Clock // the loop's only source of time
 	// Cache is optional.
 	Cache Cache
 	// UnsafeSkipRecheck returns targets without the recheck of step 5. It

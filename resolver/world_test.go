@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 )
@@ -286,16 +287,23 @@ func (r *fakeReporter) ReportFailure(ctx context.Context, id CandidateID, kind f
 	return nil
 }
 
-// fakeClock never waits: After advances time and fires at once.
+// fakeClock never waits: a timer advances time and fires at once.
 type fakeClock struct{ now time.Time }
 
 func (c *fakeClock) Now() time.Time { return c.now }
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+func (c *fakeClock) NewTimer(d time.Duration) clock.Timer {
 	c.now = c.now.Add(d)
 	ch := make(chan time.Time, 1)
 	ch <- c.now
-	return ch
+	return firedTimer(ch)
 }
+
+// firedTimer has fired already.
+type firedTimer chan time.Time
+
+func (t firedTimer) C() <-chan time.Time { return t }
+func (firedTimer) Reset(time.Duration)   {}
+func (firedTimer) Stop()                 {}
 
 // rig is a resolver wired to fakes over one world.
 type rig struct {
