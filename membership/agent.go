@@ -13,12 +13,15 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/metad/metad/clock"
 )
 
 // ErrClosed is returned by Leave after Close.
 var ErrClosed = errors.New("membership: agent closed")
 
-// Hooks are the functions cmd/metad injects; all are required.
+// Hooks are the functions cmd/metad injects; all are required but those
+// marked optional.
 type Hooks struct {
 	// HasState reports whether this node already has raft state on disk.
 	// Such a node never bootstraps.
@@ -39,6 +42,10 @@ type Hooks struct {
 	// state knows it ("" if none yet); Config.ClusterID stands in until it
 	// answers. It must be fast.
 	ClusterID func() string
+	// Clock, optional, is the agent's one time source: its loops' periods
+	// and backoffs, member status times, removal windows. nil is
+	// clock.Real; tests drive an internal/fakeclock.
+	Clock clock.Clock
 }
 
 // Agent is one node's membership: its memberlist instance, its gossip view,
@@ -49,6 +56,7 @@ type Agent struct {
 	cfg   Config
 	raft  Raft
 	hooks Hooks
+	clock clock.Clock // hooks.Clock, or clock.Real
 	log   *slog.Logger
 	ml    *memberlist.Memberlist
 	table *table
@@ -74,6 +82,8 @@ type Agent struct {
 	decisions *decisionMetrics
 	// foreign logs and counts refused nodes of other clusters (identity.go).
 	foreign *foreignLog
+	// rounds counts the loop's finished steps (loop.go).
+	rounds *rounds
 	// keyring is memberlist's gossip keyring, nil without encryption.
 	keyring *memberlist.Keyring
 
@@ -119,9 +129,12 @@ func New(cfg Config, r Raft, hooks Hooks, logger *slog.Logger) (*Agent, error) {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	logger = logger.With("node", cfg.NodeID)
-	a := &Agent{cfg: cfg, raft: r, hooks: hooks, log: logger, nudgeCh: make(chan struct{}, 1),
-		removals: newRemovals(), decisions: newDecisionMetrics(), foreign: newForeignLog()}
-	a.table = newTable(logger, time.Now, a.nudge)
+	if hooks.Clock == nil {
+		hooks.Clock = clock.Real
+	}
+	a := &Agent{cfg: cfg, raft: r, hooks: hooks, clock: hooks.Clock, log: logger, nudgeCh: make(chan struct{}, 1),
+		removals: newRemovals(), decisions: newDecisionMetrics(), foreign: newForeignLog(), rounds: newRounds()}
+	a.table = newTable(logger, a.clock.Now, a.nudge)
 	hasState := hooks.HasState()
 	a.loop.bootstrapped = hasState
 	a.loop.bootstrapDone = hasState || cfg.BootstrapExpect == 0
@@ -251,12 +264,12 @@ func (a *Agent) Leave(timeout time.Duration) error {
 		return err
 	}
 	// memberlist reads a zero timeout as "wait forever".
-	deadline := time.Now().Add(max(timeout, time.Millisecond))
-	if err := a.ml.UpdateNode(max(time.Until(deadline), time.Millisecond)); err != nil {
+	deadline := a.clock.Now().Add(max(timeout, time.Millisecond))
+	if err := a.ml.UpdateNode(max(deadline.Sub(a.clock.Now()), time.Millisecond)); err != nil {
 		a.log.Warn("leave announcement not confirmed; leaving anyway", "err", err)
 	}
 	a.tellPeersLeaving(deadline)
-	if err := a.ml.Leave(max(time.Until(deadline), time.Millisecond)); err != nil {
+	if err := a.ml.Leave(max(deadline.Sub(a.clock.Now()), time.Millisecond)); err != nil {
 		return fmt.Errorf("membership: leave: %w", err)
 	}
 	return nil
@@ -269,7 +282,7 @@ func (a *Agent) Leave(timeout time.Duration) error {
 func (a *Agent) tellPeersLeaving(deadline time.Time) {
 	msg := []byte(leaveMsgPrefix + a.cfg.NodeID)
 	for _, n := range a.ml.Members() {
-		if n.Name == a.cfg.NodeID || time.Now().After(deadline) {
+		if n.Name == a.cfg.NodeID || a.clock.Now().After(deadline) {
 			continue
 		}
 		if err := a.ml.SendReliable(n, msg); err != nil {

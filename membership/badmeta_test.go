@@ -78,6 +78,8 @@ func TestBadMetadataIgnored(t *testing.T) {
 			t.Errorf("n1 logged %s %d times, want once", who, n)
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // a few more reconcile rounds
+	for _, id := range []string{"n1", "n2"} {
+		waitRounds(t, c.node(id).agent, 5) // a few more reconcile rounds
+	}
 	c.wantConfig(voters("n1", "n2"))
 }

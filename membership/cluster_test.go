@@ -51,7 +51,7 @@ func TestFormCluster(t *testing.T) {
 			c := newCluster(t)
 			for _, id := range tc.order {
 				c.start(id, len(tc.ids), tc.join(c, id), nil)
-				time.Sleep(150 * time.Millisecond) // let the order matter
+				waitRounds(t, c.node(id).agent, 1) // let the order matter: it has looked before the next starts
 			}
 			leader := c.wantConfig(voters(tc.ids...))
 			checkOneBootstrapConfig(t, c)
@@ -111,7 +111,7 @@ func TestGrowShrinkRestart(t *testing.T) {
 	c.kill(victim)
 	c.start(victim, 3, c.joinAddrs("n1", "n2", "n3"), nil)
 	c.wantConfig(voters(ids...))
-	time.Sleep(500 * time.Millisecond) // give a wrong bootstrap the chance to happen
+	waitRounds(t, c.node(victim).agent, 5) // give a wrong bootstrap the chance to happen
 	if got := len(c.bootstrapCalls()); got != boots {
 		t.Fatalf("bootstrap calls went from %d to %d after a restart", boots, got)
 	}
@@ -150,7 +150,9 @@ func TestMismatchedExpect(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(time.Second)
+	for _, id := range []string{"n1", "n2", "n3"} {
+		waitRounds(t, c.node(id).agent, 5) // each had five chances to bootstrap
+	}
 	if calls := c.bootstrapCalls(); len(calls) != 0 {
 		t.Fatalf("bootstrapped despite mismatched expect: %v", calls)
 	}

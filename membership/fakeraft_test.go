@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/metad/metad/internal/fakeclock"
 )
 
 // fakeRaft is a Raft whose leadership and configuration the test controls
@@ -207,7 +209,7 @@ func TestReconcileRemovesDeadWithinQuorum(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(5 * testConfig("a", "127.0.0.1:1").ReconcileInterval)
+	waitRounds(t, agents["a"], 5)
 	if err := removedDE(); err != nil {
 		t.Fatalf("%v: removed a voter with quorum lost", err)
 	}
@@ -234,7 +236,7 @@ func TestReconcileAddsAndPromotesOnlyAsLeader(t *testing.T) {
 	r := newFakeRaft(false, Server{ID: "a", Address: "a.raft:7421", Voter: true})
 	agents := gossipNodes(t, log, map[string]*fakeRaft{"a": r}, nil, "a", "b")
 	waitFor(t, 10*time.Second, "a sees b", func() error { return wantStatuses(agents["a"], []string{"a", "b"}, StatusAlive) })
-	time.Sleep(5 * testConfig("a", "127.0.0.1:1").ReconcileInterval)
+	waitRounds(t, agents["a"], 5)
 	if calls := r.callLog(); len(calls) != 0 {
 		t.Fatalf("follower changed the configuration: %v", calls)
 	}
@@ -290,12 +292,14 @@ func TestBootstrapHookOutcomes(t *testing.T) {
 			}
 			cfg := testConfig("solo", freeAddr(t))
 			cfg.BootstrapExpect = 1
+			clk := fakeclock.New(time.Unix(1e9, 0))
+			hooks.Clock = clk
 			a, err := New(cfg, newFakeRaft(false), hooks, log)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer a.Close()
-			waitFor(t, 10*time.Second, "outcome logged and advertised", func() error {
+			driveUntil(t, clk, a, "outcome logged and advertised", func() error {
 				if sink.count(o.wantLog) == 0 {
 					return errors.New("not logged yet")
 				}
@@ -304,7 +308,9 @@ func TestBootstrapHookOutcomes(t *testing.T) {
 				}
 				return nil
 			})
-			time.Sleep(5 * cfg.ReconcileInterval)
+			for range 5 {
+				driveRound(t, clk, a)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if calls != o.wantCalls {
@@ -324,14 +330,14 @@ func TestFailedChangeLoggedOnceAndRetried(t *testing.T) {
 	sink, log := newLogSink(t)
 	r := newFakeRaft(true, Server{ID: "a", Address: "a.raft:7421", Voter: true})
 	r.failWith(errors.New("leadership lost while committing log"))
-	gossipNodes(t, log, map[string]*fakeRaft{"a": r}, nil, "a", "b")
+	agents := gossipNodes(t, log, map[string]*fakeRaft{"a": r}, nil, "a", "b")
 	waitFor(t, 10*time.Second, "failure logged", func() error {
 		if sink.count("level=WARN", "membership change failed") == 0 {
 			return errors.New("not yet")
 		}
 		return nil
 	})
-	time.Sleep(5 * testConfig("a", "127.0.0.1:1").ReconcileInterval)
+	waitRounds(t, agents["a"], 5)
 	if n := sink.count("membership change failed"); n != 1 {
 		t.Fatalf("failure logged %d times, want once", n)
 	}

@@ -17,6 +17,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/metad/metad/clock"
+	"github.com/metad/metad/internal/fakeclock"
+	"github.com/metad/metad/internal/waitfor"
 )
 
 // This file is the in-process cluster the integration tests run: real
@@ -346,20 +350,69 @@ func (c *cluster) clusterView() (leader string, conf string, err error) {
 	return leader, conf, nil
 }
 
-// waitFor polls cond every 25ms until it returns nil or timeout passes.
-// The timeouts are generous: they bound a hang, they do not measure speed.
+// waitFor polls cond until it returns nil or timeout passes. The timeouts
+// are generous: they bound a hang, they do not measure speed.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	waitfor.Cond(t, timeout, what, cond)
+}
+
+// roundsTimeout bounds a wait for loop steps: a hang, not a speed.
+const roundsTimeout = 20 * time.Second
+
+// waitRounds waits until a's loop has finished n more steps on its own
+// clock: whatever the loop would do, it has then had n chances to do, so
+// a test can assert that it did not ("sleep, then assert nothing
+// happened" passes before the loop has run).
+func waitRounds(t *testing.T, a *Agent, n int) {
+	t.Helper()
+	start, _ := a.rounds.count()
+	bound := clock.After(clock.Real, roundsTimeout)
 	for {
-		err := cond()
-		if err == nil {
+		got, next := a.rounds.count()
+		if got >= start+uint64(n) {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not true after %v: %v", what, timeout, err)
+		select {
+		case <-next:
+		case <-bound:
+			t.Fatalf("%s: %d of %d loop steps in %v", a.cfg.NodeID, got-start, n, roundsTimeout)
 		}
-		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// driveRound moves clk, a's clock, one ReconcileInterval on and waits
+// until a's loop has finished a step since.
+func driveRound(t *testing.T, clk *fakeclock.Clock, a *Agent) {
+	t.Helper()
+	start, _ := a.rounds.count()
+	clk.Advance(a.cfg.ReconcileInterval)
+	bound := clock.After(clock.Real, roundsTimeout)
+	for {
+		got, next := a.rounds.count()
+		if got > start {
+			return
+		}
+		select {
+		case <-next:
+		case <-bound:
+			t.Fatalf("%s: no loop step in %v after the clock moved", a.cfg.NodeID, roundsTimeout)
+		}
+	}
+}
+
+// driveUntil drives a's loop round by round until cond holds.
+func driveUntil(t *testing.T, clk *fakeclock.Clock, a *Agent, what string, cond func() error) {
+	t.Helper()
+	err := waitfor.Until(roundsTimeout, func() error {
+		err := cond()
+		if err != nil {
+			driveRound(t, clk, a)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%s: still not true after %v: %v", what, roundsTimeout, err)
 	}
 }
 

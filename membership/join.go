@@ -17,14 +17,15 @@ func (a *Agent) runJoiner(ctx context.Context) {
 	if len(a.joinAddrs) > 0 {
 		a.joinWithBackoff(ctx)
 	}
-	ticker := time.NewTicker(a.cfg.ReconnectInterval)
-	defer ticker.Stop()
+	tick := a.clock.NewTimer(a.cfg.ReconnectInterval)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-tick.C():
 			a.reconnect()
+			tick.Reset(a.cfg.ReconnectInterval)
 		}
 	}
 }
@@ -45,10 +46,12 @@ func (a *Agent) joinWithBackoff(ctx context.Context) {
 		} else {
 			a.log.Debug("gossip join failed", "attempt", attempt, "err", err)
 		}
+		wait := a.clock.NewTimer(jitter(delay))
 		select {
 		case <-ctx.Done():
+			wait.Stop()
 			return
-		case <-time.After(jitter(delay)):
+		case <-wait.C():
 		}
 		delay = min(2*delay, a.cfg.JoinRetryMax)
 	}

@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -12,19 +13,47 @@ import (
 const metaUpdateTimeout = time.Second
 
 // run is the loop goroutine: one step per ReconcileInterval, and at once on
-// any gossip change or after an applied raft change.
+// any gossip change or after an applied raft change. A nudge leaves the
+// period's timer running, as a ticker would.
 func (a *Agent) run(ctx context.Context) {
-	ticker := time.NewTicker(a.cfg.ReconcileInterval)
-	defer ticker.Stop()
+	tick := a.clock.NewTimer(a.cfg.ReconcileInterval)
+	defer tick.Stop()
 	for {
 		a.step(ctx)
+		a.rounds.done()
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-tick.C():
+			tick.Reset(a.cfg.ReconcileInterval)
 		case <-a.nudgeCh:
 		}
 	}
+}
+
+// rounds counts the loop's finished steps, so that a test can wait for the
+// loop to have run (and decided nothing) instead of sleeping.
+type rounds struct {
+	mu      sync.Mutex
+	n       uint64
+	changed chan struct{} // closed and replaced at every step
+}
+
+func newRounds() *rounds { return &rounds{changed: make(chan struct{})} }
+
+func (r *rounds) done() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// count returns the steps finished so far and a channel closed at the next.
+func (r *rounds) count() (uint64, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n, r.changed
 }
 
 func (a *Agent) step(ctx context.Context) {

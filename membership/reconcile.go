@@ -26,7 +26,7 @@ func (a *Agent) reconcile(ctx context.Context) {
 		a.log.Debug("reconcile: cannot read raft configuration", "err", err)
 		return
 	}
-	now := time.Now()
+	now := a.clock.Now()
 	members := a.table.snapshot()
 	a.trackAbsent(servers, members, now)
 	a.trackHealth(ctx, servers, members, now)

@@ -61,7 +61,7 @@ func newRemovals() *removals {
 func (a *Agent) NoteRemoved(id, inc string) {
 	a.removals.mu.Lock()
 	defer a.removals.mu.Unlock()
-	a.removals.recent[id] = recentRemoval{at: time.Now(), incarnation: inc}
+	a.removals.recent[id] = recentRemoval{at: a.clock.Now(), incarnation: inc}
 }
 
 // ForgetRemoved drops the level-1 memory of a removal (an operator lifted
