@@ -143,7 +143,7 @@ func (s *Scheduler) take(ctx context.Context) (e Entry, v Verified, pruned int, 
 	}
 	if v, err = s.readBack(ctx, e.Name, ref); err != nil {
 		if derr := s.target.Delete(ctx, e.Name); derr != nil {
-			err = fmt.Errorf("%w (and deleting it: %v)", err, derr)
+			err = fmt.Errorf("%w (and deleting it: %w)", err, derr)
 		}
 		return e, v, 0, fmt.Errorf("verify: %w", err)
 	}

@@ -142,7 +142,7 @@ func (w *watchLoop) once(ctx context.Context, metad metadpb.MetadClient) (progre
 	}
 	for {
 		ev, err := stream.Recv()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return progressed, false, fromStatus(status.Error(codes.Unavailable, "watch stream ended"))
 		}
 		if err != nil {

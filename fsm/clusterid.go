@@ -59,7 +59,7 @@ func (m *Machine) checkClusterID() error {
 		return fmt.Errorf("cluster id %q at feature level %d", m.clusterID, m.Level())
 	}
 	if err := ValidClusterID(m.clusterID); err != nil {
-		return fmt.Errorf("cluster id %q: %v", m.clusterID, err)
+		return fmt.Errorf("cluster id %q: %w", m.clusterID, err)
 	}
 	return nil
 }

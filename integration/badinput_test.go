@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -275,7 +276,7 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		cmd := exec.Command(proc.Binary(t), append(tc.args, addr)...)
 		out, err := cmd.CombinedOutput()
 		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			code = ee.ExitCode()
 		}
 		if code != tc.code || !strings.Contains(string(out), tc.want) {

@@ -48,7 +48,7 @@ func BenchmarkS3Read(b *testing.B) {
 	resolveGet := func(p []byte) error {
 		resp, err := br.c.Resolve(context.Background(), br.stream, metadpb.View_COMMITTED, 7, nil)
 		if err != nil || resp.Outcome != metadpb.Outcome_TARGET {
-			return fmt.Errorf("resolve: %v %v", resp, err)
+			return fmt.Errorf("resolve: %v %w", resp, err)
 		}
 		t := resp.Target
 		_, err = store.ReadAt(context.Background(), t.Object.Key, t.Object.Identity, p, int64(t.Bytes.Offset)+8192)

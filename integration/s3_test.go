@@ -297,7 +297,8 @@ func TestS3ServerRefusesUnusableStore(t *testing.T) {
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()
-			exit, ok := err.(*exec.ExitError)
+			var exit *exec.ExitError
+			ok := errors.As(err, &exit)
 			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 			last := lines[len(lines)-1]
 			if !ok || exit.ExitCode() == 0 || ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -39,7 +40,7 @@ func TestNonLoopbackWithoutTLSExits2(t *testing.T) {
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	code := -1
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		code = ee.ExitCode()
 	}
 	if code != 2 {
@@ -519,7 +520,7 @@ func TestClusterNodeWithoutTLSNeedsPeerSecret(t *testing.T) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "--peer-secret-file") {
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "--peer-secret-file") {
 		t.Fatalf("exit %v, stderr:\n%s\nwant exit 2 naming --peer-secret-file", err, stderr.String())
 	}
 	if _, err := os.Stat(dir); err == nil {

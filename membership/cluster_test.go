@@ -58,7 +58,7 @@ func TestFormCluster(t *testing.T) {
 			waitFor(t, 10*time.Second, "every gossip view complete", func() error {
 				for _, id := range tc.ids {
 					if err := wantStatuses(c.node(id).agent, tc.ids, StatusAlive); err != nil {
-						return fmt.Errorf("%s: %v", id, err)
+						return fmt.Errorf("%s: %w", id, err)
 					}
 				}
 				return nil

@@ -191,7 +191,7 @@ func setGossipKeys(kr *memberlist.Keyring, keys [][]byte) error {
 // off) by a restart of every node.
 func (a *Agent) SetGossipKeys(keys [][]byte) error {
 	if err := ValidateGossipKeys(keys); err != nil {
-		return fmt.Errorf("%w: GossipKeys: %v", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: GossipKeys: %w", ErrInvalidConfig, err)
 	}
 	if a.keyring == nil {
 		return errors.New("membership: gossip was started without encryption; restart every node with the key file")

@@ -131,7 +131,7 @@ func TestGossipKeyring(t *testing.T) {
 	waitFor(t, 10*time.Second, "n1 and n2 see each other and n4 alive", func() error {
 		for _, id := range []string{"n1", "n2"} {
 			if err := wantStatuses(c.node(id).agent, []string{"n1", "n2", "n4"}, StatusAlive); err != nil {
-				return fmt.Errorf("%s: %v", id, err)
+				return fmt.Errorf("%s: %w", id, err)
 			}
 		}
 		return nil

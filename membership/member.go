@@ -210,10 +210,10 @@ func (t *table) checkInvariants() error {
 			return fmt.Errorf("member keyed %q has id %q", id, m.ID)
 		}
 		if err := validateID(m.ID); err != nil {
-			return fmt.Errorf("member %q: %v", id, err)
+			return fmt.Errorf("member %q: %w", id, err)
 		}
 		if err := m.Meta.validate(); err != nil {
-			return fmt.Errorf("member %q: %v", id, err)
+			return fmt.Errorf("member %q: %w", id, err)
 		}
 		if m.Status != StatusAlive && m.Status != StatusDead && m.Status != StatusLeft {
 			return fmt.Errorf("member %q: status %v", id, m.Status)

@@ -153,14 +153,14 @@ func (m Meta) validate() error {
 		return fmt.Errorf("%w: expect %d, want 0..%d", ErrBadMeta, m.Expect, MaxBootstrapExpect)
 	}
 	if err := validateHostPort(m.RaftAddr, false); err != nil {
-		return fmt.Errorf("%w: raft address %q: %v", ErrBadMeta, m.RaftAddr, err)
+		return fmt.Errorf("%w: raft address %q: %w", ErrBadMeta, m.RaftAddr, err)
 	}
 	if err := validateHostPort(m.GRPCAddr, false); err != nil {
-		return fmt.Errorf("%w: gRPC address %q: %v", ErrBadMeta, m.GRPCAddr, err)
+		return fmt.Errorf("%w: gRPC address %q: %w", ErrBadMeta, m.GRPCAddr, err)
 	}
 	if m.ClusterID != "" {
 		if err := validateClusterID(m.ClusterID); err != nil {
-			return fmt.Errorf("%w: cluster id %q: %v", ErrBadMeta, m.ClusterID, err)
+			return fmt.Errorf("%w: cluster id %q: %w", ErrBadMeta, m.ClusterID, err)
 		}
 	}
 	return nil

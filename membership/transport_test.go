@@ -254,7 +254,7 @@ func TestDialAddressThroughProxies(t *testing.T) {
 	waitFor(t, 15*time.Second, "all alive and every link used", func() error {
 		for _, o := range ids {
 			if err := wantStatuses(agents[o], ids, StatusAlive); err != nil {
-				return fmt.Errorf("%s: %v", o, err)
+				return fmt.Errorf("%s: %w", o, err)
 			}
 		}
 		for name, p := range links {
@@ -293,7 +293,7 @@ func TestDialAddressThroughProxies(t *testing.T) {
 	waitFor(t, 15*time.Second, "healed", func() error {
 		for _, o := range ids {
 			if err := wantStatuses(agents[o], ids, StatusAlive); err != nil {
-				return fmt.Errorf("%s: %v", o, err)
+				return fmt.Errorf("%s: %w", o, err)
 			}
 		}
 		return nil

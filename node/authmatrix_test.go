@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -279,7 +280,7 @@ func TestRaftAndHTTPPortsUseTLS(t *testing.T) {
 		if err == nil {
 			_, err = conn.Read(make([]byte, 1))
 		}
-		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 			return nil // accepted: raft waits for the rest of the request
 		}
 		return err

@@ -45,7 +45,7 @@ func LoadClusterID(dataDir string) (string, error) {
 	}
 	id := strings.TrimSpace(string(b))
 	if err := fsm.ValidClusterID(id); err != nil {
-		return "", fmt.Errorf("%s: cluster id %q: %v; the file is damaged", path, id, err)
+		return "", fmt.Errorf("%s: cluster id %q: %w; the file is damaged", path, id, err)
 	}
 	return id, nil
 }

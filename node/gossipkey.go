@@ -47,7 +47,7 @@ func parseGossipKeys(path string, b []byte) ([][]byte, error) {
 		}
 		k, err := base64.StdEncoding.DecodeString(line)
 		if err != nil {
-			return nil, fmt.Errorf("gossip-key-file %s line %d: not base64: %v (make a key with: metad tls gossip-key create)", path, i+1, err)
+			return nil, fmt.Errorf("gossip-key-file %s line %d: not base64: %w (make a key with: metad tls gossip-key create)", path, i+1, err)
 		}
 		if n := len(k); n != 16 && n != 24 && n != 32 {
 			return nil, fmt.Errorf("gossip-key-file %s line %d: a %d-byte key, want 16, 24 or 32 bytes (make one with: metad tls gossip-key create)", path, i+1, n)
@@ -58,7 +58,7 @@ func parseGossipKeys(path string, b []byte) ([][]byte, error) {
 		return nil, fmt.Errorf("gossip-key-file %s: no key (make one with: metad tls gossip-key create)", path)
 	}
 	if err := membership.ValidateGossipKeys(keys); err != nil {
-		return nil, fmt.Errorf("gossip-key-file %s: %v", path, err)
+		return nil, fmt.Errorf("gossip-key-file %s: %w", path, err)
 	}
 	return keys, nil
 }

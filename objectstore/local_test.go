@@ -93,7 +93,7 @@ func TestLocalHonoursContext(t *testing.T) {
 	if _, err := s.Put(ctx, "k", strings.NewReader("x")); err == nil {
 		t.Fatal("put under a cancelled context succeeded")
 	}
-	if _, err := s.Stat(ctx, "k", "sha256:"+strings.Repeat("0", 64)); err != context.Canceled {
+	if _, err := s.Stat(ctx, "k", "sha256:"+strings.Repeat("0", 64)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("stat: %v", err)
 	}
 }

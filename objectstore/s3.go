@@ -271,10 +271,10 @@ func (s *S3) uploadParts(ctx context.Context, key string, uploadID *string, body
 	buf := make([]byte, s.cfg.PartSize)
 	for number := int32(1); ; number++ {
 		n, err := io.ReadFull(body, buf)
-		if n == 0 && (err == io.EOF || err == io.ErrUnexpectedEOF) {
+		if n == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
 			return parts, nil
 		}
-		if err != nil && err != io.ErrUnexpectedEOF {
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, err
 		}
 		out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
@@ -353,7 +353,7 @@ func (s *S3) ReadAt(ctx context.Context, key, identity string, p []byte, off int
 		return 0, fmt.Errorf("%w: %q version %s has ETag %s, not %s", ErrIdentityMismatch, key, id.versionID, got, id.etag)
 	}
 	n, err := io.ReadFull(out.Body, p)
-	if err != nil && err != io.ErrUnexpectedEOF {
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return n, classify(fmt.Sprintf("read %q", key), err)
 	}
 	if off == 0 && totalSize(out.ContentRange) == int64(n) {

@@ -56,7 +56,7 @@ func (s *Store) Checkpoint(ctx context.Context) (*Checkpoint, error) {
 	}
 	return &Checkpoint{
 		NodeID: s.cfg.NodeID, Index: as.through, Term: s.termAt(as.through),
-		TakenAt: time.Now(), Servers: servers, ClusterID: as.m.ClusterID(), snap: as,
+		TakenAt: wall.Now(), Servers: servers, ClusterID: as.m.ClusterID(), snap: as,
 	}, nil
 }
 

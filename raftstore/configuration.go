@@ -116,8 +116,8 @@ func (s *Store) changeConfiguration(ctx context.Context, what string, check func
 		}
 	}
 	timeout := s.cfg.ApplyTimeout
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
-		timeout = time.Until(dl)
+	if dl, ok := ctx.Deadline(); ok && dl.Sub(wall.Now()) < timeout {
+		timeout = dl.Sub(wall.Now())
 	}
 	if timeout <= 0 {
 		return 0, fmt.Errorf("%w: deadline passed before %s", ErrTimeout, what)
@@ -186,11 +186,11 @@ func progressFromStats(stats map[string]string, lastIndex uint64) (Progress, err
 		out.LastContact = 0 // the leader itself
 	default:
 		if out.LastContact, err = time.ParseDuration(lc); err != nil {
-			return Progress{}, fmt.Errorf("%w: last_contact %q: %v", ErrBadStats, lc, err)
+			return Progress{}, fmt.Errorf("%w: last_contact %q: %w", ErrBadStats, lc, err)
 		}
 	}
 	if out.LastTerm, err = strconv.ParseUint(stats["last_log_term"], 10, 64); err != nil {
-		return Progress{}, fmt.Errorf("%w: last_log_term %q: %v", ErrBadStats, stats["last_log_term"], err)
+		return Progress{}, fmt.Errorf("%w: last_log_term %q: %w", ErrBadStats, stats["last_log_term"], err)
 	}
 	return out, nil
 }

@@ -110,7 +110,7 @@ func (l *identityStreamLayer) Dial(address raft.ServerAddress, timeout time.Dura
 	if id == "" || !level2 {
 		return c, nil
 	}
-	_ = c.SetWriteDeadline(time.Now().Add(timeout))
+	_ = c.SetWriteDeadline(wall.Now().Add(timeout))
 	if _, err := c.Write(encodePreamble(id)); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("raftstore: identity preamble to %s: %w", address, err)
@@ -158,7 +158,7 @@ func (l *identityStreamLayer) check(r *bufio.Reader, remote net.Addr) error {
 
 func (l *identityStreamLayer) refuse(remote net.Addr, own, theirs, what string) {
 	key := own + "/" + theirs
-	now := time.Now()
+	now := wall.Now()
 	l.mu.Lock()
 	last, seen := l.refusals[key]
 	quiet := seen && now.Sub(last) < time.Minute
@@ -197,7 +197,7 @@ func readPreamble(r io.Reader) (string, error) {
 		return "", err
 	}
 	if err := fsm.ValidClusterID(string(id)); err != nil {
-		return "", fmt.Errorf("cluster id: %v", err)
+		return "", fmt.Errorf("cluster id: %w", err)
 	}
 	return string(id), nil
 }

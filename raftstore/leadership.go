@@ -3,7 +3,6 @@ package raftstore
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -58,13 +57,14 @@ func (s *Store) leadershipLoop() {
 	})
 	s.raft.RegisterObserver(observer)
 	defer s.raft.DeregisterObserver(observer)
-	tick := time.NewTicker(s.cfg.LeadershipPollInterval)
+	tick := wall.NewTimer(s.cfg.LeadershipPollInterval)
 	defer tick.Stop()
 	for {
 		s.reconcileLeadership()
 		select {
 		case <-obs:
-		case <-tick.C:
+		case <-tick.C():
+			tick.Reset(s.cfg.LeadershipPollInterval)
 		case <-s.closing:
 			s.setLeadership(nil)
 			return

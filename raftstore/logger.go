@@ -44,7 +44,7 @@ const LevelTrace = slog.LevelDebug - 4
 const repeatWindow = 10 * time.Second
 
 func newHCLogger(logger *slog.Logger, name string) hclog.Logger {
-	return &hclogAdapter{logger: logger, name: name, repeats: newRepeatLimiter(repeatWindow, time.Now)}
+	return &hclogAdapter{logger: logger, name: name, repeats: newRepeatLimiter(repeatWindow, wall.Now)}
 }
 
 func slogLevel(l hclog.Level) slog.Level {

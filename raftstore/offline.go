@@ -552,9 +552,9 @@ func raftConfiguration(servers []Server) (raft.Configuration, error) {
 		case err != nil:
 			errs = append(errs, err)
 		case checkNodeID(s.ID) != nil:
-			errs = append(errs, fmt.Errorf("server id %q: %v", s.ID, checkNodeID(s.ID)))
+			errs = append(errs, fmt.Errorf("server id %q: %w", s.ID, checkNodeID(s.ID)))
 		case checkAdvertise(s.Address) != nil:
-			errs = append(errs, fmt.Errorf("server %s address %q: %v", s.ID, s.Address, checkAdvertise(s.Address)))
+			errs = append(errs, fmt.Errorf("server %s address %q: %w", s.ID, s.Address, checkAdvertise(s.Address)))
 		case ids[s.ID] || addrs[s.Address]:
 			errs = append(errs, fmt.Errorf("server %s at %s: duplicate id or address", s.ID, s.Address))
 		}

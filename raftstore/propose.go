@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/faults"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
@@ -84,8 +84,8 @@ func (s *Store) apply(ctx context.Context, cmd *fsmpb.Command, encode func(stamp
 	}
 	release := func() { <-s.proposals }
 	timeout := s.cfg.ApplyTimeout
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
-		timeout = time.Until(dl)
+	if dl, ok := ctx.Deadline(); ok && dl.Sub(wall.Now()) < timeout {
+		timeout = dl.Sub(wall.Now())
 	}
 	if timeout <= 0 {
 		release()
@@ -96,11 +96,11 @@ func (s *Store) apply(ctx context.Context, cmd *fsmpb.Command, encode func(stamp
 		release()
 		return nil, err
 	}
-	start := time.Now()
+	start := wall.Now()
 	f := s.raft.Apply(data, timeout)
 	// The token goes back when raft resolves f, even if we stop waiting.
 	done, err := s.await(ctx, f, s.raftDown, func() {
-		s.metrics.applySeconds.Observe(time.Since(start).Seconds())
+		s.metrics.applySeconds.Observe(clock.Since(wall, start).Seconds())
 		release()
 	})
 	if !done {

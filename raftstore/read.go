@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/tracing"
 )
@@ -24,7 +24,7 @@ import (
 func (s *Store) Read(ctx context.Context, fn func(*fsm.Machine) error) (err error) {
 	ctx, end := tracing.Start(ctx, "raft.read")
 	defer func() { end(err) }()
-	start := time.Now()
+	start := wall.Now()
 	index, err := s.readIndexAnywhere(ctx)
 	if err != nil {
 		return err
@@ -35,7 +35,7 @@ func (s *Store) Read(ctx context.Context, fn func(*fsm.Machine) error) (err erro
 	if err := s.fsm.read(fn); err != nil {
 		return err
 	}
-	s.metrics.readSeconds.Observe(time.Since(start).Seconds())
+	s.metrics.readSeconds.Observe(clock.Since(wall, start).Seconds())
 	return nil
 }
 

@@ -631,12 +631,12 @@ func (f *flight) wait(d time.Duration) bool {
 	f.mu.Lock()
 	idle := f.idle
 	f.mu.Unlock()
-	t := time.NewTimer(d)
+	t := wall.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-idle:
 		return true
-	case <-t.C:
+	case <-t.C():
 		return false
 	}
 }

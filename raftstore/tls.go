@@ -58,7 +58,7 @@ func (t *tlsStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration)
 		return nil, err
 	}
 	tc := tls.Client(c, t.cfg.Client)
-	_ = tc.SetDeadline(time.Now().Add(timeout))
+	_ = tc.SetDeadline(wall.Now().Add(timeout))
 	if err := tc.Handshake(); err != nil {
 		tc.Close()
 		return nil, err

@@ -366,7 +366,7 @@ func (s *Service) work(run context.Context, r request, check bool) error {
 	err := s.repairOffset(ctx, r.stream, r.offset, check)
 	if err != nil && ctx.Err() != nil && !errors.Is(err, errNeedsCheck) {
 		// Name the bound that ended the work, not the step it interrupted.
-		return fmt.Errorf("%w (%v)", context.Cause(ctx), err)
+		return fmt.Errorf("%w (%w)", context.Cause(ctx), err)
 	}
 	return err
 }

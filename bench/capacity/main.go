@@ -213,7 +213,7 @@ func (b *bench) binary() (string, error) {
 	b.say("building cmd/metad into %s", bin)
 	cmd := exec.Command("go", "build", "-o", bin, "github.com/metad/metad/cmd/metad")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/metad: %v\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/metad: %w\n%s", err, out)
 	}
 	return bin, nil
 }

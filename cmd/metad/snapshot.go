@@ -205,7 +205,7 @@ func writeSnapshotFile(f *os.File, snap *openedSnapshot, meta raftstore.FileMeta
 	w := bar.Writer(fw)
 	for {
 		chunk, err := snap.stream.Recv()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

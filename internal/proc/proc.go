@@ -62,7 +62,7 @@ func (b *binaryBuild) path(t testing.TB, prefix string, tags ...string) string {
 		cmd := exec.Command("go", append(args, "./cmd/metad")...)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+			b.err = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
 		}
 	})
 	if b.err != nil {

@@ -431,7 +431,7 @@ func Build(ctx context.Context, dir string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "metad_faults,metad_invariants", "-o", bin, "./cmd/metad")
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, b)
+		return "", fmt.Errorf("go build: %w\n%s", err, b)
 	}
 	return bin, nil
 }

@@ -109,7 +109,7 @@ func (r *Runner) awaitCommittedWithout(ctx context.Context, leader int, lagging 
 	for _, b := range lagging {
 		st, err := r.Cluster.Status(ctx, b, false)
 		if err != nil {
-			return fmt.Errorf("status of cut-off %s: %v", r.Cluster.Nodes[b].ID, err)
+			return fmt.Errorf("status of cut-off %s: %w", r.Cluster.Nodes[b].ID, err)
 		}
 		if self := nodeOf(st, r.Cluster.Nodes[b].ID); self != nil {
 			behind = max(behind, self.LastIndex)
