@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/resolver/manual"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/objectstore"
 )
 
@@ -186,7 +187,7 @@ func Call[Req, Resp any](ctx context.Context, c *Client, rpc func(context.Contex
 		select {
 		case <-ctx.Done():
 			return resp, err
-		case <-time.After(wait):
+		case <-clock.After(wall, wait):
 		}
 		delay = min(2*delay, c.cfg.MaxRetryDelay)
 	}

@@ -85,7 +85,7 @@ func (c *Client) Read(ctx context.Context, stream uint64, view metadpb.View, off
 	var exclude []*metadpb.CandidateRef
 	var tried []CandidateFailure
 	for {
-		sent := time.Now()
+		sent := wall.Now()
 		resp, err := c.Resolve(ctx, stream, view, offset, exclude)
 		if err != nil {
 			return nil, &ReadError{Deadline: deadline, Tried: tried, Cause: err}

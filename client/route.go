@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/clock"
 )
 
 // leaderRouter sends calls to the cluster's leader when it knows it, and
@@ -53,8 +54,8 @@ func (r *leaderRouter) pick() (grpc.ClientConnInterface, *leaderConn) {
 		r.leader.users++
 		return r.leader.conn, r.leader
 	}
-	if !r.looking && !r.closed && time.Since(r.lookedAt) > rediscoverAfter {
-		r.looking, r.lookedAt = true, time.Now()
+	if !r.looking && !r.closed && clock.Since(wall, r.lookedAt) > rediscoverAfter {
+		r.looking, r.lookedAt = true, wall.Now()
 		r.bg.Add(1)
 		go r.discover()
 	}

@@ -9,6 +9,8 @@ import (
 	"net"
 	"reflect"
 	"time"
+
+	"github.com/metad/metad/clock"
 )
 
 // ErrTLSHandshake matches a *HandshakeError: the client and a server could
@@ -60,7 +62,7 @@ func DiagnoseTLS(ctx context.Context, addr string, t *TLS) error {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	} else {
-		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		_ = conn.SetDeadline(clock.Real.Now().Add(5 * time.Second))
 	}
 	host, _, _ := net.SplitHostPort(addr)
 	if t == nil {

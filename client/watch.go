@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/clock"
 )
 
 // CompactedError is a watch's resume point that no member still holds the
@@ -115,7 +116,7 @@ func (w *watchLoop) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ended(ctx, err)
-		case <-time.After(delay/2 + rand.N(delay/2+1)):
+		case <-clock.After(wall, delay/2+rand.N(delay/2+1)):
 		}
 		delay = min(2*delay, w.c.cfg.MaxRetryDelay)
 	}

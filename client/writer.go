@@ -458,13 +458,13 @@ func (w *Writer) loop() {
 // flush opens the batch's new streams, lays the batch out as objects and
 // commits each; every Append of the batch is answered when it returns.
 func (w *Writer) flush(batch []*streamBatch) {
-	start := time.Now()
+	start := wall.Now()
 	w.m.flushes.Inc()
 	ready := w.openAll(batch)
 	for _, plan := range planObjects(ready, w.cfg.MaxStreamsPerObject) {
 		w.commit(plan)
 	}
-	w.m.flushSeconds.Observe(time.Since(start).Seconds())
+	w.m.flushSeconds.Observe(clock.Since(wall, start).Seconds())
 }
 
 // openAll gives each batch its stream's epoch and start, opening the
@@ -533,18 +533,18 @@ func (w *Writer) open(stream uint64) (*streamState, error) {
 // Timeout; this outer loop covers the rest of what may have happened.
 func retryIndeterminate[Resp any](w *Writer, call func(ctx context.Context, requestID string) (Resp, error)) (Resp, error) {
 	id := NewRequestID()
-	deadline := time.Now().Add(w.cfg.CommitTimeout)
+	deadline := wall.Now().Add(w.cfg.CommitTimeout)
 	delay := 50 * time.Millisecond
 	for {
 		resp, err := call(w.ctx, id)
-		if err == nil || !errors.Is(err, ErrIndeterminate) || w.ctx.Err() != nil || time.Now().After(deadline) {
+		if err == nil || !errors.Is(err, ErrIndeterminate) || w.ctx.Err() != nil || wall.Now().After(deadline) {
 			return resp, err
 		}
 		w.m.retries.Inc()
 		select {
 		case <-w.ctx.Done():
 			return resp, err
-		case <-time.After(delay/2 + rand.N(delay/2+1)):
+		case <-clock.After(wall, delay/2+rand.N(delay/2+1)):
 		}
 		delay = min(2*delay, time.Second)
 	}
@@ -600,7 +600,7 @@ func (w *Writer) commit(plan *objectPlan) {
 func (w *Writer) upload(plan *objectPlan) (*metadpb.ObjectRef, error) {
 	w.seq++
 	key := fmt.Sprintf("%s%020d", w.keys, w.seq)
-	deadline := time.Now().Add(w.cfg.CommitTimeout)
+	deadline := wall.Now().Add(w.cfg.CommitTimeout)
 	for {
 		ctx, cancel := context.WithTimeout(w.ctx, w.c.cfg.Timeout)
 		info, err := w.c.cfg.Objects.Put(ctx, key, bytes.NewReader(plan.data))
@@ -610,13 +610,13 @@ func (w *Writer) upload(plan *objectPlan) (*metadpb.ObjectRef, error) {
 			return &metadpb.ObjectRef{Key: info.Key, Identity: info.Identity}, nil
 		}
 		transient := errors.Is(err, objectstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
-		if !transient || w.ctx.Err() != nil || time.Now().After(deadline) {
+		if !transient || w.ctx.Err() != nil || wall.Now().After(deadline) {
 			return nil, err
 		}
 		w.m.retries.Inc()
 		select {
 		case <-w.ctx.Done():
-		case <-time.After(100 * time.Millisecond):
+		case <-clock.After(wall, 100*time.Millisecond):
 		}
 	}
 }

@@ -5,6 +5,8 @@ package faults
 import (
 	"net/http"
 	"time"
+
+	"github.com/metad/metad/clock"
 )
 
 // Compiled reports whether fault injection is built in.
@@ -14,7 +16,7 @@ const Compiled = false
 func Bug(string) bool { return false }
 
 // Now is the wall clock used to stamp commands.
-func Now() time.Time { return time.Now() }
+func Now() time.Time { return clock.Real.Now() }
 
 // Register adds the fault-control endpoints: none, in this build.
 func Register(*http.ServeMux) {}

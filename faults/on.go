@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/metad/metad/clock"
 )
 
 // Compiled reports whether fault injection is built in.
@@ -33,7 +35,7 @@ func parse(s string) map[string]bool {
 func Bug(name string) bool { return bugs[name] }
 
 // Now is the wall clock used to stamp commands, shifted by the offset.
-func Now() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+func Now() time.Time { return clock.Real.Now().Add(time.Duration(offset.Load())) }
 
 // Register adds POST /debug/faults/clock-offset?d=DURATION.
 func Register(mux *http.ServeMux) {

@@ -130,7 +130,7 @@ func (n *Server) checkClusterID() error {
 // interval, and stops the node on a mismatch (a snapshot or log of
 // another cluster reached this node).
 func (n *Server) watchClusterID(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
+	t := serverClock.NewTimer(every)
 	defer t.Stop()
 	for {
 		if err := n.checkClusterID(); err != nil {
@@ -140,7 +140,8 @@ func (n *Server) watchClusterID(ctx context.Context, every time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
+			t.Reset(every)
 		}
 	}
 }

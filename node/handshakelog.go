@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"time"
 
 	"google.golang.org/grpc/credentials"
 
@@ -51,7 +50,7 @@ func (c *loggedCreds) refused(remote net.Addr, err error) {
 		c.log.Debug("TLS handshake not begun: the caller closed the connection", "remote", remote.String())
 		return
 	}
-	ok, suppressed := c.limit.Allow(time.Now())
+	ok, suppressed := c.limit.Allow(serverClock.Now())
 	if !ok {
 		return
 	}

@@ -62,15 +62,16 @@ func (l *leaderLog) recent() []leaderChange {
 // watchLeader feeds n.leaders from the store's view of the leader every
 // health interval until ctx ends.
 func (n *Server) watchLeader(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
+	t := serverClock.NewTimer(every)
 	defer t.Stop()
 	for {
 		id, _ := n.store.Leader()
-		n.leaders.observe(id, n.store.Term(), time.Now())
+		n.leaders.observe(id, n.store.Term(), serverClock.Now())
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
+			t.Reset(every)
 		}
 	}
 }

@@ -18,7 +18,7 @@ const removedCheckInterval = 5 * time.Second
 // never add it back. Serving on as if it were a member would only confuse
 // clients and balancers; its raft state is the removed server's.
 func (n *Server) watchRemoval(ctx context.Context) {
-	t := time.NewTicker(removedCheckInterval)
+	t := serverClock.NewTimer(removedCheckInterval)
 	defer t.Stop()
 	for {
 		if t, removed := n.removedBy(ctx); removed {
@@ -31,7 +31,8 @@ func (n *Server) watchRemoval(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
+			t.Reset(removedCheckInterval)
 		}
 	}
 }

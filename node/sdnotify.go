@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/metad/metad/clock"
 )
 
 // notifier speaks systemd's notify protocol (sd_notify(3)): one datagram
@@ -43,7 +45,7 @@ func sdNotify(socket, state string) error {
 		return err
 	}
 	defer conn.Close()
-	_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_ = conn.SetWriteDeadline(clock.Real.Now().Add(time.Second))
 	_, err = conn.Write([]byte(state))
 	return err
 }
@@ -82,7 +84,7 @@ func (n *notifier) markStopping() {
 // announceReady waits until the node serves, then tells the service
 // manager, once. It polls the health verdict every interval until ctx ends.
 func (n *Server) announceReady(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
+	t := serverClock.NewTimer(interval)
 	defer t.Stop()
 	waiting := ""
 	for {
@@ -98,7 +100,8 @@ func (n *Server) announceReady(ctx context.Context, interval time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
+			t.Reset(interval)
 		}
 	}
 }

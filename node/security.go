@@ -250,13 +250,14 @@ func (s *security) reload(why string) {
 // file every ReloadInterval until ctx ends; a file that does not load is
 // logged and what is in use stays.
 func (n *Server) watchFiles(ctx context.Context) {
-	t := time.NewTicker(n.sec.cfg.ReloadInterval)
+	t := serverClock.NewTimer(n.sec.cfg.ReloadInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
+			t.Reset(n.sec.cfg.ReloadInterval)
 		}
 		n.sec.poll()
 		if n.gossipKeys != nil {

@@ -68,7 +68,7 @@ func (n *Server) serveStatusPage(w http.ResponseWriter, r *http.Request) {
 // stream count.
 func (n *Server) gatherStatusPage(ctx context.Context) statusPage {
 	p := statusPage{NodeID: n.cfg.NodeID, Release: version.Release, Commit: version.Commit(),
-		At: time.Now().UTC(), Changes: n.leaders.recent()}
+		At: serverClock.Now().UTC(), Changes: n.leaders.recent()}
 	if err := n.store.ReadLocal(func(m *fsm.Machine) error {
 		p.Streams = m.Counts().Streams
 		return nil

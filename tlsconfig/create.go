@@ -13,6 +13,8 @@ import (
 	"net"
 	"net/url"
 	"time"
+
+	"github.com/metad/metad/clock"
 )
 
 // KeyPair is a certificate and its private key, PEM-encoded.
@@ -30,7 +32,7 @@ func CreateCA(name string, validity time.Duration) (*KeyPair, error) {
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 	}
-	return sign(tmpl, nil, time.Now().Add(-time.Hour), time.Now().Add(validity))
+	return sign(tmpl, nil, clock.Real.Now().Add(-time.Hour), clock.Real.Now().Add(validity))
 }
 
 // LeafSpec describes a certificate CreateCert makes.
@@ -77,10 +79,10 @@ func CreateCert(ca *KeyPair, spec LeafSpec) (*KeyPair, error) {
 	}
 	nb, na := spec.NotBefore, spec.NotAfter
 	if nb.IsZero() {
-		nb = time.Now().Add(-time.Hour)
+		nb = clock.Real.Now().Add(-time.Hour)
 	}
 	if na.IsZero() {
-		na = time.Now().Add(365 * 24 * time.Hour)
+		na = clock.Real.Now().Add(365 * 24 * time.Hour)
 	}
 	return sign(tmpl, ca, nb, na)
 }

@@ -12,6 +12,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/metad/metad/clock"
 )
 
 // ErrInvalid is wrapped by every error about unusable TLS material.
@@ -158,14 +160,15 @@ func (r *Reloader) Reload() (bool, error) {
 
 // Watch polls the files every PollInterval until ctx ends (Poll).
 func (r *Reloader) Watch(ctx context.Context) {
-	t := time.NewTicker(r.cfg.PollInterval)
+	t := clock.Real.NewTimer(r.cfg.PollInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			r.Poll()
+			t.Reset(r.cfg.PollInterval)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/clock"
 )
 
 func newMembersCmd(o *clientOpts) *cobra.Command {
@@ -186,7 +187,7 @@ func awaitNewLeader(ctx context.Context, c *client.Client, old string) string {
 				return st.LeaderId
 			}
 			return ""
-		case <-time.After(50 * time.Millisecond):
+		case <-clock.After(clock.Real, 50*time.Millisecond):
 		}
 	}
 }

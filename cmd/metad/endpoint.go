@@ -7,13 +7,13 @@ import (
 	"io"
 	"sync"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/clock"
 )
 
 // errUnhealthy is a cluster that cannot serve now (no leader, or no
@@ -93,9 +93,9 @@ func checkEndpoint(ctx context.Context, o *clientOpts, n *metadpb.NodeStatus, st
 		return
 	}
 	defer c.Close()
-	start := time.Now()
+	start := clock.Real.Now()
 	resp, err := c.Health.Check(ctx, &healthpb.HealthCheckRequest{})
-	row.TookMS = float64(time.Since(start).Microseconds()) / 1000
+	row.TookMS = float64(clock.Since(clock.Real, start).Microseconds()) / 1000
 	switch {
 	case err != nil:
 		row.Error = shortReason(err.Error())

@@ -13,10 +13,10 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/node"
 	"github.com/metad/metad/raftstore"
 )
@@ -147,7 +147,7 @@ func writeReplayFile(path string, rep *dataReport, index uint64) (raftstore.File
 	if err != nil {
 		return raftstore.FileMeta{}, err
 	}
-	meta := raftstore.FileMeta{NodeID: rep.NodeID, Index: at, Term: term, TakenAt: time.Now().UTC(), Servers: rep.Raft.Servers}
+	meta := raftstore.FileMeta{NodeID: rep.NodeID, Index: at, Term: term, TakenAt: clock.Real.Now().UTC(), Servers: rep.Raft.Servers}
 	err = writeFileAtomically(path, func(f *os.File) error {
 		fw, err := raftstore.NewFileWriter(f, meta)
 		if err == nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/cmd/internal/cliflags"
 )
 
@@ -35,7 +36,7 @@ const redrawEvery = 100 * time.Millisecond
 
 // newProgress returns a bar on w (drawn only if w is a terminal).
 func newProgress(w io.Writer, label string, total int64) *progress {
-	return &progress{w: w, label: label, total: total, enabled: cliflags.IsTerminal(w), start: time.Now()}
+	return &progress{w: w, label: label, total: total, enabled: cliflags.IsTerminal(w), start: clock.Real.Now()}
 }
 
 // Reader counts what is read through r.
@@ -48,7 +49,7 @@ func (p *progress) add(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done += int64(n)
-	if now := time.Now(); p.enabled && now.Sub(p.lastDraw) >= redrawEvery {
+	if now := clock.Real.Now(); p.enabled && now.Sub(p.lastDraw) >= redrawEvery {
 		p.lastDraw = now
 		p.draw(now)
 	}
@@ -61,7 +62,7 @@ func (p *progress) Finish() {
 	if !p.enabled {
 		return
 	}
-	p.draw(time.Now())
+	p.draw(clock.Real.Now())
 	fmt.Fprintln(p.w)
 }
 

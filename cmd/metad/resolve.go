@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/clock"
 )
 
 func newResolveCmd(o *clientOpts) *cobra.Command {
@@ -92,7 +92,7 @@ func resolveKeepingDiagnostic(ctx context.Context, c *client.Client, req *metadp
 		select {
 		case <-ctx.Done():
 			return nil, lastDiagnosed(e, diagnosed)
-		case <-time.After(e.RetryDelay):
+		case <-clock.After(clock.Real, e.RetryDelay):
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/metad/metad/auth"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/node"
 	"github.com/metad/metad/tlsconfig"
 )
@@ -137,7 +138,7 @@ func newTLSCertCreateCmd() *cobra.Command {
 
 // certSpec checks the flags and turns them into what to create.
 func certSpec(name, role, clientRole string, ips, dns []string, days int) (tlsconfig.LeafSpec, error) {
-	spec := tlsconfig.LeafSpec{Name: name, DNS: dns, NotAfter: time.Now().Add(time.Duration(days) * 24 * time.Hour)}
+	spec := tlsconfig.LeafSpec{Name: name, DNS: dns, NotAfter: clock.Real.Now().Add(time.Duration(days) * 24 * time.Hour)}
 	var errs []error
 	if name == "" || filepath.Base(name) != name {
 		errs = append(errs, fmt.Errorf("--name %q: required, and a plain file name", name))

@@ -19,6 +19,7 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/auth"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/internal/ports"
 )
 
@@ -286,7 +287,7 @@ func (c *Cluster) signal(i int, sig syscall.Signal, wait bool) {
 	}
 	select {
 	case <-done:
-	case <-time.After(30 * time.Second):
+	case <-clock.After(clock.Real, 30*time.Second):
 		_ = cmd.Process.Kill()
 		<-done
 		c.t.Errorf("%s did not exit within 30s of %v", nd.ID, sig)
@@ -351,12 +352,12 @@ func (c *Cluster) Describe(i int, stream uint64) (*metadpb.Stream, error) {
 // WaitFor polls cond until it holds or the timeout passes.
 func (c *Cluster) WaitFor(what string, timeout time.Duration, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := clock.Real.Now().Add(timeout)
 	for !cond() {
-		if time.Now().After(deadline) {
+		if clock.Real.Now().After(deadline) {
 			c.t.Fatalf("timed out after %s waiting for %s; logs in %s", timeout, what, c.Dir)
 		}
-		time.Sleep(100 * time.Millisecond)
+		<-clock.After(clock.Real, 100*time.Millisecond) // poll interval
 	}
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/internal/ports"
 	"github.com/metad/metad/objectstore"
 )
@@ -281,9 +282,9 @@ func (s *Server) Client(accessKey, secretKey string) *s3.Client {
 
 // waitReady polls the S3 API (not a sleep) until a bucket listing works.
 func (s *Server) waitReady() error {
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := clock.Real.Now().Add(90 * time.Second)
 	var err error
-	for time.Now().Before(deadline) {
+	for clock.Real.Now().Before(deadline) {
 		select {
 		case <-s.done:
 			return fmt.Errorf("weed mini exited at start:\n%s", s.LogTail())
@@ -295,7 +296,7 @@ func (s *Server) waitReady() error {
 		if err == nil {
 			return nil
 		}
-		time.Sleep(100 * time.Millisecond) // poll interval, not synchronisation
+		<-clock.After(clock.Real, 100*time.Millisecond) // poll interval, not synchronisation
 	}
 	return fmt.Errorf("weed mini's S3 API at %s not ready in 90s: %w", s.Endpoint, err)
 }
@@ -324,7 +325,7 @@ func (s *Server) CreateBucket(name string, versioned bool) error {
 		if ctx.Err() != nil || (errors.As(err, &resp) && resp.HTTPStatusCode() < 500) {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
-		time.Sleep(200 * time.Millisecond) // poll interval
+		<-clock.After(clock.Real, 200*time.Millisecond) // poll interval
 	}
 	if !versioned {
 		return nil
