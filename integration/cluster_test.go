@@ -20,6 +20,10 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/internal/proc"
+
+	"github.com/metad/metad/internal/waitfor"
+
+	"fmt"
 )
 
 // TestDefaultServerServes: `metad server` with no flags serves on
@@ -41,19 +45,17 @@ func TestDefaultServerServes(t *testing.T) {
 	}
 	defer conn.Close()
 	start := time.Now()
-	deadline := start.Add(15 * time.Second)
-	for {
+	if err := waitfor.Until(15*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 		cancel()
-		if err == nil && resp.Status == healthpb.HealthCheckResponse_SERVING {
-			break
+		if err == nil && resp.Status != healthpb.HealthCheckResponse_SERVING {
+			err = fmt.Errorf("%v", resp.Status)
 		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(filepath.Join(dir, "server.log"))
-			t.Fatalf("not SERVING after 15s (last: %v %v)\n%s", resp, err, b)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err
+	}); err != nil {
+		b, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+		t.Fatalf("not SERVING after 15s (last: %v)\n%s", err, b)
 	}
 	t.Logf("SERVING %s after start", time.Since(start).Round(time.Millisecond))
 	if _, err := os.Stat(filepath.Join(dir, "metad-data", "raft", "raft.db")); err != nil {
@@ -132,7 +134,8 @@ func TestFormsInAnyStartOrder(t *testing.T) {
 			c := proc.New(t, tc.n)
 			for _, i := range tc.order {
 				c.Start(i)
-				time.Sleep(300 * time.Millisecond)
+				// Let the order matter: each gossips before the next starts.
+				c.WaitFor(c.Nodes[i].ID+" gossiping", 30*time.Second, func() bool { return strings.Contains(c.Log(i), "membership started") })
 			}
 			formed(t, c, tc.n)
 			// One cluster: every node names the same leader.

@@ -75,12 +75,20 @@ func TestPausedLeaderServesNoStaleReads(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(time.Second)
+	c.WaitFor("writes and reads under way", 60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(writes) >= 5 && len(reads) >= 5
+	})
 	c.Pause(old)
 	mu.Lock()
 	pausedAt := len(writes)
 	mu.Unlock()
-	time.Sleep(4 * time.Second) // the others elect and take writes
+	c.WaitFor("the others to elect and take writes", 60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(writes)-pausedAt >= 10
+	})
 	mu.Lock()
 	writtenWhilePaused := len(writes) - pausedAt
 	mu.Unlock()

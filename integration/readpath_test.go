@@ -20,6 +20,8 @@ import (
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/internal/proc"
 	"github.com/metad/metad/objectstore"
+
+	"github.com/metad/metad/internal/waitfor"
 )
 
 // Scenario tests of the read path on a real 3-node cluster, one per rule
@@ -275,7 +277,7 @@ func TestTrimRacingResolve(t *testing.T) {
 				trims = append(trims, ackedWrite{at: time.Now(), end: to})
 				mu.Unlock()
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // pacing: the trims spread over the servers' resolves
 		}
 	}()
 	// Resolves chase the trim point: each asks for an offset a little
@@ -351,7 +353,7 @@ func trimFloor(trims []ackedWrite, before time.Time) uint64 {
 // released; then GC deletes it. Pins are not shared here, so the reader's
 // pin is its own to release (a shared pin only expires).
 func TestGCHonoursPins(t *testing.T) {
-	_, b := readCluster(t, "--share-pins=false")
+	c, b := readCluster(t, "--share-pins=false")
 	tg := b.mustTarget(metadpb.View_COMMITTED, 0) // generation 2, pinned
 	if _, err := client.Call(b.ctx(), b.c, b.c.Metad.RetireGeneration, &metadpb.RetireGenerationRequest{
 		StreamId: b.stream, View: metadpb.View_COMMITTED, Generation: 2, RequestId: client.NewRequestID()}); err != nil {
@@ -359,7 +361,8 @@ func TestGCHonoursPins(t *testing.T) {
 	}
 	key := tg.Object.Key
 	waitFor(t, "GC to mark the object DELETING", func() bool { return objectStatus(b, key) == metadpb.ObjectStatus_DELETING })
-	time.Sleep(time.Second) // five GC passes
+	passes := gcPasses(c)
+	waitFor(t, "five more GC passes", func() bool { return gcPasses(c) >= passes+5 })
 	if _, err := b.store.Stat(b.ctx(), key, tg.Object.Identity); err != nil {
 		t.Fatalf("object deleted while pinned: %v", err)
 	}
@@ -409,7 +412,7 @@ func TestLeaderChangeDuringRepair(t *testing.T) {
 			tctx, tcancel := context.WithTimeout(ctx, 10*time.Second)
 			_, _ = b.c.Cluster.TransferLeadership(tctx, &metadpb.TransferLeadershipRequest{})
 			tcancel()
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(300 * time.Millisecond) // pacing: the servers serve a while under each leader
 		}
 	}()
 	for w := range 4 {
@@ -462,11 +465,20 @@ func hasReason(rs []*metadpb.Refusal, reason string) bool {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	waitfor.Cond(t, 30*time.Second, what, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+}
+
+// gcPasses is the number of GC passes the servers have finished, as their
+// metrics say (GC runs on the leader, which may move).
+func gcPasses(c *proc.Cluster) int {
+	n := 0
+	for i := range c.Nodes {
+		n += max(metricOn(c, i, "metad_gc_pass_duration_seconds_count"), 0)
 	}
+	return n
 }

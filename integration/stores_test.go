@@ -18,6 +18,8 @@ import (
 	"github.com/metad/metad/internal/proc"
 	"github.com/metad/metad/internal/weedtest"
 	"github.com/metad/metad/objectstore"
+
+	"github.com/metad/metad/internal/waitfor"
 )
 
 // storeRun is a formed 3-node cluster at feature level 3 or above with
@@ -217,11 +219,10 @@ func statuses(vs map[string]*metadpb.Object) map[string]metadpb.ObjectStatus {
 // waitUntil polls cond until it holds, failing t after bound.
 func waitUntil(t *testing.T, what string, bound time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", bound, what)
+	waitfor.Cond(t, bound, what, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(100 * time.Millisecond) // poll interval
-	}
+		return nil
+	})
 }

@@ -25,6 +25,8 @@ import (
 	"github.com/metad/metad/client"
 	"github.com/metad/metad/internal/proc"
 	"github.com/metad/metad/tlsconfig"
+
+	"github.com/metad/metad/internal/waitfor"
 )
 
 // TestNonLoopbackWithoutTLSExits2: a server asked to bind a network
@@ -303,19 +305,15 @@ func (w *writeLoad) waitMore(t *testing.T, n int) {
 	w.mu.Lock()
 	target := len(w.acked) + n
 	w.mu.Unlock()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitfor.Cond(t, 30*time.Second, "writes acknowledged", func() error {
 		w.mu.Lock()
 		got, failed := len(w.acked), w.failed
 		w.mu.Unlock()
 		if got >= target {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("writes stalled: %d acknowledged, want %d (%d failed)", got, target, failed)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("writes stalled: %d acknowledged, want %d (%d failed)", got, target, failed)
+	})
 }
 
 func (w *writeLoad) stop(t *testing.T) []string {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/internal/waitfor"
 )
 
 // lockedBuffer is a log sink tests read while the server writes it.
@@ -60,12 +61,7 @@ func TestOperatorActionsLeaveAnAuditLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.Shutdown() })
-	for deadline := time.Now().Add(20 * time.Second); !n.api.Serving(); {
-		if time.Now().After(deadline) {
-			t.Fatal("node did not become SERVING")
-		}
-		time.Sleep(20 * time.Millisecond) // polling the node's own health verdict
-	}
+	waitfor.Cond(t, 20*time.Second, "node SERVING", servingErr(n)) // the node's own health verdict
 	conn, err := grpc.NewClient("passthrough:///"+cfg.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

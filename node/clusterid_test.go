@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -21,25 +22,24 @@ import (
 	"github.com/metad/metad/api"
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/auth"
+	"github.com/metad/metad/internal/waitfor"
 )
 
 // awaitClusterID waits until the node's state has a cluster id and its
 // data dir records it, and returns it.
 func awaitClusterID(t *testing.T, n *Server) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		id := n.stateClusterID()
+	var id string
+	waitfor.Cond(t, 30*time.Second, "cluster id recorded", func() error {
+		id = n.stateClusterID()
 		if id != "" {
 			if rec, err := LoadClusterID(n.cfg.DataDir); err == nil && rec == id {
-				return id
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no cluster id recorded (state %q)", id)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("state %q, not recorded yet", id)
+	})
+	return id
 }
 
 // TestPeerCallsCarryTheClusterID: a new single-node cluster gets a 128-bit

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/metad/metad/api"
+	"github.com/metad/metad/internal/waitfor"
 	"github.com/metad/metad/raftstore"
 )
 
@@ -87,20 +89,16 @@ func TestHealthServedWhileRaftStateOpens(t *testing.T) {
 		t.Fatal(s.err)
 	}
 	t.Cleanup(func() { _ = s.n.Shutdown() })
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waitfor.Cond(t, 20*time.Second, "/readyz 200 after the open", func() error {
 		code, body := get("/readyz")
 		if code == http.StatusOK {
-			break
+			return nil
 		}
 		if strings.Contains(body, opening) {
 			t.Fatalf("/readyz still says %q after Start returned", body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz never 200 after the open: %d %q", code, body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("%d %q", code, body)
+	})
 	if code, body := get("/"); code != http.StatusOK || !strings.Contains(body, "n1") {
 		t.Errorf("status page after the open = %d %q", code, body)
 	}

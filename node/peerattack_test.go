@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/internal/ports"
+	"github.com/metad/metad/internal/waitfor"
 )
 
 // freeAddr returns a free loopback address.
@@ -50,13 +52,7 @@ func startTestNode(t *testing.T, edit func(*Config)) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.Shutdown() })
-	deadline := time.Now().Add(20 * time.Second)
-	for !n.api.Serving() {
-		if time.Now().After(deadline) {
-			t.Fatal("node did not become SERVING")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Cond(t, 20*time.Second, "node SERVING", servingErr(n))
 	return n
 }
 
@@ -148,4 +144,14 @@ func adminConn(t *testing.T, n *Server) *grpc.ClientConn {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return conn
+}
+
+// servingErr is the condition that n's health verdict is SERVING.
+func servingErr(n *Server) func() error {
+	return func() error {
+		if !n.api.Serving() {
+			return errors.New("not SERVING yet")
+		}
+		return nil
+	}
 }

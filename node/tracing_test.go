@@ -18,6 +18,7 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/checksum"
+	"github.com/metad/metad/internal/waitfor"
 	"github.com/metad/metad/objectstore"
 )
 
@@ -107,10 +108,10 @@ func TestOneTracePerRequestAcrossForwarding(t *testing.T) {
 // caller has its answer), and returns the trace's spans.
 func awaitTrace(t *testing.T, exp *tracetest.InMemoryExporter, root string, want []string) tracetest.SpanStubs {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var tr tracetest.SpanStubs
+	waitfor.Cond(t, 10*time.Second, "trace of "+root, func() error { // the exporter, which spans reach as servers end them
+		tr = nil
 		spans := exp.GetSpans()
-		var tr tracetest.SpanStubs
 		for _, s := range spans {
 			if s.Name == root && s.SpanKind == trace.SpanKindServer {
 				for _, o := range spans {
@@ -127,13 +128,11 @@ func awaitTrace(t *testing.T, exp *tracetest.InMemoryExporter, root string, want
 		}
 		missing := slices.DeleteFunc(slices.Clone(want), func(w string) bool { return slices.Contains(have, w) })
 		if len(missing) == 0 {
-			return tr
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("trace of %s lacks %v; it has %v (of %d spans exported)", root, missing, have, len(spans))
-		}
-		time.Sleep(10 * time.Millisecond) // polling the exporter, which spans reach as servers end them
-	}
+		return fmt.Errorf("lacks %v; it has %v (of %d spans exported)", missing, have, len(spans))
+	})
+	return tr
 }
 
 func nodeOf(s tracetest.SpanStub) string {

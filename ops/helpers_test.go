@@ -73,7 +73,7 @@ func (l *load) run() {
 		}
 		l.mu.Unlock()
 		if err != nil {
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // back-off of a client retrying a write the servers (real processes) refused
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/metad/metad/internal/proc"
+
+	"github.com/metad/metad/internal/waitfor"
 )
 
 // selector is one series an example rule or panel selects: the metric and
@@ -182,11 +184,10 @@ func TestMonitoringExamplesNameExportedSeries(t *testing.T) {
 	mustCLI(t, addr, "stream", "delete", collected)
 
 	// Poll: GC and repair act on their own schedules.
-	deadline := time.Now().Add(60 * time.Second)
-	for bad := missing(sels, exported(t, c)); len(bad) > 0; bad = missing(sels, exported(t, c)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the monitoring examples select what the servers do not export (after 60s of traffic):\n%s", strings.Join(bad, "\n"))
+	waitfor.Cond(t, 60*time.Second, "the monitoring examples to select only what the servers export", func() error {
+		if bad := missing(sels, exported(t, c)); len(bad) > 0 {
+			return fmt.Errorf("missing:\n%s", strings.Join(bad, "\n"))
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/internal/waitfor"
 )
 
 // The in-process cluster harness: real raft, real bolt files in
@@ -388,38 +389,34 @@ func (c *testCluster) propose(cmd *fsmpb.Command) (*fsmpb.Result, *Store) {
 	if cmd.RequestId == "" {
 		c.t.Fatal("propose: command needs a request id to be retried safely")
 	}
-	deadline := time.Now().Add(waitLimit)
-	for {
-		s := c.leader()
+	var res *fsmpb.Result
+	var s *Store
+	waitfor.Cond(c.t, waitLimit, "a committed proposal", func() error {
+		s = c.leader()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		res, err := s.Propose(ctx, cmd)
+		var err error
+		res, err = s.Propose(ctx, cmd)
 		cancel()
-		if err == nil {
-			return res, s
-		}
-		if !Retryable(err) || time.Now().After(deadline) {
+		if err != nil && !Retryable(err) {
 			c.t.Fatalf("propose on %s: %v", s.ID(), err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err
+	})
+	return res, s
 }
 
 // read runs a linearizable Read on store s, retrying retryable failures.
 func (c *testCluster) read(s *Store, fn func(*fsm.Machine) error) {
 	c.t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
+	waitfor.Cond(c.t, waitLimit, "a read on "+s.ID(), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := s.Read(ctx, fn)
 		cancel()
-		if err == nil {
-			return
-		}
-		if !Retryable(err) || time.Now().After(deadline) {
+		if err != nil && !Retryable(err) {
 			c.t.Fatalf("read on %s: %v", s.ID(), err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // makeStickyLeader makes node i (configured with slowConfig) the leader.
@@ -522,13 +519,12 @@ func (p *testPeers) ReadIndex(ctx context.Context, leaderID string) (uint64, err
 // waitFor polls cond until it holds, failing the test after waitLimit.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s after %v", what, waitLimit)
+	waitfor.Cond(t, waitLimit, what, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // Commands and reads used by the tests.

@@ -194,13 +194,7 @@ func TestForeignLeaderCannotReplicate(t *testing.T) {
 	if _, err := a.AddNonvoter(ctx, "n2", b.Addr()); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(waitLimit)
-	for !strings.Contains(logs.String(), "refusing a server of another cluster") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no refusal logged; logs:\n%s", logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, "a refusal logged", func() bool { return strings.Contains(logs.String(), "refusing a server of another cluster") })
 	line := logs.String()
 	if !strings.Contains(line, "aaaa1111") || !strings.Contains(line, "bbbb2222") {
 		t.Errorf("refusal does not name both ids:\n%s", line)

@@ -5,12 +5,15 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/metad/metad/internal/waitfor"
 )
 
 type files struct{ dir, cert, key, ca string }
@@ -151,13 +154,7 @@ func TestWatchPicksUpChangedFiles(t *testing.T) {
 	defer cancel()
 	go r.Watch(ctx)
 	writeFiles(t, dir, ca, mustLeaf(t, ca, "second-with-a-longer-name"))
-	deadline := time.Now().Add(10 * time.Second)
-	for r.Leaf().Subject.CommonName != "second-with-a-longer-name" {
-		if time.Now().After(deadline) {
-			t.Fatal("Watch did not reload the changed files")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitfor.Cond(t, 10*time.Second, "Watch reloading the changed files", leafNamed(r, "second-with-a-longer-name"))
 }
 
 func TestClientConfigChecksLeafAndHost(t *testing.T) {
@@ -195,11 +192,15 @@ func TestWatchRetriesWhenBrokenFilesChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFiles(t, dir, ca, mustLeaf(t, ca, "repaired-certificate"))
-	deadline := time.Now().Add(10 * time.Second)
-	for r.Leaf().Subject.CommonName != "repaired-certificate" {
-		if time.Now().After(deadline) {
-			t.Fatal("the repaired files were not reloaded")
+	waitfor.Cond(t, 10*time.Second, "the repaired files reloaded", leafNamed(r, "repaired-certificate"))
+}
+
+// leafNamed is the condition that r serves the leaf named cn.
+func leafNamed(r *Reloader, cn string) func() error {
+	return func() error {
+		if got := r.Leaf().Subject.CommonName; got != cn {
+			return fmt.Errorf("serving %q", got)
 		}
-		time.Sleep(10 * time.Millisecond)
+		return nil
 	}
 }

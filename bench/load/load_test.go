@@ -76,7 +76,7 @@ func TestRunCountsEveryOperation(t *testing.T) {
 		}
 		defer inFlight[w].Add(-1)
 		n := calls.Add(1)
-		time.Sleep(time.Millisecond)
+		serve()
 		switch n % 3 {
 		case 0:
 			return "a", errors.New("boom")
@@ -114,7 +114,7 @@ func TestRunDiscardsWarmup(t *testing.T) {
 	var calls atomic.Int64
 	op := func(ctx context.Context, w int) (string, error) {
 		calls.Add(1)
-		time.Sleep(time.Millisecond)
+		serve()
 		return "op", nil
 	}
 	res, err := Run(context.Background(), Config{Concurrency: 2, Duration: 100 * time.Millisecond, Warmup: 200 * time.Millisecond}, op, nil)
@@ -137,7 +137,7 @@ func TestRunStopsWhenContextEnds(t *testing.T) {
 		if calls.Add(1) == 10 {
 			cancel()
 		}
-		<-time.After(time.Millisecond)
+		serve()
 		return "op", ctx.Err()
 	}
 	res, err := Run(ctx, Config{Concurrency: 3, Duration: time.Hour}, op, nil)
@@ -148,3 +148,7 @@ func TestRunStopsWhenContextEnds(t *testing.T) {
 		t.Errorf("interrupted calls were counted as errors: %v", res.Errors)
 	}
 }
+
+// serve stands for an operation's service time: the runner measures real
+// durations (Latency, Elapsed), so the fake operation takes some.
+func serve() { time.Sleep(time.Millisecond) }

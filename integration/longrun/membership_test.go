@@ -128,6 +128,7 @@ func TestRemovedServerStaysRemoved(t *testing.T) {
 			t.Fatalf("status tombstones %v, want %s/%s", st.Tombstones, id, oldInc)
 		}
 	}
+	// Pacing of the check over the window the servers are watched in.
 	for start := time.Now(); time.Since(start) < removedWatched; time.Sleep(500 * time.Millisecond) {
 		stillRemoved()
 	}
