@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -73,4 +74,46 @@ func goMetricsBridge() (prometheus.Collector, error) {
 		goMetricsCollector, goMetricsErr = installGoMetricsSink()
 	})
 	return goMetricsCollector, goMetricsErr
+}
+
+// goMetricsLib is one go-metrics library as the bridge uses it: armon's
+// and hashicorp's have the same API under different import paths, so
+// their types differ and each build-tagged file (gometrics_armon.go,
+// gometrics_hashicorp.go) binds only these constructors; installSink is
+// the one body both run. S and C are the library's summary and counter
+// definitions, K its Prometheus sink.
+type goMetricsLib[S, C any, K prometheus.Collector] struct {
+	summary func(name []string, help string) S
+	counter func(name []string, help string) C
+	// sink makes the Prometheus sink (registering itself on reg) that
+	// exports the declared series.
+	sink func(expiry time.Duration, reg prometheus.Registerer, name string, summaries []S, counters []C) (K, error)
+	// global makes k the library's global sink, with hostname prefixes
+	// (they would rename series per host) and runtime metrics (the Go
+	// collector exports those already) off.
+	global func(k K) error
+}
+
+// installSink declares the series of goMetricSummaries and
+// goMetricCounters on a new Prometheus sink of lib and makes it lib's
+// global sink.
+func installSink[S, C any, K prometheus.Collector](lib goMetricsLib[S, C, K]) (prometheus.Collector, error) {
+	var summaries []S
+	for _, m := range goMetricSummaries {
+		summaries = append(summaries, lib.summary(m.Name, m.Help))
+	}
+	var counters []C
+	for _, m := range goMetricCounters {
+		counters = append(counters, lib.counter(m.Name, m.Help))
+	}
+	// The sink registers itself on its own registry; nodes register it on
+	// theirs.
+	sink, err := lib.sink(goMetricsExpiry, prometheus.NewRegistry(), "metad_gometrics_bridge", summaries, counters)
+	if err != nil {
+		return nil, fmt.Errorf("node: go-metrics sink: %w", err)
+	}
+	if err := lib.global(sink); err != nil {
+		return nil, fmt.Errorf("node: go-metrics global: %w", err)
+	}
+	return sink, nil
 }

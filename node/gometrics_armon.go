@@ -3,7 +3,7 @@
 package node
 
 import (
-	"fmt"
+	"time"
 
 	metrics "github.com/armon/go-metrics"
 	gmprom "github.com/armon/go-metrics/prometheus"
@@ -15,29 +15,24 @@ const goMetricsLibrary = "github.com/armon/go-metrics"
 
 // installGoMetricsSink makes a Prometheus sink the global sink of
 // armon/go-metrics, where compat forwards in a build without
-// -tags hashicorpmetrics.
+// -tags hashicorpmetrics: this file binds the library's types, installSink
+// (gometrics.go) is the body.
 func installGoMetricsSink() (prometheus.Collector, error) {
-	opts := gmprom.PrometheusOpts{
-		Expiration: goMetricsExpiry,
-		// The sink registers itself here; nodes register it on their own.
-		Registerer: prometheus.NewRegistry(),
-		Name:       "metad_gometrics_bridge",
-	}
-	for _, m := range goMetricSummaries {
-		opts.SummaryDefinitions = append(opts.SummaryDefinitions, gmprom.SummaryDefinition{Name: m.Name, Help: m.Help})
-	}
-	for _, m := range goMetricCounters {
-		opts.CounterDefinitions = append(opts.CounterDefinitions, gmprom.CounterDefinition{Name: m.Name, Help: m.Help})
-	}
-	sink, err := gmprom.NewPrometheusSinkFrom(opts)
-	if err != nil {
-		return nil, fmt.Errorf("node: go-metrics sink: %w", err)
-	}
-	cfg := metrics.DefaultConfig("")
-	cfg.EnableHostname = false       // a hostname prefix on gauges would rename series per host
-	cfg.EnableRuntimeMetrics = false // the Go collector already exports runtime metrics
-	if _, err := metrics.NewGlobal(cfg, sink); err != nil {
-		return nil, fmt.Errorf("node: go-metrics global: %w", err)
-	}
-	return sink, nil
+	return installSink(goMetricsLib[gmprom.SummaryDefinition, gmprom.CounterDefinition, *gmprom.PrometheusSink]{
+		summary: func(name []string, help string) gmprom.SummaryDefinition {
+			return gmprom.SummaryDefinition{Name: name, Help: help}
+		},
+		counter: func(name []string, help string) gmprom.CounterDefinition {
+			return gmprom.CounterDefinition{Name: name, Help: help}
+		},
+		sink: func(expiry time.Duration, reg prometheus.Registerer, name string, s []gmprom.SummaryDefinition, c []gmprom.CounterDefinition) (*gmprom.PrometheusSink, error) {
+			return gmprom.NewPrometheusSinkFrom(gmprom.PrometheusOpts{Expiration: expiry, Registerer: reg, Name: name, SummaryDefinitions: s, CounterDefinitions: c})
+		},
+		global: func(k *gmprom.PrometheusSink) error {
+			cfg := metrics.DefaultConfig("")
+			cfg.EnableHostname, cfg.EnableRuntimeMetrics = false, false
+			_, err := metrics.NewGlobal(cfg, k)
+			return err
+		},
+	})
 }
