@@ -1,7 +1,7 @@
 // Package repair rebuilds COMMITTED generation-0 index records from append
 // evidence (G11).
 //
-// Planning (plan.go) is pure: PlanOffset decides, from one consistent state,
+// Planning (package repair/plan) is pure: PlanOffset decides, from one consistent state,
 // whether the record covering an offset is healthy, must be rebuilt, or
 // cannot be (the offset is trimmed or past the end; the evidence is missing;
 // its object is gone, or a reader proved its bytes unusable and the record

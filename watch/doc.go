@@ -1,14 +1,10 @@
 // Package watch turns the apply path into per-stream change feeds
 // (G14).
 //
-// Derive (event.go) is the pure part: from one applied command, its
-// fsm Result and the stream's state afterwards it yields the one Event the
-// command made, if any (DeriveObject: a stream-set object yields one
-// Appended event per stream it appended to, all at its version): a writer opened, an append committed (range,
-// object, bytes, new end), a trim, a seal, a generation published or
-// retired, the stream deleted. Every event carries its Version, the Raft
-// index of its command, which orders a stream's events and is where a
-// watcher resumes. Refused commands and deduplicated retries yield nothing.
+// Events are derived by the pure package watch/derive: from one applied
+// command, its fsm Result and the stream's state afterwards, the one Event
+// the command made, if any, carrying its Version, the Raft index of its
+// command, which orders a stream's events and is where a watcher resumes.
 //
 // Hub (hub.go) is the delivery: raftstore calls it after every Apply
 // (raftstore.ApplyObserver) under the state machine's write lock. It keeps,

@@ -9,6 +9,8 @@ import (
 
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
+
+	"github.com/metad/metad/watch/derive"
 )
 
 // Config bounds the hub.
@@ -109,17 +111,17 @@ func New(cfg Config) (*Hub, error) {
 // fans it out to the stream's watchers. m is the machine after the command.
 func (h *Hub) Applied(m *fsm.Machine, index uint64, cmd *fsmpb.Command, res *fsmpb.Result) {
 	if op, ok := cmd.Op.(*fsmpb.Command_CommitObject); ok {
-		for _, ev := range DeriveObject(index, op.CommitObject, res, m.Stream) {
+		for _, ev := range derive.DeriveObject(index, op.CommitObject, res, m.Stream) {
 			h.publish(ev)
 		}
 		return
 	}
-	id := StreamOf(cmd)
+	id := derive.StreamOf(cmd)
 	if id == 0 || res == nil || res.Rejection != nil || res.Deduplicated {
 		return
 	}
 	after, _ := m.Stream(id)
-	if ev, ok := Derive(index, cmd, res, after); ok {
+	if ev, ok := derive.Derive(index, cmd, res, after); ok {
 		h.publish(ev)
 	}
 }
