@@ -15,7 +15,7 @@ const module = "github.com/metad/metad"
 
 // pureCore packages decide; they never do I/O, read clocks, log, or start
 // goroutines, so they can be tested exhaustively and deterministically.
-var pureCore = []string{"fsm", "fsm/fsmpb", "resolver", "checksum", "repair/plan", "watch/derive"}
+var pureCore = []string{"fsm", "fsm/fsmpb", "resolver", "checksum", "repair/plan", "watch/derive", "membership/plan"}
 
 // forbiddenInCore may not appear anywhere in a pure package's transitive
 // dependencies.

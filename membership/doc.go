@@ -79,7 +79,7 @@
 // the gossip view calls for and applies the first one, then plans again
 // from a fresh configuration. (The changes are not conditional on the
 // configuration's index: raft v1.7.3 reports none to its callers; raft
-// takes one uncommitted configuration change at a time.) The planner (plan.go) is a pure
+// takes one uncommitted configuration change at a time.) The planner (package membership/plan) is a pure
 // function in the spirit of raft-autopilot's: it updates a server's
 // address in place when it comes back elsewhere (servers are keyed by id),
 // removes servers down long enough — non-voters freely, voters only while
@@ -140,7 +140,7 @@
 // cost a voter for the time of a promotion.
 //
 // raft-autopilot itself is not used, only its rules (and the shape of its
-// ServerStats, restated in stats.go: importing the module would link its
+// ServerStats, restated in membership/plan: importing the module would link its
 // testify mocks into metad). As a driver it does not fit: it does not add
 // servers, removes servers unknown to the application immediately (a new
 // leader whose gossip has not yet heard of a server would remove it),

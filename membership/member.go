@@ -14,51 +14,6 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
-// Status is a member's state in this node's gossip view.
-//
-// memberlist also has a "suspect" state, but it reports no event for it and
-// its public Members() hands out pointers to nodes it mutates under its own
-// lock, so reading a suspect state would be a data race. A suspect node is
-// therefore shown as alive until memberlist declares it dead.
-type Status int
-
-const (
-	// StatusAlive: memberlist considers the node alive (or only suspect).
-	StatusAlive Status = iota + 1
-	// StatusDead: memberlist declared the node dead (failed probes).
-	StatusDead
-	// StatusLeft: the node announced a graceful leave (Agent.Leave).
-	StatusLeft
-)
-
-func (s Status) String() string {
-	switch s {
-	case StatusAlive:
-		return "alive"
-	case StatusDead:
-		return "dead"
-	case StatusLeft:
-		return "left"
-	default:
-		return "unknown(" + strconv.Itoa(int(s)) + ")"
-	}
-}
-
-// Member is one server in this node's gossip view.
-type Member struct {
-	// ID is the node's stable id: memberlist name and raft ServerID.
-	ID string
-	// GossipAddr is the gossip address the node advertises (host:port).
-	GossipAddr string
-	// Status is alive, dead or left.
-	Status Status
-	// Since is when this node observed the current Status (local clock).
-	Since time.Time
-	// Meta is the node's decoded metadata: raft and gRPC addresses,
-	// bootstrap-expect, bootstrapped flag.
-	Meta Meta
-}
-
 // forgetAfter is how long a dead or left member stays in the table. It
 // outlives any sane DeadServerTimeout so the leader's removal decision and
 // the reconnect attempts still see it; serf keeps its failed members for
@@ -212,7 +167,7 @@ func (t *table) checkInvariants() error {
 		if err := validateID(m.ID); err != nil {
 			return fmt.Errorf("member %q: %w", id, err)
 		}
-		if err := m.Meta.validate(); err != nil {
+		if err := validateMeta(m.Meta); err != nil {
 			return fmt.Errorf("member %q: %w", id, err)
 		}
 		if m.Status != StatusAlive && m.Status != StatusDead && m.Status != StatusLeft {

@@ -32,29 +32,6 @@ const (
 // ErrBadMeta is wrapped by every DecodeMeta error.
 var ErrBadMeta = errors.New("membership: bad node metadata")
 
-// Meta is what a node tells the others about itself through gossip.
-type Meta struct {
-	// Version is the encoding version it arrived in (MetaVersion).
-	Version int
-	// RaftAddr is the node's advertised raft address.
-	RaftAddr string
-	// GRPCAddr is the node's advertised gRPC address.
-	GRPCAddr string
-	// Expect is the node's --bootstrap-expect (0 = never bootstraps).
-	Expect int
-	// Bootstrapped is true once the node has raft state: it bootstrapped,
-	// was added by a leader, or restarted with data. A forming node that
-	// sees it on any peer never bootstraps.
-	Bootstrapped bool
-	// Leaving is set by Agent.Leave just before memberlist's leave, so that
-	// peers can tell a graceful leave from a failure: memberlist's events
-	// do not say which (the state it passes to NotifyLeave is never set).
-	Leaving bool
-	// ClusterID is the node's cluster id, "" if it knows none (then the
-	// metadata is version 1, byte for byte what 0.1.0 writes).
-	ClusterID string
-}
-
 // EncodeMeta encodes m in the version-1 layout:
 //
 //	byte 0     version (1)
@@ -68,7 +45,7 @@ type Meta struct {
 // bytes, under memberlist's 512. It refuses anything DecodeMeta would
 // refuse, so a node never advertises metadata its peers drop.
 func EncodeMeta(m Meta) ([]byte, error) {
-	if err := m.validate(); err != nil {
+	if err := validateMeta(m); err != nil {
 		return nil, err
 	}
 	var flags byte
@@ -134,7 +111,7 @@ func DecodeMeta(b []byte) (Meta, error) {
 	if len(rest) != 0 {
 		return bad("%d trailing bytes", len(rest))
 	}
-	if err := m.validate(); err != nil {
+	if err := validateMeta(m); err != nil {
 		return Meta{}, err
 	}
 	return m, nil
@@ -148,7 +125,7 @@ func cutString(b []byte) (string, []byte, bool) {
 	return string(b[1 : 1+n]), b[1+n:], true
 }
 
-func (m Meta) validate() error {
+func validateMeta(m Meta) error {
 	if m.Expect < 0 || m.Expect > MaxBootstrapExpect {
 		return fmt.Errorf("%w: expect %d, want 0..%d", ErrBadMeta, m.Expect, MaxBootstrapExpect)
 	}

@@ -34,16 +34,6 @@ type Raft interface {
 	Stats() (ServerStats, error)
 }
 
-// Server is one server of the raft configuration. Servers are keyed by
-// ID, the node id; Address is its raft address.
-type Server struct {
-	ID      string
-	Address string
-	// Voter: a voter; false is a non-voter (raft's unused "staging"
-	// suffrage counts as a non-voter).
-	Voter bool
-}
-
 // ErrAlreadyBootstrapped is what Hooks.Bootstrap wraps when raft refuses
 // to bootstrap because this node has state after all.
 var ErrAlreadyBootstrapped = errors.New("membership: raft already has state")

@@ -148,7 +148,7 @@ func (a *Agent) statsTargets(servers []Server, members []Member) ([]Member, map[
 func (a *Agent) logHolds(holds, acts []decision) {
 	current := make(map[string]bool, len(holds))
 	for _, h := range holds {
-		k := h.key()
+		k := h.Key()
 		current[k] = true
 		if !a.loop.logged[k] {
 			a.log.Info(h.Reason, "decision", h.Kind.String(), "hold", string(h.Hold), "server", h.ID)
@@ -158,7 +158,7 @@ func (a *Agent) logHolds(holds, acts []decision) {
 	a.loop.logged = current
 	planned := make(map[string]bool, len(acts))
 	for _, d := range acts {
-		planned[d.key()] = true
+		planned[d.Key()] = true
 	}
 	for k := range a.loop.failed {
 		if !planned[k] {
@@ -189,7 +189,7 @@ func (a *Agent) apply(ctx context.Context, d decision) bool {
 		panic(fmt.Sprintf("membership: apply of %v", d.Kind)) // plan returns only these kinds as actions
 	}
 	if err != nil {
-		if k := d.key(); a.loop.failed[k] != err.Error() {
+		if k := d.Key(); a.loop.failed[k] != err.Error() {
 			a.loop.failed[k] = err.Error()
 			a.log.Warn("membership change failed; will re-plan", "decision", d.Kind.String(),
 				"server", d.ID, "reason", d.Reason, "err", err)

@@ -1,4 +1,4 @@
-package membership
+package plan
 
 import (
 	"fmt"
@@ -6,81 +6,81 @@ import (
 	"time"
 )
 
-// actionKind names one decision of the planner.
-type actionKind int
+// ActionKind names one decision of the planner.
+type ActionKind int
 
 const (
 	// actUpdateAddress re-adds a server under its id at its new raft
 	// address, keeping its suffrage.
-	actUpdateAddress actionKind = iota + 1
+	ActUpdateAddress ActionKind = iota + 1
 	// actRemove removes a long-dead server from raft.
-	actRemove
+	ActRemove
 	// actAdd adds an alive gossip server to raft as a non-voter.
-	actAdd
+	ActAdd
 	// actPromote makes a caught-up, stable non-voter a voter.
-	actPromote
+	ActPromote
 	// actHold is a decision not to act (waiting, or a safety guard).
-	actHold
+	ActHold
 )
 
-func (k actionKind) String() string {
+func (k ActionKind) String() string {
 	switch k {
-	case actUpdateAddress:
+	case ActUpdateAddress:
 		return "update-address"
-	case actRemove:
+	case ActRemove:
 		return "remove"
-	case actAdd:
+	case ActAdd:
 		return "add-nonvoter"
-	case actPromote:
+	case ActPromote:
 		return "promote"
-	case actHold:
+	case ActHold:
 		return "hold"
 	default:
 		return fmt.Sprintf("action(%d)", int(k))
 	}
 }
 
-// holdClass says why the planner held back; with the kind and server it
+// HoldClass says why the planner held back; with the kind and server it
 // keys the "log each decision once" memory.
-type holdClass string
+type HoldClass string
 
 const (
-	holdNone         holdClass = ""
-	holdDeadWaiting  holdClass = "dead-waiting"
-	holdQuorumGuard  holdClass = "quorum-guard"
-	holdMinQuorum    holdClass = "min-quorum"
-	holdAddrConflict holdClass = "address-conflict"
-	holdNotStable    holdClass = "not-stable"
-	holdTombstoned   holdClass = "tombstoned"
-	holdForeign      holdClass = "foreign-cluster"
-	holdUnprobed     holdClass = "cluster-id-unknown"
+	HoldNone         HoldClass = ""
+	HoldDeadWaiting  HoldClass = "dead-waiting"
+	HoldQuorumGuard  HoldClass = "quorum-guard"
+	HoldMinQuorum    HoldClass = "min-quorum"
+	HoldAddrConflict HoldClass = "address-conflict"
+	HoldNotStable    HoldClass = "not-stable"
+	HoldTombstoned   HoldClass = "tombstoned"
+	HoldForeign      HoldClass = "foreign-cluster"
+	HoldUnprobed     HoldClass = "cluster-id-unknown"
 )
 
-// decision is one planner output. Reason is a sentence for the log.
-type decision struct {
-	Kind   actionKind
-	Hold   holdClass
+// Decision is one planner output. Reason is a sentence for the log.
+type Decision struct {
+	Kind   ActionKind
+	Hold   HoldClass
 	ID     string
 	Addr   string
 	Voter  bool // actUpdateAddress: the server is a voter and stays one
 	Reason string
 }
 
-// key identifies a decision for log de-duplication: the same decision made
+// Key identifies a decision for log de-duplication: the same decision made
 // again on the next round is not news, a different one is.
-func (d decision) key() string {
+func (d Decision) Key() string {
 	return fmt.Sprintf("%s|%s|%s|%s", d.Kind, d.Hold, d.ID, d.Addr)
 }
 
-// health is a non-voter's health as the current leader tracks it.
-type health struct {
+// Health is a non-voter's health as the current leader tracks it.
+type Health struct {
 	Healthy bool
 	Since   time.Time // when Healthy last changed (or was first seen)
 	Reason  string    // why unhealthy, for the log
 }
 
-// planInput is everything the planner looks at: values only, no clock.
-type planInput struct {
+// Input is everything the planner looks at: values only, no clock.
+type Input struct {
 	Now    time.Time
 	Leader string // this node; never removed
 	// Servers is the latest raft configuration.
@@ -92,7 +92,7 @@ type planInput struct {
 	// this node became leader); it then counts as dead since that time.
 	AbsentSince map[string]time.Time
 	// Health is the tracked health of non-voters.
-	Health map[string]health
+	Health map[string]Health
 
 	// DeadServerTimeout applies to a server dead or absent in gossip,
 	// LeftServerTimeout to one that announced a graceful leave.
@@ -109,13 +109,13 @@ type planInput struct {
 	// gives the reason for the log; nil means nothing is removed.
 	Removed func(m Member) (string, bool)
 	// Foreign says whether a member may not be added because it belongs
-	// to another cluster (holdForeign) or has not said which cluster it
-	// belongs to yet (holdUnprobed), with the reason (identity.go);
-	// holdNone, or a nil Foreign, lets it be added.
-	Foreign func(m Member) (string, holdClass)
+	// to another cluster (HoldForeign) or has not said which cluster it
+	// belongs to yet (HoldUnprobed), with the reason (membership/identity.go);
+	// HoldNone, or a nil Foreign, lets it be added.
+	Foreign func(m Member) (string, HoldClass)
 }
 
-// plan computes the leader's membership decisions, as raft-autopilot's
+// Plan computes the leader's membership decisions, as raft-autopilot's
 // planner does, under these rules:
 //
 //  1. Servers are keyed by id. An alive member whose advertised raft
@@ -140,7 +140,7 @@ type planInput struct {
 // Actions come back in that priority order, each sorted by id; the caller
 // applies the first and plans again with a fresh configuration, so every
 // rule is re-checked after each change. Holds are decisions not to act.
-func plan(in planInput) (acts, holds []decision) {
+func Plan(in Input) (acts, holds []Decision) {
 	members := make(map[string]Member, len(in.Members))
 	for _, m := range in.Members {
 		members[m.ID] = m
@@ -160,16 +160,16 @@ func plan(in planInput) (acts, holds []decision) {
 }
 
 type planner struct {
-	in      planInput
+	in      Input
 	members map[string]Member
 	servers []Server // sorted by id
 	owner   map[string]string
-	acts    []decision
-	holds   []decision
+	acts    []Decision
+	holds   []Decision
 }
 
-func (p *planner) act(d decision)  { p.acts = append(p.acts, d) }
-func (p *planner) hold(d decision) { d.Kind = actHold; p.holds = append(p.holds, d) }
+func (p *planner) act(d Decision)  { p.acts = append(p.acts, d) }
+func (p *planner) hold(d Decision) { d.Kind = ActHold; p.holds = append(p.holds, d) }
 
 func (p *planner) updateAddresses() {
 	for _, s := range p.servers {
@@ -179,19 +179,19 @@ func (p *planner) updateAddresses() {
 		}
 		addr := m.Meta.RaftAddr
 		if p.in.Foreign != nil {
-			if why, class := p.in.Foreign(m); class != holdNone {
-				p.hold(decision{Hold: class, ID: s.ID, Addr: addr, Reason: fmt.Sprintf(
+			if why, class := p.in.Foreign(m); class != HoldNone {
+				p.hold(Decision{Hold: class, ID: s.ID, Addr: addr, Reason: fmt.Sprintf(
 					"not moving %s to raft address %s: %s", s.ID, addr, why)})
 				continue
 			}
 		}
 		if o, taken := p.owner[addr]; taken {
-			p.hold(decision{Hold: holdAddrConflict, ID: s.ID, Addr: addr, Reason: fmt.Sprintf(
+			p.hold(Decision{Hold: HoldAddrConflict, ID: s.ID, Addr: addr, Reason: fmt.Sprintf(
 				"raft address of %s changed from %s to %s, but %s holds that address in the raft configuration; waiting for its removal",
 				s.ID, s.Address, addr, o)})
 			continue
 		}
-		p.act(decision{Kind: actUpdateAddress, ID: s.ID, Addr: addr, Voter: s.Voter,
+		p.act(Decision{Kind: ActUpdateAddress, ID: s.ID, Addr: addr, Voter: s.Voter,
 			Reason: fmt.Sprintf("server %s now advertises raft address %s (was %s); same id, same server", s.ID, addr, s.Address)})
 	}
 }
@@ -245,27 +245,27 @@ func (p *planner) removeDead() {
 			if !down {
 				continue
 			}
-			d := decision{ID: s.ID, Addr: s.Address}
+			d := Decision{ID: s.ID, Addr: s.Address}
 			elapsed := p.in.Now.Sub(since)
 			timeout := p.removalTimeout(s)
 			switch {
 			case elapsed < timeout:
-				d.Hold = holdDeadWaiting
+				d.Hold = HoldDeadWaiting
 				d.Reason = fmt.Sprintf("%s is %s; removing it from raft after %v unless it returns",
 					s.ID, how, timeout)
 				p.hold(d)
 			case wantVoter && deadVoters > tolerance:
-				d.Hold = holdQuorumGuard
+				d.Hold = HoldQuorumGuard
 				d.Reason = fmt.Sprintf("not removing voter %s (%s for %v): %d of %d voters are down, more than the %d the configuration tolerates; quorum is lost, so this view may be stale",
 					s.ID, how, elapsed.Round(time.Millisecond), deadVoters, voters, tolerance)
 				p.hold(d)
 			case wantVoter && voters-1 < floor:
-				d.Hold = holdMinQuorum
+				d.Hold = HoldMinQuorum
 				d.Reason = fmt.Sprintf("not removing voter %s (%s for %v): %d voters would remain, below the floor %d (max of MinQuorum %d and bootstrap-expect %d)",
 					s.ID, how, elapsed.Round(time.Millisecond), voters-1, floor, p.in.MinQuorum, p.in.BootstrapExpect)
 				p.hold(d)
 			default:
-				d.Kind = actRemove
+				d.Kind = ActRemove
 				d.Reason = fmt.Sprintf("removing %s from raft: %s for %v (timeout %v)",
 					s.ID, how, elapsed.Round(time.Millisecond), timeout)
 				p.act(d)
@@ -297,24 +297,24 @@ func (p *planner) addNew() {
 		addr := m.Meta.RaftAddr
 		if p.in.Removed != nil {
 			if why, removed := p.in.Removed(m); removed {
-				p.hold(decision{Hold: holdTombstoned, ID: id, Addr: addr, Reason: fmt.Sprintf(
+				p.hold(Decision{Hold: HoldTombstoned, ID: id, Addr: addr, Reason: fmt.Sprintf(
 					"not adding %s: %s", id, why)})
 				continue
 			}
 		}
 		if p.in.Foreign != nil {
-			if why, class := p.in.Foreign(m); class != holdNone {
-				p.hold(decision{Hold: class, ID: id, Addr: addr, Reason: fmt.Sprintf("not adding %s: %s", id, why)})
+			if why, class := p.in.Foreign(m); class != HoldNone {
+				p.hold(Decision{Hold: class, ID: id, Addr: addr, Reason: fmt.Sprintf("not adding %s: %s", id, why)})
 				continue
 			}
 		}
 		if o, taken := p.owner[addr]; taken {
-			p.hold(decision{Hold: holdAddrConflict, ID: id, Addr: addr, Reason: fmt.Sprintf(
+			p.hold(Decision{Hold: HoldAddrConflict, ID: id, Addr: addr, Reason: fmt.Sprintf(
 				"not adding %s: its raft address %s is held by %s in the raft configuration; waiting for %s's removal",
 				id, addr, o, o)})
 			continue
 		}
-		p.act(decision{Kind: actAdd, ID: id, Addr: addr, Reason: fmt.Sprintf(
+		p.act(Decision{Kind: ActAdd, ID: id, Addr: addr, Reason: fmt.Sprintf(
 			"adding %s at %s as a non-voter: alive in gossip, not in the raft configuration", id, addr)})
 	}
 }
@@ -334,26 +334,26 @@ func (p *planner) promote() {
 			} else if h.Healthy {
 				why = fmt.Sprintf("healthy for %v of %v", stableFor.Round(time.Millisecond), p.in.ServerStabilizationTime)
 			}
-			p.hold(decision{Hold: holdNotStable, ID: s.ID, Addr: s.Address, Reason: fmt.Sprintf(
+			p.hold(Decision{Hold: HoldNotStable, ID: s.ID, Addr: s.Address, Reason: fmt.Sprintf(
 				"not promoting non-voter %s yet: %s", s.ID, why)})
 			continue
 		}
-		p.act(decision{Kind: actPromote, ID: s.ID, Addr: s.Address, Reason: fmt.Sprintf(
+		p.act(Decision{Kind: ActPromote, ID: s.ID, Addr: s.Address, Reason: fmt.Sprintf(
 			"promoting %s to voter: caught up and healthy for %v (stabilization %v)",
 			s.ID, stableFor.Round(time.Millisecond), p.in.ServerStabilizationTime)})
 	}
 }
 
-// healthLimits are the autopilot thresholds a non-voter must meet.
-type healthLimits struct {
+// HealthLimits are the autopilot thresholds a non-voter must meet.
+type HealthLimits struct {
 	LastContactThreshold time.Duration
 	MaxTrailingLogs      uint64
 }
 
-// judgeHealth applies raft-autopilot's health rule (ServerState.isHealthy)
+// JudgeHealth applies raft-autopilot's health rule (ServerState.isHealthy)
 // to a non-voter's stats against the leader's last term and index: recent
 // contact with the leader, same term, and not too far behind.
-func judgeHealth(st *ServerStats, leaderTerm, leaderIndex uint64, lim healthLimits) (bool, string) {
+func JudgeHealth(st *ServerStats, leaderTerm, leaderIndex uint64, lim HealthLimits) (bool, string) {
 	switch {
 	case st == nil:
 		return false, "no stats"
@@ -371,12 +371,12 @@ func judgeHealth(st *ServerStats, leaderTerm, leaderIndex uint64, lim healthLimi
 	}
 }
 
-// trackHealth returns the next health of a server given its previous one:
+// TrackHealth returns the next health of a server given its previous one:
 // Since moves only when Healthy flips, as autopilot's StableSince does.
-func trackHealth(prev health, seen bool, healthy bool, reason string, now time.Time) health {
+func TrackHealth(prev Health, seen bool, healthy bool, reason string, now time.Time) Health {
 	if seen && prev.Healthy == healthy {
 		prev.Reason = reason
 		return prev
 	}
-	return health{Healthy: healthy, Since: now, Reason: reason}
+	return Health{Healthy: healthy, Since: now, Reason: reason}
 }
