@@ -31,7 +31,6 @@ const (
 
 // The planner's own vocabulary, as the reconcile loop uses it.
 type (
-	actionKind   = pure.ActionKind
 	holdClass    = pure.HoldClass
 	decision     = pure.Decision
 	health       = pure.Health
