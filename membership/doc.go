@@ -178,4 +178,9 @@
 // leadership, then Leave(timeout), then Close, then shut raft down.
 // Lookup turns a raft leader id into its gRPC address; Members feeds
 // `metad members`.
+//
+// The agent reads time and waits only on Hooks.Clock (clock.Real unless a
+// test injects internal/fakeclock): the loop's period, the joiner's
+// backoff and reconnects, member status times, removal windows. Tests wait
+// for the loop's steps (its round counter) instead of sleeping.
 package membership
