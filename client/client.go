@@ -162,7 +162,10 @@ func NewRequestID() string {
 
 // Call runs one RPC with the client's retry policy: retryable failures
 // (the server's RetryInfo, or a broken connection) are retried after the
-// advised delay, with jittered backoff, until the deadline. Mutations must
+// advised delay, with jittered backoff, until the deadline. When the
+// deadline cuts a retry short, the error is the failure being retried (its
+// reason and retry advice), which still matches context.DeadlineExceeded,
+// never the bare deadline of the last attempt. Mutations must
 // carry a request id so that a retry after an indeterminate failure is
 // applied at most once.
 func Call[Req, Resp any](ctx context.Context, c *Client, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
@@ -172,16 +175,24 @@ func Call[Req, Resp any](ctx context.Context, c *Client, rpc func(context.Contex
 		defer cancel()
 	}
 	delay := 20 * time.Millisecond
+	var last error // the retryable failure the call in flight retries
 	for {
 		resp, err := rpc(ctx, req)
 		if err == nil {
 			return resp, nil
 		}
 		err = fromStatus(err)
+		if last != nil && ctx.Err() != nil {
+			// The deadline ended a retry. The failure that made the call
+			// retry is what the caller must see (its reason, its retry
+			// advice); the deadline stays matchable beside it.
+			return resp, fmt.Errorf("%w (the deadline ended its retry: %w)", last, err)
+		}
 		e, ok := AsError(err)
 		if !ok || !e.Retryable() || ctx.Err() != nil {
 			return resp, err
 		}
+		last = err
 		delay = max(delay, e.RetryDelay)
 		wait := delay/2 + rand.N(delay/2+1)
 		select {
