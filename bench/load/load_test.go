@@ -149,6 +149,6 @@ func TestRunStopsWhenContextEnds(t *testing.T) {
 	}
 }
 
-// serve stands for an operation's service time: the runner measures real
+// serve stands for a server's reply time, outside the process: the runner measures real
 // durations (Latency, Elapsed), so the fake operation takes some.
 func serve() { time.Sleep(time.Millisecond) }
