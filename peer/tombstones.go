@@ -44,7 +44,7 @@ func (noRemovals) LearnIncarnation(string, string) {}
 func (noRemovals) NoteRemoved(string, string)      {}
 func (noRemovals) ForgetRemoved(string) bool       { return false }
 
-// NoRemovalError: Untombstone found nothing to lift (no tombstone at
+// NoRemovalError is Untombstone finding nothing to lift (no tombstone at
 // level 2, no remembered removal at level 1); Message says which.
 type NoRemovalError struct{ Message string }
 
