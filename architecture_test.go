@@ -27,45 +27,53 @@ var forbiddenDirect = regexp.MustCompile(`^(os|os/.*|net|net/.*|log|log/.*)$`)
 
 // inward lists, per package, the project packages it must not import
 // (directly or not): dependencies point inward,
-// cmd/metad → node → api → readpath → {resolver, repair, gc} → raftstore → fsm
-// (node also hands repair and gc their readpath adapters),
+// cmd/metad → node → api → readpath → {resolver, repair, gc} → raftstore → fsm,
+// with the node-to-node work beside the read path: api → peer → {repair,
+// raftstore} (peer does not see api: node hands it api's error mapping,
+// and readpath proposes through peer without importing it; node also hands
+// repair and gc their readpath adapters),
 // and jepsen/ sees metad only over the network (the public API's generated
 // code, the client and the object store). A trailing "$" bans a package but
 // not its subpackages.
 var inward = map[string][]string{
-	"fsm":         {"resolver", "repair", "raftstore", "membership", "api", "cmd/metad", "objectstore", "client", "jepsen", "readpath"},
-	"resolver":    {"repair", "gc", "raftstore", "membership", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "readpath"},
-	"repair":      {"resolver", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen", "readpath"},
-	"raftstore":   {"resolver", "repair", "membership", "api", "cmd/metad", "objectstore", "client", "jepsen", "readpath"},
-	"membership":  {"fsm", "resolver", "repair", "raftstore", "api", "cmd/metad", "client", "jepsen", "readpath"},
-	"gc":          {"resolver", "repair", "raftstore", "membership", "api", "node", "cmd/metad", "client", "jepsen", "readpath"},
-	"api":         {"node", "cmd/metad", "jepsen"},
-	"readpath":    {"api", "node", "membership", "cmd/metad", "client", "jepsen"},
+	"fsm":        {"resolver", "repair", "raftstore", "membership", "api", "cmd/metad", "objectstore", "client", "jepsen", "readpath", "peer"},
+	"resolver":   {"repair", "gc", "raftstore", "membership", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "readpath", "peer"},
+	"repair":     {"resolver", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen", "readpath", "peer"},
+	"raftstore":  {"resolver", "repair", "membership", "api", "cmd/metad", "objectstore", "client", "jepsen", "readpath", "peer"},
+	"membership": {"fsm", "resolver", "repair", "raftstore", "api", "cmd/metad", "client", "jepsen", "readpath", "peer"},
+	"gc":         {"resolver", "repair", "raftstore", "membership", "api", "node", "cmd/metad", "client", "jepsen", "readpath", "peer"},
+	"api":        {"node", "cmd/metad", "jepsen"},
+	"readpath":   {"api", "node", "membership", "cmd/metad", "client", "jepsen", "peer"},
+	// The node-to-node work: the Peer service and its client, forwarding,
+	// status fan-out, the level raise, the cluster id and tombstones. It
+	// sees raftstore, repair and the generated API with its error table,
+	// never the public services (api) that use it.
+	"peer":        {"api$", "node", "cmd/metad", "jepsen", "readpath", "membership", "client", "resolver", "gc", "objectstore", "watch", "backup"},
 	"node":        {"cmd/metad", "jepsen"},
-	"backup":      {"resolver", "repair", "gc", "membership", "api", "node", "cmd/metad", "client", "jepsen", "readpath"},
-	"clock":       {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal", "readpath"},
-	"objectstore": {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen", "readpath"},
-	"watch":       {"resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "readpath"},
-	"client":      {"fsm", "resolver", "repair", "raftstore", "membership", "cmd/metad", "jepsen", "readpath"},
-	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$", "faults", "readpath"},
-	"faults":      {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal", "readpath"},
+	"backup":      {"resolver", "repair", "gc", "membership", "api", "node", "cmd/metad", "client", "jepsen", "readpath", "peer"},
+	"clock":       {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal", "readpath", "peer"},
+	"objectstore": {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "client", "jepsen", "readpath", "peer"},
+	"watch":       {"resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "readpath", "peer"},
+	"client":      {"fsm", "resolver", "repair", "raftstore", "membership", "cmd/metad", "jepsen", "readpath", "peer"},
+	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$", "faults", "readpath", "peer"},
+	"faults":      {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal", "readpath", "peer"},
 	// The data checksum is a leaf: fsm, objectstore, client and the tools
 	// import it, and it imports nothing of the project's.
-	"checksum": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "tlsconfig", "readpath", "internal", "clock", "watch"},
+	"checksum": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "tlsconfig", "readpath", "internal", "clock", "watch", "peer"},
 	// The error table is a leaf beside the generated API: api builds its
 	// statuses from it and client its sentinels, so it may import only
 	// api/metadpb.
-	"api/reasons": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api$", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "tlsconfig", "readpath", "internal", "clock", "watch", "checksum", "faults"},
+	"api/reasons": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api$", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "tlsconfig", "readpath", "internal", "clock", "watch", "checksum", "faults", "peer"},
 	// Request tracing is a leaf: node wires it, raftstore and readpath
 	// open spans under the caller's.
-	"tracing": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "tlsconfig", "readpath", "internal", "clock", "watch", "checksum"},
+	"tracing": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "tlsconfig", "readpath", "internal", "clock", "watch", "checksum", "peer"},
 	// Security leaves: raftstore, api, node and client use them.
-	"tlsconfig": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "readpath"},
-	"auth":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "tlsconfig", "readpath"},
+	"tlsconfig": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "readpath", "peer"},
+	"auth":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "tlsconfig", "readpath", "peer"},
 	// The server binary ships no load generator (cmd/metad-bench is its
 	// own binary), and the flags the commands share know no server part.
 	"cmd/metad":    {"bench", "cmd/metad-bench"},
-	"cmd/internal": {"bench", "cmd/metad", "node", "api$", "readpath", "raftstore", "membership", "fsm"},
+	"cmd/internal": {"bench", "cmd/metad", "node", "api$", "readpath", "raftstore", "membership", "fsm", "peer"},
 }
 
 // foreignOwners names, per foreign library (an import path and everything
@@ -156,7 +164,7 @@ func TestPureCoreReadsNoClock(t *testing.T) {
 // same for every package; this list makes a package's loops a dependency
 // rule, so that a renamed package fails here instead of dropping out.
 var clockedLoops = []string{
-	"membership", "repair", "gc", "readpath", "watch", "backup", "raftstore",
+	"membership", "repair", "gc", "readpath", "watch", "backup", "raftstore", "api", "peer", "node",
 	"client", "tlsconfig", "faults", "cmd/metad", "cmd/metad-bench",
 	"internal/proc", "internal/weedtest", "internal/flipproxy", "internal/waitfor",
 }

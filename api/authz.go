@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -168,7 +167,7 @@ func (s *Server) noteRefusal(ctx context.Context, method string, err error) {
 	if !IsPeerSecretRefusal(err) {
 		return
 	}
-	ok, suppressed := s.refusals.Allow(time.Now())
+	ok, suppressed := s.refusals.Allow(s.clock.Now())
 	if !ok {
 		return
 	}

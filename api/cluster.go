@@ -2,39 +2,25 @@ package api
 
 import (
 	"context"
+	"errors"
 	"slices"
-	"sort"
-	"sync"
 	"time"
 
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/metad/metad/api/metadpb"
-	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/clock"
+	"github.com/metad/metad/peer"
 	"github.com/metad/metad/raftstore"
 )
 
 // Status implements the Cluster service: every server of the Raft
 // configuration describes itself; one that cannot be reached is shown as
-// UNREACHABLE with the error, never left out.
+// UNREACHABLE with the error, never left out (peer.Node.Statuses).
 func (s *Server) Status(ctx context.Context, req *metadpb.StatusRequest) (*metadpb.StatusResponse, error) {
 	servers, err := s.store.Configuration()
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	nodes := make([]*metadpb.NodeStatus, len(servers))
-	var wg sync.WaitGroup
-	for i, srv := range servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nodes[i] = s.nodeStatus(ctx, srv, req.WithHash)
-		}()
-	}
-	wg.Wait()
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].NodeId < nodes[j].NodeId })
-	resp := &metadpb.StatusResponse{Nodes: nodes}
+	resp := &metadpb.StatusResponse{Nodes: s.peer.Statuses(ctx, servers, req.WithHash)}
 	resp.LeaderId, _ = s.store.Leader()
 	for _, srv := range servers {
 		if srv.Suffrage == raftstore.Voter {
@@ -43,9 +29,9 @@ func (s *Server) Status(ctx context.Context, req *metadpb.StatusRequest) (*metad
 	}
 	resp.Quorum = resp.Voters/2 + 1
 	resp.FailureTolerance = resp.Voters - resp.Quorum
-	resp.ClusterFeatureLevel, _ = s.clusterLevel(ctx)
-	resp.Tombstones = s.tombstones()
-	resp.ClusterId = s.stateClusterID()
+	resp.ClusterFeatureLevel, _ = s.peer.ClusterLevel()
+	resp.Tombstones = s.peer.Tombstones()
+	resp.ClusterId = s.peer.StateClusterID()
 	if u := s.objectStore.URL; u != "" {
 		resp.ObjectStore = &metadpb.ObjectStoreInfo{
 			Url: u, S3Endpoint: s.objectStore.S3.Endpoint, S3Region: s.objectStore.S3.Region, S3PathStyle: s.objectStore.S3.PathStyle,
@@ -54,116 +40,19 @@ func (s *Server) Status(ctx context.Context, req *metadpb.StatusRequest) (*metad
 	return resp, nil
 }
 
-// peerStatusTimeout bounds a peer's answer to a Status without the hash.
-const peerStatusTimeout = 2 * time.Second
-
-func (s *Server) nodeStatus(ctx context.Context, srv raftstore.Server, withHash bool) *metadpb.NodeStatus {
-	if srv.ID == s.store.ID() {
-		return s.localStatus(withHash)
-	}
-	if !withHash {
-		// A live peer answers its indexes at once. The state hash it
-		// computes over its whole state, seconds at millions of records:
-		// bounded by the call's own deadline only (2 s made every peer of
-		// a 2M-record cluster UNREACHABLE).
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, peerStatusTimeout)
-		defer cancel()
-	}
-	st, err := s.peers.NodeStatus(ctx, srv.ID, withHash)
-	if err != nil {
-		return &metadpb.NodeStatus{NodeId: srv.ID, RaftAddr: srv.Address, State: "UNREACHABLE",
-			Voter: srv.Suffrage == raftstore.Voter, Error: err.Error()}
-	}
-	st.Voter = srv.Suffrage == raftstore.Voter
-	return st
-}
-
-func (s *Server) localStatus(withHash bool) *metadpb.NodeStatus {
-	st := s.store.Status()
-	ns := &metadpb.NodeStatus{
-		NodeId: st.NodeID, RaftAddr: st.Address, State: st.State, Voter: st.Voter, Term: st.Term,
-		LastIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LeaderId: st.LeaderID,
-		FeatureLevel: fsm.MaxLevel, Incarnation: s.incarnation, ClusterId: s.store.ClusterID(),
-		RaftLogStore: string(st.LogStore),
-	}
-	if s.peers != nil {
-		ns.GrpcAddr = s.peers.addrOf(st.NodeID)
-	}
-	if !st.LastContact.IsZero() {
-		ns.LastContact = timestamppb.New(st.LastContact)
-	}
-	if p, err := s.store.Progress(); err == nil {
-		ns.LastLogTerm, ns.SinceLastContact = p.LastTerm, durationpb.New(p.LastContact)
-	}
-	if withHash {
-		sum, applied, err := s.store.StateHash()
-		if err != nil {
-			ns.Error = err.Error()
-		} else {
-			ns.StateHash, ns.AppliedIndex = sum[:], applied
-		}
-	}
-	return ns
-}
-
-// LocalStatus implements the Peer service.
-func (s *Server) LocalStatus(ctx context.Context, req *metadpb.LocalStatusRequest) (*metadpb.NodeStatus, error) {
-	return s.localStatus(req.WithHash), nil
-}
-
 // Members implements the Cluster service.
 func (s *Server) Members(ctx context.Context, req *metadpb.MembersRequest) (*metadpb.MembersResponse, error) {
-	members := s.peers.members()
+	members := s.peer.Client().Members()
 	if !req.TombstonesOnly {
-		s.askIncarnations(ctx, members)
+		s.peer.AskIncarnations(ctx, members)
 	}
-	return &metadpb.MembersResponse{Members: members, Tombstones: s.tombstones(), ClusterId: s.store.ClusterID()}, nil
-}
-
-// incarnationAskTimeout bounds how long Members waits for the members it
-// asks for their incarnation: one that does not say in time is listed
-// without it.
-const incarnationAskTimeout = time.Second
-
-// askIncarnations fills in the incarnation of every alive member this node
-// has not learned it of, by asking the member (LocalStatus), all at once.
-// Only a leader learns incarnations, in its reconcile probes; a follower,
-// or a leader before its first probe, knows none.
-func (s *Server) askIncarnations(ctx context.Context, members []*metadpb.Member) {
-	ctx, cancel := context.WithTimeout(ctx, incarnationAskTimeout)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, m := range members {
-		if m.Incarnation != "" || m.Status != "alive" {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if st, err := s.peers.NodeStatus(ctx, m.NodeId, false); err == nil {
-				m.Incarnation = st.Incarnation // each goroutine writes its own member
-				s.removals.LearnIncarnation(m.NodeId, st.Incarnation)
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// stateClusterID is the cluster id of this node's applied state.
-func (s *Server) stateClusterID() string {
-	var id string
-	_ = s.store.ReadLocal(func(m *fsm.Machine) error {
-		id = m.ClusterID()
-		return nil
-	})
-	return id
+	return &metadpb.MembersResponse{Members: members, Tombstones: s.peer.Tombstones(), ClusterId: s.store.ClusterID()}, nil
 }
 
 // TransferLeadership implements the Cluster service (on the leader).
 func (s *Server) TransferLeadership(ctx context.Context, req *metadpb.TransferLeadershipRequest) (*metadpb.TransferLeadershipResponse, error) {
 	if !s.store.IsLeader() {
-		conn, err := s.leaderConn()
+		conn, err := s.peer.LeaderConn()
 		if err != nil {
 			return nil, toStatus(err)
 		}
@@ -181,7 +70,7 @@ func (s *Server) TransferLeadership(ctx context.Context, req *metadpb.TransferLe
 		select {
 		case <-ctx.Done():
 			return nil, toStatus(ctx.Err())
-		case <-time.After(20 * time.Millisecond):
+		case <-clock.After(s.clock, 20*time.Millisecond):
 		}
 	}
 }
@@ -192,7 +81,7 @@ func (s *Server) RemovePeer(ctx context.Context, req *metadpb.RemovePeerRequest)
 		return nil, invalidArgument("node_id", "required")
 	}
 	if !s.store.IsLeader() {
-		conn, err := s.leaderConn()
+		conn, err := s.peer.LeaderConn()
 		if err != nil {
 			return nil, toStatus(err)
 		}
@@ -211,7 +100,7 @@ func (s *Server) RemovePeer(ctx context.Context, req *metadpb.RemovePeerRequest)
 	}
 	// The tombstone first: once the server is out of the configuration,
 	// the reconcile loop would otherwise re-add it while alive in gossip.
-	tombstoned, inc, err := s.tombstoneBeforeRemoval(ctx, req.NodeId)
+	tombstoned, inc, err := s.peer.TombstoneBeforeRemoval(ctx, req.NodeId)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -235,4 +124,31 @@ func onlyVoter(servers []raftstore.Server, id string) bool {
 		}
 	}
 	return target && voters == 1
+}
+
+// Untombstone implements the Cluster service (on the leader): the
+// tombstone policy is package peer's.
+func (s *Server) Untombstone(ctx context.Context, req *metadpb.UntombstoneRequest) (*metadpb.UntombstoneResponse, error) {
+	if req.NodeId == "" {
+		return nil, invalidArgument("node_id", "required")
+	}
+	if !s.store.IsLeader() {
+		conn, err := s.peer.LeaderConn()
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		return metadpb.NewClusterClient(conn).Untombstone(ctx, req)
+	}
+	version, err := s.peer.Untombstone(ctx, req.NodeId)
+	var none *peer.NoRemovalError
+	var rejected *peer.RejectedError
+	switch {
+	case errors.As(err, &none):
+		return nil, notFound("node_id", "%s", none.Message)
+	case errors.As(err, &rejected):
+		return nil, invalidArgument("node_id", "%s", rejected.Message)
+	case err != nil:
+		return nil, toStatus(err)
+	}
+	return &metadpb.UntombstoneResponse{Version: version}, nil
 }

@@ -1,24 +1,22 @@
 // Package api serves metad over gRPC: the Metad service (streams, index,
 // objects, pins, Resolve), the Cluster service (status, members,
-// leadership), the node-to-node Peer service, gRPC health and reflection.
+// leadership), gRPC health and reflection; it registers package peer's
+// node-to-node Peer service beside them and owns the error table that
+// service answers with.
 //
 // Any node answers any call. Writes become one fsm Command each, are
 // checked with fsm.Validate (so a malformed request is refused naming the
 // field, before Raft), and are proposed on the leader (an append's or a
 // record's data checksum, data_crc32c, passes through as the writer
-// computed it: the server never sees the bytes, readers check them): locally, or
-// forwarded through the leader's Peer.Propose, which never forwards
-// again (a leader that moved meanwhile is followed, up to maxForwards
-// leaders in all). A forwarded command is encoded once, by the follower;
-// the leader stamps those bytes without re-encoding them
-// (raftstore.ProposeEncoded). Reads are linearizable by default
+// computed it: the server never sees the bytes, readers check them)
+// through peer.Node.Propose: locally, or forwarded to the leader, a
+// moving leader followed up to peer.MaxForwards times (package peer). Reads are linearizable by default
 // (raftstore.Read on whichever
 // node answers); STALE is an explicit opt-in per request. Resolve checks
-// the request and answers from package readpath's Resolver, the resolver's
-// loop wired to this node (its collaborators, the resolve cache, the shared
-// pin leases), which proposes through this package's forwarding and asks
-// the leader's repair loop through PeerClient; the handler keeps the
-// outcome metrics (metad_resolve_*) and the error table.
+// the request and answers from package readpath's Resolver, which node
+// builds (Deps.Resolver) over the same store, proposing through package
+// peer and asking the leader's repair loop through peer.Client; the
+// handler keeps the outcome metrics (metad_resolve_*) and the error table.
 // ReportCandidateFailure drops the candidate's cached hint and commits a
 // failure only once readpath's ConfirmFailure has the object store confirm
 // it (G10). Pin and ReleasePin refuse readpath.SharedHolder's pins, which
@@ -28,7 +26,7 @@
 // the client's too: per metadpb.Reason a gRPC code, whether it is definite
 // (certainly did not happen) or indeterminate, and the RetryInfo delay
 // when retrying helps. errors.go maps the layers' failures (FSM refusals,
-// Raft, the resolver, the context) onto reasons and builds the status: the
+// Raft, package peer, the resolver, the context) onto reasons and builds the status: the
 // reason's name in google.rpc.ErrorInfo (domain metad.dev), the field at
 // fault, a leader hint, and for a failed resolve the per-candidate
 // ResolveDiagnostic. Every status this package sends starts from build
@@ -42,8 +40,9 @@
 // for (its own commit index is 0 on a restarted follower until the leader
 // next commits). The rule is readyVerdict, pure and table-tested;
 // OpeningVerdict is its answer for a node still restoring its raft state,
-// which node serves at /readyz before a Server exists. RemovePeer leaves a tombstone, or at feature level 1 the
-// leader's memory, before removing (tombstones.go); Untombstone lifts it.
+// which node serves at /readyz before a Server exists. RemovePeer leaves a
+// tombstone, or at feature level 1 the leader's memory, before removing;
+// Untombstone lifts it (the policy is package peer's).
 //
 // Watch (watch.go) serves one stream's changes from this node's applied
 // state (G14): it subscribes to package watch's hub inside a
@@ -61,21 +60,11 @@
 // version moves or the wait ends. Limits: Config.Watch; metrics
 // metad_watch_*.
 //
-// PeerClient is the other direction: it implements raftstore.Peers
-// (leadership confirmations and read indexes over gRPC) and carries
-// forwarded proposals and repairs, dialling node ids through a Directory
-// that membership provides, with the credentials node gives it (its peer
-// certificate, or the peer secret).
-//
-// Cluster identity (clusterid.go): PeerClient sends this node's cluster id
-// (raftstore.Store.ClusterID) as metadata ClusterIDHeader on every call;
-// a Peer call whose id differs from this node's, when both know one, is
-// refused with FailedPrecondition, reason CLUSTER_ID_MISMATCH (metadata
-// cluster_id, caller_cluster_id), logged once per caller id. No id (a
-// 0.1.0 caller) passes; LocalStatus always answers, with the node's id, so
-// that a leader can learn a newcomer's cluster before adding it.
-// EnsureClusterID is the leader's proposal of SetClusterID once the state
-// is at level 2 without one. Status, LocalStatus and Members report it.
+// Node-to-node work (the Peer service and its client, forwarding, status
+// fan-out, the level raise, the cluster id check, tombstones) is package
+// peer's: Server takes a *peer.Node (Deps.Peer), chains its
+// ClusterIDUnary after authorization, and answers Status, Members,
+// RemovePeer and Untombstone through it. Time comes from Deps.Clock.
 //
 // Authorization (authz.go) runs before anything else on every call: one
 // table, roleTable, maps every RPC of every service to the role it needs

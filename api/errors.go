@@ -15,6 +15,7 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/api/reasons"
 	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/peer"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/resolver"
 )
@@ -25,8 +26,8 @@ const ErrorDomain = "metad.dev"
 // The error table is package reasons: every reason's code, definiteness
 // and retry delay. This file maps the layers' failures onto its reasons.
 
-// failureTable maps the failures of Raft, the resolver and the context to
-// their reasons. Indeterminate reasons are those where a command may have
+// failureTable maps the failures of Raft, the node-to-node layer (package
+// peer), the resolver and the context to their reasons. Indeterminate reasons are those where a command may have
 // been committed; toStatus narrows them per error.
 var failureTable = []struct {
 	err    error
@@ -45,6 +46,8 @@ var failureTable = []struct {
 	{raftstore.ErrLastVoter, metadpb.Reason_LAST_VOTER, "node_id"},
 	{raftstore.ErrConfigurationRefused, metadpb.Reason_CONFIGURATION_REFUSED, ""},
 	{raftstore.ErrFeatureLevel, metadpb.Reason_FEATURE_LEVEL, ""},
+	{raftstore.ErrBadCommand, metadpb.Reason_INVALID_ARGUMENT, "command"},
+	{peer.ErrClusterIDMismatch, metadpb.Reason_CLUSTER_ID_MISMATCH, ""},
 	{resolver.ErrUnavailable, metadpb.Reason_RESOLVE_UNAVAILABLE, ""},
 	{context.DeadlineExceeded, metadpb.Reason_DEADLINE_EXCEEDED, ""},
 	{context.Canceled, metadpb.Reason_CANCELLED, ""},
@@ -93,6 +96,11 @@ func notFound(field, format string, args ...any) error {
 	return fail(metadpb.Reason_NOT_FOUND, sprintf(format, args...), field)
 }
 
+// ToStatus maps any error from the layers below to its status, per the
+// tables above; node hands it to package peer (peer.Deps.ToStatus), whose
+// Peer service answers through api's one table.
+func ToStatus(err error) error { return toStatus(err) }
+
 // toStatus maps any error from the layers below to its status, per the
 // tables above. An unclassified error is INTERNAL and indeterminate: we do
 // not know whether it took effect.
@@ -135,6 +143,12 @@ func build(r metadpb.Reason, spec reasons.Spec, msg, field string, cause error, 
 	var nle *raftstore.NotLeaderError
 	if errors.As(cause, &nle) {
 		meta["leader_id"], meta["leader_addr"] = nle.LeaderID, nle.LeaderAddr
+	}
+	var mismatch *peer.ClusterIDMismatchError
+	if errors.As(cause, &mismatch) {
+		for k, v := range mismatch.Metadata() {
+			meta[k] = v
+		}
 	}
 	st := status.New(spec.Code, msg)
 	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: r.String(), Domain: ErrorDomain, Metadata: meta}}
@@ -182,15 +196,4 @@ func asStatus(err error) (*status.Status, bool) {
 
 // reasonOf returns the reason of a status error (REASON_UNSPECIFIED if it
 // carries none this build knows).
-func reasonOf(err error) metadpb.Reason {
-	st, ok := asStatus(err)
-	if !ok {
-		return metadpb.Reason_REASON_UNSPECIFIED
-	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			return metadpb.Reason(metadpb.Reason_value[info.Reason])
-		}
-	}
-	return metadpb.Reason_REASON_UNSPECIFIED
-}
+func reasonOf(err error) metadpb.Reason { return reasons.FromError(err) }

@@ -9,12 +9,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/peer"
 	"github.com/metad/metad/raftstore"
 )
 
 // TestClusterChangeErrorsAreClassified: the errors a configuration change
-// or leadership transfer gets from the store leave as definite, named
-// refusals — a follower's NOT_LEADER with the leader hint, the operator
+// or leadership transfer gets from the store, and the node-to-node
+// refusals of package peer, leave as definite, named refusals — a follower's NOT_LEADER with the leader hint, the operator
 // mistakes as FailedPrecondition naming the field — never INTERNAL.
 func TestClusterChangeErrorsAreClassified(t *testing.T) {
 	cases := []struct {
@@ -30,6 +31,11 @@ func TestClusterChangeErrorsAreClassified(t *testing.T) {
 		{fmt.Errorf("%w: \"n2\" is the only voter", raftstore.ErrLastVoter), codes.FailedPrecondition, metadpb.Reason_LAST_VOTER, "node_id", nil},
 		{fmt.Errorf("%w: remove n3: busy", raftstore.ErrConfigurationRefused), codes.Aborted, metadpb.Reason_CONFIGURATION_REFUSED, "", nil},
 		{fmt.Errorf("%w: \"n9\"", raftstore.ErrUnknownServer), codes.NotFound, metadpb.Reason_NOT_FOUND, "", nil},
+		// The node-to-node refusals (package peer) go through the same table.
+		{fmt.Errorf("%w: not a Command", raftstore.ErrBadCommand), codes.InvalidArgument, metadpb.Reason_INVALID_ARGUMENT, "command", nil},
+		{&peer.ClusterIDMismatchError{Method: metadpb.Peer_ReadIndex_FullMethodName, ClusterID: "aa", CallerID: "bb"},
+			codes.FailedPrecondition, metadpb.Reason_CLUSTER_ID_MISMATCH, "",
+			map[string]string{"method": metadpb.Peer_ReadIndex_FullMethodName, "cluster_id": "aa", "caller_cluster_id": "bb"}},
 	}
 	for _, c := range cases {
 		st, _ := status.FromError(toStatus(c.err))

@@ -29,7 +29,7 @@ func (s *Server) ready(ctx context.Context) (bool, string) {
 	if in.member && in.leaderID != "" && !in.leader {
 		ctx, cancel := context.WithTimeout(ctx, max(s.cfg.HealthInterval, 100*time.Millisecond))
 		defer cancel()
-		ls, err := s.peers.NodeStatus(ctx, st.LeaderID, false)
+		ls, err := s.peer.Client().NodeStatus(ctx, st.LeaderID, false)
 		in.leaderErr = err
 		if err == nil {
 			in.leaderCommit = ls.CommitIndex

@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/metad/metad/clock"
 )
 
 // RPCMetrics counts and times every call the gRPC server handles, per
@@ -17,6 +19,7 @@ import (
 type RPCMetrics struct {
 	handled *prometheus.CounterVec
 	seconds *prometheus.HistogramVec
+	clock   clock.Clock // times the calls
 }
 
 // rpcBuckets span 0.25 ms to about 8 s (calls wait up to their deadline,
@@ -24,9 +27,13 @@ type RPCMetrics struct {
 var rpcBuckets = prometheus.ExponentialBuckets(0.00025, 2, 16)
 
 // NewRPCMetrics declares the RPC metrics and registers them with reg (nil:
-// unregistered).
-func NewRPCMetrics(reg prometheus.Registerer) *RPCMetrics {
+// unregistered); clk times the calls (nil: clock.Real).
+func NewRPCMetrics(reg prometheus.Registerer, clk clock.Clock) *RPCMetrics {
+	if clk == nil {
+		clk = clock.Real
+	}
 	m := &RPCMetrics{
+		clock: clk,
 		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "metad_grpc_server_handled_total",
 			Help: "gRPC calls completed by this server, by service, method, type and status code.",
@@ -66,14 +73,14 @@ func (m *RPCMetrics) Initialize(g *grpc.Server) {
 }
 
 func (m *RPCMetrics) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	start := time.Now()
+	start := m.clock.Now()
 	resp, err := h(ctx, req)
 	m.observe(info.FullMethod, "unary", start, err)
 	return resp, err
 }
 
 func (m *RPCMetrics) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	start := time.Now()
+	start := m.clock.Now()
 	err := h(srv, ss)
 	m.observe(info.FullMethod, rpcType(info.IsClientStream, info.IsServerStream), start, err)
 	return err
@@ -81,7 +88,7 @@ func (m *RPCMetrics) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 
 func (m *RPCMetrics) observe(fullMethod, typ string, start time.Time, err error) {
 	svc, method := splitMethod(fullMethod)
-	m.seconds.WithLabelValues(svc, method, typ).Observe(time.Since(start).Seconds())
+	m.seconds.WithLabelValues(svc, method, typ).Observe(clock.Since(m.clock, start).Seconds())
 	m.handled.WithLabelValues(svc, method, typ, status.Code(err).String()).Inc()
 }
 

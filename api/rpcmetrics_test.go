@@ -17,7 +17,7 @@ import (
 
 func TestRPCMetricsCountCodesPerMethod(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	m := NewRPCMetrics(reg)
+	m := NewRPCMetrics(reg, nil)
 	info := &grpc.UnaryServerInfo{FullMethod: "/metad.v1.Metad/Resolve"}
 	ok := func(context.Context, any) (any, error) { return "ok", nil }
 	unavailable := func(context.Context, any) (any, error) { return nil, status.Error(codes.Unavailable, "no leader") }
@@ -49,7 +49,7 @@ func TestRPCMetricsCountCodesPerMethod(t *testing.T) {
 }
 
 func TestRPCMetricsInitializeEveryMethod(t *testing.T) {
-	m := NewRPCMetrics(nil)
+	m := NewRPCMetrics(nil, nil)
 	g := grpc.NewServer()
 	metadpb.RegisterClusterServer(g, metadpb.UnimplementedClusterServer{})
 	m.Initialize(g)

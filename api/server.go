@@ -19,11 +19,12 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/auth"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/objectstore"
+	"github.com/metad/metad/peer"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/readpath"
-	"github.com/metad/metad/repair"
 	"github.com/metad/metad/watch"
 )
 
@@ -95,65 +96,54 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Directory finds other nodes; membership provides it.
-type Directory interface {
-	// GRPCAddr returns a node's gRPC address, by node id.
-	GRPCAddr(nodeID string) (string, bool)
-	// Members is the gossip view, for `metad members`.
-	Members() []*metadpb.Member
-}
-
 // Deps are the server's collaborators. Objects may be nil.
 type Deps struct {
-	Store   *raftstore.Store
-	Repair  *repair.Service
-	Peers   *PeerClient
-	Objects objectstore.Store
+	Store *raftstore.Store
+	// Peer is this node's node-to-node side (package peer): forwarding to
+	// the leader, status fan-out, the cluster id check and the tombstone
+	// policy, and the Peer service, registered with the others.
+	Peer *peer.Node
+	// Resolver is the read path node built over the same store and Peer.
+	Resolver *readpath.Resolver
+	Objects  objectstore.Store
 	// ObjectStore is how Objects was opened; Cluster.Status reports it so
 	// that clients use the servers' store (file:// URLs absolute).
 	ObjectStore objectstore.Config
 	Logger      *slog.Logger
 	// Metrics receives the API's metrics; nil leaves them unregistered.
 	Metrics prometheus.Registerer
-	// Removals, optional, makes remove-peer's removals stick
-	// (tombstones.go); Incarnation is this node's incarnation id, reported
-	// in LocalStatus.
-	Removals    Removals
-	Incarnation string
 	// Auth says how callers are identified (authz.go). Its PeerSecret is
 	// required when TLS is off.
 	Auth auth.Settings
 	// Watch is the apply path's change feed, which raftstore feeds; nil
 	// disables Watch and DescribeStream's long poll.
 	Watch *watch.Hub
+	// Clock is the health loop's, the deadlines' and the long polls' time
+	// source; nil is clock.Real.
+	Clock clock.Clock
 }
 
-// Server serves the Metad, Cluster and Peer services and gRPC health.
+// Server serves the public Metad and Cluster services and gRPC health;
+// the Peer service is package peer's, registered alongside.
 type Server struct {
 	metadpb.UnimplementedMetadServer
 	metadpb.UnimplementedClusterServer
-	metadpb.UnimplementedPeerServer
 
 	cfg     Config
 	store   *raftstore.Store
-	repair  *repair.Service
-	peers   *PeerClient
+	peer    *peer.Node
 	objects objectstore.Store
 	// objectStore: Deps.ObjectStore.
 	objectStore   objectstore.Config
 	log           *slog.Logger
+	clock         clock.Clock
 	resolver      *readpath.Resolver
 	metrics       *resolveMetrics
 	objectMetrics *objectMetrics
 	health        *health.Server
 	// readiness keeps the last readiness reason (readiness.go).
 	readiness readiness
-	// removals and incarnation: see Deps (tombstones.go).
-	removals    Removals
-	incarnation string
-	auth        auth.Settings
-	// foreign remembers the other clusters' callers refused (clusterid.go).
-	foreign foreignCallers
+	auth      auth.Settings
 	// refusals bounds the log lines of refused peer secrets (authz.go).
 	refusals auth.RefusalLimiter
 
@@ -174,30 +164,22 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if deps.Store == nil || deps.Repair == nil || deps.Peers == nil || deps.Logger == nil {
-		return nil, errors.New("api: Store, Repair, Peers and Logger are required")
+	if deps.Store == nil || deps.Peer == nil || deps.Resolver == nil || deps.Logger == nil {
+		return nil, errors.New("api: Store, Peer, Resolver and Logger are required")
 	}
 	if !deps.Auth.TLS && deps.Auth.PeerSecret == "" {
 		return nil, errors.New("api: without TLS, Auth needs a PeerSecret")
 	}
+	if deps.Clock == nil {
+		deps.Clock = clock.Real
+	}
 	s := &Server{
-		cfg: cfg, store: deps.Store, repair: deps.Repair, peers: deps.Peers, objects: deps.Objects, objectStore: deps.ObjectStore,
-		log: deps.Logger, health: health.NewServer(),
-		metrics: newResolveMetrics(deps.Metrics), objectMetrics: newObjectMetrics(deps.Metrics), removals: deps.Removals, incarnation: deps.Incarnation,
+		cfg: cfg, store: deps.Store, peer: deps.Peer, resolver: deps.Resolver, objects: deps.Objects, objectStore: deps.ObjectStore,
+		log: deps.Logger, clock: deps.Clock, health: health.NewServer(),
+		metrics: newResolveMetrics(deps.Metrics), objectMetrics: newObjectMetrics(deps.Metrics),
 		auth: deps.Auth,
 		hub:  deps.Watch, watchMetrics: newWatchMetrics(deps.Metrics, deps.Watch), watchesEnd: make(chan struct{}),
 	}
-	if s.removals == nil {
-		s.removals = noRemovals{}
-	}
-	r, err := readpath.New(cfg.Config, readpath.Deps{
-		Store: s.store, Propose: s.propose, Repair: s.repair, RepairOnLeader: s.peers.forwardRepair,
-		Objects: s.objects, Metrics: deps.Metrics,
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.resolver = r
 	stale := make(chan struct{})
 	s.watchStale.Store(&stale)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -223,16 +205,17 @@ func (s *Server) ServerOptions() []grpc.ServerOption {
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
 		grpc.ForceServerCodecV2(newDecodeCodec()),
-		grpc.ChainUnaryInterceptor(s.auditUnary, s.authUnary, s.clusterIDUnary, refuseUndecodable, s.unaryInterceptor),
+		grpc.ChainUnaryInterceptor(s.auditUnary, s.authUnary, s.peer.ClusterIDUnary, refuseUndecodable, s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.auditStream, s.authStream, refuseUndecodableStream),
 	}
 }
 
-// Register registers every service, health and reflection on g.
+// Register registers every service (the Peer service is package peer's),
+// health and reflection on g.
 func (s *Server) Register(g *grpc.Server) {
 	metadpb.RegisterMetadServer(g, s)
 	metadpb.RegisterClusterServer(g, s)
-	metadpb.RegisterPeerServer(g, s)
+	s.peer.Register(g)
 	healthpb.RegisterHealthServer(g, s.health)
 	reflection.Register(g)
 }
@@ -241,7 +224,7 @@ func (s *Server) Register(g *grpc.Server) {
 // panic in a handler into INTERNAL instead of a crashed node.
 func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
 	deadline, ok := ctx.Deadline()
-	maxDeadline := time.Now().Add(s.cfg.MaxTimeout)
+	maxDeadline := s.clock.Now().Add(s.cfg.MaxTimeout)
 	var cancel context.CancelFunc
 	switch {
 	case !ok:
@@ -265,11 +248,11 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 // this node is ready (readiness.go: a member of the configuration, a
 // leader known, applied close to the leader's commit index).
 func (s *Server) RunHealth(ctx context.Context) {
-	t := time.NewTicker(s.cfg.HealthInterval)
+	t := s.clock.NewTimer(s.cfg.HealthInterval)
 	defer t.Stop()
 	last := healthpb.HealthCheckResponse_UNKNOWN
 	for {
-		s.checkWatchLiveness(s.store.Status(), time.Now())
+		s.checkWatchLiveness(s.store.Status(), s.clock.Now())
 		want := healthpb.HealthCheckResponse_NOT_SERVING
 		ok, reason := s.ready(ctx)
 		s.readiness.reason.Store(&reason)
@@ -287,7 +270,8 @@ func (s *Server) RunHealth(ctx context.Context) {
 		case <-ctx.Done():
 			s.health.Shutdown()
 			return
-		case <-t.C:
+		case <-t.C():
+			t.Reset(s.cfg.HealthInterval)
 		}
 	}
 }

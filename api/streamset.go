@@ -33,7 +33,7 @@ func (s *Server) CommitObject(ctx context.Context, req *metadpb.CommitObjectRequ
 	if rej := fsm.Validate(cmd); rej != nil {
 		return nil, rejectionError(rej)
 	}
-	res, err := s.propose(ctx, cmd)
+	res, err := s.peer.Propose(ctx, cmd)
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -274,7 +274,7 @@ func startedPB(st watchStart) *metadpb.WatchEvent {
 // is <= min_version, wait (up to wait and most of the call's deadline) for
 // a change that moves it. The answer is then read as usual.
 func (s *Server) awaitVersion(ctx context.Context, req *metadpb.DescribeStreamRequest) error {
-	wait, err := longPollWait(ctx, req)
+	wait, err := longPollWait(ctx, s.clock.Now(), req)
 	if err != nil || wait <= 0 || s.hub == nil {
 		return err
 	}
@@ -286,9 +286,9 @@ func (s *Server) awaitVersion(ctx context.Context, req *metadpb.DescribeStreamRe
 	return s.waitForMove(ctx, w, wait)
 }
 
-// longPollWait is how long a DescribeStream may wait: its wait, within most
+// longPollWait is how long a DescribeStream may wait, as of now: its wait, within most
 // of the call's deadline (a tenth is kept for the answer's own read).
-func longPollWait(ctx context.Context, req *metadpb.DescribeStreamRequest) (time.Duration, error) {
+func longPollWait(ctx context.Context, now time.Time, req *metadpb.DescribeStreamRequest) (time.Duration, error) {
 	if req.Wait == nil {
 		return 0, nil
 	}
@@ -297,7 +297,7 @@ func longPollWait(ctx context.Context, req *metadpb.DescribeStreamRequest) (time
 	}
 	wait := req.Wait.AsDuration()
 	if deadline, ok := ctx.Deadline(); ok {
-		wait = min(wait, time.Until(deadline)*9/10)
+		wait = min(wait, deadline.Sub(now)*9/10)
 	}
 	return wait, nil
 }
@@ -331,7 +331,7 @@ func (s *Server) subscribeIfUnmoved(ctx context.Context, req *metadpb.DescribeSt
 // waitForMove returns once a change moves the stream's version (generation
 // events do not), the wait ends, or the watcher or server stops.
 func (s *Server) waitForMove(ctx context.Context, w *watch.Watcher, wait time.Duration) error {
-	timer := time.NewTimer(wait)
+	timer := s.clock.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		select {
@@ -343,7 +343,7 @@ func (s *Server) waitForMove(ctx context.Context, w *watch.Watcher, wait time.Du
 			return nil
 		case <-s.watchesEnd:
 			return nil
-		case <-timer.C:
+		case <-timer.C():
 			return nil
 		case <-ctx.Done():
 			return toStatus(ctx.Err())

@@ -29,7 +29,7 @@ func (s *Server) applyRenamed(ctx context.Context, requestID string, cmd *fsmpb.
 	if rej := fsm.Validate(cmd); rej != nil {
 		return nil, rejectionError(renameField(rej, rename))
 	}
-	res, err := s.propose(ctx, cmd)
+	res, err := s.peer.Propose(ctx, cmd)
 	if err != nil {
 		return nil, toStatus(err)
 	}

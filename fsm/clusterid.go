@@ -69,7 +69,7 @@ func (m *Machine) checkClusterID() error {
 // told to keep the source's identity (disaster recovery of the same
 // cluster): a copy that kept the id could be mistaken for the source, and
 // its tombstones name servers of another cluster's history. The new
-// cluster's first leader gives it a fresh id (api.Server.EnsureClusterID).
+// cluster's first leader gives it a fresh id (peer.Node.EnsureClusterID).
 // Every server restoring one file does the same to the same state, so the
 // replicas agree; the applied index is unchanged.
 func (m *Machine) ForgetIdentity() {

@@ -71,7 +71,7 @@ func (m *Machine) Level() uint32 { return max(m.level, BaseLevel) }
 // RequiredLevel is the feature level a command needs the state to be at
 // before it may be proposed. SetFeatureLevel itself is the exception that
 // needs none: it is what raises the state's level, and its guard is the
-// leader's asking every server first (api.Server.RaiseFeatureLevel). New
+// leader's asking every server first (peer.Node.RaiseFeatureLevel). New
 // command kinds get a case here with the level that introduced them.
 func RequiredLevel(cmd *fsmpb.Command) uint32 {
 	switch op := cmd.Op.(type) {

@@ -19,10 +19,10 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/metad/metad/api"
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/auth"
 	"github.com/metad/metad/internal/waitfor"
+	"github.com/metad/metad/peer"
 )
 
 // awaitClusterID waits until the node's state has a cluster id and its
@@ -59,14 +59,14 @@ func TestPeerCallsCarryTheClusterID(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	peer := metadpb.NewPeerClient(conn)
+	peerSvc := metadpb.NewPeerClient(conn)
 	call := func(callerID string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if callerID != "" {
-			ctx = metadata.AppendToOutgoingContext(ctx, api.ClusterIDHeader, callerID)
+			ctx = metadata.AppendToOutgoingContext(ctx, peer.ClusterIDHeader, callerID)
 		}
-		_, err := peer.ReadIndex(ctx, &metadpb.ReadIndexRequest{})
+		_, err := peerSvc.ReadIndex(ctx, &metadpb.ReadIndexRequest{})
 		return err
 	}
 	for _, caller := range []string{"", id} {
@@ -86,8 +86,8 @@ func TestPeerCallsCarryTheClusterID(t *testing.T) {
 		info.Metadata["cluster_id"] != id || !strings.Contains(st.Message(), "0123456789abcdef0123456789abcdef") {
 		t.Fatalf("foreign caller: %v (%+v)", err, info)
 	}
-	ctx := metadata.AppendToOutgoingContext(context.Background(), api.ClusterIDHeader, "0123456789abcdef0123456789abcdef")
-	ls, err := peer.LocalStatus(ctx, &metadpb.LocalStatusRequest{})
+	ctx := metadata.AppendToOutgoingContext(context.Background(), peer.ClusterIDHeader, "0123456789abcdef0123456789abcdef")
+	ls, err := peerSvc.LocalStatus(ctx, &metadpb.LocalStatusRequest{})
 	if err != nil || ls.ClusterId != id {
 		t.Fatalf("LocalStatus: %v, cluster id %q", err, ls.GetClusterId())
 	}

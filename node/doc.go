@@ -3,7 +3,12 @@
 //
 //	raftstore   Raft over bolt (or raft-wal) and file snapshots, driving the fsm
 //	membership  gossip discovery, bootstrap-expect, reconcile (leader)
-//	api         gRPC: Metad, Cluster, Peer, health, reflection
+//	peer        node-to-node: the Peer service and its client, forwarding
+//	            to the leader, status fan-out, the level raise, the
+//	            cluster id, tombstones
+//	readpath    the resolver wired to this node, proposing through peer
+//	api         gRPC: Metad, Cluster, health, reflection (and peer's Peer),
+//	            over peer and readpath
 //	watch       the change feed: a hub raftstore tells of every applied
 //	            command (set before Raft starts, so it sees the startup
 //	            restore and replay), which api's Watch serves
@@ -20,8 +25,9 @@
 // same data dir is told the owner's pid) and only then stores the node id
 // (ChooseNodeID picks it without writing; StoreNodeID writes it). A start
 // that cannot succeed thus leaves the data dir as it was. Then it opens the
-// parts in dependency order (the peer client before Raft, which needs it
-// for read confirmations; membership before Raft, so that the node
+// parts in dependency order (membership, then the peer client over its
+// directory, with every setting at once, before Raft, which needs it for
+// read confirmations; membership before Raft, so that the node
 // announces itself in gossip while opening Raft restores its latest
 // snapshot — minutes for a large state — and the leader sees it alive;
 // the HTTP admin endpoints before Raft too, so that meanwhile /healthz
@@ -31,9 +37,12 @@
 // membership drives Raft through membershipRaft (membership.go), a
 // type-converting adapter of the raft store to the interface membership
 // declares, which answers "still opening" until the store is set, since
-// neither of the two may import the other; the directory that maps node
-// ids to addresses once membership exists). Like every package but raftstore, node does not
-// import hashicorp/raft.
+// neither of the two may import the other). Once Raft is open,
+// startServing builds the services in their dependency order: peer.New
+// (over the store, repair and the peer client, with api.ToStatus as its
+// error mapping), readpath.New (proposing through peer), api.New (over
+// both). Like every package but raftstore, node does not import
+// hashicorp/raft.
 // Shutdown reverses it gracefully: report NOT_SERVING (so /readyz and
 // balancers stop sending calls) and STOPPING=1 to systemd, hand over
 // leadership, stop taking calls, drain, leave gossip, close Raft cleanly —
@@ -61,7 +70,7 @@
 // peer client are given it at start, before the state is replayed. A
 // recorded id that differs from the state's stops the node with both ids
 // (ErrClusterIDMismatch). The leader's level loop gives the cluster its id
-// (api.Server.EnsureClusterID) once the level is 2.
+// (peer.Node.EnsureClusterID) once the level is 2.
 //
 // Gossip keys (gossipkey.go): Security.GossipKeyFile is loaded (and checked
 // by Validate, naming the flag) into membership's keyring and re-read

@@ -20,7 +20,7 @@ func (n *Server) registerMetrics(reg prometheus.Registerer) error {
 	if err != nil {
 		return err
 	}
-	n.rpc = api.NewRPCMetrics(reg)
+	n.rpc = api.NewRPCMetrics(reg, serverClock)
 	// The release and commit metad version prints, so a dashboard and the
 	// CLI name one binary alike.
 	build := prometheus.NewGauge(prometheus.GaugeOpts{

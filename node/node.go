@@ -21,10 +21,12 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/auth"
 	"github.com/metad/metad/backup"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/gc"
 	"github.com/metad/metad/membership"
 	"github.com/metad/metad/objectstore"
+	"github.com/metad/metad/peer"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/readpath"
 	"github.com/metad/metad/repair"
@@ -35,12 +37,15 @@ import (
 // Server is one running metad server: its parts, started together by Start
 // and stopped together by Shutdown.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	store   *raftstore.Store
-	hub     *watch.Hub
-	agent   *membership.Agent
-	peers   *api.PeerClient
+	cfg   Config
+	log   *slog.Logger
+	store *raftstore.Store
+	hub   *watch.Hub
+	agent *membership.Agent
+	// peers reaches the other nodes; peer is this node's side of the
+	// node-to-node work (package peer), api the public services.
+	peers   *peer.Client
+	peer    *peer.Node
 	tracer  *tracing.Provider
 	api     *api.Server
 	grpc    *grpc.Server
@@ -126,7 +131,13 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	if cfg.Security.GossipKeyFile != "" {
 		n.gossipKeys = newGossipKeys(cfg.Security.GossipKeyFile, n.agent, log.With("component", "security"))
 	}
-	n.peers.SetDirectory(directory{agent: n.agent, selfID: cfg.NodeID, selfAddr: cfg.GRPCAdvertise, selfInc: n.incarnation})
+	// The peer client next, with everything it needs: the directory is
+	// the agent's view, so it comes after the agent; raft needs it to
+	// confirm leadership. The agent's hooks reach it only while this node
+	// leads, which needs the store opened below.
+	if n.peers, err = n.newPeerClient(cfg); err != nil {
+		return nil, err
+	}
 	// The change feed observes the apply path from before raft starts, so
 	// it sees the startup restore and the log replayed after it.
 	if n.hub, err = watch.New(cfg.API.Watch); err != nil {
@@ -186,18 +197,48 @@ func (n *Server) loadSecurity(cfg *Config) (err error) {
 			return err
 		}
 	}
+	if n.sec, err = newSecurity(cfg.Security, cfg.multiNode(), n.log.With("component", "security")); err != nil {
+		return err
+	}
+	cfg.Raft.TLS = n.sec.raftTLS()
+	return nil
+}
+
+// newPeerClient builds the client of the other nodes' Peer services: the
+// directory over gossip, the dial map, this node's peer credentials and
+// its cluster id, all given at once (loadSecurity and the agent first).
+func (n *Server) newPeerClient(cfg Config) (*peer.Client, error) {
 	var dial func(string) string
 	if len(cfg.DialMap) > 0 {
 		dial = cfg.dial
 	}
-	n.peers = api.NewPeerClient(dial)
-	if n.sec, err = newSecurity(cfg.Security, cfg.multiNode(), n.log.With("component", "security")); err != nil {
+	return peer.NewClient(peer.ClientConfig{
+		Directory:   directory{agent: n.agent, selfID: cfg.NodeID, selfAddr: cfg.GRPCAdvertise, selfInc: n.incarnation},
+		Dial:        dial,
+		Credentials: append(n.sec.peerDialOptions(cfg.NodeID), n.tracer.DialOption()),
+		ClusterID:   n.ownClusterID,
+	})
+}
+
+// buildServices builds, in dependency order, the node-to-node side (over
+// the peer client), the read path (proposing through it) and the public
+// API (over both).
+func (n *Server) buildServices(rep *repair.Service, reg *prometheus.Registry) (err error) {
+	cfg, log := n.cfg, n.log
+	n.peer, err = peer.New(peer.DefaultConfig(), peer.Deps{Store: n.store, Repair: rep, Client: n.peers,
+		Logger: log.With("component", "peer"), ToStatus: api.ToStatus, Removals: n.agent, Incarnation: n.incarnation})
+	if err != nil {
 		return err
 	}
-	n.peers.SetCredentials(append(n.sec.peerDialOptions(cfg.NodeID), n.tracer.DialOption())...)
-	n.peers.SetClusterID(n.ownClusterID)
-	cfg.Raft.TLS = n.sec.raftTLS()
-	return nil
+	res, err := readpath.New(cfg.API.Config, readpath.Deps{Store: n.store, Propose: n.peer.Propose, Repair: rep,
+		RepairOnLeader: n.peers.ForwardRepair, Objects: n.objects, Metrics: reg, Clock: serverClock})
+	if err != nil {
+		return err
+	}
+	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Peer: n.peer, Resolver: res, Objects: n.objects,
+		ObjectStore: reportedStore(cfg.Objects), Logger: log.With("component", "api"), Metrics: reg, Auth: n.authSettings(),
+		Watch: n.hub, Clock: serverClock})
+	return err
 }
 
 // startServing builds the loops and the API and starts serving gRPC and HTTP.
@@ -218,10 +259,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 			return err
 		}
 	}
-	n.api, err = api.New(cfg.API, api.Deps{Store: n.store, Repair: rep, Peers: n.peers, Objects: n.objects, ObjectStore: reportedStore(cfg.Objects),
-		Logger: log.With("component", "api"), Metrics: reg, Auth: n.authSettings(),
-		Removals: n.agent, Incarnation: n.incarnation, Watch: n.hub})
-	if err != nil {
+	if err = n.buildServices(rep, reg); err != nil {
 		return err
 	}
 	lis := n.grpcLis
@@ -290,21 +328,21 @@ func (n *Server) leaderWork(ctx context.Context, rep *repair.Service, col *gc.Co
 }
 
 // featureLevelInterval is how often a leader asks the servers whether the
-// cluster's feature level can be raised (api.Server.RaiseFeatureLevel).
+// cluster's feature level can be raised (peer.Node.RaiseFeatureLevel).
 const featureLevelInterval = 5 * time.Second
 
 // raiseFeatureLevel raises the cluster's feature level, while this node
 // leads, once every server applies a higher one, and gives the cluster its
-// id as soon as the level allows (api.Server.EnsureClusterID); it ends when
+// id as soon as the level allows (peer.Node.EnsureClusterID); it ends when
 // the level is the highest this binary knows and the id is set.
 func (n *Server) raiseFeatureLevel(ctx context.Context) {
-	t := time.NewTicker(featureLevelInterval)
+	t := serverClock.NewTimer(featureLevelInterval)
 	defer t.Stop()
 	for {
-		level, err := n.api.RaiseFeatureLevel(ctx)
+		level, err := n.peer.RaiseFeatureLevel(ctx)
 		id := ""
 		if err == nil && level >= 2 {
-			id, err = n.api.EnsureClusterID(ctx)
+			id, err = n.peer.EnsureClusterID(ctx)
 		}
 		switch {
 		case err == nil && level >= fsm.MaxLevel && id != "":
@@ -315,7 +353,8 @@ func (n *Server) raiseFeatureLevel(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
+			t.Reset(featureLevelInterval)
 		}
 	}
 }
@@ -383,7 +422,7 @@ func (n *Server) Err() <-chan error { return n.serveErr }
 // removes the node from the Raft configuration: a restart rejoins with its
 // data, and acknowledged writes are on disk on a quorum already.
 func (n *Server) Shutdown() error {
-	start := time.Now()
+	start := serverClock.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 	defer cancel()
 	n.log.Info("shutdown: draining", "timeout", n.cfg.ShutdownTimeout)
@@ -398,7 +437,7 @@ func (n *Server) Shutdown() error {
 		n.log.Warn("shutdown: gossip leave failed", "err", err)
 	}
 	err := n.closeParts()
-	n.log.Info("shutdown: done", "took", time.Since(start).Round(time.Millisecond))
+	n.log.Info("shutdown: done", "took", clock.Since(serverClock, start).Round(time.Millisecond))
 	return err
 }
 
@@ -437,7 +476,7 @@ func (n *Server) handOffLeadership(ctx context.Context) {
 		n.log.Info("shutdown: leadership transfer failed, retrying", "err", err, "attempt", attempt)
 		select {
 		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
+		case <-clock.After(serverClock, 100*time.Millisecond):
 		}
 	}
 }
@@ -446,13 +485,16 @@ func (n *Server) handOffLeadership(ctx context.Context) {
 // knows the leader that followed it, so calls it forwards while draining
 // find that leader, and returns its id ("" if none known yet).
 func (n *Server) awaitOtherLeader(ctx context.Context) string {
-	deadline := time.Now().Add(time.Second)
+	deadline := serverClock.Now().Add(time.Second)
 	for {
 		id, _ := n.store.Leader()
-		if (id != "" && id != n.cfg.NodeID) || time.Now().After(deadline) || ctx.Err() != nil {
+		if (id != "" && id != n.cfg.NodeID) || serverClock.Now().After(deadline) || ctx.Err() != nil {
 			return id
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-clock.After(serverClock, 10*time.Millisecond):
+		}
 	}
 }
 

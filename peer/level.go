@@ -1,11 +1,9 @@
-package api
+package peer
 
 import (
 	"context"
 	"fmt"
-	"sync"
 
-	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 )
@@ -18,23 +16,13 @@ import (
 
 // serversLevel returns the lowest feature level the servers of the
 // configuration apply, or an error naming a server it could not ask.
-func (s *Server) serversLevel(ctx context.Context) (uint32, error) {
-	servers, err := s.store.Configuration()
+func (n *Node) serversLevel(ctx context.Context) (uint32, error) {
+	servers, err := n.store.Configuration()
 	if err != nil {
 		return 0, err
 	}
-	statuses := make([]*metadpb.NodeStatus, len(servers))
-	var wg sync.WaitGroup
-	for i, srv := range servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			statuses[i] = s.nodeStatus(ctx, srv, false)
-		}()
-	}
-	wg.Wait()
 	lowest := fsm.MaxLevel
-	for _, st := range statuses {
+	for _, st := range n.Statuses(ctx, servers, false) {
 		if st.Error != "" {
 			return 0, fmt.Errorf("server %s: %s", st.NodeId, st.Error)
 		}
@@ -46,33 +34,39 @@ func (s *Server) serversLevel(ctx context.Context) (uint32, error) {
 // RaiseFeatureLevel proposes SetFeatureLevel if every server applies a
 // higher level than the state holds, and returns the state's level after.
 // Only the leader's proposal can succeed; it is safe to call repeatedly.
-func (s *Server) RaiseFeatureLevel(ctx context.Context) (uint32, error) {
-	current, err := s.clusterLevel(ctx)
+func (n *Node) RaiseFeatureLevel(ctx context.Context) (uint32, error) {
+	current, err := n.ClusterLevel()
 	if err != nil || current >= fsm.MaxLevel {
 		return current, err
 	}
-	lowest, err := s.serversLevel(ctx)
+	lowest, err := n.serversLevel(ctx)
 	if err != nil || lowest <= current {
 		return current, err
 	}
-	res, err := s.propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_SetFeatureLevel{
+	res, err := n.Propose(ctx, &fsmpb.Command{Op: &fsmpb.Command_SetFeatureLevel{
 		SetFeatureLevel: &fsmpb.SetFeatureLevel{Level: lowest}}})
 	if err != nil {
 		return current, err
 	}
 	if res.Rejection != nil {
-		return current, rejectionError(res.Rejection)
+		return current, rejected(res.Rejection)
 	}
-	s.log.Info("cluster feature level raised: every server applies it", "from", current, "to", lowest, "version", res.Version)
+	n.log.Info("cluster feature level raised: every server applies it", "from", current, "to", lowest, "version", res.Version)
 	return lowest, nil
 }
 
-// clusterLevel is the feature level of this node's applied state.
-func (s *Server) clusterLevel(ctx context.Context) (uint32, error) {
+// ClusterLevel is the feature level of this node's applied state.
+func (n *Node) ClusterLevel() (uint32, error) {
 	var level uint32
-	err := s.store.ReadLocal(func(m *fsm.Machine) error {
+	err := n.store.ReadLocal(func(m *fsm.Machine) error {
 		level = m.Level()
 		return nil
 	})
 	return level, err
+}
+
+// rejected is the error of a proposal of this package's own that the
+// state machine refused; node logs it (no client sees it).
+func rejected(rej *fsmpb.Rejection) error {
+	return fmt.Errorf("refused (%v): %s", rej.Code, rej.Message)
 }

@@ -1,0 +1,71 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/api/reasons"
+	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/raftstore"
+)
+
+// MaxForwards bounds how many leaders one proposal follows: a leader that
+// moved while a forward was under way answers NOT_LEADER with the new
+// one, which is tried next, up to this many forwards in all. A cluster
+// electing over and over then answers NOT_LEADER (ErrTooManyForwards
+// says so in the message), which the client retries. Each forward lands
+// on the leader's Peer.Propose, which never forwards again, so a stale
+// hint cannot loop.
+const MaxForwards = 3
+
+// ErrTooManyForwards wraps the last NOT_LEADER of a proposal that followed
+// MaxForwards moving leaders; the status (code, reason, leader hint) is
+// the last leader's.
+var ErrTooManyForwards = fmt.Errorf("peer: the leader moved %d times while the proposal was forwarded", MaxForwards)
+
+// Propose proposes cmd here if this node leads, else on the leader,
+// following a moving leader up to MaxForwards times. The command is
+// encoded once, at the first forward, and the leader stamps those bytes
+// as they are (raftstore.ProposeEncoded). api's writes and readpath's pin
+// and failure reports propose through it.
+func (n *Node) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsmpb.Result, error) {
+	var encoded []byte
+	forward := func(ctx context.Context, leaderID string) (*fsmpb.Result, error) {
+		if encoded == nil {
+			var err error
+			if encoded, err = proto.Marshal(cmd); err != nil {
+				return nil, err
+			}
+		}
+		return n.client.Forward(ctx, leaderID, encoded)
+	}
+	local := func(ctx context.Context) (*fsmpb.Result, error) { return n.store.Propose(ctx, cmd) }
+	return followLeader(ctx, n.store.ID(), local, forward)
+}
+
+// followLeader is Propose's loop, apart from the store and the network:
+// propose locally; on NOT_LEADER naming another node, forward there; on
+// that leader's NOT_LEADER, start again, at most MaxForwards forwards.
+func followLeader(ctx context.Context, self string,
+	local func(context.Context) (*fsmpb.Result, error),
+	forward func(ctx context.Context, leaderID string) (*fsmpb.Result, error),
+) (*fsmpb.Result, error) {
+	var err error
+	for range MaxForwards {
+		var res *fsmpb.Result
+		res, err = local(ctx)
+		var nle *raftstore.NotLeaderError
+		if !errors.As(err, &nle) || nle.LeaderID == "" || nle.LeaderID == self {
+			return res, err
+		}
+		res, err = forward(ctx, nle.LeaderID)
+		if reasons.FromError(err) != metadpb.Reason_NOT_LEADER {
+			return res, err
+		}
+	}
+	return nil, fmt.Errorf("%w: %w", ErrTooManyForwards, err)
+}
