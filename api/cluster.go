@@ -85,7 +85,7 @@ func (s *Server) localStatus(withHash bool) *metadpb.NodeStatus {
 		NodeId: st.NodeID, RaftAddr: st.Address, State: st.State, Voter: st.Voter, Term: st.Term,
 		LastIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LeaderId: st.LeaderID,
 		FeatureLevel: fsm.MaxLevel, Incarnation: s.incarnation, ClusterId: s.store.ClusterID(),
-		RaftLogStore: string(st.LogStore),
+		RaftLogStore: string(st.LogStore), Disk: st.Disk,
 	}
 	if s.peers != nil {
 		ns.GrpcAddr = s.peers.addrOf(st.NodeID)

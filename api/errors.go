@@ -45,6 +45,7 @@ var failureTable = []struct {
 	{raftstore.ErrLastVoter, metadpb.Reason_LAST_VOTER, "node_id"},
 	{raftstore.ErrConfigurationRefused, metadpb.Reason_CONFIGURATION_REFUSED, ""},
 	{raftstore.ErrFeatureLevel, metadpb.Reason_FEATURE_LEVEL, ""},
+	{raftstore.ErrDiskFull, metadpb.Reason_DISK_FULL, ""},
 	{resolver.ErrUnavailable, metadpb.Reason_RESOLVE_UNAVAILABLE, ""},
 	{context.DeadlineExceeded, metadpb.Reason_DEADLINE_EXCEEDED, ""},
 	{context.Canceled, metadpb.Reason_CANCELLED, ""},
