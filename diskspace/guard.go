@@ -49,8 +49,9 @@ type Config struct {
 }
 
 // DefaultReserve is Reserve's default: two raft-wal segments (64 MiB
-// each, preallocated) and room for the small entries reads need.
-const DefaultReserve = 256 << 20
+// each, preallocated when opened), so that the small entries reads need
+// still find a segment to go to.
+const DefaultReserve = 128 << 20
 
 // Guard is one data dir's watch.
 type Guard struct {
