@@ -48,6 +48,7 @@ var failureTable = []struct {
 	{raftstore.ErrFeatureLevel, metadpb.Reason_FEATURE_LEVEL, ""},
 	{raftstore.ErrBadCommand, metadpb.Reason_INVALID_ARGUMENT, "command"},
 	{peer.ErrClusterIDMismatch, metadpb.Reason_CLUSTER_ID_MISMATCH, ""},
+	{raftstore.ErrDiskFull, metadpb.Reason_DISK_FULL, ""},
 	{resolver.ErrUnavailable, metadpb.Reason_RESOLVE_UNAVAILABLE, ""},
 	{context.DeadlineExceeded, metadpb.Reason_DEADLINE_EXCEEDED, ""},
 	{context.Canceled, metadpb.Reason_CANCELLED, ""},

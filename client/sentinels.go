@@ -59,6 +59,7 @@ const (
 	ReasonLastVoter            = "LAST_VOTER"            // removing the server would leave no voter
 	ReasonConfigurationRefused = "CONFIGURATION_REFUSED" // Raft refused a configuration change for now
 	ReasonFeatureLevel         = "FEATURE_LEVEL"         // the command needs a higher cluster feature level
+	ReasonDiskFull             = "DISK_FULL"             // the leader's disk is below its reserve
 	// ReasonQuarantineNotVerified: a lift was asked, but the bytes do not
 	// verify (FailedPrecondition), or the store could not say (Unavailable).
 	ReasonQuarantineNotVerified = "QUARANTINE_NOT_VERIFIED"
@@ -156,6 +157,9 @@ var (
 	ErrLastVoter            = sentinel(metadpb.Reason_LAST_VOTER)
 	ErrConfigurationRefused = sentinel(metadpb.Reason_CONFIGURATION_REFUSED)
 	ErrFeatureLevel         = sentinel(metadpb.Reason_FEATURE_LEVEL)
+	// ErrDiskFull: the leader's disk is below its reserve; the write was
+	// not applied, and a retry succeeds once space is freed.
+	ErrDiskFull = sentinel(metadpb.Reason_DISK_FULL)
 	// ErrQuarantineNotVerified: a quarantine lift was refused because the
 	// record's bytes did not verify; it also matches the group of its code
 	// (ErrFailedPrecondition, or ErrUnavailable when the store did not

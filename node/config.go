@@ -9,6 +9,7 @@ import (
 
 	"github.com/metad/metad/api"
 	"github.com/metad/metad/backup"
+	"github.com/metad/metad/diskspace"
 	"github.com/metad/metad/gc"
 	"github.com/metad/metad/membership"
 	"github.com/metad/metad/objectstore"
@@ -79,6 +80,10 @@ type Config struct {
 	// Backup is the leader's backup schedule (package backup); off by
 	// default. Its S3 settings are the object store's (Complete).
 	Backup backup.Config
+	// DiskReserve: below this many free bytes on the data dir's
+	// filesystem, the node refuses writes that grow the state (package
+	// diskspace). 0 turns the guard off. Default diskspace.DefaultReserve.
+	DiskReserve uint64
 }
 
 // DefaultConfig returns a single-node configuration on localhost.
@@ -88,8 +93,9 @@ func DefaultConfig() Config {
 		ShutdownTimeout: 10 * time.Second,
 		Raft:            raftstore.DefaultConfig(), Membership: membership.DefaultConfig(),
 		API: api.DefaultConfig(), Repair: repair.DefaultConfig(), GC: gc.DefaultConfig(),
-		Tracing: tracing.DefaultConfig(),
-		Backup:  backup.Config{Retain: backup.DefaultRetain},
+		Tracing:     tracing.DefaultConfig(),
+		Backup:      backup.Config{Retain: backup.DefaultRetain},
+		DiskReserve: diskspace.DefaultReserve,
 	}
 	c.Raft.BindAddr = DefaultRaftAddr
 	c.Membership.BindAddr = DefaultGossipAddr

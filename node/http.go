@@ -45,6 +45,12 @@ func (n *Server) startHTTP(reg *prometheus.Registry) error {
 			http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
 			return
 		}
+		// A node below its disk reserve still serves reads and resolves:
+		// ready, saying why it refuses growth.
+		if full := n.disk.Describe(); full != "" {
+			fmt.Fprintln(w, "ready; "+full)
+			return
+		}
 		fmt.Fprintln(w, "ready")
 	})
 	faults.Register(mux) // nothing unless built with -tags metad_faults

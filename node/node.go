@@ -22,6 +22,7 @@ import (
 	"github.com/metad/metad/auth"
 	"github.com/metad/metad/backup"
 	"github.com/metad/metad/clock"
+	"github.com/metad/metad/diskspace"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/gc"
 	"github.com/metad/metad/membership"
@@ -78,6 +79,7 @@ type Server struct {
 
 	cancel context.CancelFunc // stops the loops below
 	wg     sync.WaitGroup     // the loops: serve, health, leader work
+	disk   *diskspace.Guard   // the data dir's free space (refuses growth when low)
 	// serveErr receives the first fatal serving error.
 	serveErr chan error
 }
@@ -151,6 +153,11 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 			return nil, err
 		}
 	}
+	// The disk guard is checked once before raft opens, so a node starting
+	// on a full disk refuses growth from its first request.
+	n.disk = diskspace.New(diskspace.Config{Dir: cfg.DataDir, Reserve: cfg.DiskReserve}, log.With("component", "disk"))
+	reg.MustRegister(n.disk.Collector())
+	cfg.Raft.Space = n.disk
 	obs := observers{n.hub, clusterIDRecorder{id: n.clusterID, log: log}}
 	if n.store, err = openRaft(cfg.Raft, n.peers, log.With("component", "raft"), obs); err != nil {
 		return nil, err
@@ -276,6 +283,7 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 	})
 	n.goLoop(func() { n.api.RunHealth(ctx) })
 	n.goLoop(func() { n.watchFiles(ctx) })
+	n.goLoop(func() { n.disk.Run(ctx) })
 	n.goLoop(func() { n.leaderWork(ctx, rep, col, bk) })
 	n.goLoop(func() {
 		select {

@@ -51,7 +51,7 @@ func (n *Node) LocalStatus(withHash bool) *metadpb.NodeStatus {
 		NodeId: st.NodeID, RaftAddr: st.Address, State: st.State, Voter: st.Voter, Term: st.Term,
 		LastIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LeaderId: st.LeaderID,
 		FeatureLevel: fsm.MaxLevel, Incarnation: n.incarnation, ClusterId: n.store.ClusterID(),
-		RaftLogStore: string(st.LogStore), GrpcAddr: n.client.AddrOf(st.NodeID),
+		RaftLogStore: string(st.LogStore), GrpcAddr: n.client.AddrOf(st.NodeID), Disk: st.Disk,
 	}
 	if !st.LastContact.IsZero() {
 		ns.LastContact = timestamppb.New(st.LastContact)

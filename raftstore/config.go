@@ -139,6 +139,19 @@ type Config struct {
 	// raft's state, in case an observation was dropped (observations are
 	// never allowed to block raft). Default 250ms; range [1ms, 10s].
 	LeadershipPollInterval time.Duration
+
+	// Space, if set, is asked before a command that grows the state
+	// (fsm.Grows) is proposed: while the data dir's disk is below its
+	// reserve the command is refused (ErrDiskFull, definite, retryable).
+	// Default nil: never refused.
+	Space SpaceGuard
+}
+
+// SpaceGuard says whether the data dir's disk can take more state
+// (diskspace.Guard is one): Refuse returns nil, or the error naming the
+// full filesystem.
+type SpaceGuard interface {
+	Refuse() error
 }
 
 // DefaultConfig returns the defaults documented on each field. NodeID and

@@ -45,6 +45,10 @@ var (
 	// that could not apply it. Definite. Not retryable until every voter is
 	// upgraded.
 	ErrFeatureLevel = errors.New("raftstore: command needs a higher cluster feature level")
+	// ErrDiskFull: the command grows the state and this leader's data dir
+	// is below its disk reserve (Config.Space). Definite; retryable once
+	// space is freed, which the node notices by itself.
+	ErrDiskFull = errors.New("raftstore: disk full")
 	// ErrLastVoter: removing this server would leave no voter, and raft
 	// cannot run without one. Definite. Not retryable as is.
 	ErrLastVoter = errors.New("raftstore: the last voter cannot be removed")
@@ -105,7 +109,7 @@ func Indeterminate(err error) bool {
 // same request id.
 func Retryable(err error) bool {
 	for _, s := range []error{ErrNotLeader, ErrNoLeader, ErrNotReady, ErrLeadershipLost,
-		ErrTimeout, ErrOverloaded, ErrClosed} {
+		ErrTimeout, ErrOverloaded, ErrClosed, ErrDiskFull} {
 		if errors.Is(err, s) {
 			return true
 		}

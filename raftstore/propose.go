@@ -67,6 +67,11 @@ func (s *Store) propose(ctx context.Context, cmd *fsmpb.Command, encode func(sta
 		return nil, fmt.Errorf("%w: %s needs level %d, the cluster is at %d until every voter runs a release that applies it",
 			ErrFeatureLevel, fsm.OpName(cmd), need, have)
 	}
+	if s.cfg.Space != nil && fsm.Grows(cmd) {
+		if err := s.cfg.Space.Refuse(); err != nil {
+			return nil, fmt.Errorf("%w: %s refused: %w", ErrDiskFull, fsm.OpName(cmd), err)
+		}
+	}
 	// One span from here to applied, under the caller's (a traced call's)
 	// span: the leader's Raft apply of the request.
 	ctx, end := tracing.Start(ctx, "raft.propose", tracing.String("metad.command", fsm.OpName(cmd)))

@@ -498,6 +498,9 @@ type Status struct {
 	LeaderAddr   string
 	ReadReady    bool     // a leader whose barrier of this term is applied
 	LogStore     LogStore // where this node's raft log lives
+	// Disk is why the data dir's disk refuses growth (Config.Space), ""
+	// while it does not.
+	Disk string
 }
 
 // Status returns this node's raft status.
@@ -512,6 +515,11 @@ func (s *Store) Status() Status {
 	}
 	if !leader {
 		st.LastContact = s.raft.LastContact()
+	}
+	if s.cfg.Space != nil {
+		if err := s.cfg.Space.Refuse(); err != nil {
+			st.Disk = err.Error()
+		}
 	}
 	if servers, err := s.Configuration(); err == nil {
 		for _, sv := range servers {

@@ -4446,7 +4446,10 @@ type NodeStatus struct {
 	ClusterId string `protobuf:"bytes,18,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	// raft_log_store is where this node keeps its raft log: "bolt" or "wal".
 	// Empty from a release before the choice (always bolt there).
-	RaftLogStore  string `protobuf:"bytes,19,opt,name=raft_log_store,json=raftLogStore,proto3" json:"raft_log_store,omitempty"`
+	RaftLogStore string `protobuf:"bytes,19,opt,name=raft_log_store,json=raftLogStore,proto3" json:"raft_log_store,omitempty"`
+	// disk says why this node's data dir refuses writes that grow the
+	// state (below its --disk-reserve), "" while it does not.
+	Disk          string `protobuf:"bytes,20,opt,name=disk,proto3" json:"disk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4610,6 +4613,13 @@ func (x *NodeStatus) GetClusterId() string {
 func (x *NodeStatus) GetRaftLogStore() string {
 	if x != nil {
 		return x.RaftLogStore
+	}
+	return ""
+}
+
+func (x *NodeStatus) GetDisk() string {
+	if x != nil {
+		return x.Disk
 	}
 	return ""
 }
@@ -6540,7 +6550,7 @@ const file_metad_proto_rawDesc = "" +
 	"\bdeadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x1a\n" +
 	"\battempts\x18\x02 \x01(\rR\battempts\x12'\n" +
 	"\x05tried\x18\x03 \x03(\v2\x11.metad.v1.RefusalR\x05tried\x12\x14\n" +
-	"\x05cause\x18\x04 \x01(\tR\x05cause\"\x90\x05\n" +
+	"\x05cause\x18\x04 \x01(\tR\x05cause\"\xa4\x05\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
@@ -6565,7 +6575,8 @@ const file_metad_proto_rawDesc = "" +
 	"\vincarnation\x18\x11 \x01(\tR\vincarnation\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x12 \x01(\tR\tclusterId\x12$\n" +
-	"\x0eraft_log_store\x18\x13 \x01(\tR\fraftLogStore\",\n" +
+	"\x0eraft_log_store\x18\x13 \x01(\tR\fraftLogStore\x12\x12\n" +
+	"\x04disk\x18\x14 \x01(\tR\x04disk\",\n" +
 	"\rStatusRequest\x12\x1b\n" +
 	"\twith_hash\x18\x01 \x01(\bR\bwithHash\"\xfc\x02\n" +
 	"\x0eStatusResponse\x12*\n" +

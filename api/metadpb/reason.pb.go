@@ -108,6 +108,10 @@ const (
 	// No server answered: the client's name for a status without an
 	// ErrorInfo, such as a broken connection. A server never sends it.
 	Reason_UNAVAILABLE Reason = 49
+	// The leader's data dir is below its disk reserve (--disk-reserve): a
+	// write that grows the state is refused, definite; retry once space is
+	// freed (the node notices by itself). Reads and resolves still work.
+	Reason_DISK_FULL Reason = 50
 )
 
 // Enum value maps for Reason.
@@ -163,6 +167,7 @@ var (
 		47: "CLUSTER_ID_MISMATCH",
 		48: "UNIMPLEMENTED",
 		49: "UNAVAILABLE",
+		50: "DISK_FULL",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":      0,
@@ -215,6 +220,7 @@ var (
 		"CLUSTER_ID_MISMATCH":     47,
 		"UNIMPLEMENTED":           48,
 		"UNAVAILABLE":             49,
+		"DISK_FULL":               50,
 	}
 )
 
@@ -249,7 +255,7 @@ var File_reason_proto protoreflect.FileDescriptor
 
 const file_reason_proto_rawDesc = "" +
 	"\n" +
-	"\freason.proto\x12\x0fmetad.reason.v1*\x8c\b\n" +
+	"\freason.proto\x12\x0fmetad.reason.v1*\x9b\b\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10INVALID_ARGUMENT\x10\x01\x12\x14\n" +
@@ -305,7 +311,8 @@ const file_reason_proto_rawDesc = "" +
 	"\x11PERMISSION_DENIED\x10.\x12\x17\n" +
 	"\x13CLUSTER_ID_MISMATCH\x10/\x12\x11\n" +
 	"\rUNIMPLEMENTED\x100\x12\x0f\n" +
-	"\vUNAVAILABLE\x101B$Z\"github.com/metad/metad/api/metadpbb\x06proto3"
+	"\vUNAVAILABLE\x101\x12\r\n" +
+	"\tDISK_FULL\x102B$Z\"github.com/metad/metad/api/metadpbb\x06proto3"
 
 var (
 	file_reason_proto_rawDescOnce sync.Once

@@ -118,6 +118,9 @@ var table = map[metadpb.Reason]Row{
 	// Refused before the proposal: definite, and no retry helps until the
 	// cluster's level is raised (every voter upgraded).
 	metadpb.Reason_FEATURE_LEVEL: refusal(codes.FailedPrecondition, "metad: the cluster's feature level is too low"),
+	// Refused before the proposal while the leader's disk is below its
+	// reserve; worth a retry once space is freed.
+	metadpb.Reason_DISK_FULL: {Spec: Spec{codes.ResourceExhausted, true, time.Second}, Sentinel: "metad: disk full"},
 	// Definite either way; a store that could not answer is worth a
 	// retry, bytes that do not verify are not.
 	metadpb.Reason_QUARANTINE_NOT_VERIFIED: {Spec: Spec{codes.FailedPrecondition, true, 0}, Also: []Spec{StoreUnavailable},

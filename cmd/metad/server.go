@@ -103,6 +103,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.API.DefaultTimeout, "default-timeout", c.API.DefaultTimeout, "deadline for calls that carry none")
 	fs.DurationVar(&c.API.MaxTimeout, "max-timeout", c.API.MaxTimeout, "largest deadline a call may have")
 	fs.IntVar(&c.API.MaxObjectStreams, "max-object-streams", c.API.MaxObjectStreams, "streams one stream-set object (CommitObject) may append to")
+	fs.Uint64Var(&c.DiskReserve, "disk-reserve", c.DiskReserve, "free bytes on the data dir's filesystem below which writes that grow the state (appends, new streams, generations, objects) are refused with DISK_FULL, until space is freed; 0 turns the check off")
 	fs.IntVar(&c.API.MaxCommandBytes, "max-command-bytes", c.API.MaxCommandBytes, "encoded bytes one stream-set object's command (CommitObject) may take in the raft log")
 	fs.IntVar(&c.API.Watch.History, "watch-history", c.API.Watch.History, "recent events kept per stream for watchers that resume")
 	fs.IntVar(&c.API.Watch.MaxWatchers, "watch-max-watchers", c.API.Watch.MaxWatchers, "watchers (Watch RPCs and DescribeStream long polls) a node serves at once")

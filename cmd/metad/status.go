@@ -183,6 +183,11 @@ func statusTable(tw *tabwriter.Writer, st *metadpb.StatusResponse, hashes map[st
 	}
 	tw.Flush()
 	fmt.Fprintf(tw, "\n%s\n", h.summary(st.LeaderId))
+	for _, n := range st.Nodes {
+		if n.Disk != "" { // README: Disk faults
+			fmt.Fprintf(tw, "%s: %s\n", n.NodeId, n.Disk)
+		}
+	}
 	if st.ClusterFeatureLevel > 0 {
 		fmt.Fprintf(tw, "cluster feature level %d (README: Upgrading)\n", st.ClusterFeatureLevel)
 	}
