@@ -155,7 +155,8 @@ func Start(cfg Config, log *slog.Logger, reg *prometheus.Registry) (_ *Server, e
 	}
 	// The disk guard is checked once before raft opens, so a node starting
 	// on a full disk refuses growth from its first request.
-	n.disk = diskspace.New(diskspace.Config{Dir: cfg.DataDir, Reserve: cfg.DiskReserve}, log.With("component", "disk"))
+	n.disk = diskspace.New(diskspace.Config{Dir: cfg.DataDir, Reserve: cfg.DiskReserve}, log.With("component", "disk"),
+		diskspace.WithClock(serverClock))
 	reg.MustRegister(n.disk.Collector())
 	cfg.Raft.Space = n.disk
 	obs := observers{n.hub, clusterIDRecorder{id: n.clusterID, log: log}}
