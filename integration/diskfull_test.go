@@ -112,6 +112,8 @@ func TestDiskFullRefusesGrowthAndHeals(t *testing.T) {
 		t.Fatalf("metad stream create on a full disk: %v, %q; want exit 4 naming DISK_FULL and %s", err, out, dataDir)
 	}
 
+	t.Logf("metad stream create on a full disk: %s", out)
+
 	// Reads go on: describe, and a resolve (its pin is a small write the
 	// reserve keeps room for).
 	if s, err := c.Describe(0, w.Stream); err != nil || s.CommittedEnd != acked {
