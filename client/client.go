@@ -75,6 +75,8 @@ type Client struct {
 	Health healthpb.HealthClient
 	// stopWatch ends the TLS files' watcher.
 	stopWatch func()
+	// handshakes tells a TLS mismatch from an unreachable cluster.
+	handshakes *handshakes
 }
 
 // New connects lazily to the cluster (no I/O until the first call).
@@ -102,7 +104,12 @@ func New(cfg Config) (*Client, error) {
 		}
 	}
 	r.InitialState(resolver.State{Addresses: addrs})
-	creds, watch, err := cfg.dialCredentials()
+	dialled := make([]string, len(addrs))
+	for i, a := range addrs {
+		dialled[i] = a.Addr
+	}
+	seen := newHandshakes(dialled)
+	creds, watch, err := cfg.dialCredentials(seen)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +121,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	c := &Client{cfg: cfg, metrics: newReadMetrics(cfg.Metrics), conn: conn, stopWatch: func() {}}
+	c := &Client{cfg: cfg, metrics: newReadMetrics(cfg.Metrics), conn: conn, handshakes: seen, stopWatch: func() {}}
 	if watch != nil {
 		// Follow certificate rotation for the client's life.
 		ctx, cancel := context.WithCancel(context.Background())
@@ -165,7 +172,9 @@ func NewRequestID() string {
 // advised delay, with jittered backoff, until the deadline. When the
 // deadline cuts a retry short, the error is the failure being retried (its
 // reason and retry advice), which still matches context.DeadlineExceeded,
-// never the bare deadline of the last attempt. Mutations must
+// never the bare deadline of the last attempt. A TLS mismatch with every
+// member is a *HandshakeError (ErrTLSHandshake), definite and not retried
+// (handshake.go). Mutations must
 // carry a request id so that a retry after an indeterminate failure is
 // applied at most once.
 func Call[Req, Resp any](ctx context.Context, c *Client, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
@@ -181,7 +190,7 @@ func Call[Req, Resp any](ctx context.Context, c *Client, rpc func(context.Contex
 		if err == nil {
 			return resp, nil
 		}
-		err = fromStatus(err)
+		err = c.handshakes.definite(fromStatus(err))
 		if last != nil && ctx.Err() != nil {
 			// The deadline ended a retry. The failure that made the call
 			// retry is what the caller must see (its reason, its retry

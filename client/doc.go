@@ -40,10 +40,11 @@
 // decodes errors from the generated stubs (Client.Metad, Client.Cluster).
 //
 // A TLS mismatch (a certificate from a foreign CA or expired, TLS on one
-// side only) reaches a caller as UNAVAILABLE, as gRPC reports every failed
-// connection; DiagnoseTLS (tlsprobe.go) handshakes once more to tell it
-// from an unreachable member, as a *HandshakeError (ErrTLSHandshake) that
-// no retry mends.
+// side only) reaches gRPC as UNAVAILABLE, as every failed connection does.
+// The client watches its connections' handshakes (handshake.go): a call
+// that finds every member failing its handshake returns a *HandshakeError
+// (ErrTLSHandshake) at once, definite and not retryable, since no retry
+// mends it. DiagnoseTLS (tlsprobe.go) is the same diagnosis as a probe.
 //
 // Read is the broker's read path: resolve, read the
 // target's bytes from the object store under the target's identity, check

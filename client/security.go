@@ -32,20 +32,21 @@ type TLS struct {
 	ReloadInterval time.Duration
 }
 
-// dialCredentials are the transport and per-call credentials of cfg, and
-// the watcher of the TLS files (nil without a client certificate).
-func (cfg Config) dialCredentials() ([]grpc.DialOption, *tlsconfig.Reloader, error) {
+// dialCredentials are the transport and per-call credentials of cfg, with
+// every handshake reported to seen (handshake.go), and the watcher of the
+// TLS files (nil without a client certificate).
+func (cfg Config) dialCredentials(seen *handshakes) ([]grpc.DialOption, *tlsconfig.Reloader, error) {
 	var opts []grpc.DialOption
 	var watch *tlsconfig.Reloader
 	if cfg.TLS == nil {
-		opts = append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		opts = append(opts, seen.dialOptions(insecure.NewCredentials(), nil)...)
 	} else {
 		tc, r, err := cfg.TLS.config()
 		if err != nil {
 			return nil, nil, err
 		}
 		watch = r
-		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
+		opts = append(opts, seen.dialOptions(credentials.NewTLS(tc), cfg.TLS)...)
 	}
 	if cfg.Token != "" {
 		// Without TLS the token travels in clear text: allowed only so that

@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -41,7 +42,12 @@ func (a *Agent) joinWithBackoff(ctx context.Context) {
 			a.log.Info("joined gossip", "contacted", n, "attempt", attempt)
 			return
 		}
-		if attempt == 1 {
+		if gossipKeysDiffer(err) {
+			// No retry mends it, and the member refusing us logs it as
+			// its own: this side must say so as loudly.
+			a.log.Warn("gossip join refused: this node and the member it joins do not encrypt gossip alike (a gossip key on one of them only, or keys they do not share: --gossip-key-file); retrying in the background",
+				"join", a.joinAddrs, "attempt", attempt, "err", err)
+		} else if attempt == 1 {
 			a.log.Info("gossip join failed; retrying in the background", "join", a.joinAddrs, "err", err)
 		} else {
 			a.log.Debug("gossip join failed", "attempt", attempt, "err", err)
@@ -85,4 +91,29 @@ func (a *Agent) reconnect() {
 	}
 	n, err := a.ml.Join(targets)
 	a.log.Debug("gossip reconnect attempt", "targets", targets, "contacted", n, "err", err)
+}
+
+// keyMismatches are memberlist's errors for gossip encrypted on one side
+// only, or under keys the other side lacks. memberlist has no sentinels
+// for them, so its texts are matched: this package is memberlist's only
+// user, and TestGossipKeyOnOneNodeIsAWarning fails if a new release
+// rewords them.
+var keyMismatches = []string{
+	"remote state is encrypted and encryption is not configured",
+	"encryption is configured but remote state is not encrypted",
+	"no installed keys could decrypt the message",
+}
+
+// gossipKeysDiffer reports whether a join failed because the two sides'
+// gossip keys differ.
+func gossipKeysDiffer(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, m := range keyMismatches {
+		if strings.Contains(err.Error(), m) {
+			return true
+		}
+	}
+	return false
 }

@@ -39,8 +39,7 @@ for write first, which bumps the writer epoch and fences earlier writers.`,
   metad append 1 --data 'hello' --object-store s3://bucket/metad --s3-endpoint http://127.0.0.1:8333 --s3-path-style`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseUint("stream id", args[0])
-			if err != nil {
+			if err := checkStreamArg(args[0]); err != nil {
 				return err
 			}
 			if data != "" && file != "" {
@@ -48,6 +47,7 @@ for write first, which bumps the writer epoch and fences earlier writers.`,
 			}
 			payload := []byte(data)
 			if file != "" {
+				var err error
 				if payload, err = os.ReadFile(file); err != nil {
 					return usageError{fmt.Errorf("--file: %w", err)}
 				}
@@ -55,7 +55,7 @@ for write first, which bumps the writer epoch and fences earlier writers.`,
 			if len(payload) == 0 || count == 0 {
 				return usageError{fmt.Errorf("give a non-empty --data or --file and a positive --count")}
 			}
-			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
 				store, err := objects.open(ctx, cmd.Flags(), c)
 				if err != nil {
 					return err
@@ -162,8 +162,7 @@ URL, or --object-dir); --no-data-checksum publishes without one, read unchecked.
   metad index publish 1 --view TOPIC_COMPACTED --generation 1 --coverage 0-100 --record '0-100;3-4,50-52@seg-1'`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseUint("stream id", args[0])
-			if err != nil {
+			if err := checkStreamArg(args[0]); err != nil {
 				return err
 			}
 			v, ok := metadpb.View_value[strings.ToUpper(view)]
@@ -174,7 +173,7 @@ URL, or --object-dir); --no-data-checksum publishes without one, read unchecked.
 			if err != nil {
 				return usageError{fmt.Errorf("--coverage: %w", err)}
 			}
-			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
 				req := &metadpb.PublishGenerationRequest{StreamId: id, View: metadpb.View(v), Generation: generation,
 					WriterEpoch: epoch, Coverage: &metadpb.Range{Start: cov.Start, End: cov.End}, Complete: !building,
 					RequestId: client.NewRequestID()}
@@ -311,15 +310,14 @@ func newIndexListCmd(o *clientOpts) *cobra.Command {
 		Example: `  metad index list 1 --view COMMITTED --generation 0`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseUint("stream id", args[0])
-			if err != nil {
+			if err := checkStreamArg(args[0]); err != nil {
 				return err
 			}
 			v, ok := metadpb.View_value[strings.ToUpper(view)]
 			if !ok || v == 0 {
 				return usageError{fmt.Errorf("--view %q: want COMMITTED or TOPIC_COMPACTED", view)}
 			}
-			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
 				resp, err := client.Call(ctx, c, c.Metad.ListIndex, &metadpb.ListIndexRequest{StreamId: id, View: metadpb.View(v), Generation: generation, From: from, Limit: limit})
 				if err != nil {
 					return err

@@ -208,13 +208,7 @@ func parsePerStream(flag string, values []string, parts []*objectPart) (map[stri
 func placeParts(ctx context.Context, c *client.Client, parts []*objectPart, epochs map[string]uint64) error {
 	byID := map[uint64]*objectPart{}
 	for _, p := range parts {
-		req := &metadpb.DescribeStreamRequest{}
-		if id, err := strconv.ParseUint(p.stream, 10, 64); err == nil {
-			req.StreamId = id
-		} else {
-			req.Name = p.stream
-		}
-		desc, err := client.Call(ctx, c, c.Metad.DescribeStream, req)
+		desc, err := client.Call(ctx, c, c.Metad.DescribeStream, streamRequest(p.stream))
 		if err != nil {
 			return fmt.Errorf("argument %q: %w", p.arg, err)
 		}

@@ -249,15 +249,14 @@ changes.`,
 		Example: `  metad object report 1 COMMITTED 0/0@12 --kind OBJECT_MISSING --detail 'deleted by hand'`,
 		Args:    exactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseUint("stream id", args[0])
-			if err != nil {
+			if err := checkStreamArg(args[0]); err != nil {
 				return err
 			}
 			view, err := parseView(args[1])
 			if err != nil {
 				return err
 			}
-			ref, err := parseCandidate(id, view, args[2])
+			ref, err := parseCandidate(0, view, args[2]) // the stream's id once known
 			if err != nil {
 				return usageError{err}
 			}
@@ -265,7 +264,8 @@ changes.`,
 			if !ok || k == 0 {
 				return usageError{fmt.Errorf("--kind %q: want IDENTITY_MISMATCH, OBJECT_MISSING, CORRUPT or IO_ERROR", kind)}
 			}
-			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
+				ref.Key.StreamId = id
 				resp, err := client.Call(ctx, c, c.Metad.ReportCandidateFailure, &metadpb.ReportCandidateFailureRequest{
 					Candidate: ref, Kind: metadpb.FailureKind(k), Detail: detail, RequestId: client.NewRequestID()})
 				if err != nil {
@@ -297,11 +297,10 @@ checksums). Repair rebuilds generation 0 of the index from it.`,
 		Example: `  metad evidence list 1 --from 100 --limit 10`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseUint("stream id", args[0])
-			if err != nil {
+			if err := checkStreamArg(args[0]); err != nil {
 				return err
 			}
-			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
 				resp, err := client.Call(ctx, c, c.Metad.ListEvidence, &metadpb.ListEvidenceRequest{StreamId: id, From: from, Limit: limit, Consistency: consistency(stale)})
 				if err != nil {
 					return err
@@ -341,16 +340,15 @@ func parseView(s string) (metadpb.View, error) {
 
 func newStreamDeleteCmd(o *clientOpts) *cobra.Command {
 	return &cobra.Command{
-		Use:     "delete ID",
+		Use:     "delete STREAM",
 		Short:   "Delete a stream; its objects become garbage once unreferenced",
 		Example: `  metad stream delete 1`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseUint("stream id", args[0])
-			if err != nil {
+			if err := checkStreamArg(args[0]); err != nil {
 				return err
 			}
-			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
 				resp, err := client.Call(ctx, c, c.Metad.DeleteStream, &metadpb.DeleteStreamRequest{StreamId: id, RequestId: client.NewRequestID()})
 				if err != nil {
 					return err
@@ -370,8 +368,7 @@ func newIndexRetireCmd(o *clientOpts) *cobra.Command {
 		Example: `  metad index retire 1 COMMITTED 1`,
 		Args:    exactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseUint("stream id", args[0])
-			if err != nil {
+			if err := checkStreamArg(args[0]); err != nil {
 				return err
 			}
 			view, err := parseView(args[1])
@@ -382,7 +379,7 @@ func newIndexRetireCmd(o *clientOpts) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
 				resp, err := client.Call(ctx, c, c.Metad.RetireGeneration, &metadpb.RetireGenerationRequest{StreamId: id, View: view, Generation: gen, RequestId: client.NewRequestID()})
 				if err != nil {
 					return err

@@ -72,7 +72,8 @@ version as listed: the lift takes effect only if it is still that one.`,
 			if err != nil {
 				return err
 			}
-			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
+				key.StreamId = id
 				resp, err := client.Call(ctx, c, c.Metad.LiftQuarantine, &metadpb.LiftQuarantineRequest{Key: key, Version: version, RequestId: client.NewRequestID()})
 				if err != nil {
 					return err
@@ -90,13 +91,14 @@ func parseLiftArgs(args []string) (*metadpb.IndexKey, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	var nums [4]uint64
-	for i, arg := range []string{args[0], args[2], args[3], args[4]} {
-		n, err := parseUint([]string{"stream id", "generation", "start", "version"}[i], arg)
+	var nums [3]uint64
+	for i, arg := range args[2:5] {
+		n, err := parseUint([]string{"generation", "start", "version"}[i], arg)
 		if err != nil {
 			return nil, 0, err
 		}
 		nums[i] = n
 	}
-	return &metadpb.IndexKey{StreamId: nums[0], View: view, Generation: nums[1], Start: nums[2]}, nums[3], nil
+	// The stream (args[0], an id or a name) is filled in once known.
+	return &metadpb.IndexKey{View: view, Generation: nums[0], Start: nums[1]}, nums[2], nil
 }

@@ -37,8 +37,7 @@ with status 3; a read that found no readable candidate in time exits with 4.`,
   metad read 1 COMMITTED 0 --object-store s3://bucket/metad --s3-endpoint http://127.0.0.1:8333 --s3-path-style`,
 		Args: exactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseUint("stream id", args[0])
-			if err != nil {
+			if err := checkStreamArg(args[0]); err != nil {
 				return err
 			}
 			view, err := parseView(args[1])
@@ -55,7 +54,11 @@ with status 3; a read that found no readable candidate in time exits with 4.`,
 			// The store first (the cluster says where it is), then the
 			// client that reads from it.
 			var store objectstore.Store
+			var id uint64
 			if err := o.run(cmd, func(ctx context.Context, c *client.Client) (err error) {
+				if id, err = resolveStream(ctx, c, args[0]); err != nil {
+					return err
+				}
 				store, err = objects.open(ctx, cmd.Flags(), c)
 				return err
 			}); err != nil {

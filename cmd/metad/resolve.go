@@ -26,8 +26,7 @@ it was refused, and exits with status 4.`,
   metad resolve 1 TOPIC_COMPACTED 0 --exclude 1/120@57 -o json`,
 		Args: exactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseUint("stream id", args[0])
-			if err != nil {
+			if err := checkStreamArg(args[0]); err != nil {
 				return err
 			}
 			v, ok := metadpb.View_value[strings.ToUpper(args[1])]
@@ -40,13 +39,16 @@ it was refused, and exits with status 4.`,
 			}
 			var ex []*metadpb.CandidateRef
 			for _, e := range excludes {
-				ref, err := parseCandidate(id, metadpb.View(v), e)
+				ref, err := parseCandidate(0, metadpb.View(v), e) // the stream's id once known
 				if err != nil {
 					return usageError{err}
 				}
 				ex = append(ex, ref)
 			}
-			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
+				for _, ref := range ex {
+					ref.Key.StreamId = id
+				}
 				req := &metadpb.ResolveRequest{StreamId: id, View: metadpb.View(v), Offset: off, Exclude: ex, Holder: "metad-cli"}
 				resp, err := resolveKeepingDiagnostic(ctx, c, req)
 				if err != nil {

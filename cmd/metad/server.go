@@ -55,9 +55,9 @@ in upper case, '-' as '_': METAD_DATA_DIR) or as a key of the YAML file given by
 				return usageError{err}
 			}
 			if f.validate {
-				return validateServer(f, cmd.Flags(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return nameFlags(cmd.Flags(), validateServer(f, cmd.Flags(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
 			}
-			return runServer(cmd.Context(), f, cmd.Flags(), cmd.ErrOrStderr())
+			return nameFlags(cmd.Flags(), runServer(cmd.Context(), f, cmd.Flags(), cmd.ErrOrStderr()))
 		},
 	}
 	f.register(cmd.Flags())

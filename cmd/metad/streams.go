@@ -36,19 +36,13 @@ func newStreamCmd(o *clientOpts) *cobra.Command {
 		},
 	})
 	cmd.AddCommand(&cobra.Command{
-		Use:     "describe ID|NAME",
+		Use:     "describe STREAM",
 		Short:   "Show a stream: ends, epoch, status and live generations (linearizable)",
 		Example: `  metad stream describe orders`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
-				req := &metadpb.DescribeStreamRequest{}
-				if id, err := strconv.ParseUint(args[0], 10, 64); err == nil {
-					req.StreamId = id
-				} else {
-					req.Name = args[0]
-				}
-				resp, err := client.Call(ctx, c, c.Metad.DescribeStream, req)
+				resp, err := client.Call(ctx, c, c.Metad.DescribeStream, streamRequest(args[0]))
 				if err != nil {
 					return err
 				}
@@ -116,16 +110,19 @@ func newStreamListCmd(o *clientOpts) *cobra.Command {
 
 func newTrimCmd(o *clientOpts) *cobra.Command {
 	return &cobra.Command{
-		Use:     "trim ID OFFSET",
+		Use:     "trim STREAM OFFSET",
 		Short:   "Advance a stream's trim point (never backwards, never past the committed end)",
 		Example: `  metad stream trim 1 1000`,
 		Args:    exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, off, err := parseIDOffset(args[0], args[1])
+			if err := checkStreamArg(args[0]); err != nil {
+				return err
+			}
+			off, err := parseUint("offset", args[1])
 			if err != nil {
 				return err
 			}
-			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
 				resp, err := client.Call(ctx, c, c.Metad.Trim, &metadpb.TrimRequest{StreamId: id, Offset: off, RequestId: client.NewRequestID()})
 				if err != nil {
 					return err
@@ -140,16 +137,15 @@ func newTrimCmd(o *clientOpts) *cobra.Command {
 
 func newSealCmd(o *clientOpts) *cobra.Command {
 	return &cobra.Command{
-		Use:     "seal ID",
+		Use:     "seal STREAM",
 		Short:   "Seal a stream: no more appends",
 		Example: `  metad stream seal 1`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseUint("stream id", args[0])
-			if err != nil {
+			if err := checkStreamArg(args[0]); err != nil {
 				return err
 			}
-			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
+			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
 				resp, err := client.Call(ctx, c, c.Metad.Seal, &metadpb.SealRequest{StreamId: id, RequestId: client.NewRequestID()})
 				if err != nil {
 					return err
@@ -168,13 +164,4 @@ func parseUint(what, s string) (uint64, error) {
 		return 0, usageError{fmt.Errorf("%s %q: not a non-negative integer", what, s)}
 	}
 	return v, nil
-}
-
-func parseIDOffset(id, off string) (uint64, uint64, error) {
-	i, err := parseUint("stream id", id)
-	if err != nil {
-		return 0, 0, err
-	}
-	o, err := parseUint("offset", off)
-	return i, o, err
 }

@@ -22,7 +22,7 @@ func newStreamWatchCmd(o *clientOpts) *cobra.Command {
 	var from uint64
 	var duration time.Duration
 	cmd := &cobra.Command{
-		Use:   "watch ID",
+		Use:   "watch STREAM",
 		Short: "Follow a stream's changes, one line per event, until interrupted",
 		Long: `Follow a stream's changes (appends, trims, seals, generations published or
 retired, deletion) in commit order, one line per event, resuming at another
@@ -35,14 +35,20 @@ has passed, or until the stream is deleted; --timeout does not bound it.`,
   metad stream watch 1 --from 1200 -o json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseUint("stream id", args[0])
-			if err != nil {
+			if err := checkStreamArg(args[0]); err != nil {
 				return err
 			}
 			if duration < 0 {
 				return usageError{fmt.Errorf("--for %s: must not be negative", duration)}
 			}
 			if err := o.validate(); err != nil {
+				return err
+			}
+			var id uint64
+			if err := o.run(cmd, func(ctx context.Context, c *client.Client) (err error) {
+				id, err = resolveStream(ctx, c, args[0])
+				return err
+			}); err != nil {
 				return err
 			}
 			return o.watch(cmd.Context(), cmd.OutOrStdout(), id, from, duration)
