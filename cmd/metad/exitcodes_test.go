@@ -141,10 +141,10 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"stream", "trim", id, "x"}, 2},
 		{[]string{"stream", "trim", id, "1000000"}, 1},
 		{[]string{"stream", "seal", "999"}, 3},
-		{[]string{"stream", "seal", "x"}, 2},
+		{[]string{"stream", "seal", "x"}, 3}, // a name no stream has
 		{[]string{"stream", "delete", "999"}, 3},
-		{[]string{"stream", "delete", "x"}, 2},
-		{[]string{"stream", "watch", "x"}, 2},
+		{[]string{"stream", "delete", "x"}, 3}, // a name no stream has
+		{[]string{"stream", "watch", "x"}, 3},  // a name no stream has
 		{[]string{"stream", "watch", id, "--for", "-1s"}, 2},
 		{[]string{"stream", "watch", "999", "--for", "10s"}, 3},
 		{append([]string{"stream", "watch", id, "--for", "2s"}, unreachable...), 4},
@@ -204,7 +204,7 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"object", "report", id, "COMMITTED", "nonsense", "--kind", "IO_ERROR"}, 2},
 
 		{[]string{"evidence", "bogus"}, 2},
-		{[]string{"evidence", "list", "x"}, 2},
+		{[]string{"evidence", "list", "x"}, 3}, // a name no stream has
 		{[]string{"evidence", "list", "999"}, 3},
 		{append([]string{"evidence", "list", id}, unreachable...), 4},
 

@@ -66,7 +66,7 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 		{name: "log level", bad: []string{"--log-level", "verbose"}, wantCode: 2, wantMsg: `log-level "verbose"`},
 		{name: "bootstrap-expect", bad: []string{"--bootstrap-expect", "-1"}, wantCode: 2, wantMsg: "bootstrap-expect -1"},
 		{name: "heartbeat", bad: []string{"--raft-heartbeat-timeout", "0s"}, wantCode: 2, wantMsg: "--raft-heartbeat-timeout 0s"},
-		{name: "snapshot interval", bad: []string{"--raft-snapshot-interval", "1ms"}, wantCode: 2, wantMsg: "SnapshotInterval: 1ms is outside"},
+		{name: "snapshot interval", bad: []string{"--raft-snapshot-interval", "1ms"}, wantCode: 2, wantMsg: "--raft-snapshot-interval: 1ms is outside"},
 		{name: "log store", bad: []string{"--raft-log-store", "lsm"}, wantCode: 2, wantMsg: `--raft-log-store "lsm": want auto, bolt or wal`},
 		{name: "pin ttl", bad: []string{"--pin-ttl", "-5s"}, wantCode: 2, wantMsg: "--pin-ttl -5s outside [1s, 10m0s]"},
 		// Security files are read before the data dir is claimed.
