@@ -260,7 +260,7 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"resolve", "1", "BOGUS", "0"}, 2, "view"},
-		{[]string{"resolve", "x", "COMMITTED", "0"}, 2, "stream id"},
+		{[]string{"resolve", "x", "COMMITTED", "0"}, 3, "STREAM_NOT_FOUND"}, // a STREAM that is not a number is a name
 		{[]string{"resolve", "1", "COMMITTED", "5x"}, 2, "offset"},
 		{[]string{"resolve", "1", "COMMITTED", "-5"}, 2, "-5 is not a valid argument"},
 		{[]string{"stream", "trim", "1"}, 2, "accepts 2 arg"},
@@ -269,7 +269,7 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		{[]string{"append", "1"}, 2, "--data"},
 		{[]string{"index", "publish", "1", "--view", "SIDEWAYS", "--coverage", "0-1"}, 2, "--view"},
 		{[]string{"status", "-o", "yaml"}, 2, "--output"},
-		{[]string{"stream", "watch", "x"}, 2, "stream id"},
+		{[]string{"stream", "watch", "x"}, 3, "STREAM_NOT_FOUND"},
 		{[]string{"stream", "watch", "1", "--for", "-1s"}, 2, "--for"},
 		{[]string{"stream", "watch", "999", "--for", "10s"}, 3, "STREAM_NOT_FOUND"},
 	} {

@@ -64,6 +64,7 @@ var badServerValues = map[string][]string{
 	"max-timeout":               {"-5s"},
 	"max-object-streams":        {"-1"},
 	"max-command-bytes":         {"-1"},
+	"disk-reserve":              {"-1"},
 	"watch-history":             {"-1"},
 	"watch-max-watchers":        {"-1"},
 	"watch-buffer":              {"-1"},
