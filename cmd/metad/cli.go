@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/metad/metad/client"
@@ -109,12 +108,7 @@ func diagnoseTLS(ctx context.Context, cfg client.Config, timeout time.Duration) 
 // print writes msg as JSON, or calls table to write a table.
 func (o *clientOpts) print(w io.Writer, msg proto.Message, table func(tw *tabwriter.Writer)) error {
 	if o.output == "json" {
-		b, err := protojson.MarshalOptions{Multiline: true, EmitUnpopulated: true}.Marshal(msg)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(w, string(b))
-		return err
+		return writeProtoJSON(w, msg)
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	table(tw)

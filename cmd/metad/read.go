@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
@@ -81,14 +79,14 @@ with status 3; a read that found no readable candidate in time exits with 4.`,
 
 // readJSON is `metad read -o json`'s shape.
 type readJSON struct {
-	Outcome      string          `json:"outcome"`
-	Target       json.RawMessage `json:"target,omitempty"`
-	Data         []byte          `json:"data,omitempty"`
-	Unchecked    bool            `json:"unchecked,omitempty"`
-	Trim         uint64          `json:"trim,omitempty"`
-	CommittedEnd uint64          `json:"committed_end,omitempty"`
-	ViewEnd      uint64          `json:"view_end,omitempty"`
-	Fallbacks    []fallbackJSON  `json:"fallbacks,omitempty"`
+	Outcome      string         `json:"outcome"`
+	Target       any            `json:"target,omitempty"`
+	Data         []byte         `json:"data,omitempty"`
+	Unchecked    bool           `json:"unchecked,omitempty"`
+	Trim         uint64         `json:"trim,omitempty"`
+	CommittedEnd uint64         `json:"committed_end,omitempty"`
+	ViewEnd      uint64         `json:"view_end,omitempty"`
+	Fallbacks    []fallbackJSON `json:"fallbacks,omitempty"`
 }
 
 type fallbackJSON struct {
@@ -103,11 +101,11 @@ func printRead(cmd *cobra.Command, o *clientOpts, res *client.ReadResult) error 
 		out := readJSON{Outcome: res.Outcome.String(), Data: res.Data, Unchecked: res.Unchecked, Trim: res.Trim,
 			CommittedEnd: res.CommittedEnd, ViewEnd: res.ViewEnd}
 		if res.Target != nil {
-			b, err := protojson.Marshal(res.Target)
+			t, err := protoJSONValue(res.Target)
 			if err != nil {
 				return err
 			}
-			out.Target = b
+			out.Target = t
 		}
 		for _, f := range res.Fallbacks {
 			out.Fallbacks = append(out.Fallbacks, fallbackJSON{candidateName(f.Candidate), f.Candidate.GetVersion(), f.Kind.String(), f.Err.Error()})

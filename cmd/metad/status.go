@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
@@ -270,29 +268,26 @@ func fillUnreachableAddrs(ctx context.Context, c *client.Client, st *metadpb.Sta
 // command each covers, and the health judgement replacing the
 // configuration-size failure tolerance.
 func statusJSON(w io.Writer, st *metadpb.StatusResponse, hashes map[string]stateHash, h clusterHealth) error {
-	b, err := protojson.MarshalOptions{EmitUnpopulated: true}.Marshal(st)
+	v, err := protoJSONValue(st)
 	if err != nil {
 		return err
 	}
-	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		return err
-	}
+	out, _ := v.(map[string]any)
 	nodes, _ := out["nodes"].([]any)
 	for i, n := range nodes {
 		m, ok := n.(map[string]any)
 		if !ok {
 			continue
 		}
-		delete(m, "stateHash")
+		delete(m, "state_hash")
 		if sh, ok := hashes[st.Nodes[i].NodeId]; ok {
-			m["stateHash"], m["stateHashCommandIndex"] = sh.Hex, sh.CommandIndex
+			m["state_hash"], m["state_hash_command_index"] = sh.Hex, sh.CommandIndex
 		}
 	}
-	out["failureTolerance"] = h.Tolerates
-	out["healthyVoters"] = h.Healthy
-	out["noLeader"] = h.NoLeader
-	out["noQuorum"] = h.NoQuorum
+	out["failure_tolerance"] = h.Tolerates
+	out["healthy_voters"] = h.Healthy
+	out["no_leader"] = h.NoLeader
+	out["no_quorum"] = h.NoQuorum
 	out["summary"] = h.summary(st.LeaderId)
 	return writeJSON(w, out)
 }

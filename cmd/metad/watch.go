@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
@@ -96,12 +95,7 @@ func (o *clientOpts) watch(ctx context.Context, w io.Writer, id, from uint64, du
 
 func (o *clientOpts) printEvent(w io.Writer, ev *metadpb.WatchEvent) error {
 	if o.output == "json" {
-		b, err := protojson.Marshal(ev)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(w, string(b))
-		return err
+		return writeProtoJSONLine(w, ev)
 	}
 	_, err := fmt.Fprintln(w, eventLine(ev))
 	return err
