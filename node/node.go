@@ -290,6 +290,8 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		select {
 		case err := <-n.store.Halted():
 			n.serveErr <- fmt.Errorf("raft: %w", err)
+		case err := <-n.store.DiskFailed():
+			n.serveErr <- err
 		case <-ctx.Done():
 		}
 	})

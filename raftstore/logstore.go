@@ -92,8 +92,12 @@ type disk struct {
 	dir    string
 	kind   LogStore
 	stable *raftboltdb.BoltStore
-	log    raft.LogStore // stable itself, or wal
+	log    raft.LogStore // stable itself, or wal, behind failure
 	wal    *wal.WAL      // nil for bolt
+	// failure latches the first failed write of either store (durable.go);
+	// raft writes the stable store through raftStable.
+	failure    *diskFailure
+	raftStable raft.StableStore
 	// walMeta is the WAL's meta store, closed after it.
 	walMeta *metadb.BoltMetaDB
 }
@@ -121,11 +125,12 @@ func openDisk(dir string, o diskOptions) (*disk, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &disk{dir: dir, stable: stable}
+	d := &disk{dir: dir, stable: stable, failure: newDiskFailure()}
 	if err := d.openLog(o); err != nil {
 		stable.Close()
 		return nil, err
 	}
+	d.raftStable = &durableStable{StableStore: stable, f: d.failure, path: filepath.Join(dir, "raft.db")}
 	return d, nil
 }
 
@@ -161,7 +166,7 @@ func (d *disk) openLog(o diskOptions) error {
 	}
 	d.kind = kind
 	if kind == LogStoreBolt {
-		d.log = d.stable
+		d.log = &durableLog{LogStore: d.stable, f: d.failure, path: filepath.Join(d.dir, "raft.db")}
 		return nil
 	}
 	if o.hlog == nil {
@@ -185,7 +190,7 @@ func (d *disk) openLog(o diskOptions) error {
 		meta.Close()
 		return fmt.Errorf("raftstore: open wal log store: %w", err)
 	}
-	d.wal, d.walMeta, d.log = w, meta, w
+	d.wal, d.walMeta, d.log = w, meta, &durableLog{LogStore: w, f: d.failure, path: wdir}
 	return nil
 }
 

@@ -133,6 +133,11 @@ func (s *Store) apply(ctx context.Context, cmd *fsmpb.Command, encode func(stamp
 // classifyApplyError maps an error of raft's apply future to this package's
 // sentinels, deciding definite or indeterminate from where raft fails it.
 func (s *Store) classifyApplyError(err error) error {
+	if failed := s.disk.failure.err(); failed != nil {
+		// The log write failed (durable.go): the node is stopping. raft's
+		// log cache quotes the error, so it is taken from the latch.
+		return indeterminate(fmt.Errorf("%w: %w", ErrClosed, failed))
+	}
 	switch {
 	case errors.Is(err, raft.ErrNotLeader):
 		// Refused by a follower or candidate loop, or by a leader already

@@ -178,7 +178,7 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 		adapter.diverge = true
 		logger.Warn("planted bug diverge: this replica renames every stream it creates")
 	}
-	r, err := raft.NewRaft(cfg.raftConfig(hlog), adapter, logs, d.stable, snaps, trans)
+	r, err := raft.NewRaft(cfg.raftConfig(hlog), adapter, logs, d.raftStable, snaps, trans)
 	if err != nil {
 		if c, ok := trans.(raft.WithClose); ok {
 			c.Close()
@@ -465,6 +465,12 @@ func (s *Store) FeatureLevel() uint32 { return s.fsm.level.Load() }
 // apply (fsm.ErrUnsupported): the store has stopped applying, and the node
 // must stop serving and exit with it, for an operator to upgrade.
 func (s *Store) Halted() <-chan error { return s.fsm.halted }
+
+// DiskFailed delivers, once, the first failed write or fsync of the raft
+// log or the stable store (a DiskWriteError naming the file). From then on
+// the store writes nothing more; the node must stop and exit with it,
+// never retry (durable.go says why).
+func (s *Store) DiskFailed() <-chan error { return s.disk.failure.ch }
 
 // WaitApplied blocks until AppliedIndex() >= index, ctx ends (ErrTimeout)
 // or the store closes (ErrClosed).
