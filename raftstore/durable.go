@@ -97,6 +97,14 @@ type durableLog struct {
 	path string
 }
 
+// IsMonotonic passes raft.MonotonicLogStore through (raft-wal is one:
+// after installing a snapshot raft must delete the whole log, not leave a
+// gap).
+func (l *durableLog) IsMonotonic() bool {
+	m, ok := l.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
 func (l *durableLog) StoreLog(log *raft.Log) error {
 	return l.f.do("raft log", l.path, func() error { return l.LogStore.StoreLog(log) })
 }

@@ -91,3 +91,18 @@ func TestFailedStableWriteNamesTheStore(t *testing.T) {
 type errStable struct{ raft.StableStore }
 
 func (errStable) Set([]byte, []byte) error { return errors.New("bolt: write failed") }
+
+type monotonicLog struct{ *raft.InmemStore }
+
+func (monotonicLog) IsMonotonic() bool { return true }
+
+// raft deletes the whole log after installing a snapshot only if its log
+// store says it is monotonic (raft-wal is): the wrapper must pass it on.
+func TestDurableLogPassesMonotonicOn(t *testing.T) {
+	if !(&durableLog{LogStore: monotonicLog{raft.NewInmemStore()}}).IsMonotonic() {
+		t.Fatal("a monotonic log store lost IsMonotonic behind durableLog")
+	}
+	if (&durableLog{LogStore: raft.NewInmemStore()}).IsMonotonic() {
+		t.Fatal("a store that is not monotonic became one")
+	}
+}
