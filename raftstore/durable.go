@@ -49,7 +49,7 @@ func (e *DiskWriteError) Is(target error) bool { return target == ErrDiskWrite }
 // Invariant: once failed is set, no write reaches either store again.
 type diskFailure struct {
 	mu     sync.Mutex
-	failed *DiskWriteError
+	failed error      // a *DiskWriteError or a *CorruptLogError
 	ch     chan error // receives failed, once
 }
 
@@ -79,13 +79,21 @@ func (f *diskFailure) do(store, path string, write func() error) error {
 	return f.failed
 }
 
+// corrupt latches a corrupt read (no later write reaches the disk) and
+// delivers it, unless a failure came first.
+func (f *diskFailure) corrupt(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failed == nil {
+		f.failed = err
+		f.ch <- err
+	}
+}
+
 // err is the latched failure, or nil.
 func (f *diskFailure) err() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.failed == nil {
-		return nil
-	}
 	return f.failed
 }
 
@@ -106,11 +114,31 @@ func (l *durableLog) IsMonotonic() bool {
 }
 
 func (l *durableLog) StoreLog(log *raft.Log) error {
-	return l.f.do("raft log", l.path, func() error { return l.LogStore.StoreLog(log) })
+	return l.StoreLogs([]*raft.Log{log})
 }
 
+// StoreLogs stores sealed copies (logcheck.go); the entries raft holds
+// stay as they are.
 func (l *durableLog) StoreLogs(logs []*raft.Log) error {
-	return l.f.do("raft log", l.path, func() error { return l.LogStore.StoreLogs(logs) })
+	out := make([]*raft.Log, len(logs))
+	for i, log := range logs {
+		out[i] = sealed(log)
+	}
+	return l.f.do("raft log", l.path, func() error { return l.LogStore.StoreLogs(out) })
+}
+
+// GetLog reads an entry back and checks it against its checksum. A
+// mismatch is latched like a failed write: the node stops (raft itself
+// panics when it cannot read an entry it must apply).
+func (l *durableLog) GetLog(index uint64, log *raft.Log) error {
+	if err := l.LogStore.GetLog(index, log); err != nil {
+		return err
+	}
+	if err := unseal(log, l.path); err != nil {
+		l.f.corrupt(err)
+		return err
+	}
+	return nil
 }
 
 func (l *durableLog) DeleteRange(lo, hi uint64) error {
