@@ -178,7 +178,7 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 		adapter.diverge = true
 		logger.Warn("planted bug diverge: this replica renames every stream it creates")
 	}
-	r, err := raft.NewRaft(cfg.raftConfig(hlog), adapter, logs, d.raftStable, snaps, trans)
+	r, err := newRaft(cfg.raftConfig(hlog), adapter, logs, d.raftStable, snaps, trans)
 	if err != nil {
 		if c, ok := trans.(raft.WithClose); ok {
 			c.Close()
@@ -465,6 +465,22 @@ func (s *Store) FeatureLevel() uint32 { return s.fsm.level.Load() }
 // apply (fsm.ErrUnsupported): the store has stopped applying, and the node
 // must stop serving and exit with it, for an operator to upgrade.
 func (s *Store) Halted() <-chan error { return s.fsm.halted }
+
+// newRaft is raft.NewRaft, which panics when it cannot read a
+// configuration entry back from the log; a corrupt entry (logcheck.go)
+// becomes Open's error instead, naming it. Any other panic stays one.
+func newRaft(conf *raft.Config, fsm raft.FSM, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport) (r *raft.Raft, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			pe, ok := p.(error)
+			if !ok || !errors.Is(pe, ErrCorruptLog) {
+				panic(p)
+			}
+			r, err = nil, pe
+		}
+	}()
+	return raft.NewRaft(conf, fsm, logs, stable, snaps, trans)
+}
 
 // DiskFailed delivers, once, the first failed write or fsync of the raft
 // log or the stable store (a DiskWriteError naming the file). From then on
