@@ -63,9 +63,49 @@ func followLeader(ctx context.Context, self string,
 			return res, err
 		}
 		res, err = forward(ctx, nle.LeaderID)
+		if err != nil && reasons.FromError(err) == metadpb.Reason_REASON_UNSPECIFIED {
+			// The leader did not answer (unreachable, the call cut
+			// off): the command may have reached its log.
+			return nil, Unanswered(err, nle.LeaderID, nle.LeaderAddr)
+		}
 		if reasons.FromError(err) != metadpb.Reason_NOT_LEADER {
 			return res, err
 		}
 	}
 	return nil, fmt.Errorf("%w: %w", ErrTooManyForwards, err)
+}
+
+// UnansweredError is a call to the leader that got no answer of metad's
+// own (no ErrorInfo reason): the leader could not be reached, or the
+// connection broke or the deadline passed under the call. Whether a
+// forwarded command took effect is unknown. api's table maps it to
+// LEADERSHIP_LOST, indeterminate, naming the leader that was asked.
+type UnansweredError struct {
+	// Err is the transport's failure.
+	Err error
+	// LeaderID and LeaderAddr name the leader the call went to.
+	LeaderID   string
+	LeaderAddr string
+}
+
+func (e *UnansweredError) Error() string {
+	return fmt.Sprintf("peer: no answer from the leader %q at %q (the call may have taken effect): %v", e.LeaderID, e.LeaderAddr, e.Err)
+}
+
+func (e *UnansweredError) Unwrap() error { return e.Err }
+
+// ErrUnanswered is what errors.Is finds in every UnansweredError.
+var ErrUnanswered = errors.New("peer: the leader did not answer")
+
+// Is makes errors.Is(err, ErrUnanswered) true.
+func (e *UnansweredError) Is(target error) bool { return target == ErrUnanswered }
+
+// Unanswered wraps a failed call to the leader (id, addr) as an
+// UnansweredError unless the leader answered it with a reason of metad's
+// own, which is returned as it is; nil stays nil.
+func Unanswered(err error, id, addr string) error {
+	if err == nil || reasons.FromError(err) != metadpb.Reason_REASON_UNSPECIFIED {
+		return err
+	}
+	return &UnansweredError{Err: err, LeaderID: id, LeaderAddr: addr}
 }
