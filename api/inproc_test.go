@@ -16,6 +16,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,6 +52,8 @@ type inprocCluster struct {
 	lis   map[string]*bufconn.Listener // by gRPC address; absent: stopped
 	cuts  map[string]bool              // by gRPC address: unreachable to the other nodes
 	conns map[string][]net.Conn        // the nodes' connections, by gRPC address, for cut
+	// misdirect sends node [0]'s calls to node [1] to this gRPC address.
+	misdirect map[[2]string]string
 }
 
 type inprocNode struct {
@@ -67,12 +70,30 @@ type inprocNode struct {
 	// with a peer secret), peerClient one presenting the peer secret.
 	client, peerClient *grpc.ClientConn
 	stopped            bool
+	// proposals counts the Peer.Propose calls this node served.
+	proposals atomic.Int64
 }
 
-// inprocDirectory is every node's view of the others' gRPC addresses.
-type inprocDirectory struct{ c *inprocCluster }
+func (n *inprocNode) countProposals(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if info.FullMethod == metadpb.Peer_Propose_FullMethodName {
+		n.proposals.Add(1)
+	}
+	return h(ctx, req)
+}
+
+// inprocDirectory is node self's view of the others' gRPC addresses.
+type inprocDirectory struct {
+	c    *inprocCluster
+	self string
+}
 
 func (d inprocDirectory) GRPCAddr(id string) (string, bool) {
+	d.c.mu.Lock()
+	to, ok := d.c.misdirect[[2]string{d.self, id}]
+	d.c.mu.Unlock()
+	if ok {
+		return to, true
+	}
 	for _, n := range d.c.nodes {
 		if n.id == id {
 			return n.addr, true
@@ -88,7 +109,7 @@ func (inprocDirectory) Members() []*metadpb.Member { return nil }
 func newInprocCluster(t *testing.T, space raftstore.SpaceGuard) *inprocCluster {
 	t.Helper()
 	c := &inprocCluster{t: t, log: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		lis: map[string]*bufconn.Listener{}, cuts: map[string]bool{}, conns: map[string][]net.Conn{}}
+		lis: map[string]*bufconn.Listener{}, cuts: map[string]bool{}, misdirect: map[[2]string]string{}, conns: map[string][]net.Conn{}}
 	t.Cleanup(c.close)
 	dir := t.TempDir()
 	var servers []raftstore.Server
@@ -121,7 +142,7 @@ func (c *inprocCluster) start(n *inprocNode) {
 	t.Helper()
 	var err error
 	dialer := grpc.WithContextDialer(c.peerDial)
-	n.peers, err = peer.NewClient(peer.ClientConfig{Directory: inprocDirectory{c},
+	n.peers, err = peer.NewClient(peer.ClientConfig{Directory: inprocDirectory{c, n.id},
 		Credentials: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithPerRPCCredentials(auth.PeerSecretCredentials(inprocSecret)), dialer}})
 	must(t, err)
@@ -139,7 +160,7 @@ func (c *inprocCluster) start(n *inprocNode) {
 	must(t, err)
 	n.api, err = New(cfg, Deps{Store: n.store, Peer: n.peer, Resolver: res, Logger: log, Auth: auth.Settings{PeerSecret: inprocSecret}, Watch: hub})
 	must(t, err)
-	n.grpc = grpc.NewServer(n.api.ServerOptions()...)
+	n.grpc = grpc.NewServer(append(n.api.ServerOptions(), grpc.ChainUnaryInterceptor(n.countProposals))...)
 	n.api.Register(n.grpc)
 	lis := bufconn.Listen(1 << 20)
 	c.mu.Lock()
