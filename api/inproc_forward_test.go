@@ -33,7 +33,7 @@ func TestFollowersFollowAMovingLeader(t *testing.T) {
 	for round := range 3 {
 		old := c.leader()
 		to := c.followers(old)[round%2]
-		resp, err := cluster(old.client).TransferLeadership(ctx, &metadpb.TransferLeadershipRequest{ToNodeId: to.id})
+		resp, err := c.transfer(ctx, old, to.id)
 		if err != nil || resp.LeaderId != to.id {
 			t.Fatalf("round %d: transfer %s → %s: %v, %v", round, old.id, to.id, resp, err)
 		}

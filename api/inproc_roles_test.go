@@ -235,7 +235,7 @@ var rpcRoles = map[string]rpcRole{
 		if x.on == x.leader {
 			to = x.c.followers(x.leader)[0].id
 		}
-		resp, err := x.cluster().TransferLeadership(ctx, &metadpb.TransferLeadershipRequest{ToNodeId: to})
+		resp, err := x.c.transfer(ctx, x.on, to)
 		if err == nil && resp.LeaderId != to {
 			err = fmt.Errorf("leadership went to %q, not %q", resp.LeaderId, to)
 		}

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/api/reasons"
 	"github.com/metad/metad/auth"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/internal/waitfor"
@@ -117,6 +118,9 @@ func newInprocCluster(t *testing.T, space raftstore.SpaceGuard) *inprocCluster {
 		id := fmt.Sprintf("n%d", i+1)
 		cfg := raftstore.DefaultConfig()
 		cfg.NodeID, cfg.DataDir, cfg.BindAddr = id, filepath.Join(dir, id), "127.0.0.1:0"
+		// Generous timings: the machine is shared and -race is slow, and
+		// an election the test did not ask for moves its leader.
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, time.Second
 		cfg.ApplyTimeout, cfg.LeadershipPollInterval = 3*time.Second, 20*time.Millisecond
 		cfg.SnapshotInterval, cfg.SnapshotThreshold = time.Hour, 1<<30
 		cfg.Space = space
@@ -381,4 +385,17 @@ func (c *inprocCluster) raiseLevel() {
 		}
 		return err
 	})
+}
+
+// transfer moves leadership from the node asked (on) to node to, asking
+// again while raft gives the transfer up (CONFIGURATION_REFUSED, which
+// says retry: an election the test did not ask for can cut across it).
+func (c *inprocCluster) transfer(ctx context.Context, on *inprocNode, to string) (*metadpb.TransferLeadershipResponse, error) {
+	for {
+		resp, err := cluster(on.client).TransferLeadership(ctx, &metadpb.TransferLeadershipRequest{ToNodeId: to})
+		if reasons.FromError(err) != metadpb.Reason_CONFIGURATION_REFUSED || ctx.Err() != nil {
+			return resp, err
+		}
+		c.t.Logf("transfer to %s via %s given up by raft, asking again: %v", to, on.id, err)
+	}
 }
