@@ -347,16 +347,6 @@ func (c *inprocCluster) followers(l *inprocNode) []*inprocNode {
 	return out
 }
 
-func (c *inprocCluster) byID(id string) *inprocNode {
-	for _, n := range c.nodes {
-		if n.id == id {
-			return n
-		}
-	}
-	c.t.Fatalf("no node %q", id)
-	return nil
-}
-
 // eventually polls cond until it returns nil, failing the test with its
 // last error after inprocWait.
 func (c *inprocCluster) eventually(what string, cond func() error) {
