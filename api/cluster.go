@@ -54,7 +54,7 @@ func (s *Server) Members(ctx context.Context, req *metadpb.MembersRequest) (*met
 func (s *Server) TransferLeadership(ctx context.Context, req *metadpb.TransferLeadershipRequest) (*metadpb.TransferLeadershipResponse, error) {
 	if !s.store.IsLeader() {
 		var resp *metadpb.TransferLeadershipResponse
-		err := s.onLeader(func(c metadpb.ClusterClient) (err error) {
+		err := s.onLeader(ctx, func(c metadpb.ClusterClient) (err error) {
 			resp, err = c.TransferLeadership(ctx, req)
 			return err
 		})
@@ -86,15 +86,16 @@ func (s *Server) TransferLeadership(ctx context.Context, req *metadpb.TransferLe
 
 // onLeader makes a Cluster call on the leader, for the calls only the
 // leader serves. A call the leader does not answer (unreachable, cut
-// off) is peer.Unanswered: indeterminate, naming the leader asked.
-func (s *Server) onLeader(call func(metadpb.ClusterClient) error) error {
+// off) is peer.Unanswered: indeterminate, naming the leader asked; one
+// cut off by ctx is DEADLINE_EXCEEDED (or CANCELLED), indeterminate too.
+func (s *Server) onLeader(ctx context.Context, call func(metadpb.ClusterClient) error) error {
 	id, addr := s.store.Leader()
 	conn, err := s.peer.LeaderConn()
 	if err != nil {
 		return toStatus(err)
 	}
 	if err := call(metadpb.NewClusterClient(conn)); err != nil {
-		return toStatus(peer.Unanswered(err, id, addr))
+		return toStatus(peer.UnansweredCall(ctx, err, id, addr))
 	}
 	return nil
 }
@@ -106,7 +107,7 @@ func (s *Server) RemovePeer(ctx context.Context, req *metadpb.RemovePeerRequest)
 	}
 	if !s.store.IsLeader() {
 		var resp *metadpb.RemovePeerResponse
-		err := s.onLeader(func(c metadpb.ClusterClient) (err error) {
+		err := s.onLeader(ctx, func(c metadpb.ClusterClient) (err error) {
 			resp, err = c.RemovePeer(ctx, req)
 			return err
 		})
@@ -159,7 +160,7 @@ func (s *Server) Untombstone(ctx context.Context, req *metadpb.UntombstoneReques
 	}
 	if !s.store.IsLeader() {
 		var resp *metadpb.UntombstoneResponse
-		err := s.onLeader(func(c metadpb.ClusterClient) (err error) {
+		err := s.onLeader(ctx, func(c metadpb.ClusterClient) (err error) {
 			resp, err = c.Untombstone(ctx, req)
 			return err
 		})

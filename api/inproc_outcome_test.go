@@ -190,3 +190,24 @@ func TestTransferToAStoppedNodeFailsAtOnce(t *testing.T) {
 	checkWire(t, "TransferLeadership to a stopped node through a follower", err,
 		wireWant{codes.Aborted, metadpb.Reason_CONFIGURATION_REFUSED, true, "", client.ErrConfigurationRefused, ""})
 }
+
+// TestDeadlineOverTheWire: a call the leader does not answer before the
+// call's deadline (the server's default, the caller sent none) comes back
+// DEADLINE_EXCEEDED, indeterminate (the forwarded command may have been
+// committed), whether it was a proposal forwarded by a follower or a
+// Cluster call handed to the leader.
+func TestDeadlineOverTheWire(t *testing.T) {
+	c := newInprocCluster(t, nil)
+	l := c.leader()
+	f := c.followers(l)[0]
+	want := wireWant{codes.DeadlineExceeded, metadpb.Reason_DEADLINE_EXCEEDED, false, "", client.ErrDeadlineExceeded, ""}
+	m := metadpb.Peer_Propose_FullMethodName
+	l.stalled.Store(&m)
+	_, err := metad(f.client).CreateStream(context.Background(), &metadpb.CreateStreamRequest{Name: uniq("s"), RequestId: uniq("r")})
+	checkWire(t, "a write the leader holds past the deadline", err, want)
+	m2 := metadpb.Cluster_RemovePeer_FullMethodName
+	l.stalled.Store(&m2)
+	_, err = cluster(f.client).RemovePeer(context.Background(), &metadpb.RemovePeerRequest{NodeId: "n9"})
+	checkWire(t, "a RemovePeer the leader holds past the deadline", err, want)
+	l.stalled.Store(nil)
+}

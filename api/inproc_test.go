@@ -73,11 +73,20 @@ type inprocNode struct {
 	stopped            bool
 	// proposals counts the Peer.Propose calls this node served.
 	proposals atomic.Int64
+	// stalled, if set, is the full method this node holds until the
+	// call's deadline.
+	stalled atomic.Pointer[string]
 }
 
-func (n *inprocNode) countProposals(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+// intercept counts Peer.Propose calls, and holds a call to the stalled
+// method until its deadline: a leader that never answers in time.
+func (n *inprocNode) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	if info.FullMethod == metadpb.Peer_Propose_FullMethodName {
 		n.proposals.Add(1)
+	}
+	if m := n.stalled.Load(); m != nil && *m == info.FullMethod {
+		<-ctx.Done()
+		return nil, ctx.Err()
 	}
 	return h(ctx, req)
 }
@@ -160,11 +169,14 @@ func (c *inprocCluster) start(n *inprocNode) {
 	n.peer, err = peer.New(peer.DefaultConfig(), peer.Deps{Store: n.store, Repair: rep, Client: n.peers, Logger: log, ToStatus: ToStatus})
 	must(t, err)
 	cfg := DefaultConfig()
+	// A call that comes without a deadline gets 2s (every test call
+	// brings its own but TestDeadlineOverTheWire's).
+	cfg.DefaultTimeout = 2 * time.Second
 	res, err := readpath.New(cfg.Config, readpath.Deps{Store: n.store, Propose: n.peer.Propose, Repair: rep, RepairOnLeader: n.peers.ForwardRepair})
 	must(t, err)
 	n.api, err = New(cfg, Deps{Store: n.store, Peer: n.peer, Resolver: res, Logger: log, Auth: auth.Settings{PeerSecret: inprocSecret}, Watch: hub})
 	must(t, err)
-	n.grpc = grpc.NewServer(append(n.api.ServerOptions(), grpc.ChainUnaryInterceptor(n.countProposals))...)
+	n.grpc = grpc.NewServer(append(n.api.ServerOptions(), grpc.ChainUnaryInterceptor(n.intercept))...)
 	n.api.Register(n.grpc)
 	lis := bufconn.Listen(1 << 20)
 	c.mu.Lock()

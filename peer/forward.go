@@ -66,7 +66,7 @@ func followLeader(ctx context.Context, self string,
 		if err != nil && reasons.FromError(err) == metadpb.Reason_REASON_UNSPECIFIED {
 			// The leader did not answer (unreachable, the call cut
 			// off): the command may have reached its log.
-			return nil, Unanswered(err, nle.LeaderID, nle.LeaderAddr)
+			return nil, unanswered(ctx, err, nle.LeaderID, nle.LeaderAddr)
 		}
 		if reasons.FromError(err) != metadpb.Reason_NOT_LEADER {
 			return res, err
@@ -99,6 +99,26 @@ var ErrUnanswered = errors.New("peer: the leader did not answer")
 
 // Is makes errors.Is(err, ErrUnanswered) true.
 func (e *UnansweredError) Is(target error) bool { return target == ErrUnanswered }
+
+// unanswered is Unanswered, unless the call ran out of time or was
+// cancelled: that is the caller's deadline (DEADLINE_EXCEEDED, also
+// indeterminate), not the leader's silence.
+func unanswered(ctx context.Context, err error, id, addr string) error {
+	if ctx.Err() != nil && reasons.FromError(err) == metadpb.Reason_REASON_UNSPECIFIED {
+		return fmt.Errorf("%w: waiting for the leader %q: %w", ctx.Err(), id, err)
+	}
+	return Unanswered(err, id, addr)
+}
+
+// UnansweredCall is Unanswered for a call made with ctx: a call cut off
+// by ctx's deadline or cancellation is that (context.DeadlineExceeded or
+// context.Canceled wrapped), not an UnansweredError.
+func UnansweredCall(ctx context.Context, err error, id, addr string) error {
+	if err == nil {
+		return nil
+	}
+	return unanswered(ctx, err, id, addr)
+}
 
 // Unanswered wraps a failed call to the leader (id, addr) as an
 // UnansweredError unless the leader answered it with a reason of metad's

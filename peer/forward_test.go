@@ -136,3 +136,18 @@ func TestForwardUnansweredNamesTheLeader(t *testing.T) {
 		t.Fatal("Unanswered(nil) is not nil")
 	}
 }
+
+// TestForwardCutOffByTheDeadlineIsTheDeadline: a forward the caller's
+// deadline cut off is context.DeadlineExceeded (DEADLINE_EXCEEDED in
+// api's table), not the leader's silence.
+func TestForwardCutOffByTheDeadlineIsTheDeadline(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := followLeader(ctx, "n1",
+		func(context.Context) (*fsmpb.Result, error) { return nil, &raftstore.NotLeaderError{LeaderID: "n2"} },
+		func(context.Context, string) (*fsmpb.Result, error) { return nil, status.Error(codes.Canceled, "context canceled") })
+	var ue *UnansweredError
+	if !errors.Is(err, context.Canceled) || errors.As(err, &ue) {
+		t.Fatalf("a forward cut off by the caller: %v; want context.Canceled, not an UnansweredError", err)
+	}
+}
