@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/metad/metad/api/metadpb"
@@ -103,9 +105,23 @@ func (e *UnansweredError) Is(target error) bool { return target == ErrUnanswered
 // unanswered is Unanswered, unless the call ran out of time or was
 // cancelled: that is the caller's deadline (DEADLINE_EXCEEDED, also
 // indeterminate), not the leader's silence.
+//
+// The deadline travels with the call, so the leader may give up on it a
+// moment before this node's own timer fires: a bare DEADLINE_EXCEEDED or
+// CANCELLED status is the same cut-off, seen from the other side.
 func unanswered(ctx context.Context, err error, id, addr string) error {
-	if ctx.Err() != nil && reasons.FromError(err) == metadpb.Reason_REASON_UNSPECIFIED {
-		return fmt.Errorf("%w: waiting for the leader %q: %w", ctx.Err(), id, err)
+	if reasons.FromError(err) != metadpb.Reason_REASON_UNSPECIFIED {
+		return err
+	}
+	cause := ctx.Err()
+	switch status.Code(err) {
+	case codes.DeadlineExceeded:
+		cause = context.DeadlineExceeded
+	case codes.Canceled:
+		cause = context.Canceled
+	}
+	if cause != nil {
+		return fmt.Errorf("%w: waiting for the leader %q: %w", cause, id, err)
 	}
 	return Unanswered(err, id, addr)
 }

@@ -145,7 +145,9 @@ func TestForwardCutOffByTheDeadlineIsTheDeadline(t *testing.T) {
 	cancel()
 	_, err := followLeader(ctx, "n1",
 		func(context.Context) (*fsmpb.Result, error) { return nil, &raftstore.NotLeaderError{LeaderID: "n2"} },
-		func(context.Context, string) (*fsmpb.Result, error) { return nil, status.Error(codes.Canceled, "context canceled") })
+		func(context.Context, string) (*fsmpb.Result, error) {
+			return nil, status.Error(codes.Canceled, "context canceled")
+		})
 	var ue *UnansweredError
 	if !errors.Is(err, context.Canceled) || errors.As(err, &ue) {
 		t.Fatalf("a forward cut off by the caller: %v; want context.Canceled, not an UnansweredError", err)
