@@ -580,7 +580,7 @@ func (s *Store) TransferLeadership(ctx context.Context, toID string) error {
 	case errors.Is(err, raft.ErrNotLeader):
 		return s.notLeaderError()
 	case err != nil:
-		return fmt.Errorf("raftstore: leadership transfer to %q: %w", toID, err)
+		return fmt.Errorf("%w: to %q: %w", ErrTransferFailed, toID, err)
 	}
 	return nil
 }
