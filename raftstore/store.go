@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,6 +140,10 @@ func open(cfg Config, peers Peers, logger *slog.Logger, o openOptions) (*Store, 
 	if err != nil {
 		return nil, err
 	}
+	if err := d.checkNodeID(cfg.NodeID); err != nil {
+		d.close()
+		return nil, err
+	}
 	if faults.Bug("lose-append") {
 		dropLastAppend(d.log, logger)
 	}
@@ -156,10 +161,11 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: log cache: %w", err)
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hlog.Named("snapshot"))
+	files, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hlog.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: snapshot store: %w", err)
 	}
+	snaps := &checkedSnapshots{SnapshotStore: files, dir: filepath.Join(cfg.DataDir, "snapshots"), f: d.failure}
 	ident := &identity{recorded: cfg.ClusterID}
 	trans := o.transport
 	if trans == nil {
@@ -180,6 +186,15 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 	}
 	r, err := newRaft(cfg.raftConfig(hlog), adapter, logs, d.raftStable, snaps, trans)
 	if err != nil {
+		if c, ok := trans.(raft.WithClose); ok {
+			c.Close()
+		}
+		return nil, fmt.Errorf("raftstore: start raft: %w", err)
+	}
+	if err := d.failure.err(); err != nil {
+		// A snapshot or an entry read at start was corrupt (raft may have
+		// gone on with an older snapshot): never serve from it.
+		_ = r.Shutdown().Error()
 		if c, ok := trans.(raft.WithClose); ok {
 			c.Close()
 		}

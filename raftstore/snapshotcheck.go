@@ -1,0 +1,68 @@
+package raftstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/hashicorp/raft"
+)
+
+// ErrCorruptSnapshot: a raft snapshot in the data dir could not be read
+// back: its CRC-64 (raft's file snapshot store checks the whole state file
+// against meta.json when it opens one) or its meta.json is wrong, or its
+// state file is gone.
+var ErrCorruptSnapshot = errors.New("raftstore: corrupt raft snapshot")
+
+// CorruptSnapshotError names the snapshot's directory; it matches
+// ErrCorruptSnapshot and unwraps to what the store reported.
+type CorruptSnapshotError struct {
+	Path string
+	Err  error
+}
+
+func (e *CorruptSnapshotError) Error() string {
+	return fmt.Sprintf("raftstore: raft snapshot %s cannot be read back: %v; this node stops rather than restore or send it; "+
+		"wipe this node's data dir and let it rejoin, it receives the state by snapshot from the leader", e.Path, e.Err)
+}
+
+func (e *CorruptSnapshotError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrCorruptSnapshot) true.
+func (e *CorruptSnapshotError) Is(target error) bool { return target == ErrCorruptSnapshot }
+
+// checkedSnapshots latches a snapshot that fails to open (diskFailure):
+// raft would otherwise restore an older snapshot at start (over a log
+// compacted past it) or retry sending a corrupt one to a follower forever.
+// A snapshot reaped while it was being opened is not corruption.
+type checkedSnapshots struct {
+	raft.SnapshotStore
+	dir string // the snapshot store's directory (snapshots/)
+	f   *diskFailure
+}
+
+func (c *checkedSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	meta, rc, err := c.SnapshotStore.Open(id)
+	if err == nil || errors.Is(err, fs.ErrNotExist) && !c.exists(id) {
+		return meta, rc, err
+	}
+	ce := &CorruptSnapshotError{Path: filepath.Join(c.dir, id), Err: err}
+	c.f.corrupt(ce)
+	return nil, nil, ce
+}
+
+// exists reports whether snapshot id is still listed.
+func (c *checkedSnapshots) exists(id string) bool {
+	list, err := c.SnapshotStore.List()
+	if err != nil {
+		return true
+	}
+	for _, m := range list {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
+}
