@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/raft"
@@ -51,6 +52,54 @@ func (c *checkedSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, e
 	ce := &CorruptSnapshotError{Path: filepath.Join(c.dir, id), Err: err}
 	c.f.corrupt(ce)
 	return nil, nil, ce
+}
+
+// Create's sink removes its temporary directory when Close fails: raft's
+// file sink leaves it behind when meta.json cannot be written (a full
+// disk), and the store skips such directories forever after.
+func (c *checkedSnapshots) Create(version raft.SnapshotVersion, index, term uint64, conf raft.Configuration,
+	confIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	sink, err := c.SnapshotStore.Create(version, index, term, conf, confIndex, trans)
+	if err != nil {
+		return nil, err
+	}
+	return &cleanSink{SnapshotSink: sink, tmp: filepath.Join(c.dir, sink.ID()+tmpSnapshotSuffix)}, nil
+}
+
+// tmpSnapshotSuffix is how raft's file snapshot store names a snapshot
+// being written.
+const tmpSnapshotSuffix = ".tmp"
+
+type cleanSink struct {
+	raft.SnapshotSink
+	tmp string
+}
+
+func (s *cleanSink) Close() error {
+	err := s.SnapshotSink.Close()
+	if err != nil {
+		// Gone already if the rename into place succeeded.
+		if rmErr := os.RemoveAll(s.tmp); rmErr != nil {
+			return errors.Join(err, rmErr)
+		}
+	}
+	return err
+}
+
+// removeHalfWritten removes the snapshots a crash left half-written under
+// dir (raft's store never reads them, nor deletes them), before the store
+// opens; it returns what it removed.
+func removeHalfWritten(dir string) ([]string, error) {
+	tmps, err := filepath.Glob(filepath.Join(dir, "*"+tmpSnapshotSuffix))
+	if err != nil {
+		return nil, err
+	}
+	for _, tmp := range tmps {
+		if err := os.RemoveAll(tmp); err != nil {
+			return nil, fmt.Errorf("raftstore: remove half-written snapshot: %w", err)
+		}
+	}
+	return tmps, nil
 }
 
 // exists reports whether snapshot id is still listed.

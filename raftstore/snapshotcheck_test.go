@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/raft"
 )
 
 // A byte flipped in the newest raft snapshot's state file stops the node
@@ -68,4 +70,49 @@ func TestRaftStateRecordsItsNodeID(t *testing.T) {
 	}
 	c.start(0)
 	c.leader()
+}
+
+// A snapshot a crash left half-written is removed when the store opens;
+// a complete one stays.
+func TestHalfWrittenSnapshotIsRemovedAtOpen(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	s := c.store(0)
+	c.propose(createStream("a"))
+	if err := s.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(c.nodes[0].cfg.DataDir, "snapshots")
+	c.stop(0)
+	tmp := filepath.Join(dir, "2-9-1796223268187.tmp")
+	if err := os.MkdirAll(tmp, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "state.bin"), []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.start(0)
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("half-written snapshot still there: %v", err)
+	}
+	if list, err := c.store(0).snaps.List(); err != nil || len(list) != 1 {
+		t.Fatalf("complete snapshots after open: %v, %v; want the one", list, err)
+	}
+}
+
+// failingSink is a sink whose Close fails after leaving its directory.
+type failingSink struct{ raft.SnapshotSink }
+
+func (failingSink) Close() error { return errors.New("write meta.json: no space left on device") }
+
+func TestFailedSnapshotCloseLeavesNoDirectory(t *testing.T) {
+	tmp := filepath.Join(t.TempDir(), "2-9-1.tmp")
+	if err := os.MkdirAll(tmp, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&cleanSink{SnapshotSink: failingSink{}, tmp: tmp}).Close(); err == nil {
+		t.Fatal("the failure was lost")
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a failed snapshot left %s behind: %v", tmp, err)
+	}
 }

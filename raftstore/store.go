@@ -161,6 +161,13 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: log cache: %w", err)
 	}
+	removed, err := removeHalfWritten(filepath.Join(cfg.DataDir, "snapshots"))
+	if err != nil {
+		return nil, err
+	}
+	for _, tmp := range removed {
+		logger.Warn("raftstore: removed a snapshot a crash left half-written", "path", tmp)
+	}
 	files, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hlog.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: snapshot store: %w", err)
