@@ -68,10 +68,10 @@ func TestDiskFullMustBite(t *testing.T) {
 	}
 	ok := history.Op{Kind: history.KindAppend, Status: history.OK, Call: 150, Return: 160}
 	for _, c := range []struct {
-		name   string
-		h      history.History
+		name    string
+		h       history.History
 		invalid string // "" valid, else a word the reason holds
-		counts map[int]int
+		counts  map[int]int
 	}{
 		{"the leader's disk refused a write", history.History{Faults: []history.Fault{leader, follower}, Ops: []history.Op{ok, refusal(150, 199)}}, "", map[int]int{0: 1}},
 		{"a refusal returned as the fault began", history.History{Faults: []history.Fault{leader}, Ops: []history.Op{refusal(50, 100)}}, "", map[int]int{0: 1}},
