@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -52,20 +53,28 @@ func (s *Server) Members(ctx context.Context, req *metadpb.MembersRequest) (*met
 // TransferLeadership implements the Cluster service (on the leader).
 func (s *Server) TransferLeadership(ctx context.Context, req *metadpb.TransferLeadershipRequest) (*metadpb.TransferLeadershipResponse, error) {
 	if !s.store.IsLeader() {
-		conn, err := s.peer.LeaderConn()
-		if err != nil {
-			return nil, toStatus(err)
-		}
-		return metadpb.NewClusterClient(conn).TransferLeadership(ctx, req)
+		var resp *metadpb.TransferLeadershipResponse
+		err := s.onLeader(ctx, func(c metadpb.ClusterClient) (err error) {
+			resp, err = c.TransferLeadership(ctx, req)
+			return err
+		})
+		return resp, err
 	}
-	old := s.store.ID()
+	old, term := s.store.ID(), s.store.Term()
 	if err := s.store.TransferLeadership(ctx, req.ToNodeId); err != nil {
 		return nil, toStatus(err)
 	}
-	// Answer with the new leader once this node has heard of it.
+	// Answer with the new leader once this node has heard of it. Raft
+	// may abandon the transfer after this node stepped down (the target
+	// never won its election) and elect this node again: it then leads
+	// at a newer term, and no other leader is coming.
 	for {
 		if id, _ := s.store.Leader(); id != "" && id != old {
 			return &metadpb.TransferLeadershipResponse{LeaderId: id}, nil
+		}
+		if now := s.store.Term(); now > term && s.store.IsLeader() {
+			return nil, toStatus(fmt.Errorf("%w: to %q: raft abandoned it and %s leads again at term %d",
+				raftstore.ErrTransferFailed, req.ToNodeId, old, now))
 		}
 		select {
 		case <-ctx.Done():
@@ -75,17 +84,34 @@ func (s *Server) TransferLeadership(ctx context.Context, req *metadpb.TransferLe
 	}
 }
 
+// onLeader makes a Cluster call on the leader, for the calls only the
+// leader serves. A call the leader does not answer (unreachable, cut
+// off) is peer.Unanswered: indeterminate, naming the leader asked; one
+// cut off by ctx is DEADLINE_EXCEEDED (or CANCELLED), indeterminate too.
+func (s *Server) onLeader(ctx context.Context, call func(metadpb.ClusterClient) error) error {
+	id, addr := s.store.Leader()
+	conn, err := s.peer.LeaderConn()
+	if err != nil {
+		return toStatus(err)
+	}
+	if err := call(metadpb.NewClusterClient(conn)); err != nil {
+		return toStatus(peer.UnansweredCall(ctx, err, id, addr))
+	}
+	return nil
+}
+
 // RemovePeer implements the Cluster service (on the leader).
 func (s *Server) RemovePeer(ctx context.Context, req *metadpb.RemovePeerRequest) (*metadpb.RemovePeerResponse, error) {
 	if req.NodeId == "" {
 		return nil, invalidArgument("node_id", "required")
 	}
 	if !s.store.IsLeader() {
-		conn, err := s.peer.LeaderConn()
-		if err != nil {
-			return nil, toStatus(err)
-		}
-		return metadpb.NewClusterClient(conn).RemovePeer(ctx, req)
+		var resp *metadpb.RemovePeerResponse
+		err := s.onLeader(ctx, func(c metadpb.ClusterClient) (err error) {
+			resp, err = c.RemovePeer(ctx, req)
+			return err
+		})
+		return resp, err
 	}
 	servers, err := s.store.Configuration()
 	if err != nil {
@@ -133,11 +159,12 @@ func (s *Server) Untombstone(ctx context.Context, req *metadpb.UntombstoneReques
 		return nil, invalidArgument("node_id", "required")
 	}
 	if !s.store.IsLeader() {
-		conn, err := s.peer.LeaderConn()
-		if err != nil {
-			return nil, toStatus(err)
-		}
-		return metadpb.NewClusterClient(conn).Untombstone(ctx, req)
+		var resp *metadpb.UntombstoneResponse
+		err := s.onLeader(ctx, func(c metadpb.ClusterClient) (err error) {
+			resp, err = c.Untombstone(ctx, req)
+			return err
+		})
+		return resp, err
 	}
 	version, err := s.peer.Untombstone(ctx, req.NodeId)
 	var none *peer.NoRemovalError

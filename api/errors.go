@@ -38,6 +38,8 @@ var failureTable = []struct {
 	{raftstore.ErrNoLeader, metadpb.Reason_NO_LEADER, ""},
 	{raftstore.ErrNotReady, metadpb.Reason_NOT_READY, ""},
 	{raftstore.ErrLeadershipLost, metadpb.Reason_LEADERSHIP_LOST, ""},
+	{peer.ErrUnanswered, metadpb.Reason_LEADERSHIP_LOST, ""},
+	{raftstore.ErrTransferFailed, metadpb.Reason_CONFIGURATION_REFUSED, ""},
 	{raftstore.ErrTimeout, metadpb.Reason_COMMIT_TIMEOUT, ""},
 	{raftstore.ErrClosed, metadpb.Reason_SHUTTING_DOWN, ""},
 	{raftstore.ErrOverloaded, metadpb.Reason_OVERLOADED, ""},
@@ -117,10 +119,15 @@ func toStatus(err error) error {
 			spec := reasons.Of(row.reason).Spec
 			if !errors.Is(row.err, context.DeadlineExceeded) && !errors.Is(row.err, context.Canceled) {
 				// raftstore knows whether the command reached the log.
-				spec.Definite = !raftstore.Indeterminate(err)
+				spec.Definite = !raftstore.Indeterminate(err) && !errors.Is(err, peer.ErrUnanswered)
 			}
 			return build(row.reason, spec, err.Error(), row.field, err, nil)
 		}
+	}
+	if st, ok := status.FromError(err); ok {
+		// A status wrapped by an error no row names: the status inside
+		// (its code and details), with the wrapping message.
+		return st.Err()
 	}
 	return build(metadpb.Reason_INTERNAL, reasons.Of(metadpb.Reason_INTERNAL).Spec, err.Error(), "", err, nil)
 }
@@ -144,6 +151,10 @@ func build(r metadpb.Reason, spec reasons.Spec, msg, field string, cause error, 
 	var nle *raftstore.NotLeaderError
 	if errors.As(cause, &nle) {
 		meta["leader_id"], meta["leader_addr"] = nle.LeaderID, nle.LeaderAddr
+	}
+	var unanswered *peer.UnansweredError
+	if errors.As(cause, &unanswered) {
+		meta["leader_id"], meta["leader_addr"] = unanswered.LeaderID, unanswered.LeaderAddr
 	}
 	var mismatch *peer.ClusterIDMismatchError
 	if errors.As(cause, &mismatch) {
@@ -187,12 +198,18 @@ func boolString(b bool) string {
 	return "false"
 }
 
-// asStatus returns the gRPC status an error carries, if it carries one.
+// asStatus returns the gRPC status err is, if it is one itself. An error
+// that merely wraps a status (a sentinel of the layers below around a
+// forwarded call's answer) is not: it is classified by the table, whose
+// sentinel says more than the status inside (status.FromError would
+// unwrap it and lose that).
 func asStatus(err error) (*status.Status, bool) {
-	if err == nil {
+	se, ok := err.(interface{ GRPCStatus() *status.Status }) //nolint:errorlint // the error itself, not what it wraps
+	if !ok {
 		return nil, false
 	}
-	return status.FromError(err)
+	st := se.GRPCStatus()
+	return st, st != nil
 }
 
 // reasonOf returns the reason of a status error (REASON_UNSPECIFIED if it

@@ -57,3 +57,43 @@ func TestClusterChangeErrorsAreClassified(t *testing.T) {
 		}
 	}
 }
+
+// TestWrappedStatusKeepsTheWrappersClass: an error that wraps a status
+// (a leader's answer) inside a sentinel of the layers below is classified
+// by the sentinel, not passed off as the status inside; a wrapped status
+// no row names keeps the status inside (code, reason), with the wrapper's
+// message.
+func TestWrappedStatusKeepsTheWrappersClass(t *testing.T) {
+	inner := status.Error(codes.DeadlineExceeded, "transport: deadline")
+	st, _ := status.FromError(toStatus(fmt.Errorf("%w: %w", raftstore.ErrNotReady, inner)))
+	if info := errorInfo(st); st.Code() != codes.Unavailable || info == nil || info.Reason != metadpb.Reason_NOT_READY.String() {
+		t.Fatalf("ErrNotReady around a bare status: %v %v; want NOT_READY", st.Code(), info)
+	}
+	leader := fail(metadpb.Reason_NOT_LEADER, "not the leader", "")
+	wrapped := fmt.Errorf("%w: %w", peer.ErrTooManyForwards, leader)
+	st, _ = status.FromError(toStatus(wrapped))
+	if info := errorInfo(st); info == nil || info.Reason != metadpb.Reason_NOT_LEADER.String() || st.Message() != wrapped.Error() {
+		t.Fatalf("ErrTooManyForwards: %v %q; want the leader's NOT_LEADER with the wrapper's message", info, st.Message())
+	}
+}
+
+// TestUnansweredIsIndeterminateLeadershipLost: a call the leader never
+// answered is LEADERSHIP_LOST, not definite, naming the leader asked.
+func TestUnansweredIsIndeterminateLeadershipLost(t *testing.T) {
+	err := peer.Unanswered(status.Error(codes.Unavailable, "connection refused"), "n2", "127.0.0.1:9")
+	st, _ := status.FromError(toStatus(err))
+	info := errorInfo(st)
+	if st.Code() != codes.Unavailable || info == nil || info.Reason != metadpb.Reason_LEADERSHIP_LOST.String() ||
+		info.Metadata["definite"] != "false" || info.Metadata["leader_id"] != "n2" || info.Metadata["leader_addr"] != "127.0.0.1:9" {
+		t.Fatalf("unanswered: %v %v; want an indeterminate LEADERSHIP_LOST naming n2", st.Code(), info)
+	}
+}
+
+func errorInfo(st *status.Status) *errdetails.ErrorInfo {
+	for _, d := range st.Details() {
+		if i, ok := d.(*errdetails.ErrorInfo); ok {
+			return i
+		}
+	}
+	return nil
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/metad/metad/client"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
+	"github.com/metad/metad/peer"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/resolver"
 	"github.com/metad/metad/watch"
@@ -316,13 +317,17 @@ func TestEveryRejectCodeHasAReason(t *testing.T) {
 
 // TestEveryFailureRowIsDefiniteUnlessRaftSaysSo: a failure-table error
 // that raftstore did not mark indeterminate leaves definite, whatever the
-// row's usual form; context errors keep their row's (indeterminate).
+// row's usual form; context errors keep their row's (indeterminate), and
+// so does a call the leader never answered (peer.ErrUnanswered).
 func TestEveryFailureRowIsDefiniteUnlessRaftSaysSo(t *testing.T) {
 	for _, row := range failureTable {
 		got, _ := client.AsError(client.FromStatus(toStatus(fmt.Errorf("x: %w", row.err))))
 		want := true
 		if errors.Is(row.err, context.DeadlineExceeded) || errors.Is(row.err, context.Canceled) {
 			want = reasons.Of(row.reason).Definite
+		}
+		if errors.Is(row.err, peer.ErrUnanswered) {
+			want = false
 		}
 		if got == nil || got.Reason != row.reason.String() || got.Definite != want {
 			t.Errorf("%v: got %+v, want %s definite=%v", row.err, got, row.reason, want)

@@ -248,10 +248,8 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 // this node is ready (readiness.go: a member of the configuration, a
 // leader known, applied close to the leader's commit index).
 func (s *Server) RunHealth(ctx context.Context) {
-	t := s.clock.NewTimer(s.cfg.HealthInterval)
-	defer t.Stop()
 	last := healthpb.HealthCheckResponse_UNKNOWN
-	for {
+	clock.Every(ctx, s.clock, s.cfg.HealthInterval, func() bool {
 		s.checkWatchLiveness(s.store.Status(), s.clock.Now())
 		want := healthpb.HealthCheckResponse_NOT_SERVING
 		ok, reason := s.ready(ctx)
@@ -266,14 +264,9 @@ func (s *Server) RunHealth(ctx context.Context) {
 			}
 			last = want
 		}
-		select {
-		case <-ctx.Done():
-			s.health.Shutdown()
-			return
-		case <-t.C():
-			t.Reset(s.cfg.HealthInterval)
-		}
-	}
+		return true
+	})
+	s.health.Shutdown()
 }
 
 // Serving reports the current health verdict.

@@ -7,7 +7,10 @@
 // them. The resolver, a pure core, is handed a Clock and never names Real.
 package clock
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Clock tells the time and makes timers.
 type Clock interface {
@@ -23,6 +26,23 @@ type Timer interface {
 	Reset(d time.Duration)
 	// Stop prevents a pending fire.
 	Stop()
+}
+
+// Every runs step at once, then again d after each run began (on c),
+// until step returns false or ctx ends: the one shape of metad's polling
+// loops. Runs never overlap; a step that takes longer than d is followed
+// by the next at once.
+func Every(ctx context.Context, c Clock, d time.Duration, step func() bool) {
+	t := c.NewTimer(d)
+	defer t.Stop()
+	for step() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			t.Reset(d)
+		}
+	}
 }
 
 // After returns a channel that delivers c's time once d has passed on c,

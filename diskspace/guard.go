@@ -155,17 +155,7 @@ func (g *Guard) Describe() string {
 
 // Run checks every Interval until ctx ends.
 func (g *Guard) Run(ctx context.Context) {
-	t := g.clock.NewTimer(g.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-		g.Check()
-		t.Reset(g.cfg.Interval)
-	}
+	clock.Every(ctx, g.clock, g.cfg.Interval, func() bool { g.Check(); return true })
 }
 
 // Bytes formats n in binary units for messages.

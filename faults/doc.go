@@ -30,6 +30,11 @@
 //	               with only the first half of its appends and answers as
 //	               if all committed (raftstore/faults_on.go): the harness's
 //	               G16 must see the object in some of its streams only
+//	retry-fsync    a failed write or fsync of the raft log is returned to
+//	               raft and written again instead of stopping the node
+//	               (raftstore/durable.go): after a failed fsync dropped an
+//	               entry, later entries land behind the hole and are lost
+//	               on restart
 //
 // and the HTTP admin address serves POST /debug/faults/clock-offset?d=5s,
 // which shifts the wall clock this node stamps commands with.

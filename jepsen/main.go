@@ -125,6 +125,9 @@ func run(ctx context.Context, o options, stdout io.Writer) (bool, error) {
 			return false, err
 		}
 	}
+	if err := checkDiskFlags(cells, os.Geteuid()); err != nil {
+		return false, err
+	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return false, err
 	}
@@ -226,4 +229,17 @@ func storeFlags(o options) string {
 		s += fmt.Sprintf(" --false-reports %d", o.falseReps)
 	}
 	return s
+}
+
+// checkDiskFlags refuses the disk-full nemesis (in any cell) unless the
+// harness runs as root: it mounts a filesystem for each node's data dir,
+// and a run that skipped the fault would pass having tested nothing.
+func checkDiskFlags(cells []cell, euid int) error {
+	for _, c := range cells {
+		if nemesis.NeedsOwnDisks(c.nemesis) && euid != 0 {
+			return fmt.Errorf("could not run: --nemesis %s mounts a %d MiB tmpfs for each node's data dir, which needs root (running as uid %d)",
+				nemesis.DiskFull, nemesis.DiskSize>>20, euid)
+		}
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,12 +102,25 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 		return report.Result{}, err
 	}
 	start := time.Now()
-	cl, err := cluster.New(cluster.Config{Binary: cfg.Binary, Dir: filepath.Join(cfg.Dir, "cluster"), Nodes: cfg.Nodes,
-		Faults: cfg.Bugs, Extra: serverFlags, TLS: cfg.TLS, Store: cfg.Store})
+	ccfg := cluster.Config{Binary: cfg.Binary, Dir: filepath.Join(cfg.Dir, "cluster"), Nodes: cfg.Nodes,
+		Faults: cfg.Bugs, Extra: serverFlags, TLS: cfg.TLS, Store: cfg.Store}
+	if nemesis.NeedsOwnDisks(cfg.Nemesis) {
+		// Each data dir on its own small filesystem, and a reserve the
+		// nemesis's ballast can take the free space below.
+		ccfg.DiskSize = nemesis.DiskSize
+		ccfg.Extra = append(slices.Clone(serverFlags), "--disk-reserve", fmt.Sprint(nemesis.DiskReserve))
+	}
+	cl, err := cluster.New(ccfg)
 	if err != nil {
 		return report.Result{}, err
 	}
-	defer cl.Close()
+	defer func() {
+		// Always, on failure too: the nodes stop and their filesystems
+		// are unmounted (lazily if busy).
+		if err := cl.Close(); err != nil {
+			cfg.Log.Error("closing the cluster", "err", err)
+		}
+	}()
 	if err := cl.StartAll(); err != nil {
 		return report.Result{}, err
 	}
@@ -151,6 +165,15 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 	res.Seconds = time.Since(start).Seconds()
 	if err := report.Write(cfg.Dir, h, res); err != nil {
 		return res, err
+	}
+	if cfg.Keep && cl.OwnDisks() {
+		// The data dirs live on filesystems Close unmounts.
+		for i := range cl.Nodes {
+			cl.Kill(i)
+		}
+		if err := cl.SaveDisks(); err != nil {
+			cfg.Log.Error("keeping the data dirs", "err", err)
+		}
 	}
 	if !cfg.Keep {
 		cfg.cleanup(cl)
@@ -279,11 +302,14 @@ func drive(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	return finalHeal.UnixNano()
 }
 
-// healAll ends every fault: network healed, processes resumed or
-// restarted, clocks reset, the object store back.
+// healAll ends every fault: network healed, disks freed, processes
+// resumed or restarted, clocks reset, the object store back.
 func healAll(ctx context.Context, cl *cluster.Cluster) {
 	if err := cl.Store.Heal(); err != nil {
 		slog.Error("heal: object store", "err", err)
+	}
+	if err := cl.FreeAll(); err != nil {
+		slog.Error("heal: freeing the disks", "err", err)
 	}
 	cl.HealNetwork()
 	for i := range cl.Nodes {
@@ -379,6 +405,7 @@ func check(cfg RunConfig, h history.History, conv report.Convergence, finalHeal 
 		res.Anomalies = append(res.Anomalies, model.Anomaly{Check: "converge", Op: -1, Detail: conv.Detail})
 	}
 	res.Invalid = report.Validity(h, cfg.MinOps, finalHeal)
+	res.Invalid = append(res.Invalid, report.DiskFullValidity(h)...)
 	if lin.Result == "Unknown" {
 		res.Invalid = append(res.Invalid, "linearizability check timed out")
 	}

@@ -57,3 +57,31 @@ func TestCrashedServerIsAnAnomaly(t *testing.T) {
 		t.Fatalf("crashes = %+v, want one naming n2's panic", got)
 	}
 }
+
+// The disk-full nemesis is refused, naming root, unless the harness runs
+// as root: in a run and in the full matrix (it mounts a filesystem per
+// node); the smoke matrix and other nemeses need nothing.
+func TestDiskFullNeedsRoot(t *testing.T) {
+	full, err := matrixCells("full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	smoke, _ := matrixCells("smoke")
+	disk := []cell{{nemesis: []string{"disk-full", "kill"}, profile: "stream"}}
+	for _, c := range []struct {
+		name  string
+		cells []cell
+		euid  int
+		fails bool
+	}{
+		{"a disk-full run, not root", disk, 1000, true},
+		{"the full matrix, not root", full, 1000, true},
+		{"a disk-full run as root", disk, 0, false},
+		{"the smoke matrix, not root", smoke, 1000, false},
+	} {
+		err := checkDiskFlags(c.cells, c.euid)
+		if c.fails != (err != nil) || err != nil && !strings.Contains(err.Error(), "needs root") {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}

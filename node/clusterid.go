@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/raftstore"
@@ -130,20 +131,13 @@ func (n *Server) checkClusterID() error {
 // interval, and stops the node on a mismatch (a snapshot or log of
 // another cluster reached this node).
 func (n *Server) watchClusterID(ctx context.Context, every time.Duration) {
-	t := serverClock.NewTimer(every)
-	defer t.Stop()
-	for {
+	clock.Every(ctx, serverClock, every, func() bool {
 		if err := n.checkClusterID(); err != nil {
 			n.serveErr <- err
-			return
+			return false
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			t.Reset(every)
-		}
-	}
+		return true
+	})
 }
 
 // clusterIDRecorder records the cluster id in the data dir as the command

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/metad/metad/clock"
 )
 
 // leaderLogSize is how many leader changes the status page lists: enough
@@ -62,16 +64,9 @@ func (l *leaderLog) recent() []leaderChange {
 // watchLeader feeds n.leaders from the store's view of the leader every
 // health interval until ctx ends.
 func (n *Server) watchLeader(ctx context.Context, every time.Duration) {
-	t := serverClock.NewTimer(every)
-	defer t.Stop()
-	for {
+	clock.Every(ctx, serverClock, every, func() bool {
 		id, _ := n.store.Leader()
 		n.leaders.observe(id, n.store.Term(), serverClock.Now())
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			t.Reset(every)
-		}
-	}
+		return true
+	})
 }

@@ -290,6 +290,8 @@ func (n *Server) startServing(reg *prometheus.Registry) error {
 		select {
 		case err := <-n.store.Halted():
 			n.serveErr <- fmt.Errorf("raft: %w", err)
+		case err := <-n.store.DiskFailed():
+			n.serveErr <- err
 		case <-ctx.Done():
 		}
 	})
@@ -345,9 +347,7 @@ const featureLevelInterval = 5 * time.Second
 // id as soon as the level allows (peer.Node.EnsureClusterID); it ends when
 // the level is the highest this binary knows and the id is set.
 func (n *Server) raiseFeatureLevel(ctx context.Context) {
-	t := serverClock.NewTimer(featureLevelInterval)
-	defer t.Stop()
-	for {
+	clock.Every(ctx, serverClock, featureLevelInterval, func() bool {
 		level, err := n.peer.RaiseFeatureLevel(ctx)
 		id := ""
 		if err == nil && level >= 2 {
@@ -355,17 +355,12 @@ func (n *Server) raiseFeatureLevel(ctx context.Context) {
 		}
 		switch {
 		case err == nil && level >= fsm.MaxLevel && id != "":
-			return
+			return false
 		case err != nil && ctx.Err() == nil:
 			n.log.Debug("feature level or cluster id not set yet", "level", level, "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			t.Reset(featureLevelInterval)
-		}
-	}
+		return true
+	})
 }
 
 // hooks are membership's ties to this node's Raft store and peers. They

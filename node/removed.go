@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/membership"
 )
 
@@ -18,23 +19,16 @@ const removedCheckInterval = 5 * time.Second
 // never add it back. Serving on as if it were a member would only confuse
 // clients and balancers; its raft state is the removed server's.
 func (n *Server) watchRemoval(ctx context.Context) {
-	t := serverClock.NewTimer(removedCheckInterval)
-	defer t.Stop()
-	for {
+	clock.Every(ctx, serverClock, removedCheckInterval, func() bool {
 		if t, removed := n.removedBy(ctx); removed {
 			n.serveErr <- fmt.Errorf("this server (node id %s, incarnation %s) was removed from the cluster by an operator (tombstone at index %d%s); "+
 				"to rejoin, stop it, delete its data dir %s and start it again with --join: it then joins as a new incarnation; "+
 				"or lift the tombstone with `metad raft untombstone %s` and restart it",
 				n.cfg.NodeID, n.incarnation, t.Version, tombstoneScope(t.Tombstone), n.cfg.DataDir, n.cfg.NodeID)
-			return
+			return false
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			t.Reset(removedCheckInterval)
-		}
-	}
+		return true
+	})
 }
 
 func tombstoneScope(t membership.Tombstone) string {

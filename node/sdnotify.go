@@ -84,26 +84,19 @@ func (n *notifier) markStopping() {
 // announceReady waits until the node serves, then tells the service
 // manager, once. It polls the health verdict every interval until ctx ends.
 func (n *Server) announceReady(ctx context.Context, interval time.Duration) {
-	t := serverClock.NewTimer(interval)
-	defer t.Stop()
 	waiting := ""
-	for {
+	clock.Every(ctx, serverClock, interval, func() bool {
 		if n.api.Serving() {
 			id, _ := n.store.Leader()
 			n.notify.markReady(fmt.Sprintf("serving; leader %s", id))
-			return
+			return false
 		}
 		if s := n.waitingFor(); s != waiting {
 			n.notify.status(s)
 			waiting = s
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			t.Reset(interval)
-		}
-	}
+		return true
+	})
 }
 
 // waitingFor says what keeps the node from serving.

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/metad/metad/auth"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/raftstore"
 	"github.com/metad/metad/tlsconfig"
 )
@@ -250,20 +251,13 @@ func (s *security) reload(why string) {
 // file every ReloadInterval until ctx ends; a file that does not load is
 // logged and what is in use stays.
 func (n *Server) watchFiles(ctx context.Context) {
-	t := serverClock.NewTimer(n.sec.cfg.ReloadInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			t.Reset(n.sec.cfg.ReloadInterval)
-		}
+	clock.Every(ctx, serverClock, n.sec.cfg.ReloadInterval, func() bool {
 		n.sec.poll()
 		if n.gossipKeys != nil {
 			n.gossipKeys.reload("file changed")
 		}
-	}
+		return true
+	})
 }
 
 // Reload re-reads the TLS certificate, key and CA bundle, the tokens file

@@ -16,7 +16,11 @@
 // while a forward was under way answers NOT_LEADER naming the next, which
 // is followed, at most MaxForwards forwards in all; then the proposal
 // fails with ErrTooManyForwards wrapping the last NOT_LEADER, which the
-// client retries. A forwarded command is encoded once, by the follower;
+// client retries. A forward the leader never answers (unreachable, the
+// connection cut) is an UnansweredError naming that leader: the command
+// may have been committed, so api says LEADERSHIP_LOST, indeterminate; one
+// cut off by the caller's deadline is that deadline (DEADLINE_EXCEEDED,
+// indeterminate too). A forwarded command is encoded once, by the follower;
 // the leader stamps those bytes without re-encoding them
 // (raftstore.ProposeEncoded). api's writes and readpath's pins and
 // failure reports propose through it.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/metad/metad/api/metadpb"
@@ -63,9 +65,83 @@ func followLeader(ctx context.Context, self string,
 			return res, err
 		}
 		res, err = forward(ctx, nle.LeaderID)
+		if err != nil && reasons.FromError(err) == metadpb.Reason_REASON_UNSPECIFIED {
+			// The leader did not answer (unreachable, the call cut
+			// off): the command may have reached its log.
+			return nil, unanswered(ctx, err, nle.LeaderID, nle.LeaderAddr)
+		}
 		if reasons.FromError(err) != metadpb.Reason_NOT_LEADER {
 			return res, err
 		}
 	}
 	return nil, fmt.Errorf("%w: %w", ErrTooManyForwards, err)
+}
+
+// UnansweredError is a call to the leader that got no answer of metad's
+// own (no ErrorInfo reason): the leader could not be reached, or the
+// connection broke or the deadline passed under the call. Whether a
+// forwarded command took effect is unknown. api's table maps it to
+// LEADERSHIP_LOST, indeterminate, naming the leader that was asked.
+type UnansweredError struct {
+	// Err is the transport's failure.
+	Err error
+	// LeaderID and LeaderAddr name the leader the call went to.
+	LeaderID   string
+	LeaderAddr string
+}
+
+func (e *UnansweredError) Error() string {
+	return fmt.Sprintf("peer: no answer from the leader %q at %q (the call may have taken effect): %v", e.LeaderID, e.LeaderAddr, e.Err)
+}
+
+func (e *UnansweredError) Unwrap() error { return e.Err }
+
+// ErrUnanswered is what errors.Is finds in every UnansweredError.
+var ErrUnanswered = errors.New("peer: the leader did not answer")
+
+// Is makes errors.Is(err, ErrUnanswered) true.
+func (e *UnansweredError) Is(target error) bool { return target == ErrUnanswered }
+
+// unanswered is Unanswered, unless the call ran out of time or was
+// cancelled: that is the caller's deadline (DEADLINE_EXCEEDED, also
+// indeterminate), not the leader's silence.
+//
+// The deadline travels with the call, so the leader may give up on it a
+// moment before this node's own timer fires: a bare DEADLINE_EXCEEDED or
+// CANCELLED status is the same cut-off, seen from the other side.
+func unanswered(ctx context.Context, err error, id, addr string) error {
+	if reasons.FromError(err) != metadpb.Reason_REASON_UNSPECIFIED {
+		return err
+	}
+	cause := ctx.Err()
+	switch status.Code(err) {
+	case codes.DeadlineExceeded:
+		cause = context.DeadlineExceeded
+	case codes.Canceled:
+		cause = context.Canceled
+	}
+	if cause != nil {
+		return fmt.Errorf("%w: waiting for the leader %q: %w", cause, id, err)
+	}
+	return Unanswered(err, id, addr)
+}
+
+// UnansweredCall is Unanswered for a call made with ctx: a call cut off
+// by ctx's deadline or cancellation is that (context.DeadlineExceeded or
+// context.Canceled wrapped), not an UnansweredError.
+func UnansweredCall(ctx context.Context, err error, id, addr string) error {
+	if err == nil {
+		return nil
+	}
+	return unanswered(ctx, err, id, addr)
+}
+
+// Unanswered wraps a failed call to the leader (id, addr) as an
+// UnansweredError unless the leader answered it with a reason of metad's
+// own, which is returned as it is; nil stays nil.
+func Unanswered(err error, id, addr string) error {
+	if err == nil || reasons.FromError(err) != metadpb.Reason_REASON_UNSPECIFIED {
+		return err
+	}
+	return &UnansweredError{Err: err, LeaderID: id, LeaderAddr: addr}
 }

@@ -112,3 +112,44 @@ func TestProposalsThatNeedNoForwardStayHere(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardUnansweredNamesTheLeader: a forward the leader never answers
+// (a transport failure: no ErrorInfo) comes back as an UnansweredError
+// naming the leader asked, so api says LEADERSHIP_LOST, indeterminate;
+// an answer of the leader's own passes through Unanswered unchanged.
+func TestForwardUnansweredNamesTheLeader(t *testing.T) {
+	cut := status.Error(codes.Unavailable, "connection refused")
+	_, err := followLeader(context.Background(), "n1",
+		func(context.Context) (*fsmpb.Result, error) {
+			return nil, &raftstore.NotLeaderError{LeaderID: "n2", LeaderAddr: "127.0.0.1:9"}
+		},
+		func(context.Context, string) (*fsmpb.Result, error) { return nil, cut })
+	var ue *UnansweredError
+	if !errors.As(err, &ue) || ue.LeaderID != "n2" || ue.LeaderAddr != "127.0.0.1:9" || !errors.Is(err, ErrUnanswered) || !errors.Is(err, cut) {
+		t.Fatalf("unanswered forward: %v; want an UnansweredError naming n2 at 127.0.0.1:9 around the transport's error", err)
+	}
+	answered := notLeaderStatus(t, "n3")
+	if got := Unanswered(answered, "n2", "a"); got != answered { //nolint:errorlint // identity is the point
+		t.Fatalf("Unanswered changed the leader's own answer: %v", got)
+	}
+	if Unanswered(nil, "n2", "a") != nil {
+		t.Fatal("Unanswered(nil) is not nil")
+	}
+}
+
+// TestForwardCutOffByTheDeadlineIsTheDeadline: a forward the caller's
+// deadline cut off is context.DeadlineExceeded (DEADLINE_EXCEEDED in
+// api's table), not the leader's silence.
+func TestForwardCutOffByTheDeadlineIsTheDeadline(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := followLeader(ctx, "n1",
+		func(context.Context) (*fsmpb.Result, error) { return nil, &raftstore.NotLeaderError{LeaderID: "n2"} },
+		func(context.Context, string) (*fsmpb.Result, error) {
+			return nil, status.Error(codes.Canceled, "context canceled")
+		})
+	var ue *UnansweredError
+	if !errors.Is(err, context.Canceled) || errors.As(err, &ue) {
+		t.Fatalf("a forward cut off by the caller: %v; want context.Canceled, not an UnansweredError", err)
+	}
+}

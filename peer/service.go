@@ -58,11 +58,23 @@ func (s *service) ConfirmLeadership(_ context.Context, req *metadpb.ConfirmLeade
 func (s *service) Repair(ctx context.Context, req *metadpb.RepairRequest) (*metadpb.RepairResponse, error) {
 	if err := s.n.repair.Repair(ctx, req.StreamId, req.Offset); err != nil {
 		if errors.Is(err, repair.ErrNotLeader) {
-			err = fmt.Errorf("%w: %w", raftstore.ErrNotLeader, err)
+			err = s.notLeader(err)
 		}
 		return nil, s.n.toStatus(err)
 	}
 	return &metadpb.RepairResponse{}, nil
+}
+
+// notLeader is repair's not-leader as the store says it: NOT_LEADER
+// naming the leader this node knows, so the caller goes there, or
+// NO_LEADER when it knows none.
+func (s *service) notLeader(err error) error {
+	st := s.n.store
+	id, addr := st.Leader()
+	if id == "" || id == st.ID() {
+		return fmt.Errorf("%w: %w", raftstore.ErrNoLeader, err)
+	}
+	return fmt.Errorf("%w: %w", &raftstore.NotLeaderError{LeaderID: id, LeaderAddr: addr}, err)
 }
 
 // LocalStatus implements the Peer service: this node describes itself.

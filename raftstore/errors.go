@@ -59,6 +59,11 @@ var (
 	// reason of its own (another change not yet committed, a duplicate
 	// address). Definite.
 	ErrConfigurationRefused = errors.New("raftstore: configuration change refused")
+	// ErrTransferFailed: raft gave up a leadership transfer (the target
+	// did not catch up or take over in time, or could not be reached),
+	// or abandoned it and this node was elected again. Leadership stayed
+	// or came back here: definite. Retryable.
+	ErrTransferFailed = errors.New("raftstore: leadership transfer failed")
 	// ErrBadCommand: ProposeEncoded was given bytes that do not decode as
 	// a command. Definite. Not retryable.
 	ErrBadCommand = errors.New("raftstore: undecodable command")

@@ -83,6 +83,36 @@ func (e *LogStoreMismatchError) Is(target error) bool { return target == ErrLogS
 // written before it existed have no key and a bolt log.
 var keyLogStore = []byte("MetadLogStore")
 
+// keyNodeID is the stable-store key recording the node id the raft state
+// belongs to; dirs written before it existed record it on their next open.
+var keyNodeID = []byte("MetadNodeID")
+
+// ErrNodeIDMismatch: the raft state in the data dir belongs to another
+// node id than the one the node starts with.
+var ErrNodeIDMismatch = errors.New("raftstore: the raft state belongs to another node id")
+
+// checkNodeID records id in a dir that records none, and refuses a dir
+// that records another: a node-id file that was damaged (a flipped byte
+// that still reads as an id), or another node's data dir, would make the
+// node a stranger to its own cluster, or two nodes one.
+func (d *disk) checkNodeID(id string) error {
+	got, err := d.stable.Get(keyNodeID)
+	switch {
+	case err != nil && !missingKey(err):
+		return fmt.Errorf("raftstore: stable store %s: %w", keyNodeID, err)
+	case len(got) == 0:
+		if err := d.stable.Set(keyNodeID, []byte(id)); err != nil {
+			return fmt.Errorf("raftstore: record node id: %w", err)
+		}
+		return nil
+	case string(got) != id:
+		return fmt.Errorf("%w: %s holds the raft state of node %q, and this node starts as %q: "+
+			"if the data dir's node-id file was damaged, write %q back into it; if the data dir is another node's, use this node's own",
+			ErrNodeIDMismatch, filepath.Join(d.dir, "raft.db"), got, id, got)
+	}
+	return nil
+}
+
 // walDir is where a wal log lives, under the raft data dir.
 const walDir = "wal"
 
@@ -92,8 +122,12 @@ type disk struct {
 	dir    string
 	kind   LogStore
 	stable *raftboltdb.BoltStore
-	log    raft.LogStore // stable itself, or wal
+	log    raft.LogStore // stable itself, or wal, behind failure
 	wal    *wal.WAL      // nil for bolt
+	// failure latches the first failed write of either store (durable.go);
+	// raft writes the stable store through raftStable.
+	failure    *diskFailure
+	raftStable raft.StableStore
 	// walMeta is the WAL's meta store, closed after it.
 	walMeta *metadb.BoltMetaDB
 }
@@ -121,11 +155,12 @@ func openDisk(dir string, o diskOptions) (*disk, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &disk{dir: dir, stable: stable}
+	d := &disk{dir: dir, stable: stable, failure: newDiskFailure()}
 	if err := d.openLog(o); err != nil {
 		stable.Close()
 		return nil, err
 	}
+	d.raftStable = &durableStable{StableStore: stable, f: d.failure, path: filepath.Join(dir, "raft.db")}
 	return d, nil
 }
 
@@ -161,7 +196,7 @@ func (d *disk) openLog(o diskOptions) error {
 	}
 	d.kind = kind
 	if kind == LogStoreBolt {
-		d.log = d.stable
+		d.log = &durableLog{LogStore: d.stable, f: d.failure, path: filepath.Join(d.dir, "raft.db")}
 		return nil
 	}
 	if o.hlog == nil {
@@ -185,7 +220,7 @@ func (d *disk) openLog(o diskOptions) error {
 		meta.Close()
 		return fmt.Errorf("raftstore: open wal log store: %w", err)
 	}
-	d.wal, d.walMeta, d.log = w, meta, w
+	d.wal, d.walMeta, d.log = w, meta, &durableLog{LogStore: w, f: d.failure, path: wdir}
 	return nil
 }
 

@@ -58,6 +58,14 @@ func (s *Store) propose(ctx context.Context, cmd *fsmpb.Command, encode func(sta
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: before proposing: %w", ErrTimeout, err)
 	}
+	// Before leadership: a follower whose own disk is low refuses growth
+	// instead of forwarding it (it could not store the entry either), so
+	// whichever node a client writes to names its full disk.
+	if s.cfg.Space != nil && fsm.Grows(cmd) {
+		if err := s.cfg.Space.Refuse(); err != nil {
+			return nil, fmt.Errorf("%w: %s refused: %w", ErrDiskFull, fsm.OpName(cmd), err)
+		}
+	}
 	if _, leader := s.leadership(); !leader {
 		return nil, s.notLeaderError()
 	}
@@ -66,11 +74,6 @@ func (s *Store) propose(ctx context.Context, cmd *fsmpb.Command, encode func(sta
 	if need, have := fsm.RequiredLevel(cmd), s.fsm.level.Load(); need > have {
 		return nil, fmt.Errorf("%w: %s needs level %d, the cluster is at %d until every voter runs a release that applies it",
 			ErrFeatureLevel, fsm.OpName(cmd), need, have)
-	}
-	if s.cfg.Space != nil && fsm.Grows(cmd) {
-		if err := s.cfg.Space.Refuse(); err != nil {
-			return nil, fmt.Errorf("%w: %s refused: %w", ErrDiskFull, fsm.OpName(cmd), err)
-		}
 	}
 	// One span from here to applied, under the caller's (a traced call's)
 	// span: the leader's Raft apply of the request.
@@ -133,6 +136,11 @@ func (s *Store) apply(ctx context.Context, cmd *fsmpb.Command, encode func(stamp
 // classifyApplyError maps an error of raft's apply future to this package's
 // sentinels, deciding definite or indeterminate from where raft fails it.
 func (s *Store) classifyApplyError(err error) error {
+	if failed := s.disk.failure.err(); failed != nil {
+		// The log write failed (durable.go): the node is stopping. raft's
+		// log cache quotes the error, so it is taken from the latch.
+		return indeterminate(fmt.Errorf("%w: %w", ErrClosed, failed))
+	}
 	switch {
 	case errors.Is(err, raft.ErrNotLeader):
 		// Refused by a follower or candidate loop, or by a leader already

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,6 +140,10 @@ func open(cfg Config, peers Peers, logger *slog.Logger, o openOptions) (*Store, 
 	if err != nil {
 		return nil, err
 	}
+	if err := d.checkNodeID(cfg.NodeID); err != nil {
+		d.close()
+		return nil, err
+	}
 	if faults.Bug("lose-append") {
 		dropLastAppend(d.log, logger)
 	}
@@ -156,10 +161,18 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: log cache: %w", err)
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hlog.Named("snapshot"))
+	removed, err := removeHalfWritten(filepath.Join(cfg.DataDir, "snapshots"))
+	if err != nil {
+		return nil, err
+	}
+	for _, tmp := range removed {
+		logger.Warn("raftstore: removed a snapshot a crash left half-written", "path", tmp)
+	}
+	files, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hlog.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: snapshot store: %w", err)
 	}
+	snaps := &checkedSnapshots{SnapshotStore: files, dir: filepath.Join(cfg.DataDir, "snapshots"), f: d.failure}
 	ident := &identity{recorded: cfg.ClusterID}
 	trans := o.transport
 	if trans == nil {
@@ -178,8 +191,17 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 		adapter.diverge = true
 		logger.Warn("planted bug diverge: this replica renames every stream it creates")
 	}
-	r, err := raft.NewRaft(cfg.raftConfig(hlog), adapter, logs, d.stable, snaps, trans)
+	r, err := newRaft(cfg.raftConfig(hlog), adapter, logs, d.raftStable, snaps, trans)
 	if err != nil {
+		if c, ok := trans.(raft.WithClose); ok {
+			c.Close()
+		}
+		return nil, fmt.Errorf("raftstore: start raft: %w", err)
+	}
+	if err := d.failure.err(); err != nil {
+		// A snapshot or an entry read at start was corrupt (raft may have
+		// gone on with an older snapshot): never serve from it.
+		_ = r.Shutdown().Error()
 		if c, ok := trans.(raft.WithClose); ok {
 			c.Close()
 		}
@@ -466,6 +488,28 @@ func (s *Store) FeatureLevel() uint32 { return s.fsm.level.Load() }
 // must stop serving and exit with it, for an operator to upgrade.
 func (s *Store) Halted() <-chan error { return s.fsm.halted }
 
+// newRaft is raft.NewRaft, which panics when it cannot read a
+// configuration entry back from the log; a corrupt entry (logcheck.go)
+// becomes Open's error instead, naming it. Any other panic stays one.
+func newRaft(conf *raft.Config, fsm raft.FSM, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport) (r *raft.Raft, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			pe, ok := p.(error)
+			if !ok || !errors.Is(pe, ErrCorruptLog) {
+				panic(p)
+			}
+			r, err = nil, pe
+		}
+	}()
+	return raft.NewRaft(conf, fsm, logs, stable, snaps, trans)
+}
+
+// DiskFailed delivers, once, the first failed write or fsync of the raft
+// log or the stable store (a DiskWriteError naming the file). From then on
+// the store writes nothing more; the node must stop and exit with it,
+// never retry (durable.go says why).
+func (s *Store) DiskFailed() <-chan error { return s.disk.failure.ch }
+
 // WaitApplied blocks until AppliedIndex() >= index, ctx ends (ErrTimeout)
 // or the store closes (ErrClosed).
 func (s *Store) WaitApplied(ctx context.Context, index uint64) error {
@@ -558,7 +602,7 @@ func (s *Store) TransferLeadership(ctx context.Context, toID string) error {
 	case errors.Is(err, raft.ErrNotLeader):
 		return s.notLeaderError()
 	case err != nil:
-		return fmt.Errorf("raftstore: leadership transfer to %q: %w", toID, err)
+		return fmt.Errorf("%w: to %q: %w", ErrTransferFailed, toID, err)
 	}
 	return nil
 }

@@ -160,17 +160,7 @@ func (r *Reloader) Reload() (bool, error) {
 
 // Watch polls the files every PollInterval until ctx ends (Poll).
 func (r *Reloader) Watch(ctx context.Context) {
-	t := clock.Real.NewTimer(r.cfg.PollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			r.Poll()
-			t.Reset(r.cfg.PollInterval)
-		}
-	}
+	clock.Every(ctx, clock.Real, r.cfg.PollInterval, func() bool { r.Poll(); return true })
 }
 
 // Poll reloads, and logs the outcome, if the files' size or mtime changed

@@ -294,6 +294,27 @@ func (c *Cluster) signal(i int, sig syscall.Signal, wait bool) {
 	}
 }
 
+// WaitExit waits up to timeout for server i to exit by itself and returns
+// its exit code; ok is false if it is still running then (or was not).
+func (c *Cluster) WaitExit(i int, timeout time.Duration) (code int, ok bool) {
+	nd := c.Nodes[i]
+	nd.mu.Lock()
+	cmd, done := nd.cmd, nd.done
+	nd.mu.Unlock()
+	if cmd == nil {
+		return 0, false
+	}
+	select {
+	case <-done:
+	case <-clock.After(clock.Real, timeout):
+		return 0, false
+	}
+	nd.mu.Lock()
+	nd.cmd = nil
+	nd.mu.Unlock()
+	return cmd.ProcessState.ExitCode(), true
+}
+
 // KillAll kills every running server.
 func (c *Cluster) KillAll() {
 	for i := range c.Nodes {

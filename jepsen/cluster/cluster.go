@@ -48,6 +48,9 @@ type Config struct {
 	TLS bool
 	// Store is the object store: StoreLocal (default) or StoreS3 (store.go).
 	Store string
+	// DiskSize, if positive, puts each node's data dir on its own tmpfs of
+	// this many bytes (disk.go), for the disk-full nemesis; it needs root.
+	DiskSize int64
 }
 
 // Validate reports every problem at once.
@@ -61,6 +64,9 @@ func (c Config) Validate() error {
 	}
 	if c.Nodes < 1 || c.Nodes > 9 {
 		errs = append(errs, fmt.Errorf("cluster: Nodes %d outside [1, 9]", c.Nodes))
+	}
+	if c.DiskSize < 0 {
+		errs = append(errs, fmt.Errorf("cluster: DiskSize %d is negative", c.DiskSize))
 	}
 	return errors.Join(errs...)
 }
@@ -87,6 +93,8 @@ type Node struct {
 	ID                       string
 	GRPC, Raft, Gossip, HTTP string
 	DataDir, LogPath         string
+	// Mount is the node's own filesystem, holding DataDir ("": none).
+	Mount string
 	// Guarded by Cluster.mu.
 	cmd    *exec.Cmd
 	done   chan struct{}
@@ -121,8 +129,7 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{cfg: cfg, Objects: store.Dir, Store: store, proxies: map[Link]*Proxy{}}
 	if err := writePeerSecret(c.peerSecretFile()); err != nil {
-		c.Close()
-		return nil, err
+		return nil, errors.Join(err, c.Close())
 	}
 	for i := range cfg.Nodes {
 		n := &Node{Index: i, ID: fmt.Sprintf("n%d", i+1), DataDir: filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1)),
@@ -130,11 +137,15 @@ func New(cfg Config) (*Cluster, error) {
 		for _, addr := range []*string{&n.GRPC, &n.Raft, &n.Gossip, &n.HTTP} {
 			var err error
 			if *addr, err = freePort(); err != nil {
-				c.Close()
-				return nil, err
+				return nil, errors.Join(err, c.Close())
 			}
 		}
 		c.Nodes = append(c.Nodes, n)
+	}
+	if cfg.DiskSize > 0 {
+		if err := c.mountDisks(cfg.DiskSize); err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
 	}
 	for _, from := range c.Nodes {
 		for _, to := range c.Nodes {
@@ -145,8 +156,7 @@ func New(cfg Config) (*Cluster, error) {
 				target := map[string]string{Raft: to.Raft, GRPC: to.GRPC, Gossip: to.Gossip}[proto]
 				p, err := NewProxy(fmt.Sprintf("%s>%s/%s", from.ID, to.ID, proto), target, proto == Gossip)
 				if err != nil {
-					c.Close()
-					return nil, err
+					return nil, errors.Join(err, c.Close())
 				}
 				c.proxies[Link{from.Index, to.Index, proto}] = p
 			}
@@ -154,15 +164,13 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	if cfg.TLS {
 		if err := c.setupTLS(); err != nil {
-			c.Close()
-			return nil, err
+			return nil, errors.Join(err, c.Close())
 		}
 	}
 	for _, n := range c.Nodes {
 		cl, err := client.New(c.ClientConfig([]string{n.GRPC}))
 		if err != nil {
-			c.Close()
-			return nil, err
+			return nil, errors.Join(err, c.Close())
 		}
 		c.clients = append(c.clients, cl)
 	}
@@ -403,11 +411,13 @@ func (c *Cluster) RemovePeer(ctx context.Context, via int, id string) error {
 	return err
 }
 
-// Close kills every node and closes proxies and clients.
-func (c *Cluster) Close() {
+// Close kills every node, unmounts their own filesystems (disk.go) and
+// closes proxies and clients. It returns what it could not unmount.
+func (c *Cluster) Close() error {
 	for i := range c.Nodes {
 		c.Kill(i)
 	}
+	err := c.unmountDisks()
 	for _, p := range c.proxies {
 		p.Close()
 	}
@@ -415,6 +425,7 @@ func (c *Cluster) Close() {
 		cl.Close()
 	}
 	c.Store.Close()
+	return err
 }
 
 // Build compiles cmd/metad with the fault hooks and the state machine's

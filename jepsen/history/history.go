@@ -385,6 +385,10 @@ type Fault struct {
 	// Config is what the membership nemeses (amnesia, long-partition) saw
 	// of the Raft configuration.
 	Config *ConfigSeen `json:"config,omitempty"`
+	// LeaderFilled: a disk-full fault filled the disk of the node that led
+	// when it began, so writes must have been refused DISK_FULL while it
+	// held.
+	LeaderFilled bool `json:"leader_filled,omitempty"`
 }
 
 // ConfigSeen is the Raft configuration around a fault, each as sorted

@@ -11,7 +11,9 @@
 // for Options.LongHold); both record the Raft configuration they saw in
 // the fault (history.ConfigSeen) for model.CheckMembership.
 // The object-store faults (store.go: store-unavailable, flapping) are in
-// no matrix; a run names them (nor are the membership faults).
+// no matrix; a run names them (nor are the membership faults). The
+// disk-full fault (disk.go) fills nodes' own filesystems past the
+// servers' disk reserve; it is in the full matrix, not the smoke one.
 package nemesis
 
 import (
@@ -39,8 +41,9 @@ const (
 	LongPartition = "long-partition"
 )
 
-// AllKinds is every kind, in the order the full matrix runs them.
-var AllKinds = []string{Partition, Kill, Pause, LeaderPause, Membership, Clock, Slow}
+// AllKinds is every kind, in the order the full matrix runs them. The
+// disk-full kind (disk.go) needs root: the harness refuses it otherwise.
+var AllKinds = []string{Partition, Kill, Pause, LeaderPause, Membership, Clock, Slow, DiskFull}
 
 // MembershipKinds are run on their own (CI's membership cell), not in the
 // matrices: a long partition needs a longer time limit than a matrix cell.
@@ -135,12 +138,21 @@ func PlanWith(seed int64, kinds []string, nodes int, budget time.Duration, o Opt
 	r := rand.New(rand.NewPCG(uint64(seed), 0x6a65707365))
 	var out []Step
 	var used time.Duration
+	filled := false
 	for i := 0; used < budget; i++ {
 		kind, shape, _ := strings.Cut(kinds[i%len(kinds)], ":")
 		sh := shapes[kind]
 		if shape == "" {
 			shape = sh[r.IntN(len(sh))]
+			if kind == DiskFull && !filled {
+				// The first disk-full fault fills the leader's disk, so
+				// every run sees writes refused (a follower's full disk
+				// refuses nothing); the draw is made all the same, so the
+				// rest of the schedule does not depend on it.
+				shape = "leader"
+			}
 		}
+		filled = filled || kind == DiskFull
 		st := Step{Kind: kind, Shape: shape, Perm: r.Perm(nodes),
 			Hold: between(r, 3*time.Second, 7*time.Second), Quiet: between(r, 3*time.Second, 5*time.Second)}
 		switch kind {

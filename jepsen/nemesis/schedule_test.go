@@ -143,3 +143,37 @@ func TestPlanCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// The first disk-full fault of a schedule fills the leader's disk (a
+// follower's full disk refuses nothing, and a run must see refusals); the
+// later ones draw their shape, and a shape the run names is kept.
+func TestFirstDiskFullFillsTheLeader(t *testing.T) {
+	drawn := map[string]bool{}
+	for seed := range int64(20) {
+		steps := Plan(seed, []string{DiskFull, Kill}, 3, 2*time.Minute)
+		first := true
+		for _, s := range steps {
+			if s.Kind != DiskFull {
+				continue
+			}
+			if first && s.Shape != "leader" {
+				t.Fatalf("seed %d: first disk-full step is %s, want leader", seed, s.Shape)
+			}
+			if !first {
+				drawn[s.Shape] = true
+			}
+			first = false
+		}
+	}
+	if len(drawn) != len(shapes[DiskFull]) {
+		t.Errorf("later disk-full steps drew only %v", drawn)
+	}
+	for _, s := range Plan(3, []string{DiskFull + ":one"}, 3, time.Minute) {
+		if s.Shape != "one" {
+			t.Fatalf("disk-full:one planned %s", s.Shape)
+		}
+	}
+	if !NeedsOwnDisks([]string{Kill, DiskFull + ":all"}) || NeedsOwnDisks([]string{Kill}) {
+		t.Error("NeedsOwnDisks")
+	}
+}

@@ -100,6 +100,10 @@ type Result struct {
 	// Invalid lists why the run proves too little (empty: valid).
 	Invalid []string `json:"invalid"`
 	Passed  bool     `json:"passed"`
+	// DiskFull counts operations refused DISK_FULL (any, and per
+	// disk-full fault by its index in Faults).
+	DiskFull       int         `json:"disk_full_refusals,omitempty"`
+	DiskFullFaults map[int]int `json:"disk_full_refusals_by_fault,omitempty"`
 
 	Lin model.Linearizability `json:"-"`
 }
@@ -114,6 +118,10 @@ func (r *Result) Finish(h history.History) {
 		r.Ops[op.Kind][op.Status]++
 	}
 	r.Faults = h.Faults
+	r.DiskFullFaults, r.DiskFull = DiskFullRefusals(h)
+	if len(r.DiskFullFaults) == 0 {
+		r.DiskFullFaults = nil
+	}
 	r.Passed = len(r.Anomalies) == 0 && len(r.Invalid) == 0
 }
 
@@ -212,9 +220,16 @@ func (r Result) Text(dir string) string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\nfaults (%d):\n", len(r.Faults))
-	for _, f := range r.Faults {
-		fmt.Fprintf(&b, "  %-12s %-18s %5.1fs targets=%v ops_before=%d %s %s\n", f.Kind, f.Shape,
-			float64(f.End-f.Start)/1e9, f.Targets, f.OpsBefore, f.Detail, f.Error)
+	for i, f := range r.Faults {
+		refused := ""
+		if f.Kind == diskFullKind {
+			refused = fmt.Sprintf("refused_disk_full=%d ", r.DiskFullFaults[i])
+		}
+		fmt.Fprintf(&b, "  %-12s %-18s %5.1fs targets=%v ops_before=%d %s%s %s\n", f.Kind, f.Shape,
+			float64(f.End-f.Start)/1e9, f.Targets, f.OpsBefore, refused, f.Detail, f.Error)
+	}
+	if r.DiskFull > 0 {
+		fmt.Fprintf(&b, "operations refused DISK_FULL: %d\n", r.DiskFull)
 	}
 	fmt.Fprintf(&b, "\nanomalies (%d):\n", len(r.Anomalies))
 	for i, a := range r.Anomalies {
@@ -229,4 +244,52 @@ func (r Result) Text(dir string) string {
 	}
 	fmt.Fprintf(&b, "\nfiles: %s/{history.jsonl,history.html,latency.svg,summary.json,cluster/n*.log}\n", dir)
 	return b.String()
+}
+
+// diskFullKind and diskFullReason are the disk-full nemesis's kind and the
+// reason of a write refused on a full disk (nemesis.DiskFull,
+// nemesis.ReasonDiskFull; report does not import the nemesis).
+const diskFullKind, diskFullReason = "disk-full", "DISK_FULL"
+
+// DiskFullRefusals counts, per fault of the history (by index), the
+// operations refused DISK_FULL whose call overlapped a disk-full fault,
+// and every DISK_FULL refusal of the run.
+func DiskFullRefusals(h history.History) (perFault map[int]int, total int) {
+	perFault = map[int]int{}
+	for _, op := range h.Ops {
+		if op.Reason != diskFullReason {
+			continue
+		}
+		total++
+		for i, f := range h.Faults {
+			if f.Kind == diskFullKind && op.Return >= f.Start && op.Call <= f.End {
+				perFault[i]++
+			}
+		}
+	}
+	return perFault, total
+}
+
+// DiskFullValidity lists why the disk-full nemesis proved nothing: a
+// fault that filled the leader's disk while no write was refused DISK_FULL
+// (the servers never saw their disk below the reserve, or no client
+// wrote), or a run whose disk-full faults never had a write refused.
+func DiskFullValidity(h history.History) []string {
+	perFault, _ := DiskFullRefusals(h)
+	var out []string
+	faults, bit := 0, 0
+	for i, f := range h.Faults {
+		if f.Kind != diskFullKind || f.Error != "" {
+			continue
+		}
+		faults++
+		bit += perFault[i]
+		if f.LeaderFilled && perFault[i] == 0 {
+			out = append(out, fmt.Sprintf("fault disk-full:%s filled the leader's disk (%v) but no write was refused DISK_FULL while it held", f.Shape, f.Targets))
+		}
+	}
+	if faults > 0 && bit == 0 && len(out) == 0 {
+		out = append(out, fmt.Sprintf("the disk-full nemesis never bit: %d faults, no write refused DISK_FULL while one held", faults))
+	}
+	return out
 }

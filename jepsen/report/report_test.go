@@ -1,6 +1,7 @@
 package report
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -52,5 +53,43 @@ func TestValidity(t *testing.T) {
 	}
 	if !strings.Contains(Plot(h), "<svg") {
 		t.Fatal("plot is not SVG")
+	}
+}
+
+// TestDiskFullMustBite: a disk-full fault that filled the leader's disk
+// with no write refused DISK_FULL while it held makes the run invalid, and
+// so does a run whose disk-full faults never had a write refused; a
+// refusal within the fault's window counts for it, one outside for none.
+func TestDiskFullMustBite(t *testing.T) {
+	leader := history.Fault{Kind: "disk-full", Shape: "leader", Targets: []string{"n2"}, Start: 100, End: 200, LeaderFilled: true}
+	follower := history.Fault{Kind: "disk-full", Shape: "one", Targets: []string{"n3"}, Start: 300, End: 400}
+	refusal := func(call, ret int64) history.Op {
+		return history.Op{Kind: history.KindRegister, Status: history.Fail, Reason: "DISK_FULL", Call: call, Return: ret}
+	}
+	ok := history.Op{Kind: history.KindAppend, Status: history.OK, Call: 150, Return: 160}
+	for _, c := range []struct {
+		name    string
+		h       history.History
+		invalid string // "" valid, else a word the reason holds
+		counts  map[int]int
+	}{
+		{"the leader's disk refused a write", history.History{Faults: []history.Fault{leader, follower}, Ops: []history.Op{ok, refusal(150, 199)}}, "", map[int]int{0: 1}},
+		{"a refusal returned as the fault began", history.History{Faults: []history.Fault{leader}, Ops: []history.Op{refusal(50, 100)}}, "", map[int]int{0: 1}},
+		{"the leader's disk refused nothing", history.History{Faults: []history.Fault{leader, follower}, Ops: []history.Op{ok, refusal(310, 320)}}, "filled the leader's disk", map[int]int{1: 1}},
+		{"a refusal outside every fault", history.History{Faults: []history.Fault{follower}, Ops: []history.Op{refusal(10, 20)}}, "never bit", map[int]int{}},
+		{"only followers filled, nothing refused", history.History{Faults: []history.Fault{follower}, Ops: []history.Op{ok}}, "never bit", map[int]int{}},
+		{"a fault that failed proves nothing either way", history.History{Faults: []history.Fault{{Kind: "disk-full", Shape: "all", Error: "fallocate: ENOSPC", LeaderFilled: true}}}, "", map[int]int{}},
+		{"no disk-full fault", history.History{Faults: []history.Fault{{Kind: "kill", Shape: "one"}}, Ops: []history.Op{ok}}, "", map[int]int{}},
+	} {
+		v := DiskFullValidity(c.h)
+		switch {
+		case c.invalid == "" && len(v) != 0:
+			t.Errorf("%s: invalid: %v", c.name, v)
+		case c.invalid != "" && (len(v) != 1 || !strings.Contains(v[0], c.invalid)):
+			t.Errorf("%s: %v, want one reason saying %q", c.name, v, c.invalid)
+		}
+		if got, _ := DiskFullRefusals(c.h); !maps.Equal(got, c.counts) {
+			t.Errorf("%s: refusals by fault %v, want %v", c.name, got, c.counts)
+		}
 	}
 }

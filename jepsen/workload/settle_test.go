@@ -1,12 +1,15 @@
 package workload
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/jepsen/history"
 )
 
 // TestSettledKnowsAnOpenOutcome: settle calls a write again only while
@@ -30,6 +33,34 @@ func TestSettledKnowsAnOpenOutcome(t *testing.T) {
 	} {
 		if got := settled(c.err, &attempts{indeterminate: c.indeterminate}); got != c.want {
 			t.Errorf("%s: settled = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestDiskFullIsADefiniteFailure: a write the leader refused DISK_FULL
+// (its disk below the reserve, before proposing) did not happen and
+// observed nothing: fail, never a refusal the model would have to explain;
+// after an attempt that may have applied it stays open (info), since the
+// refusal says nothing of that attempt, and settle calls it again.
+func TestDiskFullIsADefiniteFailure(t *testing.T) {
+	full := fmt.Errorf("%w (the deadline ended its retry: %w)",
+		&client.Error{Code: codes.ResourceExhausted, Reason: "DISK_FULL", Definite: true, Message: "disk full: the filesystem of data dir /d/n1 ..."},
+		context.DeadlineExceeded)
+	for _, c := range []struct {
+		name          string
+		indeterminate bool
+		want          history.Status
+	}{
+		{"refused on every attempt", false, history.Fail},
+		{"refused after an attempt that may have applied", true, history.Info},
+	} {
+		var op history.Op
+		classify(&op, full, &attempts{indeterminate: c.indeterminate}, true)
+		if op.Status != c.want || op.Reason != "DISK_FULL" {
+			t.Errorf("%s: status %s reason %q, want %s DISK_FULL", c.name, op.Status, op.Reason, c.want)
+		}
+		if got := settled(full, &attempts{indeterminate: c.indeterminate}); got != (c.want != history.Info) {
+			t.Errorf("%s: settled = %v", c.name, got)
 		}
 	}
 }

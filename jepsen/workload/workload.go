@@ -329,10 +329,13 @@ func definite(err error) bool {
 }
 
 // notRefusals are definite failures that are not the state machine's
-// answer: the command never ran, so they observed nothing.
+// answer: the command never ran, so they observed nothing. DISK_FULL is
+// the leader refusing growth before it proposes (its data dir's
+// filesystem below --disk-reserve): the write did not happen, and says
+// nothing of the stream's state.
 var notRefusals = map[string]bool{
 	"NOT_LEADER": true, "NO_LEADER": true, "NOT_READY": true, "OVERLOADED": true,
-	"RESOLVE_UNAVAILABLE": true, "SHUTTING_DOWN": true,
+	"RESOLVE_UNAVAILABLE": true, "SHUTTING_DOWN": true, "DISK_FULL": true,
 }
 
 // classify sets op's status from a call's error and its attempts.
