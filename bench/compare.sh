@@ -337,7 +337,7 @@ wait_ready() {
 # leader.
 metad_leader() {
 	local id
-	id=$(metad_status -o json | grep -o '"leaderId": *"[^"]*"' | tail -1 | sed 's/.*"\([^"]*\)"$/\1/')
+	id=$(metad_status -o json | grep -o '"leader_id": *"[^"]*"' | tail -1 | sed 's/.*"\([^"]*\)"$/\1/')
 	metad_addr "${id#n}"
 }
 

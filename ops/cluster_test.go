@@ -56,7 +56,7 @@ func TestClusterCommands(t *testing.T) {
 	// transfer-leader without --to: raft picks, and someone else leads.
 	out = mustCLI(t, "raft", "transfer-leader", "--addr", addr, "-o", "json")
 	var resp struct {
-		LeaderID string `json:"leaderId"`
+		LeaderID string `json:"leader_id"`
 	}
 	if err := json.Unmarshal([]byte(out), &resp); err != nil || resp.LeaderID == "" || resp.LeaderID == c.Nodes[to].ID {
 		t.Fatalf("transfer-leader: %v %s", err, out)

@@ -150,10 +150,10 @@ func TestMonitoringExamplesNameExportedSeries(t *testing.T) {
 	mustCLI(t, addr, "append", scraped, "--data", "hello", "--count", "5")
 	var res struct {
 		Target struct {
-			Version string `json:"version"`
+			Version uint64 `json:"version"`
 		} `json:"target"`
 	}
-	if err := json.Unmarshal([]byte(mustCLI(t, addr, "-o", "json", "resolve", scraped, "COMMITTED", "3")), &res); err != nil || res.Target.Version == "" {
+	if err := json.Unmarshal([]byte(mustCLI(t, addr, "-o", "json", "resolve", scraped, "COMMITTED", "3")), &res); err != nil || res.Target.Version == 0 {
 		t.Fatalf("resolve: %v %+v", err, res)
 	}
 	mustCLI(t, addr, "stream", "describe", scraped)
@@ -166,7 +166,7 @@ func TestMonitoringExamplesNameExportedSeries(t *testing.T) {
 	if err := os.Remove(lost[0]); err != nil {
 		t.Fatal(err)
 	}
-	mustCLI(t, addr, "object", "report", scraped, "COMMITTED", "0/0@"+res.Target.Version, "--kind", "OBJECT_MISSING")
+	mustCLI(t, addr, "object", "report", scraped, "COMMITTED", "0/0@"+fmt.Sprint(res.Target.Version), "--kind", "OBJECT_MISSING")
 
 	// Two streams in one object, over --max-object-streams 1: refused.
 	createStream(t, addr, "other")

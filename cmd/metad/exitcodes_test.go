@@ -512,14 +512,14 @@ func TestStreamListSaysWhenMoreFollow(t *testing.T) {
 // for write: the writer epoch does not move.
 func TestRefusedAppendKeepsTheEpoch(t *testing.T) {
 	s := startRealServer(t)
-	epoch := func() string {
+	epoch := func() uint64 {
 		out, code := s.run(t, "stream", "describe", fmt.Sprint(s.stream), "-o", "json")
 		if code != 0 {
 			t.Fatalf("describe: exit %d\n%s", code, out)
 		}
 		var d struct {
 			Stream struct {
-				WriterEpoch string `json:"writerEpoch"`
+				WriterEpoch uint64 `json:"writer_epoch"`
 			} `json:"stream"`
 		}
 		if err := json.Unmarshal([]byte(out), &d); err != nil {
@@ -528,15 +528,15 @@ func TestRefusedAppendKeepsTheEpoch(t *testing.T) {
 		return d.Stream.WriterEpoch
 	}
 	before := epoch()
-	if before == "" || before == "0" {
-		t.Fatalf("writer epoch %q after the setup's append, want one", before)
+	if before == 0 {
+		t.Fatalf("writer epoch %d after the setup's append, want one", before)
 	}
 	out, code := s.run(t, "append", fmt.Sprint(s.stream), "--data", "x", "--count", "4611686018427387904", "--object-dir", s.objects)
 	if code != 2 || !strings.Contains(out, "--count") {
 		t.Fatalf("append past the largest offset: exit %d\n%s", code, out)
 	}
 	if after := epoch(); after != before {
-		t.Fatalf("a refused append moved the writer epoch from %s to %s", before, after)
+		t.Fatalf("a refused append moved the writer epoch from %d to %d", before, after)
 	}
 }
 

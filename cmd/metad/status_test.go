@@ -85,7 +85,7 @@ func TestStatusIsHonest(t *testing.T) {
 	applied := func(args ...string) string {
 		var st struct {
 			Nodes []struct {
-				Applied string `json:"appliedIndex"`
+				Applied uint64 `json:"applied_index"`
 			} `json:"nodes"`
 		}
 		if err := json.Unmarshal([]byte(run(0, append([]string{"status", "-o", "json"}, args...)...)), &st); err != nil {
@@ -107,12 +107,12 @@ func TestStatusIsHonest(t *testing.T) {
 
 	var st struct {
 		Nodes []struct {
-			NodeID       string `json:"nodeId"`
-			StateHash    string `json:"stateHash"`
-			RaftLogStore string `json:"raftLogStore"`
+			NodeID       string `json:"node_id"`
+			StateHash    string `json:"state_hash"`
+			RaftLogStore string `json:"raft_log_store"`
 		} `json:"nodes"`
-		FailureTolerance int  `json:"failureTolerance"`
-		NoQuorum         bool `json:"noQuorum"`
+		FailureTolerance int  `json:"failure_tolerance"`
+		NoQuorum         bool `json:"no_quorum"`
 	}
 	if err := json.Unmarshal([]byte(run(0, "status", "--hash", "-o", "json")), &st); err != nil {
 		t.Fatal(err)
@@ -194,10 +194,10 @@ func lineWith(out, s string) string {
 func checkClusterIDShown(t *testing.T, c *proc.Cluster, run func(int, ...string) string) {
 	t.Helper()
 	var st struct {
-		ClusterID string `json:"clusterId"`
+		ClusterID string `json:"cluster_id"`
 		Nodes     []struct {
-			NodeID    string `json:"nodeId"`
-			ClusterID string `json:"clusterId"`
+			NodeID    string `json:"node_id"`
+			ClusterID string `json:"cluster_id"`
 		} `json:"nodes"`
 	}
 	c.WaitFor("every node to know the cluster id", 30*time.Second, func() bool {
