@@ -129,7 +129,9 @@ func jsonCommands(root *cobra.Command) []string {
 // each prints the one dialect: JSON, snake_case keys, integers as numbers.
 // A command in the tree with no step here fails the test, by name.
 func TestJSONDialect(t *testing.T) {
-	c := proc.New(t, 3)
+	// No repair scan after the first: the quarantine steps hide an object
+	// and put it back, and a scan in between would act on it first.
+	c := proc.New(t, 3, "--repair-scan-interval", "1h")
 	c.StartAll()
 	c.WaitFormed(3)
 	addrs := func(skip int) string {
