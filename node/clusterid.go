@@ -54,23 +54,7 @@ func LoadClusterID(dataDir string) (string, error) {
 // StoreClusterID records id in the data dir: written to a temporary file,
 // synced and renamed, so a crash leaves the old file or the new one.
 func StoreClusterID(dataDir, id string) error {
-	path := filepath.Join(dataDir, clusterIDFile)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(id + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return writeDurably(filepath.Join(dataDir, clusterIDFile), []byte(id+"\n"))
 }
 
 // clusterIdentity is this node's record of its cluster id.

@@ -42,11 +42,7 @@ func LoadIncarnation(dataDir string) (string, error) {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return "", err
 	}
-	// Written to a temporary file and renamed, so a crash never leaves an
-	// empty incarnation behind.
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(inc+"\n"), 0o644); err != nil {
-		return "", err
-	}
-	return inc, os.Rename(tmp, path)
+	// Written durably (durablefile.go), so a crash never leaves an empty
+	// incarnation behind.
+	return inc, writeDurably(path, []byte(inc+"\n"))
 }

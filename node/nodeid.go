@@ -60,7 +60,7 @@ func StoreNodeID(dataDir, id string) error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(path, []byte(id+"\n"), 0o644)
+	return writeDurably(path, []byte(id+"\n"))
 }
 
 // StoredNodeID returns the node id stored in dataDir, without creating
