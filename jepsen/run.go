@@ -110,6 +110,8 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 		ccfg.DiskSize = nemesis.DiskSize
 		ccfg.Extra = append(slices.Clone(serverFlags), "--disk-reserve", fmt.Sprint(nemesis.DiskReserve))
 	}
+	// Each data dir on its own fault filesystem, served by this process.
+	ccfg.FaultFS = nemesis.NeedsFaultFS(cfg.Nemesis)
 	cl, err := cluster.New(ccfg)
 	if err != nil {
 		return report.Result{}, err
@@ -302,7 +304,7 @@ func drive(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	return finalHeal.UnixNano()
 }
 
-// healAll ends every fault: network healed, disks freed, processes
+// healAll ends every fault: network healed, disks freed and disarmed, processes
 // resumed or restarted, clocks reset, the object store back.
 func healAll(ctx context.Context, cl *cluster.Cluster) {
 	if err := cl.Store.Heal(); err != nil {
@@ -312,6 +314,11 @@ func healAll(ctx context.Context, cl *cluster.Cluster) {
 		slog.Error("heal: freeing the disks", "err", err)
 	}
 	cl.HealNetwork()
+	for i := range cl.Nodes {
+		if fs := cl.FaultFS(i); fs != nil {
+			fs.Heal()
+		}
+	}
 	for i := range cl.Nodes {
 		switch {
 		case !cl.Running(i):
@@ -406,6 +413,9 @@ func check(cfg RunConfig, h history.History, conv report.Convergence, finalHeal 
 	}
 	res.Invalid = report.Validity(h, cfg.MinOps, finalHeal)
 	res.Invalid = append(res.Invalid, report.DiskFullValidity(h)...)
+	diskAnomalies, diskInvalid := report.DiskChecks(h)
+	res.Anomalies = append(res.Anomalies, diskAnomalies...)
+	res.Invalid = append(res.Invalid, diskInvalid...)
 	if lin.Result == "Unknown" {
 		res.Invalid = append(res.Invalid, "linearizability check timed out")
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,6 +83,45 @@ func TestDiskFullNeedsRoot(t *testing.T) {
 		err := checkDiskFlags(c.cells, c.euid)
 		if c.fails != (err != nil) || err != nil && !strings.Contains(err.Error(), "needs root") {
 			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+// The disk-error and lose-unsynced nemeses are refused, naming what is
+// missing, without root or without /dev/fuse: in a run and in the full
+// matrix; other nemeses need neither.
+func TestFaultFSNeedsRootAndFUSE(t *testing.T) {
+	full, err := matrixCells("full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := fuseOK
+	t.Cleanup(func() { fuseOK = saved })
+	noFUSE := func(int) error { return errors.New("stat /dev/fuse: no such file or directory") }
+	withFUSE := func(euid int) error {
+		if euid != 0 {
+			return errors.New("needs root")
+		}
+		return nil
+	}
+	cells := func(k string) []cell { return []cell{{nemesis: []string{k}, profile: "stream"}} }
+	for _, c := range []struct {
+		name  string
+		cells []cell
+		euid  int
+		fuse  func(int) error
+		want  string // "" allowed
+	}{
+		{"disk-error, not root", cells("disk-error"), 1000, withFUSE, "needs root"},
+		{"lose-unsynced as root, no /dev/fuse", cells("lose-unsynced"), 0, noFUSE, "/dev/fuse"},
+		{"the full matrix as root, no /dev/fuse", full, 0, noFUSE, "/dev/fuse"},
+		{"disk-error as root with /dev/fuse", cells("disk-error:leader"), 0, withFUSE, ""},
+		{"kill, no /dev/fuse", cells("kill"), 1000, noFUSE, ""},
+	} {
+		fuseOK = c.fuse
+		err := checkDiskFlags(c.cells, c.euid)
+		if (c.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
 	}
 }

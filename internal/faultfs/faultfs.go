@@ -37,6 +37,7 @@ func (o Op) String() string {
 // FS is a mounted fault filesystem.
 type FS struct {
 	backing, mountpoint string
+	root                *fs.LoopbackRoot
 	server              *fuse.Server
 
 	mu       sync.Mutex
@@ -52,6 +53,8 @@ type journal struct {
 	path   string // the backing path at the last write
 	synced int64  // the file's size at the last sync
 	undo   []undoRecord
+	// written counts the bytes written since the last sync.
+	written int64
 }
 
 type undoRecord struct {
@@ -73,6 +76,7 @@ func Mount(backing, mountpoint string) (*FS, error) {
 	loop := lb.(*fs.LoopbackNode)
 	root := &node{LoopbackNode: loop, fs: f}
 	loop.RootData.RootNode = root
+	f.root = loop.RootData
 	server, err := fs.Mount(mountpoint, root, &fs.Options{
 		MountOptions: fuse.MountOptions{DirectMount: true, FsName: "faultfs", Name: "faultfs"},
 	})
@@ -124,10 +128,35 @@ func (f *FS) LoseUnsynced() error {
 	defer f.mu.Unlock()
 	var errs []error
 	for ino, j := range f.journals {
-		errs = append(errs, j.rollback())
 		delete(f.journals, ino)
+		if len(j.undo) == 0 {
+			continue // synced since its last write: nothing to undo
+		}
+		// The file where it is now: it may have been renamed since its
+		// last write. One removed since has nothing left to lose.
+		if _, parent := ino.Parent(); parent == nil {
+			continue
+		}
+		j.path = filepath.Join(f.root.Path, ino.Path(nil))
+		if err := j.rollback(); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// Unsynced reports what LoseUnsynced would undo now: the files written
+// since their last sync and the bytes written to them since.
+func (f *FS) Unsynced() (files int, bytes int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, j := range f.journals {
+		if len(j.undo) > 0 {
+			files++
+			bytes += j.written
+		}
+	}
+	return files, bytes
 }
 
 // fails reports (and counts) whether op on rel must fail now.
@@ -155,7 +184,7 @@ func (j *journal) rollback() error {
 	if err := file.Truncate(j.synced); err != nil {
 		return fmt.Errorf("faultfs: roll back %s: %w", j.path, err)
 	}
-	j.undo = nil
+	j.undo, j.written = nil, 0
 	return nil
 }
 
@@ -274,6 +303,7 @@ func (h *file) journal(off, n int64) error {
 		return err
 	}
 	j.undo = append(j.undo, undoRecord{off: off, old: old[:got]})
+	j.written += n
 	return nil
 }
 
@@ -284,6 +314,7 @@ func (h *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	if h.fs.fails(Fsync, h.rel()) {
 		if j != nil {
 			// The kernel's writeback failed: the pages are gone.
+			j.path = h.abs()
 			if err := j.rollback(); err != nil {
 				return fs.ToErrno(err)
 			}
@@ -298,7 +329,7 @@ func (h *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 		if err != nil {
 			return fs.ToErrno(err)
 		}
-		j.synced, j.undo = st.Size(), nil
+		j.synced, j.undo, j.written = st.Size(), nil, 0
 	}
 	return 0
 }

@@ -80,13 +80,23 @@ func TestLoseUnsyncedKeepsOnlySyncedBytes(t *testing.T) {
 	if err := file.Sync(); err != nil {
 		t.Fatal(err)
 	}
+	if files, bytes := f.Unsynced(); files != 0 || bytes != 0 {
+		t.Fatalf("after a sync: %d files, %d bytes unsynced, want none", files, bytes)
+	}
 	mustWrite(t, file, "two|")
+	mustWrite(t, file, "three|")
 	file.Close()
+	if files, bytes := f.Unsynced(); files != 1 || bytes != int64(len("two|three|")) {
+		t.Fatalf("unsynced: %d files, %d bytes, want 1 file, %d bytes", files, bytes, len("two|three|"))
+	}
 	if err := f.LoseUnsynced(); err != nil {
 		t.Fatal(err)
 	}
 	if got := content(t, filepath.Join(backing, "a")); string(got) != "one|" {
 		t.Fatalf("after losing unsynced writes: %q, want %q", got, "one|")
+	}
+	if files, bytes := f.Unsynced(); files != 0 || bytes != 0 {
+		t.Fatalf("after losing them: %d files, %d bytes unsynced, want none", files, bytes)
 	}
 }
 
@@ -113,5 +123,50 @@ func mustWrite(t *testing.T, f *os.File, s string) {
 	t.Helper()
 	if _, err := f.WriteString(s); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// LoseUnsynced after renames (a file written, synced and renamed into
+// place; another written and renamed unsynced; a third removed): the
+// synced file is kept whole, the unsynced one is rolled back where it is
+// now, the removed one is nothing to undo.
+func TestLoseUnsyncedFollowsRenames(t *testing.T) {
+	f, backing, mnt := mount(t)
+	write := func(name, s string, sync bool) {
+		file, err := os.Create(filepath.Join(mnt, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustWrite(t, file, s)
+		if sync {
+			if err := file.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := file.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rename := func(from, to string) {
+		if err := os.Rename(filepath.Join(mnt, from), filepath.Join(mnt, to)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("synced.tmp", "kept", true)
+	rename("synced.tmp", "synced")
+	write("unsynced.tmp", "lost", false)
+	rename("unsynced.tmp", "unsynced")
+	write("gone", "whatever", false)
+	if err := os.Remove(filepath.Join(mnt, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.LoseUnsynced(); err != nil {
+		t.Fatal(err)
+	}
+	if got := content(t, filepath.Join(backing, "synced")); string(got) != "kept" {
+		t.Errorf("synced file after the loss: %q, want %q", got, "kept")
+	}
+	if got := content(t, filepath.Join(backing, "unsynced")); len(got) != 0 {
+		t.Errorf("unsynced renamed file after the loss: %q, want empty", got)
 	}
 }
