@@ -39,7 +39,8 @@ func TestRunWithoutItsFaultsIsInvalid(t *testing.T) {
 }
 
 // A server that panicked (a broken invariant) fails the run; one the
-// nemesis killed, which leaves no such line, does not.
+// nemesis killed, which leaves no such line, does not, nor one that
+// stopped after a failed write of its raft log.
 func TestCrashedServerIsAnAnomaly(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
@@ -52,6 +53,9 @@ func TestCrashedServerIsAnAnomaly(t *testing.T) {
 	cl := &cluster.Cluster{Nodes: []*cluster.Node{
 		{ID: "n1", LogPath: write("n1.log", "==== jepsen: starting n1\nlevel=INFO msg=serving\n==== jepsen: starting n1\n")},
 		{ID: "n2", LogPath: write("n2.log", "level=INFO msg=serving\npanic: fsm: invariant broken after index 7 (*fsmpb.Command_Trim): byName has 2 names for 1 streams\n\ngoroutine 1 [running]:\n")},
+		// A node stopped by a failed fsync of its raft log: raft panics on
+		// the refused write of its term, naming the disk failure.
+		{ID: "n3", LogPath: write("n3.log", "level=ERROR msg=\"shutting down\"\npanic: failed to save current term: raftstore: writing the raft log failed at d/raft/wal/1.wal: sync d/raft/wal/1.wal: input/output error; this node stops and does not retry the write (a failed fsync may have dropped data the kernel reported written); check the disk\n")},
 	}}
 	got := crashes(cl)
 	if len(got) != 1 || got[0].Check != "crash" || !strings.Contains(got[0].Detail, "n2 crashed: panic: fsm: invariant broken") {
