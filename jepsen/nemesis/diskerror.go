@@ -64,12 +64,17 @@ func NeedsFaultFS(kinds []string) bool {
 
 // minorityVictims picks a shape's nodes: one, the leader, or a minority.
 func (r *Runner) minorityVictims(ctx context.Context, st Step, f *history.Fault) []int {
-	n := len(r.Cluster.Nodes)
-	switch st.Shape {
-	case "leader":
+	if st.Shape == "leader" {
 		return []int{r.leaderOr(ctx, st, f)}
-	case "minority":
-		return slices.Clone(st.Perm[:max(1, (n-1)/2)])
+	}
+	return minority(st)
+}
+
+// minority is the nodes of shape one (a random node) or minority (the
+// largest minority, at least one): a prefix of the step's permutation.
+func minority(st Step) []int {
+	if st.Shape == "minority" {
+		return slices.Clone(st.Perm[:max(1, (len(st.Perm)-1)/2)])
 	}
 	return slices.Clone(st.Perm[:1])
 }
