@@ -152,15 +152,8 @@ func New(cfg Config) (*Cluster, error) {
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
-	if cfg.DiskSize > 0 {
-		if err := c.mountDisks(cfg.DiskSize); err != nil {
-			return nil, errors.Join(err, c.Close())
-		}
-	}
-	if cfg.FaultFS {
-		if err := c.mountFaultFS(); err != nil {
-			return nil, errors.Join(err, c.Close())
-		}
+	if err := c.mountDataDirs(); err != nil {
+		return nil, errors.Join(err, c.Close())
 	}
 	for _, from := range c.Nodes {
 		for _, to := range c.Nodes {
@@ -190,6 +183,19 @@ func New(cfg Config) (*Cluster, error) {
 		c.clients = append(c.clients, cl)
 	}
 	return c, nil
+}
+
+// mountDataDirs puts every node's data dir on its own filesystem, if the
+// config asks for one: a tmpfs (disk.go) or a fault filesystem
+// (faultfs.go).
+func (c *Cluster) mountDataDirs() error {
+	switch {
+	case c.cfg.DiskSize > 0:
+		return c.mountDisks(c.cfg.DiskSize)
+	case c.cfg.FaultFS:
+		return c.mountFaultFS()
+	}
+	return nil
 }
 
 // Node ports come from [portLow, portHigh): below the kernel's ephemeral

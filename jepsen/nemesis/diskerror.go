@@ -62,6 +62,18 @@ func NeedsFaultFS(kinds []string) bool {
 	})
 }
 
+// disk injects the disk faults: disk-full (disk.go), disk-error and
+// lose-unsynced.
+func (r *Runner) disk(ctx context.Context, st Step, f history.Fault) injected {
+	switch st.Kind {
+	case DiskError:
+		return r.diskError(ctx, st, f)
+	case LoseUnsynced:
+		return r.loseUnsynced(ctx, st, f)
+	}
+	return r.diskFull(ctx, st, f)
+}
+
 // minorityVictims picks a shape's nodes: one, the leader, or a minority.
 func (r *Runner) minorityVictims(ctx context.Context, st Step, f *history.Fault) []int {
 	if st.Shape == "leader" {
@@ -132,40 +144,8 @@ func (r *Runner) diskError(ctx context.Context, st Step, f history.Fault) inject
 	}
 	hold := func(ctx context.Context, f *history.Fault) error {
 		start := time.Now()
-		pending := slices.Clone(victims)
-		bitAt := map[int]time.Time{}
-		for len(pending) > 0 {
-			now := time.Now()
-			for k := 0; k < len(pending); k++ {
-				i := slices.Index(victims, pending[k])
-				v := pending[k]
-				id := r.Cluster.Nodes[v].ID
-				failed := fss[i].Injected(op) > base[i]
-				if failed && bitAt[v].IsZero() {
-					bitAt[v] = now
-				}
-				switch {
-				case r.Cluster.Exited(v) && failed:
-					seen.Exited = append(seen.Exited, fmt.Sprintf("%s (exit %d)", id, r.Cluster.ExitCode(v)))
-				case r.Cluster.Exited(v) || !r.Cluster.Running(v):
-					f.Detail += fmt.Sprintf("; %s stopped with no %s failed", id, op)
-				case failed && now.Sub(bitAt[v]) > diskErrorExitGrace:
-					seen.KeptRunning = append(seen.KeptRunning, fmt.Sprintf("%s (%d %ss failed, still running %s after the first)",
-						id, fss[i].Injected(op)-base[i], op, diskErrorExitGrace))
-				case !failed && now.Sub(start) > diskErrorBite:
-					f.Detail += fmt.Sprintf("; no %s of %s failed within %s", op, id, diskErrorBite)
-				default:
-					continue
-				}
-				pending = slices.Delete(pending, k, k+1)
-				k--
-			}
-			if len(pending) == 0 {
-				break
-			}
-			if err := sleep(ctx, 100*time.Millisecond); err != nil {
-				return err
-			}
+		if err := r.awaitStops(ctx, victims, fss, op, base, f); err != nil {
+			return err
 		}
 		for i, fs := range fss {
 			seen.Injected += fs.Injected(op) - base[i]
@@ -206,4 +186,47 @@ func (r *Runner) loseUnsynced(ctx context.Context, st Step, f history.Fault) inj
 			}
 		}
 	}}
+}
+
+// awaitStops waits until every victim has stopped itself after a failed op
+// (recorded in f.Disk.Exited), kept running diskErrorExitGrace after its
+// first failure (f.Disk.KeptRunning), or saw no failure within
+// diskErrorBite (noted in the detail). base is each filesystem's count of
+// failed ops before the fault.
+func (r *Runner) awaitStops(ctx context.Context, victims []int, fss []*faultfs.FS, op faultfs.Op, base []int, f *history.Fault) error {
+	seen := f.Disk
+	start := time.Now()
+	pending := slices.Clone(victims)
+	bitAt := map[int]time.Time{}
+	for {
+		now := time.Now()
+		pending = slices.DeleteFunc(pending, func(v int) bool {
+			i := slices.Index(victims, v)
+			id := r.Cluster.Nodes[v].ID
+			failed := fss[i].Injected(op) > base[i]
+			if failed && bitAt[v].IsZero() {
+				bitAt[v] = now
+			}
+			switch {
+			case r.Cluster.Exited(v) && failed:
+				seen.Exited = append(seen.Exited, fmt.Sprintf("%s (exit %d)", id, r.Cluster.ExitCode(v)))
+			case !r.Cluster.Running(v):
+				f.Detail += fmt.Sprintf("; %s stopped with no %s failed", id, op)
+			case failed && now.Sub(bitAt[v]) > diskErrorExitGrace:
+				seen.KeptRunning = append(seen.KeptRunning, fmt.Sprintf("%s (%d %ss failed, still running %s after the first)",
+					id, fss[i].Injected(op)-base[i], op, diskErrorExitGrace))
+			case !failed && now.Sub(start) > diskErrorBite:
+				f.Detail += fmt.Sprintf("; no %s of %s failed within %s", op, id, diskErrorBite)
+			default:
+				return false
+			}
+			return true
+		})
+		if len(pending) == 0 {
+			return nil
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }
