@@ -144,14 +144,21 @@ func (r *Runner) diskError(ctx context.Context, st Step, f history.Fault) inject
 	}
 	hold := func(ctx context.Context, f *history.Fault) error {
 		start := time.Now()
-		if err := r.awaitStops(ctx, victims, fss, op, base, f); err != nil {
-			return err
-		}
+		err := r.awaitStops(ctx, victims, fss, op, base, f)
 		for i, fs := range fss {
 			seen.Injected += fs.Injected(op) - base[i]
 		}
-		// The stopped nodes stay down for the rest of the hold.
-		return sleep(ctx, st.Hold-time.Since(start))
+		if err == nil {
+			// The stopped nodes stay down for the rest of the hold.
+			err = sleep(ctx, st.Hold-time.Since(start))
+		}
+		if err != nil && ctx.Err() != nil {
+			// The run's time limit came first: the fault ends with what
+			// it saw (a fault that saw nothing did not bite).
+			f.Detail += "; cut short by the end of the run"
+			return nil
+		}
+		return err
 	}
 	return injected{fault: f, heal: heal, hold: hold}
 }
