@@ -232,7 +232,8 @@ func storeFlags(o options) string {
 }
 
 // checkDiskFlags refuses the disk-full nemesis (in any cell) unless the
-// harness runs as root: it mounts a filesystem for each node's data dir,
+// harness runs as root, and the disk-error and lose-unsynced nemeses
+// unless it also has /dev/fuse: they mount a filesystem for each node's data dir,
 // and a run that skipped the fault would pass having tested nothing.
 func checkDiskFlags(cells []cell, euid int) error {
 	for _, c := range cells {
@@ -240,6 +241,16 @@ func checkDiskFlags(cells []cell, euid int) error {
 			return fmt.Errorf("could not run: --nemesis %s mounts a %d MiB tmpfs for each node's data dir, which needs root (running as uid %d)",
 				nemesis.DiskFull, nemesis.DiskSize>>20, euid)
 		}
+		if nemesis.NeedsFaultFS(c.nemesis) {
+			if err := fuseOK(euid); err != nil {
+				return fmt.Errorf("could not run: --nemesis %s puts each node's data dir on a fault filesystem served by the harness: %w",
+					strings.Join(c.nemesis, ","), err)
+			}
+		}
 	}
 	return nil
 }
+
+// fuseOK reports why fault filesystems cannot be mounted (a variable:
+// tests stand in for /dev/fuse).
+var fuseOK = cluster.CheckFUSE

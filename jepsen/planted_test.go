@@ -85,6 +85,14 @@ func TestPlantedBugs(t *testing.T) {
 		// watchers must show the object in part (G16).
 		{"half-object", "half-object", "none", workload.ProfileStreamSet, 15 * time.Second, false, []string{"G16"},
 			[]string{"a stream-set object applied in part"}},
+		// A failed fsync of the raft log handed back to raft, which steps
+		// down and writes on over what the failure dropped: the node must
+		// stop instead (G17), and the disk-error nemesis reports one that
+		// is still running 15 s after its first failed fsync or write.
+		// 30 s: the first fault's wait for the exit takes ~16 s. Runs on a
+		// fault filesystem per node: root and /dev/fuse (CI has both).
+		{"retry-fsync", "retry-fsync", "disk-error", workload.ProfileStream, 30 * time.Second, false, []string{"G17"},
+			[]string{"the node kept running after a failed"}},
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for i, c := range cases {
@@ -92,6 +100,11 @@ func TestPlantedBugs(t *testing.T) {
 			kinds, err := nemesis.ParseKinds(c.nemesis)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if nemesis.NeedsFaultFS(kinds) {
+				if err := cluster.CheckFUSE(os.Geteuid()); err != nil {
+					t.Skipf("%v (CI runs as root with /dev/fuse)", err)
+				}
 			}
 			runDir := filepath.Join(dir, c.name)
 			cfg := RunConfig{Name: c.name, Dir: runDir, Binary: bin, Nodes: 3, Nemesis: kinds, Profile: c.profile,

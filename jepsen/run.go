@@ -110,6 +110,8 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 		ccfg.DiskSize = nemesis.DiskSize
 		ccfg.Extra = append(slices.Clone(serverFlags), "--disk-reserve", fmt.Sprint(nemesis.DiskReserve))
 	}
+	// Each data dir on its own fault filesystem, served by this process.
+	ccfg.FaultFS = nemesis.NeedsFaultFS(cfg.Nemesis)
 	cl, err := cluster.New(ccfg)
 	if err != nil {
 		return report.Result{}, err
@@ -302,7 +304,7 @@ func drive(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	return finalHeal.UnixNano()
 }
 
-// healAll ends every fault: network healed, disks freed, processes
+// healAll ends every fault: network healed, disks freed and disarmed, processes
 // resumed or restarted, clocks reset, the object store back.
 func healAll(ctx context.Context, cl *cluster.Cluster) {
 	if err := cl.Store.Heal(); err != nil {
@@ -312,6 +314,11 @@ func healAll(ctx context.Context, cl *cluster.Cluster) {
 		slog.Error("heal: freeing the disks", "err", err)
 	}
 	cl.HealNetwork()
+	for i := range cl.Nodes {
+		if fs := cl.FaultFS(i); fs != nil {
+			fs.Heal()
+		}
+	}
 	for i := range cl.Nodes {
 		switch {
 		case !cl.Running(i):
@@ -375,7 +382,14 @@ func settleTimeout(noSettle bool) time.Duration {
 // crashes names every server that died of itself: a Go panic (a broken
 // invariant of the state machine, which the harness's servers check as
 // they apply, is one) or a fatal runtime error in its log. The nemesis
-// kills with SIGKILL, which leaves no such line.
+// kills with SIGKILL, which leaves no such line. A panic carrying the
+// server's disk-failure stop (diskStop) is the stop the disk-error
+// nemesis demands, not a crash: once a write of the raft log or stable
+// store failed, the server refuses every later one, and hashicorp/raft
+// panics on a refused write of its term.
+// diskStop is what raftstore's DiskWriteError says of the node.
+const diskStop = "this node stops and does not retry the write"
+
 func crashes(cl *cluster.Cluster) []model.Anomaly {
 	var out []model.Anomaly
 	for _, n := range cl.Nodes {
@@ -384,6 +398,12 @@ func crashes(cl *cluster.Cluster) []model.Anomaly {
 			continue
 		}
 		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, diskStop) {
+				// The node's own stop after a failed write of its raft
+				// log or stable store (G17): raft panics when the store it
+				// latched refuses the next write, as it must.
+				continue
+			}
 			if strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: ") {
 				out = append(out, model.Anomaly{Check: "crash", Op: -1, Detail: fmt.Sprintf("%s crashed: %s (log %s)", n.ID, line, n.LogPath)})
 				break
@@ -406,6 +426,9 @@ func check(cfg RunConfig, h history.History, conv report.Convergence, finalHeal 
 	}
 	res.Invalid = report.Validity(h, cfg.MinOps, finalHeal)
 	res.Invalid = append(res.Invalid, report.DiskFullValidity(h)...)
+	diskAnomalies, diskInvalid := report.DiskChecks(h)
+	res.Anomalies = append(res.Anomalies, diskAnomalies...)
+	res.Invalid = append(res.Invalid, diskInvalid...)
 	if lin.Result == "Unknown" {
 		res.Invalid = append(res.Invalid, "linearizability check timed out")
 	}

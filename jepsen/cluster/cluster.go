@@ -28,6 +28,7 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/internal/faultfs"
 	"github.com/metad/metad/internal/ports"
 )
 
@@ -51,6 +52,10 @@ type Config struct {
 	// DiskSize, if positive, puts each node's data dir on its own tmpfs of
 	// this many bytes (disk.go), for the disk-full nemesis; it needs root.
 	DiskSize int64
+	// FaultFS puts each node's data dir on its own fault filesystem
+	// (faultfs.go), for the disk-error and lose-unsynced nemeses; it needs
+	// root and /dev/fuse.
+	FaultFS bool
 }
 
 // Validate reports every problem at once.
@@ -67,6 +72,9 @@ func (c Config) Validate() error {
 	}
 	if c.DiskSize < 0 {
 		errs = append(errs, fmt.Errorf("cluster: DiskSize %d is negative", c.DiskSize))
+	}
+	if c.DiskSize > 0 && c.FaultFS {
+		errs = append(errs, errors.New("cluster: DiskSize and FaultFS both set: a data dir has one filesystem"))
 	}
 	return errors.Join(errs...)
 }
@@ -95,6 +103,8 @@ type Node struct {
 	DataDir, LogPath         string
 	// Mount is the node's own filesystem, holding DataDir ("": none).
 	Mount string
+	// faults is the node's fault filesystem, holding DataDir (nil: none).
+	faults *faultfs.FS
 	// Guarded by Cluster.mu.
 	cmd    *exec.Cmd
 	done   chan struct{}
@@ -142,10 +152,8 @@ func New(cfg Config) (*Cluster, error) {
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
-	if cfg.DiskSize > 0 {
-		if err := c.mountDisks(cfg.DiskSize); err != nil {
-			return nil, errors.Join(err, c.Close())
-		}
+	if err := c.mountDataDirs(); err != nil {
+		return nil, errors.Join(err, c.Close())
 	}
 	for _, from := range c.Nodes {
 		for _, to := range c.Nodes {
@@ -175,6 +183,19 @@ func New(cfg Config) (*Cluster, error) {
 		c.clients = append(c.clients, cl)
 	}
 	return c, nil
+}
+
+// mountDataDirs puts every node's data dir on its own filesystem, if the
+// config asks for one: a tmpfs (disk.go) or a fault filesystem
+// (faultfs.go).
+func (c *Cluster) mountDataDirs() error {
+	switch {
+	case c.cfg.DiskSize > 0:
+		return c.mountDisks(c.cfg.DiskSize)
+	case c.cfg.FaultFS:
+		return c.mountFaultFS()
+	}
+	return nil
 }
 
 // Node ports come from [portLow, portHigh): below the kernel's ephemeral
@@ -220,7 +241,7 @@ func (c *Cluster) Start(i int, fresh bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := c.Nodes[i]
-	if n.cmd != nil {
+	if n.cmd != nil && !exited(n.done) {
 		return nil
 	}
 	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -266,14 +287,43 @@ func (c *Cluster) Resume(i int) { c.signal(i, syscall.SIGCONT) }
 func (c *Cluster) Running(i int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.Nodes[i].cmd != nil
+	return c.Nodes[i].cmd != nil && !exited(c.Nodes[i].done)
+}
+
+// Exited reports whether node i's process ended by itself (not killed by
+// the harness) and has not been started again.
+func (c *Cluster) Exited(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Nodes[i].cmd != nil && exited(c.Nodes[i].done)
+}
+
+// ExitCode is node i's exit status once it exited by itself (-1 if it
+// has not, or a signal ended it).
+func (c *Cluster) ExitCode(i int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.Nodes[i]
+	if n.cmd == nil || !exited(n.done) || n.cmd.ProcessState == nil {
+		return -1
+	}
+	return n.cmd.ProcessState.ExitCode()
+}
+
+func exited(done chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Up reports whether node i runs and is not paused.
 func (c *Cluster) Up(i int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.Nodes[i].cmd != nil && !c.Nodes[i].paused
+	return c.Nodes[i].cmd != nil && !exited(c.Nodes[i].done) && !c.Nodes[i].paused
 }
 
 func (c *Cluster) signal(i int, sig syscall.Signal) {
@@ -417,7 +467,7 @@ func (c *Cluster) Close() error {
 	for i := range c.Nodes {
 		c.Kill(i)
 	}
-	err := c.unmountDisks()
+	err := errors.Join(c.unmountDisks(), c.unmountFaultFS())
 	for _, p := range c.proxies {
 		p.Close()
 	}

@@ -389,6 +389,25 @@ type Fault struct {
 	// when it began, so writes must have been refused DISK_FULL while it
 	// held.
 	LeaderFilled bool `json:"leader_filled,omitempty"`
+	// Disk is what a disk-error or lose-unsynced fault did to the nodes'
+	// fault filesystems.
+	Disk *DiskSeen `json:"disk,omitempty"`
+}
+
+// DiskSeen is what a disk-error or lose-unsynced fault saw.
+type DiskSeen struct {
+	// Op is the operation a disk-error fault failed: fsync or write.
+	Op string `json:"op,omitempty"`
+	// Injected counts the operations failed on the targets' filesystems.
+	Injected int `json:"injected,omitempty"`
+	// Exited are the targets that stopped themselves after a failure
+	// (with their exit status); KeptRunning those that did not.
+	Exited      []string `json:"exited,omitempty"`
+	KeptRunning []string `json:"kept_running,omitempty"`
+	// RolledBackFiles and RolledBackBytes are what lose-unsynced undid:
+	// files written since their last sync, and the bytes written to them.
+	RolledBackFiles int   `json:"rolled_back_files,omitempty"`
+	RolledBackBytes int64 `json:"rolled_back_bytes,omitempty"`
 }
 
 // ConfigSeen is the Raft configuration around a fault, each as sorted

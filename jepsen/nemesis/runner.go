@@ -164,8 +164,8 @@ func (r *Runner) inject(ctx context.Context, st Step) injected {
 		return r.storeFault(ctx, st, f)
 	case Clock:
 		return r.skew(ctx, st, f)
-	case DiskFull:
-		return r.diskFull(ctx, st, f)
+	case DiskFull, DiskError, LoseUnsynced:
+		return r.disk(ctx, st, f)
 	case Slow:
 		protos := []string{cluster.GRPC}
 		if st.Shape == "all" {

@@ -13,7 +13,10 @@
 // The object-store faults (store.go: store-unavailable, flapping) are in
 // no matrix; a run names them (nor are the membership faults). The
 // disk-full fault (disk.go) fills nodes' own filesystems past the
-// servers' disk reserve; it is in the full matrix, not the smoke one.
+// servers' disk reserve; the disk-error and lose-unsynced faults
+// (diskerror.go) fail the raft log's fsyncs and writes on nodes' fault
+// filesystems, or roll back what a killed node never synced; they are in
+// the full matrix, not the smoke one.
 package nemesis
 
 import (
@@ -42,8 +45,8 @@ const (
 )
 
 // AllKinds is every kind, in the order the full matrix runs them. The
-// disk-full kind (disk.go) needs root: the harness refuses it otherwise.
-var AllKinds = []string{Partition, Kill, Pause, LeaderPause, Membership, Clock, Slow, DiskFull}
+// disk-full kind (disk.go) and the fault-filesystem kinds (diskerror.go) need root: the harness refuses it otherwise.
+var AllKinds = []string{Partition, Kill, Pause, LeaderPause, Membership, Clock, Slow, DiskFull, DiskError, LoseUnsynced}
 
 // MembershipKinds are run on their own (CI's membership cell), not in the
 // matrices: a long partition needs a longer time limit than a matrix cell.
@@ -96,6 +99,8 @@ type Step struct {
 	Hold, Quiet time.Duration
 	// Skew is the clock offset (clock faults); Delay the link delay (slow).
 	Skew, Delay time.Duration
+	// FailWrite: a disk-error fault fails writes, not fsyncs.
+	FailWrite bool
 	// Quiesce: the workload goes idle just before the fault (kill all), so
 	// the last log entry on every node is an acknowledged write.
 	Quiesce bool
@@ -110,6 +115,8 @@ func (s Step) String() string {
 		extra = " delay=" + s.Delay.String()
 	case s.Quiesce:
 		extra = " quiesce"
+	case s.FailWrite:
+		extra = " write"
 	}
 	return fmt.Sprintf("%s:%s perm=%v hold=%s quiet=%s%s", s.Kind, s.Shape, s.Perm, s.Hold, s.Quiet, extra)
 }
@@ -169,6 +176,8 @@ func PlanWith(seed int64, kinds []string, nodes int, budget time.Duration, o Opt
 			// all-quiet: the workload goes idle first, so every node's last
 			// log entry is an acknowledged write when the power goes.
 			st.Quiesce = st.Shape == "all-quiet"
+		case DiskError:
+			st.FailWrite = r.IntN(3) == 0
 		case Amnesia:
 			// How long the cluster runs without the old leader once the
 			// wiped node and the lagging one meet: long enough for several
@@ -207,6 +216,10 @@ func (s Step) expectedHold() time.Duration {
 		return s.Hold + storeRestartAllowance
 	case s.Kind == Corrupt:
 		return s.Hold + corruptTargetWait
+	case s.Kind == DiskError:
+		// The hold includes the wait for the failure and the exit; a
+		// node that takes longer is itself the finding.
+		return s.Hold + time.Second
 	}
 	return s.Hold
 }

@@ -177,3 +177,38 @@ func TestFirstDiskFullFillsTheLeader(t *testing.T) {
 		t.Error("NeedsOwnDisks")
 	}
 }
+
+// The disk-error and lose-unsynced faults never take a majority: their
+// shapes are one, leader and minority, a minority of five is two nodes
+// and of three one; disk-error fails writes in some faults and fsyncs in
+// the others; both need the fault filesystems, no other kind does.
+func TestPlanDiskErrorNeverAMajority(t *testing.T) {
+	steps := Plan(11, []string{DiskError, LoseUnsynced}, 5, 10*time.Minute)
+	writes, fsyncs := 0, 0
+	for _, st := range steps {
+		if st.Shape != "one" && st.Shape != "leader" && st.Shape != "minority" {
+			t.Fatalf("%s: shape %q", st, st.Shape)
+		}
+		if st.Shape == "minority" {
+			if got := minority(st); len(got) != 2 {
+				t.Fatalf("%s: victims %v, want 2 of 5", st, got)
+			}
+		}
+		if st.Kind == DiskError {
+			if st.FailWrite {
+				writes++
+			} else {
+				fsyncs++
+			}
+		}
+	}
+	if writes == 0 || fsyncs == 0 {
+		t.Errorf("disk-error faults: %d fail writes, %d fail fsyncs; want some of each", writes, fsyncs)
+	}
+	if got := minority(Step{Shape: "minority", Perm: []int{2, 0, 1}}); len(got) != 1 || got[0] != 2 {
+		t.Errorf("a minority of three: %v, want [2]", got)
+	}
+	if !NeedsFaultFS([]string{Kill, "lose-unsynced:one"}) || NeedsFaultFS([]string{DiskFull, Kill}) {
+		t.Error("NeedsFaultFS: want true with lose-unsynced, false with disk-full and kill")
+	}
+}

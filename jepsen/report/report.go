@@ -225,6 +225,9 @@ func (r Result) Text(dir string) string {
 		if f.Kind == diskFullKind {
 			refused = fmt.Sprintf("refused_disk_full=%d ", r.DiskFullFaults[i])
 		}
+		if d := f.Disk; d != nil && f.Kind == diskErrorKind {
+			refused = fmt.Sprintf("failed_%s=%d exited=%v kept_running=%v ", d.Op, d.Injected, d.Exited, d.KeptRunning)
+		}
 		fmt.Fprintf(&b, "  %-12s %-18s %5.1fs targets=%v ops_before=%d %s%s %s\n", f.Kind, f.Shape,
 			float64(f.End-f.Start)/1e9, f.Targets, f.OpsBefore, refused, f.Detail, f.Error)
 	}
@@ -292,4 +295,33 @@ func DiskFullValidity(h history.History) []string {
 		out = append(out, fmt.Sprintf("the disk-full nemesis never bit: %d faults, no write refused DISK_FULL while one held", faults))
 	}
 	return out
+}
+
+// diskErrorKind is the disk-error nemesis's kind (nemesis.DiskError).
+const diskErrorKind = "disk-error"
+
+// DiskChecks judges the disk-error faults: a target whose raft log fsync
+// (or write) failed and that kept running is an anomaly of G17 (a failed
+// fsync must stop the node, never be retried); a run that had disk-error
+// faults of which none bit (an operation failed and its node exited)
+// proved nothing and is invalid.
+func DiskChecks(h history.History) (anomalies []model.Anomaly, invalid []string) {
+	faults, bit := 0, 0
+	for _, f := range h.Faults {
+		if f.Kind != diskErrorKind || f.Error != "" || f.Disk == nil {
+			continue
+		}
+		faults++
+		for _, k := range f.Disk.KeptRunning {
+			anomalies = append(anomalies, model.Anomaly{Check: "G17", Op: -1,
+				Detail: fmt.Sprintf("the node kept running after a failed %s of its raft log: %s (fault disk-error:%s)", f.Disk.Op, k, f.Shape)})
+		}
+		if f.Disk.Injected > 0 && (len(f.Disk.Exited) > 0 || len(f.Disk.KeptRunning) > 0) {
+			bit++
+		}
+	}
+	if faults > 0 && bit == 0 {
+		invalid = append(invalid, fmt.Sprintf("the disk-error nemesis never bit: %d faults, no raft log fsync or write failed on a node that then exited", faults))
+	}
+	return anomalies, invalid
 }

@@ -93,3 +93,40 @@ func TestDiskFullMustBite(t *testing.T) {
 		}
 	}
 }
+
+// TestDiskErrorChecks: a disk-error target that kept running after its
+// raft log's fsync failed is a G17 anomaly naming it; a run whose
+// disk-error faults never failed an operation on a node that then exited
+// is invalid; a fault that bit makes the run valid.
+func TestDiskErrorChecks(t *testing.T) {
+	bit := history.Fault{Kind: "disk-error", Shape: "one", Targets: []string{"n2"},
+		Disk: &history.DiskSeen{Op: "fsync", Injected: 1, Exited: []string{"n2 (exit 1)"}}}
+	kept := history.Fault{Kind: "disk-error", Shape: "leader", Targets: []string{"n1"},
+		Disk: &history.DiskSeen{Op: "fsync", Injected: 40, KeptRunning: []string{"n1 (40 fsyncs failed)"}}}
+	missed := history.Fault{Kind: "disk-error", Shape: "one", Targets: []string{"n3"}, Disk: &history.DiskSeen{Op: "write"}}
+	for _, c := range []struct {
+		name      string
+		faults    []history.Fault
+		anomalies int
+		invalid   bool
+	}{
+		{"the node stopped", []history.Fault{bit}, 0, false},
+		{"the node kept running", []history.Fault{kept}, 1, false},
+		{"no operation failed", []history.Fault{missed}, 0, true},
+		{"one of two bit", []history.Fault{missed, bit}, 0, false},
+		{"no disk-error fault", []history.Fault{{Kind: "kill", Shape: "one"}}, 0, false},
+	} {
+		a, inv := DiskChecks(history.History{Faults: c.faults})
+		if len(a) != c.anomalies || (len(inv) > 0) != c.invalid {
+			t.Errorf("%s: anomalies %v, invalid %v", c.name, a, inv)
+		}
+		for _, x := range a {
+			if x.Check != "G17" || !strings.Contains(x.Detail, "the node kept running after a failed fsync") || !strings.Contains(x.Detail, "n1") {
+				t.Errorf("%s: anomaly %+v, want G17 naming n1", c.name, x)
+			}
+		}
+		if c.invalid && !strings.Contains(inv[0], "never bit") {
+			t.Errorf("%s: invalid %v, want \"never bit\"", c.name, inv)
+		}
+	}
+}
