@@ -38,14 +38,7 @@ func TestCorruptLogSegmentIsRefusedThenWipedAndRejoined(t *testing.T) {
 	}
 	c.StartAll()
 	c.WaitFormed(3)
-	if c.Leader(0) == victim {
-		vc := c.Client(victim)
-		if _, err := client.Call(ctxT(t, 30*time.Second), vc, vc.Cluster.TransferLeadership,
-			&metadpb.TransferLeadershipRequest{ToNodeId: c.Nodes[0].ID}); err != nil {
-			t.Fatalf("move leadership off the victim: %v", err)
-		}
-		c.WaitFor("a leader other than the victim", 30*time.Second, func() bool { l := c.Leader(0); return l >= 0 && l != victim })
-	}
+	leadElsewhere(t, c, victim)
 	var healthy []int
 	for i := range c.Nodes {
 		if i != victim {

@@ -42,12 +42,7 @@ func onFaultFS(t *testing.T, bin string, env ...string) (*proc.Cluster, *faultfs
 	f, mnt := mountFaultFS(t)
 	c := proc.New(t, 1)
 	nd := c.Nodes[0]
-	nd.DataDir = filepath.Join(mnt, "n1")
-	for i, a := range nd.Args {
-		if a == "--data-dir" {
-			nd.Args[i+1] = nd.DataDir
-		}
-	}
+	nd.SetDataDir(filepath.Join(mnt, "n1"))
 	nd.Bin, nd.Env = bin, env
 	c.StartAll()
 	c.WaitLeader(0)
@@ -145,22 +140,10 @@ func TestFollowerFailedFsyncLosesNoAcknowledgedWrite(t *testing.T) {
 	c := proc.New(t, 3)
 	const victim = 2
 	nd := c.Nodes[victim]
-	nd.DataDir = filepath.Join(mnt, nd.ID)
-	for i, a := range nd.Args {
-		if a == "--data-dir" {
-			nd.Args[i+1] = nd.DataDir
-		}
-	}
+	nd.SetDataDir(filepath.Join(mnt, nd.ID))
 	c.StartAll()
 	c.WaitFormed(3)
-	if c.Leader(0) == victim {
-		cl := c.Client(victim)
-		if _, err := client.Call(ctxT(t, 30*time.Second), cl, cl.Cluster.TransferLeadership,
-			&metadpb.TransferLeadershipRequest{ToNodeId: c.Nodes[0].ID}); err != nil {
-			t.Fatalf("move leadership off the node on the fault filesystem: %v", err)
-		}
-		c.WaitFor("a leader other than the victim", 30*time.Second, func() bool { l := c.Leader(0); return l >= 0 && l != victim })
-	}
+	leadElsewhere(t, c, victim)
 	w := proc.NewWriter(t, c.Client(0, 1), "follower-fsync")
 	w.MustAppend(t, 10)
 

@@ -78,12 +78,7 @@ func TestDiskFullRefusesGrowthAndHeals(t *testing.T) {
 	c := proc.New(t, 1, "--disk-reserve", strconv.Itoa(reserve))
 	nd := c.Nodes[0]
 	dataDir := filepath.Join(mnt, "n1")
-	for i, a := range nd.Args {
-		if a == "--data-dir" {
-			nd.Args[i+1] = dataDir
-		}
-	}
-	nd.DataDir = dataDir
+	nd.SetDataDir(dataDir)
 	c.StartAll()
 	c.WaitLeader(0)
 	cl := c.Client(0)

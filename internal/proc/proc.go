@@ -100,6 +100,17 @@ type Node struct {
 	paused                   bool
 }
 
+// SetDataDir moves the node's data dir to dir (a small or faulty
+// filesystem a test mounted), before it first starts.
+func (nd *Node) SetDataDir(dir string) {
+	nd.DataDir = dir
+	for i, a := range nd.Args {
+		if a == "--data-dir" && i+1 < len(nd.Args) {
+			nd.Args[i+1] = dir
+		}
+	}
+}
+
 // Cluster is a set of metad server processes that may form one cluster.
 type Cluster struct {
 	t     testing.TB
