@@ -66,14 +66,12 @@ func (s *Store) propose(ctx context.Context, cmd *fsmpb.Command, encode func(sta
 			return nil, fmt.Errorf("%w: %s refused: %w", ErrDiskFull, fsm.OpName(cmd), err)
 		}
 	}
-	if _, leader := s.leadership(); !leader {
+	term, leader := s.leadership()
+	if !leader {
 		return nil, s.notLeaderError()
 	}
-	// The level only grows, so a command admitted here is still admissible
-	// when applied (G15: no voter meets a command it cannot apply).
-	if need, have := fsm.RequiredLevel(cmd), s.fsm.level.Load(); need > have {
-		return nil, fmt.Errorf("%w: %s needs level %d, the cluster is at %d until every voter runs a release that applies it",
-			ErrFeatureLevel, fsm.OpName(cmd), need, have)
+	if err := s.admitLevel(ctx, cmd, term); err != nil {
+		return nil, err
 	}
 	// One span from here to applied, under the caller's (a traced call's)
 	// span: the leader's Raft apply of the request.
@@ -81,6 +79,50 @@ func (s *Store) propose(ctx context.Context, cmd *fsmpb.Command, encode func(sta
 	res, err := s.apply(ctx, cmd, encode)
 	end(err)
 	return res, err
+}
+
+// admitLevel refuses cmd (ErrFeatureLevel, definite) if it needs a higher
+// feature level than the state holds. The level only grows, so a command
+// admitted here is still admissible when applied (G15: no voter meets a
+// command it cannot apply).
+//
+// A refusal must not rest on a stale level. A new leader's state lags what
+// earlier terms committed until its term's barrier is applied: a restarted
+// node restores its snapshot and applies the rest of its log only once an
+// entry of its own term commits, so for a while it may not yet have applied
+// the SetFeatureLevel the cluster acknowledged long ago. So before refusing,
+// admitLevel waits for this term's barrier (within ctx; the leadership
+// loop's poll bounds each wait), and only the level read after it decides.
+func (s *Store) admitLevel(ctx context.Context, cmd *fsmpb.Command, term uint64) error {
+	need := fsm.RequiredLevel(cmd)
+	for {
+		have := s.fsm.level.Load()
+		if need <= have {
+			return nil
+		}
+		s.lmu.Lock()
+		sig := s.leadSig
+		s.lmu.Unlock()
+		if s.gateTerm.Load() == term {
+			return fmt.Errorf("%w: %s needs level %d, the cluster is at %d until every voter runs a release that applies it",
+				ErrFeatureLevel, fsm.OpName(cmd), need, have)
+		}
+		if t, leader := s.leadership(); !leader || t != term {
+			return s.notLeaderError()
+		}
+		poll := wall.NewTimer(s.cfg.LeadershipPollInterval)
+		select {
+		case <-sig:
+		case <-poll.C():
+		case <-ctx.Done():
+			poll.Stop()
+			return fmt.Errorf("%w: before proposing, waiting for this term's barrier to learn the feature level: %w", ErrTimeout, ctx.Err())
+		case <-s.closing:
+			poll.Stop()
+			return ErrClosed
+		}
+		poll.Stop()
+	}
 }
 
 // apply is propose on a leader, past the checks of the command itself.
