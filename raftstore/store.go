@@ -193,6 +193,9 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 	}
 	r, err := newRaft(cfg.raftConfig(hlog), adapter, logs, d.raftStable, snaps, trans)
 	if err != nil {
+		if latched := d.failure.err(); latched != nil {
+			err = latched // raft's own text of it keeps no error chain
+		}
 		if c, ok := trans.(raft.WithClose); ok {
 			c.Close()
 		}
