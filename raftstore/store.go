@@ -262,9 +262,16 @@ func newTCPTransport(cfg Config, logger hclog.Logger, id *identity, slogger *slo
 		Logger:  logger,
 		MaxPool: cfg.TransportMaxPool,
 		Timeout: cfg.TransportTimeout,
-		// 2 overlaps preparing the next AppendEntries with waiting for the
-		// previous; hashicorp measured more pipelining to hurt commit latency.
-		MaxRPCsInFlight: 2,
+		// 1: no pipelining; each follower's AppendEntries waits for the
+		// previous answer (raft still batches entries into each). v1.7.3's
+		// pipeline can deadlock when a follower's connection fails mid-
+		// flight (hashicorp/raft#612): the sender parks handing the decoder
+		// one more request while the decoder parks handing back one nobody
+		// reads, and the leader never replicates to that follower again
+		// while its heartbeats keep it looking healthy. The disk-error
+		// nemesis found it: a follower restarted after its failed write
+		// held its log at the index it stopped at for the rest of the run.
+		MaxRPCsInFlight: 1,
 	})
 	if faults.Bug("heartbeat-fast-path") {
 		logger.Warn("planted bug heartbeat-fast-path: heartbeats run concurrently with raft's main loop (hashicorp/raft#695)")
