@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"text/tabwriter"
 	"time"
 
 	"github.com/metad/metad/internal/proc"
@@ -157,6 +158,19 @@ func (e *sampleEnv) asReadme(out string) string {
 	return strings.NewReplacer(r...).Replace(out)
 }
 
+// realign pads the table at the top of out (up to its first blank line)
+// again, as the CLI's tabwriter does, after asReadme changed the widths.
+func realign(out string) string {
+	table, rest, _ := strings.Cut(out, "\n\n")
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0) // status.go's settings
+	for _, l := range strings.Split(table, "\n") {
+		fmt.Fprintln(w, strings.Join(regexp.MustCompile(`\s{2,}`).Split(l, -1), "\t"))
+	}
+	_ = w.Flush()
+	return b.String() + "\n" + rest
+}
+
 // withoutTime drops a log line's leading time=.
 func withoutTime(line string) string { return maskLogTime.re.ReplaceAllString(line, "") }
 
@@ -188,7 +202,7 @@ func readmeBlocks(t *testing.T, lines []string) []readmeBlock {
 	for i, l := range lines {
 		mk := sampleMarker.FindStringSubmatch(l)
 		if mk == nil {
-			if strings.Contains(l, "<!-- sample") {
+			if strings.HasPrefix(l, "<!-- sample") {
 				t.Errorf("README line %d: malformed sample marker %q", i+1, l)
 			}
 			continue
@@ -343,7 +357,7 @@ func produceStatus(t *testing.T, e *sampleEnv) string {
 		out, err := runMetad(t, "endpoint", "health", "--addr", c.Nodes[0].GRPC)
 		return err == nil && strings.Count(out, " healthy ") == 3
 	})
-	return e.asReadme(e.cli(t, 0, "status"))
+	return realign(e.asReadme(e.cli(t, 0, "status")))
 }
 
 // produceWatch: `metad stream watch` started on a stream with two
