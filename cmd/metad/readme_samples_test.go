@@ -79,6 +79,12 @@ var samples = map[string]sample{
 		m(`leader n\d;`, "leader NODE;"),
 		maskHexLong,
 	}},
+	"object-commit": {produceObjectCommit, []mask{
+		m(`^object objects/[0-9a-f]+ \((\d+ bytes), identity sha256:\S+\) committed to (\d+) streams at version \d+$`,
+			"object objects/KEY ($1, identity sha256:HASH) committed to $2 streams at version N"),
+		m(`(?m)^\d+(\s+[a-z]+\s+\[)`, "ID$1"), // the STREAM column
+	}},
+	"object-commit-refused": {produceObjectCommitRefused, []mask{m(`stream \d+`, "stream ID")}},
 	"watch": {produceWatch, []mask{
 		m(`(?m)^\d+ `, "VERSION "),
 		m(`@sha256:\S+`, "@sha256:HASH"),
@@ -120,6 +126,7 @@ type sampleEnv struct {
 	c       *proc.Cluster
 	backups string
 	traces  *otlpCollector
+	logs    string // the directory of a.log and b.log, once made
 }
 
 func (e *sampleEnv) cluster(t *testing.T) *proc.Cluster {
@@ -360,14 +367,60 @@ func produceStatus(t *testing.T, e *sampleEnv) string {
 	return realign(e.asReadme(e.cli(t, 0, "status")))
 }
 
-// produceWatch: `metad stream watch` started on a stream with two
-// offsets, then an append (a new writer epoch), a trim and a seal, as in
-// the README's walk-through.
-func produceWatch(t *testing.T, e *sampleEnv) string {
+// objectCommit runs `metad object commit` as the README does: in a
+// directory holding a.log and b.log, parts named after streams a and b.
+func (e *sampleEnv) objectCommit(t *testing.T, want int, args ...string) string {
+	t.Helper()
 	c := e.cluster(t)
-	e.cli(t, 0, "stream", "create", "watched")
-	e.cli(t, 0, "append", "watched", "--data", "hello", "--count", "2")
-	cmd := exec.Command(proc.Binary(t), "stream", "watch", "watched", "--addr", c.Nodes[0].GRPC)
+	if e.logs == "" {
+		e.logs = t.TempDir()
+		writeTemp(e.logs, "a.log", "one\ntwo\n")
+		writeTemp(e.logs, "b.log", "three\n")
+		e.cli(t, 0, "stream", "create", "a")
+		e.cli(t, 0, "stream", "create", "b")
+	}
+	cmd := exec.Command(proc.Binary(t), append([]string{"object", "commit", "a=a.log", "b=b.log"}, args...)...)
+	cmd.Dir = e.logs
+	cmd.Env = append(os.Environ(), "METAD_ADDR="+c.Nodes[0].GRPC)
+	out, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != want {
+		t.Fatalf("object commit %v: exit %d (%v), want %d\n%s", args, code, err, want, out)
+	}
+	return string(out)
+}
+
+// produceObjectCommit: the README's first `metad object commit`, of two
+// new streams.
+func produceObjectCommit(t *testing.T, e *sampleEnv) string {
+	return e.objectCommit(t, exitOK, "--count-lines", "--object-dir", filepath.Join(e.cluster(t).Dir, "objects"))
+}
+
+// produceObjectCommitRefused: after another commit opened both streams
+// again (epoch 2), a commit at epoch 1 for stream a is refused.
+func produceObjectCommitRefused(t *testing.T, e *sampleEnv) string {
+	objects := filepath.Join(e.cluster(t).Dir, "objects")
+	e.objectCommit(t, exitOK, "--object-dir", objects)
+	return e.objectCommit(t, exitFailure, "--epoch-of", "a=1", "--object-dir", objects)
+}
+
+// produceWatch: `metad stream watch 1` started on a stream with two
+// offsets, then an append (a new writer epoch), a trim and a seal, as in
+// the README's walk-through. On a server of its own, so that the stream
+// is stream 1, as the README's commands have it.
+func produceWatch(t *testing.T, e *sampleEnv) string {
+	c := proc.New(t, 1)
+	c.StartAll()
+	c.WaitFor("a leader", time.Minute, func() bool { return c.Leader(0) == 0 })
+	s := &realServer{bin: proc.Binary(t), addr: c.Nodes[0].GRPC}
+	cli := func(args ...string) {
+		t.Helper()
+		if out, code := s.run(t, args...); code != 0 {
+			t.Fatalf("metad %v: exit %d\n%s", args, code, out)
+		}
+	}
+	cli("stream", "create", "orders")
+	cli("append", "1", "--data", "hello", "--count", "2")
+	cmd := exec.Command(proc.Binary(t), "stream", "watch", "1", "--addr", c.Nodes[0].GRPC)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -390,9 +443,9 @@ func produceWatch(t *testing.T, e *sampleEnv) string {
 		t.Fatalf("watch began with %q", l)
 	}
 	// The watch has begun: what follows it sees.
-	e.cli(t, 0, "append", "watched", "--data", "hello")
-	e.cli(t, 0, "stream", "trim", "watched", "3")
-	e.cli(t, 0, "stream", "seal", "watched")
+	cli("append", "1", "--data", "hello")
+	cli("stream", "trim", "1", "3")
+	cli("stream", "seal", "1")
 	for !strings.Contains(next(), " SEALED ") {
 	}
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
