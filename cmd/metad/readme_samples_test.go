@@ -92,6 +92,10 @@ var samples = map[string]sample{
 	// Which node is the leader changes; the producer picks a follower.
 	"trace": {produceTrace, []mask{maskDuration, m(`(?m)^(\s*)n\d+ `, "${1}NODE ")}},
 	"audit": {produceAudit, []mask{maskLogTime, m(`remote=\S+`, "remote=ADDR")}},
+	"snapshot-save": {produceSnapshotSave, []mask{
+		m(`index \d+, term \d+, from n\d+, \S+ \S+, \d+ records`, "index N, term N, from NODE, SIZE, N records"),
+		maskHexLong,
+	}},
 	"snapshot-inspect": {produceSnapshotInspect, []mask{
 		// Which member answered, when, at which index and term, the
 		// size, the addresses and the hashes.
@@ -127,6 +131,7 @@ type sampleEnv struct {
 	backups string
 	traces  *otlpCollector
 	logs    string // the directory of a.log and b.log, once made
+	snapDir string // where snapshot-save wrote backup.snap
 }
 
 func (e *sampleEnv) cluster(t *testing.T) *proc.Cluster {
@@ -364,6 +369,10 @@ func produceStatus(t *testing.T, e *sampleEnv) string {
 		out, err := runMetad(t, "endpoint", "health", "--addr", c.Nodes[0].GRPC)
 		return err == nil && strings.Count(out, " healthy ") == 3
 	})
+	c.WaitFor("the cluster id and feature level set", 30*time.Second, func() bool { // the leader sets them after its election
+		out, err := runMetad(t, "status", "--addr", c.Nodes[0].GRPC)
+		return err == nil && strings.Contains(out, "\ncluster id ") && strings.Contains(out, "\ncluster feature level ")
+	})
 	return realign(e.asReadme(e.cli(t, 0, "status")))
 }
 
@@ -479,14 +488,27 @@ func produceAudit(t *testing.T, e *sampleEnv) string {
 	return withoutTime(line)
 }
 
-// produceSnapshotInspect: `metad snapshot inspect` of a snapshot saved
-// from the second node, under the README's file name.
+// produceSnapshotSave: `metad snapshot save backup.snap` from the second
+// node, in a directory of its own (the README's relative file name).
+func produceSnapshotSave(t *testing.T, e *sampleEnv) string {
+	e.snapDir = t.TempDir()
+	cmd := exec.Command(proc.Binary(t), "snapshot", "save", "backup.snap", "--addr", e.cluster(t).Nodes[1].GRPC)
+	cmd.Dir = e.snapDir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("snapshot save: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// produceSnapshotInspect: `metad snapshot inspect` of the snapshot
+// produceSnapshotSave wrote.
 func produceSnapshotInspect(t *testing.T, e *sampleEnv) string {
-	dir := t.TempDir()
-	e.cli(t, 1, "snapshot", "save", filepath.Join(dir, "backup.snap"))
-	s := &realServer{bin: proc.Binary(t)}
-	cmd := exec.Command(s.bin, "snapshot", "inspect", "backup.snap")
-	cmd.Dir = dir
+	if e.snapDir == "" {
+		t.Fatal("snapshot-inspect needs the snapshot-save sample before it in the README")
+	}
+	cmd := exec.Command(proc.Binary(t), "snapshot", "inspect", "backup.snap")
+	cmd.Dir = e.snapDir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("snapshot inspect: %v\n%s", err, out)
