@@ -116,7 +116,6 @@ var samples = map[string]sample{
 		m(`took=\S+`, "took=DUR"),
 	}},
 	"disk-full": {produceDiskFull, []mask{
-		m(`(create_stream|append|commit_append)\b`, "OP"),
 		m(`has \S+ \S+ free of \S+ \S+, below the \S+ \S+ reserve`, "has SIZE free of SIZE, below the SIZE reserve"),
 	}},
 	"disk-write-failed": {produceDiskWriteFailed, nil},
