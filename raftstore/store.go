@@ -78,9 +78,12 @@ type Store struct {
 	closing   chan struct{} // closed when Close begins
 	raftDown  chan struct{} // closed when raft has shut down
 	closeOnce sync.Once
-	closeErr  error
-	loops     sync.WaitGroup // leadershipLoop and readLoop
-	futures   flight         // goroutines waiting on raft futures
+	// raftStop guards raftStopped, the future of raft's one Shutdown.
+	raftStop    sync.Once
+	raftStopped raft.Future
+	closeErr    error
+	loops       sync.WaitGroup // leadershipLoop and readLoop
+	futures     flight         // goroutines waiting on raft futures
 
 	// proposals holds one token per proposal raft has not resolved yet,
 	// released by the goroutine waiting on its future, so the goroutines
@@ -111,6 +114,8 @@ type openOptions struct {
 	fsmOptions    []fsm.Option
 	beforeBarrier func(term uint64, closing <-chan struct{})
 	observer      ApplyObserver // nil: none (observer.go)
+	// wrapLog, if set, wraps the log store under the failure latch.
+	wrapLog func(raft.LogStore) raft.LogStore
 }
 
 // Open opens (creating if needed) the raft state in cfg.DataDir and starts
@@ -143,6 +148,10 @@ func open(cfg Config, peers Peers, logger *slog.Logger, o openOptions) (*Store, 
 	if err := d.checkNodeID(cfg.NodeID); err != nil {
 		d.close()
 		return nil, err
+	}
+	if o.wrapLog != nil {
+		dl := d.log.(*durableLog)
+		dl.LogStore = o.wrapLog(dl.LogStore)
 	}
 	if faults.Bug("lose-append") {
 		dropLastAppend(d.log, logger)
@@ -226,6 +235,7 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 		subs:          make(map[uint64]func(LeadershipEvent)),
 	}
 	s.futures.init()
+	d.failure.onFail(func() { s.stopRaft() })
 	s.loops.Add(2)
 	go s.leadershipLoop()
 	go s.readLoop()
@@ -325,7 +335,7 @@ func (s *Store) close() error {
 	if !s.futures.wait(s.cfg.ApplyTimeout) {
 		s.logger.Warn("raftstore: closing with raft operations still pending", "pending", s.futures.count())
 	}
-	errs := []error{s.raft.Shutdown().Error()}
+	errs := []error{s.stopRaft().Error()}
 	close(s.raftDown)
 	s.loops.Wait()
 	if !s.futures.wait(s.cfg.ApplyTimeout) {
@@ -335,6 +345,13 @@ func (s *Store) close() error {
 	errs = append(errs, s.disk.close())
 	s.logger.Info("raftstore: closed")
 	return errors.Join(errs...)
+}
+
+// stopRaft shuts raft down, once, without waiting for it: Close waits on
+// the future. A latched disk failure calls it from raft's own goroutine.
+func (s *Store) stopRaft() raft.Future {
+	s.raftStop.Do(func() { s.raftStopped = s.raft.Shutdown() })
+	return s.raftStopped
 }
 
 func (s *Store) isClosing() bool {
