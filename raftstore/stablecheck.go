@@ -78,19 +78,29 @@ func (s *checkedStable) Set(key, val []byte) error {
 // Get returns the checked copy of key's value if there is one, else the
 // plain value (with the inner store's error, "not found" included).
 func (s *checkedStable) Get(key []byte) ([]byte, error) {
+	val, found, err := s.checked(key)
+	if err != nil || found {
+		return val, err
+	}
+	return s.inner.Get(key)
+}
+
+// checked returns key's checked copy, verified; found is false if the key
+// has none.
+func (s *checkedStable) checked(key []byte) (val []byte, found bool, err error) {
 	sealed, err := s.inner.Get(sumKey(key))
 	if err != nil && !missingKey(err) {
-		return nil, err
+		return nil, false, err
 	}
 	if len(sealed) == 0 {
-		return s.inner.Get(key)
+		return nil, false, nil
 	}
 	n := len(sealed) - stableCheckLen
 	if n < 0 || !bytes.Equal(sealed[n+4:], stableCheckMagic) ||
 		binary.LittleEndian.Uint32(sealed[n:]) != stableSum(key, sealed[:n]) {
-		return nil, s.corrupt(key)
+		return nil, true, s.corrupt(key)
 	}
-	return sealed[:n:n], nil
+	return sealed[:n:n], true, nil
 }
 
 func (s *checkedStable) corrupt(key []byte) error {
@@ -107,18 +117,13 @@ func (s *checkedStable) SetUint64(key []byte, val uint64) error {
 }
 
 func (s *checkedStable) GetUint64(key []byte) (uint64, error) {
-	sealed, err := s.inner.Get(sumKey(key))
-	if err != nil && !missingKey(err) {
+	val, found, err := s.checked(key)
+	switch {
+	case err != nil:
 		return 0, err
-	}
-	if len(sealed) == 0 {
+	case !found:
 		return s.inner.GetUint64(key)
-	}
-	val, err := s.Get(key)
-	if err != nil {
-		return 0, err
-	}
-	if len(val) != 8 {
+	case len(val) != 8:
 		return 0, s.corrupt(key)
 	}
 	return binary.BigEndian.Uint64(val), nil
