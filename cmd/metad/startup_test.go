@@ -195,3 +195,41 @@ func TestNormalStartLogsNoErrorAndTheRealSettings(t *testing.T) {
 		t.Errorf("the effective configuration does not show the 10s polling in force:\n%s", log)
 	}
 }
+
+// TestRefusedRestoreLeavesNoState: a `snapshot restore` refused for its
+// file (missing, or corrupt) writes nothing to the data dir — no LOCK, no
+// node id — so the corrected command, with the --node-id the operator
+// meant, restores into the same dir (it was refused: "node-id r1 differs
+// from node-… stored in …").
+func TestRefusedRestoreLeavesNoState(t *testing.T) {
+	s := startRealServer(t)
+	tmp := t.TempDir()
+	good := filepath.Join(tmp, "good.snap")
+	if out, code := s.run(t, "snapshot", "save", good); code != 0 {
+		t.Fatalf("save: exit %d\n%s", code, out)
+	}
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	corrupt := filepath.Join(tmp, "corrupt.snap")
+	b[len(b)/2] ^= 0x10
+	if err := os.WriteFile(corrupt, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(tmp, "restored")
+	for _, file := range []string{filepath.Join(tmp, "missing.snap"), corrupt} {
+		// As the issue found it: no --node-id on the failed restore.
+		out, code := s.run(t, "snapshot", "restore", file, "--data-dir", dataDir, "--raft-addr", "127.0.0.1:1")
+		if code == 0 {
+			t.Fatalf("restore of %s: exit 0\n%s", file, out)
+		}
+		if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+			entries, _ := os.ReadDir(dataDir)
+			t.Fatalf("the refused restore of %s left %s behind: %v", file, dataDir, entries)
+		}
+	}
+	if out, code := s.run(t, "snapshot", "restore", good, "--data-dir", dataDir, "--node-id", "r1", "--raft-addr", "127.0.0.1:1"); code != 0 {
+		t.Fatalf("the corrected restore: exit %d\n%s", code, out)
+	}
+}
