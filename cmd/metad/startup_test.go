@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/metad/metad/internal/proc"
+	"github.com/metad/metad/tlsconfig"
 )
 
 // runToExit runs the binary and waits for it to exit (a server that does
@@ -54,6 +55,23 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 	if err := os.WriteFile(shortSecret, []byte("too short\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A certificate with another certificate's key: TLS that does not load.
+	tlsDir := t.TempDir()
+	ca, err := tlsconfig.CreateCA("test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"n1", "n2"} {
+		kp, err := tlsconfig.CreateCert(ca, tlsconfig.LeafSpec{Name: name, Role: "peer", Server: true, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTemp(tlsDir, name+".pem", string(kp.CertPEM))
+		writeTemp(tlsDir, name+"-key.pem", string(kp.KeyPEM))
+	}
+	writeTemp(tlsDir, "ca.pem", string(ca.CertPEM))
+	mismatchedTLS := []string{"--tls-cert-file", filepath.Join(tlsDir, "n1.pem"), "--tls-key-file", filepath.Join(tlsDir, "n2-key.pem"),
+		"--tls-ca-file", filepath.Join(tlsDir, "ca.pem")}
 	cases := []struct {
 		name     string
 		bad      []string // extra flags of the refused start
@@ -73,6 +91,7 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 		{name: "peer secret missing", bad: []string{"--peer-secret-file", "/nonexistent/peer-secret"}, wantCode: 2, wantMsg: "peer-secret-file"},
 		{name: "peer secret short", bad: []string{"--peer-secret-file", shortSecret}, wantCode: 2, wantMsg: "at least 16 characters"},
 		{name: "tokens file missing", bad: []string{"--auth-tokens-file", "/nonexistent/tokens"}, wantCode: 2, wantMsg: "auth-tokens-file"},
+		{name: "tls key of another certificate", bad: mismatchedTLS, wantCode: 2, wantMsg: "tls-cert-file/tls-key-file: tls: private key does not match public key"},
 		{name: "grpc port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].GRPC }, wantCode: 1, wantMsg: "grpc-addr"},
 		{name: "http port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].HTTP }, wantCode: 1, wantMsg: "http-addr"},
 		{name: "raft port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].Raft }, wantCode: 1, wantMsg: "raft-addr"},
