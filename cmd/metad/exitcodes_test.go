@@ -684,3 +684,24 @@ func dirListing(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
+
+// TestBadEnvironmentValueIsBadUsage: a METAD_* variable whose value does
+// not parse is bad usage (exit 2) naming the variable, as a bad flag or a
+// bad config-file value is (it exited 1), and the refused start writes no
+// data dir. TestExitCodes's cases share one environment, hence this one.
+func TestBadEnvironmentValueIsBadUsage(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "d")
+	for _, env := range []string{"METAD_PIN_TTL=soon", "METAD_BOOTSTRAP_EXPECT=three"} {
+		cmd := exec.Command(proc.Binary(t), "server", "--data-dir", dataDir)
+		cmd.Env = append(os.Environ(), env)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		name, _, _ := strings.Cut(env, "=")
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), name) {
+			t.Errorf("%s metad server: %v, want exit 2 naming %s\n%s", env, err, name, out)
+		}
+		if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the refused start created its data dir (%v)", env, err)
+		}
+	}
+}
