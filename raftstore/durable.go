@@ -51,6 +51,32 @@ type diskFailure struct {
 	mu     sync.Mutex
 	failed error      // a *DiskWriteError or a *CorruptLogError
 	ch     chan error // receives failed, once
+	// stop, once set (onFail), runs when failed is set: it stops raft at
+	// once, before raft, refused its log write, steps down and tries to
+	// start an election over a store that refuses to record the term (it
+	// would panic, and its vote requests would disturb the others while
+	// the node drains). It must not block: it runs on raft's goroutine.
+	stop func()
+}
+
+// onFail sets stop, and runs it now if a failure is already latched.
+func (f *diskFailure) onFail(stop func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stop = stop
+	if f.failed != nil {
+		stop()
+	}
+}
+
+// latch records err as the failure, stops raft and delivers err (so a
+// receiver of ch sees raft stopped). Called with mu held and failed nil.
+func (f *diskFailure) latch(err error) {
+	f.failed = err
+	if f.stop != nil {
+		f.stop()
+	}
+	f.ch <- err
 }
 
 func newDiskFailure() *diskFailure { return &diskFailure{ch: make(chan error, 1)} }
@@ -74,8 +100,7 @@ func (f *diskFailure) do(store, path string, write func() error) error {
 	if errors.As(err, &pe) {
 		path = pe.Path
 	}
-	f.failed = &DiskWriteError{Store: store, Path: path, Err: err}
-	f.ch <- f.failed
+	f.latch(&DiskWriteError{Store: store, Path: path, Err: err})
 	return f.failed
 }
 
@@ -85,8 +110,7 @@ func (f *diskFailure) corrupt(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failed == nil {
-		f.failed = err
-		f.ch <- err
+		f.latch(err)
 	}
 }
 

@@ -1,8 +1,10 @@
 package raftstore
 
 import (
+	"context"
 	"errors"
 	"io/fs"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -104,5 +106,68 @@ func TestDurableLogPassesMonotonicOn(t *testing.T) {
 	}
 	if (&durableLog{LogStore: raft.NewInmemStore()}).IsMonotonic() {
 		t.Fatal("a store that is not monotonic became one")
+	}
+}
+
+// armedLog fails every write with EIO once fail is set.
+type armedLog struct {
+	raft.LogStore
+	fail atomic.Bool
+}
+
+func (l *armedLog) eio() error {
+	return &fs.PathError{Op: "write", Path: "/data/raft/wal/0001.wal", Err: syscall.EIO}
+}
+
+func (l *armedLog) StoreLog(log *raft.Log) error {
+	if l.fail.Load() {
+		return l.eio()
+	}
+	return l.LogStore.StoreLog(log)
+}
+
+func (l *armedLog) StoreLogs(logs []*raft.Log) error {
+	if l.fail.Load() {
+		return l.eio()
+	}
+	return l.LogStore.StoreLogs(logs)
+}
+
+// TestFailedLogWriteStopsRaftAtOnce: raft is stopped as the latch trips,
+// before DiskFailed delivers the failure. Left running, raft answers the
+// refused log write by stepping down and standing for election, and the
+// stable store's refusal to record the new term makes hashicorp/raft panic:
+// the process dies with status 2 instead of the node's orderly exit 1, and
+// its vote requests disturb the others while the node drains.
+func TestFailedLogWriteStopsRaftAtOnce(t *testing.T) {
+	armed := &armedLog{}
+	c := newCluster(t, 1, func(_ int, _ *Config, o *openOptions) {
+		o.wrapLog = func(inner raft.LogStore) raft.LogStore { armed.LogStore = inner; return armed }
+	})
+	s := c.store(0)
+	c.propose(createStream("before"))
+	term := s.raft.CurrentTerm()
+	armed.fail.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, err := s.Propose(ctx, createStream("after")); err == nil {
+		t.Fatal("a proposal whose log write failed was acknowledged")
+	}
+	select {
+	case err := <-s.DiskFailed():
+		if !errors.Is(err, ErrDiskWrite) {
+			t.Fatalf("DiskFailed delivered %v, want ErrDiskWrite", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the failed write was never delivered")
+	}
+	if s.raftStopped == nil {
+		t.Fatal("raft was still running when the failure was delivered")
+	}
+	if err := s.raftStopped.Error(); err != nil { // raft's goroutines have exited
+		t.Fatal(err)
+	}
+	if got := s.raft.CurrentTerm(); got != term {
+		t.Errorf("term %d after the failure, want %d: raft stood for election over the failed store", got, term)
 	}
 }

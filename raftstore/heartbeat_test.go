@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -79,6 +80,39 @@ func TestHeartbeatsRunOnRaftsMainGoroutine(t *testing.T) {
 	if sendHeartbeat(t, plain) {
 		t.Error("control: raft's own transport did not take the heartbeat fast path; this test no longer sends what raft takes for a heartbeat")
 	}
+}
+
+// TestReplicationIsNeverPipelined: the transport raftstore gives raft
+// refuses pipelines, so raft replicates with one AppendEntries in flight
+// per follower. v1.7.3's pipeline can deadlock when a follower's
+// connection fails mid-flight and never replicate to that follower again
+// (hashicorp/raft#612; the disk-error nemesis hit it). Raft's own
+// transport, the control, offers one.
+func TestReplicationIsNeverPipelined(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NodeID, cfg.BindAddr = "leader", "127.0.0.1:0"
+	trans, err := newTCPTransport(cfg, hclog.NewNullLogger(), &identity{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trans.(raft.WithClose).Close()
+	if p, err := trans.AppendEntriesPipeline("follower", trans.LocalAddr()); !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
+		if p != nil {
+			p.Close()
+		}
+		t.Errorf("AppendEntriesPipeline: %v, want raft.ErrPipelineReplicationNotSupported", err)
+	}
+
+	plain, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	p, err := plain.AppendEntriesPipeline("follower", plain.LocalAddr())
+	if err != nil {
+		t.Fatalf("control: raft's own transport offers no pipeline: %v", err)
+	}
+	p.Close()
 }
 
 // TestSteppedDownLeaderWritesNothingUnderTheNewTerm replays the race of

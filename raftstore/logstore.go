@@ -96,12 +96,12 @@ var ErrNodeIDMismatch = errors.New("raftstore: the raft state belongs to another
 // that still reads as an id), or another node's data dir, would make the
 // node a stranger to its own cluster, or two nodes one.
 func (d *disk) checkNodeID(id string) error {
-	got, err := d.stable.Get(keyNodeID)
+	got, err := d.raftStable.Get(keyNodeID)
 	switch {
 	case err != nil && !missingKey(err):
 		return fmt.Errorf("raftstore: stable store %s: %w", keyNodeID, err)
 	case len(got) == 0:
-		if err := d.stable.Set(keyNodeID, []byte(id)); err != nil {
+		if err := d.raftStable.Set(keyNodeID, []byte(id)); err != nil {
 			return fmt.Errorf("raftstore: record node id: %w", err)
 		}
 		return nil
@@ -125,7 +125,8 @@ type disk struct {
 	log    raft.LogStore // stable itself, or wal, behind failure
 	wal    *wal.WAL      // nil for bolt
 	// failure latches the first failed write of either store (durable.go);
-	// raft writes the stable store through raftStable.
+	// raft writes the stable store through raftStable, which checks what it
+	// reads back (stablecheck.go).
 	failure    *diskFailure
 	raftStable raft.StableStore
 	// walMeta is the WAL's meta store, closed after it.
@@ -160,7 +161,8 @@ func openDisk(dir string, o diskOptions) (*disk, error) {
 		stable.Close()
 		return nil, err
 	}
-	d.raftStable = &durableStable{StableStore: stable, f: d.failure, path: filepath.Join(dir, "raft.db")}
+	path := filepath.Join(dir, "raft.db")
+	d.raftStable = &checkedStable{inner: &durableStable{StableStore: stable, f: d.failure, path: path}, path: path, f: d.failure}
 	return d, nil
 }
 

@@ -78,9 +78,12 @@ type Store struct {
 	closing   chan struct{} // closed when Close begins
 	raftDown  chan struct{} // closed when raft has shut down
 	closeOnce sync.Once
-	closeErr  error
-	loops     sync.WaitGroup // leadershipLoop and readLoop
-	futures   flight         // goroutines waiting on raft futures
+	// raftStop guards raftStopped, the future of raft's one Shutdown.
+	raftStop    sync.Once
+	raftStopped raft.Future
+	closeErr    error
+	loops       sync.WaitGroup // leadershipLoop and readLoop
+	futures     flight         // goroutines waiting on raft futures
 
 	// proposals holds one token per proposal raft has not resolved yet,
 	// released by the goroutine waiting on its future, so the goroutines
@@ -111,6 +114,8 @@ type openOptions struct {
 	fsmOptions    []fsm.Option
 	beforeBarrier func(term uint64, closing <-chan struct{})
 	observer      ApplyObserver // nil: none (observer.go)
+	// wrapLog, if set, wraps the log store under the failure latch.
+	wrapLog func(raft.LogStore) raft.LogStore
 }
 
 // Open opens (creating if needed) the raft state in cfg.DataDir and starts
@@ -143,6 +148,10 @@ func open(cfg Config, peers Peers, logger *slog.Logger, o openOptions) (*Store, 
 	if err := d.checkNodeID(cfg.NodeID); err != nil {
 		d.close()
 		return nil, err
+	}
+	if o.wrapLog != nil {
+		dl := d.log.(*durableLog)
+		dl.LogStore = o.wrapLog(dl.LogStore)
 	}
 	if faults.Bug("lose-append") {
 		dropLastAppend(d.log, logger)
@@ -193,6 +202,9 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 	}
 	r, err := newRaft(cfg.raftConfig(hlog), adapter, logs, d.raftStable, snaps, trans)
 	if err != nil {
+		if latched := d.failure.err(); latched != nil {
+			err = latched // raft's own text of it keeps no error chain
+		}
 		if c, ok := trans.(raft.WithClose); ok {
 			c.Close()
 		}
@@ -223,6 +235,7 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 		subs:          make(map[uint64]func(LeadershipEvent)),
 	}
 	s.futures.init()
+	d.failure.onFail(func() { s.stopRaft() })
 	s.loops.Add(2)
 	go s.leadershipLoop()
 	go s.readLoop()
@@ -259,9 +272,16 @@ func newTCPTransport(cfg Config, logger hclog.Logger, id *identity, slogger *slo
 		Logger:  logger,
 		MaxPool: cfg.TransportMaxPool,
 		Timeout: cfg.TransportTimeout,
-		// 2 overlaps preparing the next AppendEntries with waiting for the
-		// previous; hashicorp measured more pipelining to hurt commit latency.
-		MaxRPCsInFlight: 2,
+		// 1: no pipelining; each follower's AppendEntries waits for the
+		// previous answer (raft still batches entries into each). v1.7.3's
+		// pipeline can deadlock when a follower's connection fails mid-
+		// flight (hashicorp/raft#612): the sender parks handing the decoder
+		// one more request while the decoder parks handing back one nobody
+		// reads, and the leader never replicates to that follower again
+		// while its heartbeats keep it looking healthy. The disk-error
+		// nemesis found it: a follower restarted after its failed write
+		// held its log at the index it stopped at for the rest of the run.
+		MaxRPCsInFlight: 1,
 	})
 	if faults.Bug("heartbeat-fast-path") {
 		logger.Warn("planted bug heartbeat-fast-path: heartbeats run concurrently with raft's main loop (hashicorp/raft#695)")
@@ -315,7 +335,7 @@ func (s *Store) close() error {
 	if !s.futures.wait(s.cfg.ApplyTimeout) {
 		s.logger.Warn("raftstore: closing with raft operations still pending", "pending", s.futures.count())
 	}
-	errs := []error{s.raft.Shutdown().Error()}
+	errs := []error{s.stopRaft().Error()}
 	close(s.raftDown)
 	s.loops.Wait()
 	if !s.futures.wait(s.cfg.ApplyTimeout) {
@@ -325,6 +345,13 @@ func (s *Store) close() error {
 	errs = append(errs, s.disk.close())
 	s.logger.Info("raftstore: closed")
 	return errors.Join(errs...)
+}
+
+// stopRaft shuts raft down, once, without waiting for it: Close waits on
+// the future. A latched disk failure calls it from raft's own goroutine.
+func (s *Store) stopRaft() raft.Future {
+	s.raftStop.Do(func() { s.raftStopped = s.raft.Shutdown() })
+	return s.raftStopped
 }
 
 func (s *Store) isClosing() bool {
