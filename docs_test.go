@@ -5,8 +5,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // mdLink matches a Markdown link or image target: ](target).
@@ -168,4 +170,79 @@ func trackedFiles(t *testing.T, patterns ...string) []string {
 		t.Fatal("git ls-files found nothing: is this a clone?")
 	}
 	return files
+}
+
+// TestReadmeContentsAndOrder: the README opens with a table of contents
+// that links every section in order, and a newcomer's path (run, cluster,
+// use, operate) comes before the developers' section: the test suite and
+// the fault harness (`go test`, `go run ./jepsen`) appear in no section
+// before "For developers" (they stood in the quick start, before a
+// newcomer had a cluster).
+func TestReadmeContentsAndOrder(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, problem := range readmeContentsProblems(string(b)) {
+		t.Error(problem)
+	}
+}
+
+// contentsEntry matches one line of the contents: - [Title](#anchor).
+var contentsEntry = regexp.MustCompile(`^- \[([^\]]+)\]\(#([^)]+)\)$`)
+
+// readmeContentsProblems lists what is wrong with the README's contents
+// and section order (none: nothing).
+func readmeContentsProblems(readme string) []string {
+	var sections, listed []string
+	body := map[string]string{} // section title -> its text
+	inFence, inContents, current := false, false, ""
+	for _, line := range strings.Split(readme, "\n") {
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+		}
+		if title, ok := strings.CutPrefix(line, "## "); ok && !inFence {
+			inContents, current = title == "Contents", title
+			if !inContents {
+				sections = append(sections, title)
+			}
+			continue
+		}
+		if m := contentsEntry.FindStringSubmatch(line); inContents && m != nil {
+			if m[2] != anchor(m[1]) {
+				return []string{"contents entry " + line + " links #" + m[2] + ", not #" + anchor(m[1])}
+			}
+			listed = append(listed, m[1])
+		}
+		body[current] += line + "\n"
+	}
+	var problems []string
+	if strings.Join(listed, "|") != strings.Join(sections, "|") {
+		problems = append(problems, "the contents list "+strings.Join(listed, ", ")+"; the sections are "+strings.Join(sections, ", "))
+	}
+	dev := slices.Index(sections, "For developers")
+	if dev < 0 {
+		return append(problems, "no section For developers")
+	}
+	for _, s := range sections[:dev] {
+		if strings.Contains(body[s], "go test ") || strings.Contains(body[s], "go run ./jepsen") {
+			problems = append(problems, "section "+s+", before For developers, runs the tests or the harness")
+		}
+	}
+	return problems
+}
+
+// anchor is the fragment a heading is linked by: lower case, spaces as
+// dashes, punctuation but '-' dropped.
+func anchor(title string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(title) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

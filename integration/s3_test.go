@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -271,9 +272,11 @@ func gcDeletesExactlyItsVersion(t *testing.T, b *broker, w *weedtest.Server) {
 	}
 }
 
-// TestS3ServerRefusesUnusableStore: an unversioned bucket, a wrong
-// endpoint and bad credentials each stop `metad server` at start, with a
-// non-zero exit and one line naming the bucket.
+// TestS3ServerRefusesUnusableStore: an unversioned bucket, a missing
+// bucket, a wrong endpoint and bad credentials each stop `metad server` at
+// start, with a non-zero exit and one line naming the bucket, and before
+// anything is written to the data dir (the retry with a --node-id was
+// refused: "node-id n1 differs from node-… stored in …").
 func TestS3ServerRefusesUnusableStore(t *testing.T) {
 	weedtest.SetCredentials(t, weedtest.AccessKey, weedtest.SecretKey)
 	w := weedtest.Start(t)
@@ -283,6 +286,7 @@ func TestS3ServerRefusesUnusableStore(t *testing.T) {
 		name, bucket, endpoint, key, want string
 	}{
 		{"unversioned", "plain", w.Endpoint, weedtest.AccessKey, "metad: object store s3://plain at " + w.Endpoint + ": bucket versioning was never enabled"},
+		{"missing bucket", "absent", w.Endpoint, weedtest.AccessKey, "s3://absent"},
 		{"wrong endpoint", "versioned", "http://" + proc.FreePort(t), weedtest.AccessKey, "bucket not usable: endpoint unreachable"},
 		{"bad credentials", "versioned", w.Endpoint, "nobody", "bucket not usable: credentials refused"},
 	}
@@ -291,7 +295,8 @@ func TestS3ServerRefusesUnusableStore(t *testing.T) {
 			weedtest.SetCredentials(t, tc.key, weedtest.SecretKey)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, proc.Binary(t), "server", "--data-dir", filepath.Join(t.TempDir(), "d"),
+			dataDir := filepath.Join(t.TempDir(), "d")
+			cmd := exec.CommandContext(ctx, proc.Binary(t), "server", "--data-dir", dataDir,
 				"--grpc-addr", proc.FreePort(t), "--raft-addr", proc.FreePort(t), "--gossip-addr", proc.FreePort(t), "--http-addr", proc.FreePort(t),
 				"--object-store", "s3://"+tc.bucket, "--s3-endpoint", tc.endpoint, "--s3-path-style")
 			var stderr bytes.Buffer
@@ -307,6 +312,10 @@ func TestS3ServerRefusesUnusableStore(t *testing.T) {
 			t.Logf("exit %d: %s", exit.ExitCode(), last)
 			if !strings.Contains(last, tc.want) || !strings.Contains(last, "s3://"+tc.bucket) {
 				t.Fatalf("last line %q\nwant it to say %q", last, tc.want)
+			}
+			if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+				entries, _ := os.ReadDir(dataDir)
+				t.Fatalf("the refused start left %s behind: %v", dataDir, entries)
 			}
 		})
 	}

@@ -532,11 +532,13 @@ func TestRefusedAppendKeepsTheEpoch(t *testing.T) {
 		t.Fatalf("writer epoch %d after the setup's append, want one", before)
 	}
 	out, code := s.run(t, "append", fmt.Sprint(s.stream), "--data", "x", "--count", "4611686018427387904", "--object-dir", s.objects)
+	// The epoch first: the server refuses such an append too (exit 2), but
+	// only after the open for write has moved it.
+	if after := epoch(); after != before {
+		t.Errorf("a refused append moved the writer epoch from %d to %d", before, after)
+	}
 	if code != 2 || !strings.Contains(out, "--count") {
 		t.Fatalf("append past the largest offset: exit %d\n%s", code, out)
-	}
-	if after := epoch(); after != before {
-		t.Fatalf("a refused append moved the writer epoch from %d to %d", before, after)
 	}
 }
 
@@ -683,4 +685,25 @@ func dirListing(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestBadEnvironmentValueIsBadUsage: a METAD_* variable whose value does
+// not parse is bad usage (exit 2) naming the variable, as a bad flag or a
+// bad config-file value is (it exited 1), and the refused start writes no
+// data dir. TestExitCodes's cases share one environment, hence this one.
+func TestBadEnvironmentValueIsBadUsage(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "d")
+	for _, env := range []string{"METAD_PIN_TTL=soon", "METAD_BOOTSTRAP_EXPECT=three"} {
+		cmd := exec.Command(proc.Binary(t), "server", "--data-dir", dataDir)
+		cmd.Env = append(os.Environ(), env)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		name, _, _ := strings.Cut(env, "=")
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), name) {
+			t.Errorf("%s metad server: %v, want exit 2 naming %s\n%s", env, err, name, out)
+		}
+		if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the refused start created its data dir (%v)", env, err)
+		}
+	}
 }

@@ -570,18 +570,12 @@ each with its own GC, on one store.`,
 			if err != nil {
 				return usageError{err}
 			}
-			if err := holdDataDir(dataDir); err != nil {
-				return err
-			}
-			if err := node.StoreNodeID(dataDir, id); err != nil {
-				return err
-			}
 			file, release, err := backup.Fetch(cmd.Context(), args[0], s3)
 			if err != nil {
 				return err
 			}
 			defer release()
-			res, err := restoreSnapshot(file, dataDir, all, raftstore.RestoreOptions{KeepIdentity: keepIdentity}, cmd.ErrOrStderr())
+			res, err := restoreSnapshot(file, dataDir, id, all, raftstore.RestoreOptions{KeepIdentity: keepIdentity}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -610,7 +604,11 @@ type restoreResult struct {
 	Servers []raftstore.Server `json:"servers"`
 }
 
-func restoreSnapshot(path, dataDir string, servers []raftstore.Server, opts raftstore.RestoreOptions, stderr io.Writer) (*restoreResult, error) {
+// restoreSnapshot verifies the file completely before it claims the data
+// dir (its LOCK and node id): a restore refused for its file writes
+// nothing, so the corrected command, with any --node-id, runs on the same
+// dir.
+func restoreSnapshot(path, dataDir, nodeID string, servers []raftstore.Server, opts raftstore.RestoreOptions, stderr io.Writer) (*restoreResult, error) {
 	f, sf, err := openSnapshotFile(path)
 	if err != nil {
 		return nil, err
@@ -620,6 +618,12 @@ func restoreSnapshot(path, dataDir string, servers []raftstore.Server, opts raft
 	err = verifySnapshot(f, sf, bar.Reader)
 	bar.Finish()
 	if err != nil {
+		return nil, err
+	}
+	if err := holdDataDir(dataDir); err != nil {
+		return nil, err
+	}
+	if err := node.StoreNodeID(dataDir, nodeID); err != nil {
 		return nil, err
 	}
 	bar = newProgress(stderr, "restore", sf.StreamSize())

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/metad/metad/internal/proc"
+	"github.com/metad/metad/tlsconfig"
 )
 
 // runToExit runs the binary and waits for it to exit (a server that does
@@ -54,6 +55,23 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 	if err := os.WriteFile(shortSecret, []byte("too short\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A certificate with another certificate's key: TLS that does not load.
+	tlsDir := t.TempDir()
+	ca, err := tlsconfig.CreateCA("test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"n1", "n2"} {
+		kp, err := tlsconfig.CreateCert(ca, tlsconfig.LeafSpec{Name: name, Role: "peer", Server: true, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTemp(tlsDir, name+".pem", string(kp.CertPEM))
+		writeTemp(tlsDir, name+"-key.pem", string(kp.KeyPEM))
+	}
+	writeTemp(tlsDir, "ca.pem", string(ca.CertPEM))
+	mismatchedTLS := []string{"--tls-cert-file", filepath.Join(tlsDir, "n1.pem"), "--tls-key-file", filepath.Join(tlsDir, "n2-key.pem"),
+		"--tls-ca-file", filepath.Join(tlsDir, "ca.pem")}
 	cases := []struct {
 		name     string
 		bad      []string // extra flags of the refused start
@@ -73,6 +91,7 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 		{name: "peer secret missing", bad: []string{"--peer-secret-file", "/nonexistent/peer-secret"}, wantCode: 2, wantMsg: "peer-secret-file"},
 		{name: "peer secret short", bad: []string{"--peer-secret-file", shortSecret}, wantCode: 2, wantMsg: "at least 16 characters"},
 		{name: "tokens file missing", bad: []string{"--auth-tokens-file", "/nonexistent/tokens"}, wantCode: 2, wantMsg: "auth-tokens-file"},
+		{name: "tls key of another certificate", bad: mismatchedTLS, wantCode: 2, wantMsg: "tls-cert-file/tls-key-file: tls: private key does not match public key"},
 		{name: "grpc port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].GRPC }, wantCode: 1, wantMsg: "grpc-addr"},
 		{name: "http port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].HTTP }, wantCode: 1, wantMsg: "http-addr"},
 		{name: "raft port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].Raft }, wantCode: 1, wantMsg: "raft-addr"},
@@ -193,5 +212,43 @@ func TestNormalStartLogsNoErrorAndTheRealSettings(t *testing.T) {
 	}
 	if !strings.Contains(log, "tls-reload-interval=10s") {
 		t.Errorf("the effective configuration does not show the 10s polling in force:\n%s", log)
+	}
+}
+
+// TestRefusedRestoreLeavesNoState: a `snapshot restore` refused for its
+// file (missing, or corrupt) writes nothing to the data dir — no LOCK, no
+// node id — so the corrected command, with the --node-id the operator
+// meant, restores into the same dir (it was refused: "node-id r1 differs
+// from node-… stored in …").
+func TestRefusedRestoreLeavesNoState(t *testing.T) {
+	s := startRealServer(t)
+	tmp := t.TempDir()
+	good := filepath.Join(tmp, "good.snap")
+	if out, code := s.run(t, "snapshot", "save", good); code != 0 {
+		t.Fatalf("save: exit %d\n%s", code, out)
+	}
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	corrupt := filepath.Join(tmp, "corrupt.snap")
+	b[len(b)/2] ^= 0x10
+	if err := os.WriteFile(corrupt, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(tmp, "restored")
+	for _, file := range []string{filepath.Join(tmp, "missing.snap"), corrupt} {
+		// As the issue found it: no --node-id on the failed restore.
+		out, code := s.run(t, "snapshot", "restore", file, "--data-dir", dataDir, "--raft-addr", "127.0.0.1:1")
+		if code == 0 {
+			t.Fatalf("restore of %s: exit 0\n%s", file, out)
+		}
+		if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+			entries, _ := os.ReadDir(dataDir)
+			t.Fatalf("the refused restore of %s left %s behind: %v", file, dataDir, entries)
+		}
+	}
+	if out, code := s.run(t, "snapshot", "restore", good, "--data-dir", dataDir, "--node-id", "r1", "--raft-addr", "127.0.0.1:1"); code != 0 {
+		t.Fatalf("the corrected restore: exit %d\n%s", code, out)
 	}
 }
