@@ -1,11 +1,13 @@
 package metad_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -245,4 +247,102 @@ func anchor(title string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestReadmeRecipesRunSideBySide: the S3 recipe says it runs beside the
+// three-node cluster, so no port of its server may be one of that
+// cluster's. (It once took the defaults, 7420-7423: the three-node
+// recipe's n2.)
+func TestReadmeRecipesRunSideBySide(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problem := recipePortClash(string(b), "A three-node cluster on one machine", "Objects in S3"); problem != "" {
+		t.Error(problem)
+	}
+}
+
+// recipePortClash says which ports the servers of section a's and section
+// b's shell blocks share ("" if none, or why it could not tell).
+func recipePortClash(readme, a, b string) string {
+	pa, pb := sectionServerPorts(readme, a), sectionServerPorts(readme, b)
+	if len(pa) == 0 || len(pb) == 0 {
+		return fmt.Sprintf("found no metad server ports in %q (%v) or %q (%v)", a, pa, b, pb)
+	}
+	var shared []int
+	for p := range pb {
+		if pa[p] {
+			shared = append(shared, p)
+		}
+	}
+	if len(shared) > 0 {
+		slices.Sort(shared)
+		return fmt.Sprintf("the servers of %q and %q share ports %v", a, b, shared)
+	}
+	return ""
+}
+
+var (
+	serverAddrFlags = map[string]int{"grpc-addr": 7420, "raft-addr": 7421, "gossip-addr": 7422, "http-addr": 7423} // and their defaults
+	loopBase        = regexp.MustCompile(`p=\$\(\((\d+) \+ i\*(\d+)\)\)`)
+	loopCount       = regexp.MustCompile(`for i in ([\d ]+); do`)
+)
+
+// sectionServerPorts lists the ports of every `metad server` the shell
+// blocks of the "## title" section start: each --*-addr flag's port, or the
+// flag's default when it is not given. The three-node recipe's loop form
+// (p=$((BASE + i*STEP)), ports $p and $((p+N))) is expanded for its i.
+func sectionServerPorts(readme, title string) map[int]bool {
+	_, rest, ok := strings.Cut(readme, "\n## "+title+"\n")
+	if !ok {
+		return nil
+	}
+	section, _, _ := strings.Cut(rest, "\n## ")
+	ports := map[int]bool{}
+	for i, block := range strings.Split(section, "```") {
+		if i%2 == 0 || !strings.HasPrefix(block, "sh\n") {
+			continue
+		}
+		bases := []int{0}
+		if m := loopBase.FindStringSubmatch(block); m != nil {
+			base, _ := strconv.Atoi(m[1])
+			step, _ := strconv.Atoi(m[2])
+			bases = nil
+			if c := loopCount.FindStringSubmatch(block); c != nil {
+				for _, f := range strings.Fields(c[1]) {
+					n, _ := strconv.Atoi(f)
+					bases = append(bases, base+n*step)
+				}
+			}
+		}
+		for _, line := range strings.Split(strings.ReplaceAll(block, "\\\n", " "), "\n") {
+			if !strings.Contains(line, "metad server") {
+				continue
+			}
+			for flag, def := range serverAddrFlags {
+				for _, p := range bases {
+					ports[flagPort(line, flag, def, p)] = true
+				}
+			}
+		}
+	}
+	return ports
+}
+
+// flagPort is the port line gives --flag: a literal, $p, $((p+N)) with p
+// the loop's base, or def when the flag is absent.
+func flagPort(line, flag string, def, p int) int {
+	m := regexp.MustCompile(`--` + flag + `[ =]127\.0\.0\.1:(\d+|\$p|\$\(\(p\+(\d+)\)\))`).FindStringSubmatch(line)
+	switch {
+	case m == nil:
+		return def
+	case m[1] == "$p":
+		return p
+	case m[2] != "":
+		n, _ := strconv.Atoi(m[2])
+		return p + n
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
