@@ -521,4 +521,3 @@ func vmRSS() int64 {
 	}
 	return -1
 }
-
