@@ -301,7 +301,7 @@ func readKVs(r io.Reader, fn func(k, v []byte) error) error {
 	var buf []byte
 	for {
 		kl, err := binary.ReadUvarint(br)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
