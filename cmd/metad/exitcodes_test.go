@@ -235,6 +235,7 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"snapshot", "inspect", filepath.Join(tmp, "missing.snap")}, 3},
 		{[]string{"snapshot", "diff", "a"}, 2},
 		{[]string{"snapshot", "restore"}, 2},
+		{[]string{"snapshot", "restore", filepath.Join(tmp, "missing.snap"), "--data-dir", filepath.Join(tmp, "r")}, 3},
 		{[]string{"snapshot", "restore", "s3://bucket-only", "--data-dir", filepath.Join(tmp, "r")}, 2},
 		{[]string{"snapshot", "list"}, 2},
 		{[]string{"snapshot", "list", "--from", "ftp://host/x"}, 2},

@@ -575,6 +575,9 @@ each with its own GC, on one store.`,
 				return err
 			}
 			defer release()
+			if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+				return notFoundError{fmt.Errorf("snapshot file %s does not exist", args[0])} // as inspect says
+			}
 			res, err := restoreSnapshot(file, dataDir, id, all, raftstore.RestoreOptions{KeepIdentity: keepIdentity}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
