@@ -96,16 +96,20 @@ func (s *Store) propose(ctx context.Context, cmd *fsmpb.Command, encode func(sta
 func (s *Store) admitLevel(ctx context.Context, cmd *fsmpb.Command, term uint64) error {
 	need := fsm.RequiredLevel(cmd)
 	for {
-		have := s.fsm.level.Load()
-		if need <= have {
+		if need <= s.fsm.level.Load() {
 			return nil
 		}
 		s.lmu.Lock()
 		sig := s.leadSig
 		s.lmu.Unlock()
 		if s.gateTerm.Load() == term {
-			return fmt.Errorf("%w: %s needs level %d, the cluster is at %d until every voter runs a release that applies it",
-				ErrFeatureLevel, fsm.OpName(cmd), need, have)
+			// The barrier is applied, so the level read from here on is at
+			// least the one the cluster had acknowledged before this term.
+			if have := s.fsm.level.Load(); need > have {
+				return fmt.Errorf("%w: %s needs level %d, the cluster is at %d until every voter runs a release that applies it",
+					ErrFeatureLevel, fsm.OpName(cmd), need, have)
+			}
+			return nil
 		}
 		if t, leader := s.leadership(); !leader || t != term {
 			return s.notLeaderError()
