@@ -49,7 +49,7 @@ func (e *DiskWriteError) Is(target error) bool { return target == ErrDiskWrite }
 // Invariant: once failed is set, no write reaches either store again.
 type diskFailure struct {
 	mu     sync.Mutex
-	failed error      // a *DiskWriteError or a *CorruptLogError
+	failed error      // a *DiskWriteError, or a corrupt read (*CorruptLogError, *CorruptSnapshotError, *CorruptStableError)
 	ch     chan error // receives failed, once
 	// stop, once set (onFail), runs when failed is set: it stops raft at
 	// once, before raft, refused its log write, steps down and tries to
