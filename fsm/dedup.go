@@ -57,7 +57,7 @@ func commandDigest(cmd *fsmpb.Command) []byte {
 // the result Apply returns and may change it.
 func (m *Machine) remember(requestID string, digest []byte, res *fsmpb.Result) {
 	res = cloneResult(res)
-	m.dedup.ReplaceOrInsert(dedupEntry{requestID: requestID, digest: digest, at: m.clock, result: res})
+	m.putDedup(dedupEntry{requestID: requestID, digest: digest, at: m.clock, result: res})
 	m.dedupAge.ReplaceOrInsert(dedupDeadline{at: m.clock, version: res.Version, requestID: requestID})
 	for m.dedup.Len() > MaxDedupEntries {
 		m.evictOldestDedup()
@@ -78,7 +78,7 @@ func (m *Machine) pruneDedup() {
 func (m *Machine) evictOldestDedup() {
 	d, ok := m.dedupAge.DeleteMin()
 	if ok {
-		m.dedup.Delete(dedupEntry{requestID: d.requestID})
+		m.dropDedup(dedupEntry{requestID: d.requestID})
 	}
 }
 

@@ -29,7 +29,7 @@ type generation struct {
 	coverage Range
 	// records is ordered by range start.
 	// Invariant: ranges are pairwise disjoint, so start order is end order.
-	records *btree.BTreeG[record]
+	records orderedSet[record]
 }
 
 // record is the stored form of RecordInfo; the key is implied by position.
@@ -94,10 +94,10 @@ func insertSorted[T any](t *btree.BTreeG[T], items []T) {
 	}
 }
 
-func newGeneration(number uint64, status GenerationStatus, index uint64, coverage Range) *generation {
+func (m *Machine) newGeneration(stream uint64, view View, number uint64, status GenerationStatus, index uint64, coverage Range) *generation {
 	return &generation{
 		number: number, status: status, version: index, coverage: coverage,
-		records: btree.NewG(treeDegree, recordLess),
+		records: m.newRecordSet(stream, view, number),
 	}
 }
 
@@ -163,7 +163,7 @@ func (m *Machine) publishGeneration(index uint64, c *fsmpb.PublishGeneration) *f
 		return r
 	}
 	if !continuing {
-		g = newGeneration(c.Generation, GenerationBuilding, index, coverage)
+		g = m.newGeneration(s.info.ID, c.View, c.Generation, GenerationBuilding, index, coverage)
 	}
 	recs := make([]record, len(c.Records))
 	for i, pr := range c.Records {
@@ -190,7 +190,7 @@ func (m *Machine) publishGeneration(index uint64, c *fsmpb.PublishGeneration) *f
 	}
 	// Validate refused records out of order or overlapping, and
 	// admitRecord records overlapping the generation's.
-	insertSorted(g.records, kept)
+	g.records.insertSorted(kept)
 	g.version = index
 	if c.Complete {
 		g.status = GenerationPublished
@@ -256,7 +256,7 @@ func (m *Machine) dropGenerationRecords(g *generation) {
 		m.dropReference(r.target.ref)
 		return true
 	})
-	g.records.Clear(false)
+	g.records.Clear()
 }
 
 func (m *Machine) dropRecordsBelow(g *generation, trim uint64) {

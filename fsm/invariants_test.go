@@ -52,7 +52,7 @@ func TestCheckInvariantsDetects(t *testing.T) {
 			m.streams[1].evidence.ReplaceOrInsert(e)
 		}},
 		{"evidence short of end", "evidence ends at", func(m *Machine) { m.streams[1].info.CommittedEnd++ }},
-		{"no evidence", "no evidence for committed offsets", func(m *Machine) { m.streams[2].evidence.Clear(false) }},
+		{"no evidence", "no evidence for committed offsets", func(m *Machine) { m.streams[2].evidence.Clear() }},
 		{"evidence wholly trimmed", "wholly trimmed", func(m *Machine) { m.streams[1].info.Trim = 10 }},
 		{"no generation 0", "COMMITTED generation 0 missing", func(m *Machine) {
 			vi := &m.streams[1].views[Committed]

@@ -52,6 +52,10 @@ type Machine struct {
 	// below feature level 2; once set, never changes.
 	clusterID string
 
+	// kv is the store the state is kept in (kvstate.go), or nil for a
+	// machine wholly in memory.
+	kv *kvState
+
 	// lastInterned is intern's one-entry cache (snapshot.go): not state,
 	// only which target restore shared last.
 	lastInterned *target
@@ -152,6 +156,9 @@ func (m *Machine) Apply(index uint64, cmd *fsmpb.Command) *fsmpb.Result {
 	m.pruneDedup()
 
 	res := m.applyDeduplicated(index, cmd)
+	if m.kv != nil {
+		m.persist()
+	}
 	if check {
 		err := m.checkMonotone(before, clockBefore)
 		if err == nil {

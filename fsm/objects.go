@@ -204,7 +204,7 @@ func (m *Machine) addReferences(ref ObjectRef, n uint64) {
 		panic(fmt.Sprintf("fsm: reference to unregistered object %v", ref))
 	}
 	o.refs += n
-	m.objects.ReplaceOrInsert(o)
+	m.putObject(o)
 }
 
 func (m *Machine) dropReference(ref ObjectRef) {
@@ -216,7 +216,7 @@ func (m *Machine) dropReference(ref ObjectRef) {
 	if o.refs == 0 {
 		o.idleSince = m.clock
 	}
-	m.objects.ReplaceOrInsert(o)
+	m.putObject(o)
 }
 
 // splitVersions turns the registry of one entry a key into one of
@@ -264,7 +264,7 @@ func (m *Machine) splitVersions(index uint64) {
 			o.idleSince = m.clock
 		}
 		o.refs, o.pins = c.refs, c.pins
-		m.objects.ReplaceOrInsert(o)
+		m.putObject(o)
 		delete(byVersion, o.ref)
 	}
 	// Versions named but not held, in (key, identity) order so that every
@@ -280,7 +280,7 @@ func (m *Machine) splitVersions(index uint64) {
 		return cmp.Or(cmp.Compare(a.ref.Key, b.ref.Key), cmp.Compare(a.ref.Identity, b.ref.Identity))
 	})
 	for _, o := range missing {
-		m.objects.ReplaceOrInsert(o)
+		m.putObject(o)
 	}
 }
 
@@ -354,7 +354,7 @@ func (m *Machine) registerVersion(index uint64, ref ObjectRef, size uint64) obje
 	o.size = size
 	o.status = ObjectLive
 	o.version = index
-	m.objects.ReplaceOrInsert(o)
+	m.putObject(o)
 	return o
 }
 
@@ -378,7 +378,7 @@ func (m *Machine) registerReplacing(index uint64, ref ObjectRef, size uint64) *f
 	default:
 		// A new identity for a live key, or a deleted key registered again.
 		if o.ref != ref {
-			m.objects.Delete(o)
+			m.dropObject(o)
 		}
 		o.ref, o.target = ref, &target{ref: ref}
 		if o.refs == 0 {
@@ -388,7 +388,7 @@ func (m *Machine) registerReplacing(index uint64, ref ObjectRef, size uint64) *f
 	o.size = size
 	o.status = ObjectLive
 	o.version = index
-	m.objects.ReplaceOrInsert(o)
+	m.putObject(o)
 	return &fsmpb.Result{Version: index}
 }
 
@@ -402,11 +402,11 @@ func (m *Machine) pinObject(index uint64, c *fsmpb.PinObject) *fsmpb.Result {
 		ttl: c.TtlNanos, expiry: addSaturated(m.clock, c.TtlNanos), version: index,
 	}
 	m.nextPinID++
-	m.pins.ReplaceOrInsert(p)
+	m.putPin(p)
 	m.pinExpiry.ReplaceOrInsert(pinDeadline{at: p.pruneAt(), id: p.id})
 	o.pins++
 	o.pinMaxExpiry = max(o.pinMaxExpiry, p.expiry)
-	m.objects.ReplaceOrInsert(o)
+	m.putObject(o)
 	return &fsmpb.Result{Version: index, PinId: p.id, PinExpiryUnixNano: p.expiry}
 }
 
@@ -421,14 +421,14 @@ func (m *Machine) releasePin(index uint64, c *fsmpb.ReleasePin) *fsmpb.Result {
 }
 
 func (m *Machine) dropPin(p pin) {
-	m.pins.Delete(p)
+	m.deletePin(p)
 	m.pinExpiry.Delete(pinDeadline{at: p.pruneAt(), id: p.id})
 	o, ok := m.counted(p.object)
 	if !ok || o.pins == 0 {
 		panic(fmt.Sprintf("fsm: pin on an object that does not count it: %v", p.object))
 	}
 	o.pins--
-	m.objects.ReplaceOrInsert(o)
+	m.putObject(o)
 }
 
 // pruneExpiredPins forgets pins that expired more than PinGrace ago.
@@ -457,7 +457,7 @@ func (m *Machine) markObjectDeleting(index uint64, c *fsmpb.MarkObjectDeleting) 
 	}
 	o.status = ObjectDeleting
 	o.version = index
-	m.objects.ReplaceOrInsert(o)
+	m.putObject(o)
 	return &fsmpb.Result{Version: index}
 }
 
@@ -486,6 +486,6 @@ func (m *Machine) markObjectDeleted(index uint64, c *fsmpb.MarkObjectDeleted) *f
 	}
 	o.status = ObjectDeleted
 	o.version = index
-	m.objects.ReplaceOrInsert(o)
+	m.putObject(o)
 	return &fsmpb.Result{Version: index}
 }

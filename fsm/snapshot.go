@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/btree"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/metad/metad/fsm/fsmpb"
@@ -80,17 +79,20 @@ func (m *Machine) Clone() *Machine {
 	for id, t := range m.tombstones {
 		c.tombstones[id] = t
 	}
+	if m.kv != nil {
+		m.cloneOnStore(&c)
+	}
 	return &c
 }
 
 func (s *stream) clone() *stream {
-	c := &stream{info: s.info, evidence: s.evidence.Clone()}
+	c := &stream{info: s.info, evidence: cloneMem(s.evidence)}
 	for v := range s.views {
 		vi := s.views[v]
 		c.views[v] = viewIndex{last: vi.last, hasLast: vi.hasLast}
 		for _, g := range vi.gens {
 			gc := *g
-			gc.records = g.records.Clone()
+			gc.records = cloneMem(g.records)
 			c.views[v].gens = append(c.views[v].gens, &gc)
 		}
 	}
@@ -161,10 +163,7 @@ func (m *Machine) sortedStreamIDs() []uint64 {
 // first error.
 func (m *Machine) eachRecord(bw *bodyWriter) {
 	put := bw.message
-	if !put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Meta{Meta: &fsmpb.MachineMeta{
-		ClockUnixNano: m.clock, NextStreamId: m.nextStreamID, NextPinId: m.nextPinID, FeatureLevel: m.level,
-		ClusterId: m.clusterID,
-	}}}) {
+	if !put(m.metaRecord()) {
 		return
 	}
 	m.objects.Ascend(func(o object) bool { return put(o.record()) })
@@ -178,11 +177,7 @@ func (m *Machine) eachRecord(bw *bodyWriter) {
 		return
 	}
 	m.pins.Ascend(func(p pin) bool { return put(p.record()) })
-	m.dedup.Ascend(func(d dedupEntry) bool {
-		return put(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Dedup{Dedup: &fsmpb.DedupState{
-			RequestId: d.requestID, CommandDigest: d.digest, AtUnixNano: d.at, Result: d.result,
-		}}})
-	})
+	m.dedup.Ascend(func(d dedupEntry) bool { return put(d.record()) })
 	for _, t := range m.Tombstones() {
 		if !put(t.record()) {
 			return
@@ -192,22 +187,13 @@ func (m *Machine) eachRecord(bw *bodyWriter) {
 
 func (s *stream) eachRecord(bw *bodyWriter) {
 	id := s.info.ID
-	if !bw.message(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Stream{Stream: &fsmpb.StreamState{
-		Id: id, Name: s.info.Name, WriterEpoch: s.info.WriterEpoch, Status: s.info.Status,
-		Version: s.info.Version, CommittedEnd: s.info.CommittedEnd, Trim: s.info.Trim,
-		CreatedVersion:          s.info.CreatedVersion,
-		LastCommittedGeneration: s.views[Committed].last,
-		LastCompactedGeneration: s.views[TopicCompacted].last,
-		HasCompactedGeneration:  s.views[TopicCompacted].hasLast,
-	}}}) {
+	if !bw.message(s.stateRecord()) {
 		return
 	}
 	s.evidence.Ascend(func(e evidence) bool { return bw.evidence(id, e) })
 	for _, view := range []View{Committed, TopicCompacted} {
 		for _, g := range s.views[view].gens {
-			if bw.err != nil || !bw.message(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Generation{Generation: &fsmpb.GenerationState{
-				StreamId: id, View: view, Number: g.number, Status: g.status, Version: g.version, Coverage: g.coverage.PB(),
-			}}}) {
+			if bw.err != nil || !bw.message(g.stateRecord(id, view)) {
 				return
 			}
 			key := IndexKey{Stream: id, View: view, Generation: g.number}
@@ -217,6 +203,36 @@ func (s *stream) eachRecord(bw *bodyWriter) {
 			})
 		}
 	}
+}
+
+func (m *Machine) metaRecord() *fsmpb.SnapshotRecord {
+	return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Meta{Meta: &fsmpb.MachineMeta{
+		ClockUnixNano: m.clock, NextStreamId: m.nextStreamID, NextPinId: m.nextPinID, FeatureLevel: m.level,
+		ClusterId: m.clusterID,
+	}}}
+}
+
+func (s *stream) stateRecord() *fsmpb.SnapshotRecord {
+	return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Stream{Stream: &fsmpb.StreamState{
+		Id: s.info.ID, Name: s.info.Name, WriterEpoch: s.info.WriterEpoch, Status: s.info.Status,
+		Version: s.info.Version, CommittedEnd: s.info.CommittedEnd, Trim: s.info.Trim,
+		CreatedVersion:          s.info.CreatedVersion,
+		LastCommittedGeneration: s.views[Committed].last,
+		LastCompactedGeneration: s.views[TopicCompacted].last,
+		HasCompactedGeneration:  s.views[TopicCompacted].hasLast,
+	}}}
+}
+
+func (g *generation) stateRecord(stream uint64, view View) *fsmpb.SnapshotRecord {
+	return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Generation{Generation: &fsmpb.GenerationState{
+		StreamId: stream, View: view, Number: g.number, Status: g.status, Version: g.version, Coverage: g.coverage.PB(),
+	}}}
+}
+
+func (d dedupEntry) record() *fsmpb.SnapshotRecord {
+	return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Dedup{Dedup: &fsmpb.DedupState{
+		RequestId: d.requestID, CommandDigest: d.digest, AtUnixNano: d.at, Result: d.result,
+	}}}
 }
 
 func (o object) record() *fsmpb.SnapshotRecord {
@@ -349,7 +365,8 @@ func (x *restorer) evidence(e *restoredEvidence) error {
 // flushRecords puts the pending records in their generation's tree.
 func (x *restorer) flushRecords() {
 	if len(x.pending) > 0 {
-		insertSorted(x.pendingGen.records, x.pending)
+		x.pendingGen.records.insertSorted(x.pending)
+		x.commitChunk()
 	}
 	clear(x.pending) // let go of the targets
 	x.pending = x.pending[:0]
@@ -358,7 +375,8 @@ func (x *restorer) flushRecords() {
 // flushEvidence puts the pending evidence in its stream's tree.
 func (x *restorer) flushEvidence() {
 	if len(x.pendingEvidence) > 0 {
-		insertSorted(x.pendingStream.evidence, x.pendingEvidence)
+		x.pendingStream.evidence.insertSorted(x.pendingEvidence)
+		x.commitChunk()
 	}
 	clear(x.pendingEvidence)
 	x.pendingEvidence = x.pendingEvidence[:0]
@@ -670,7 +688,7 @@ func (m *Machine) restoreRecord(rec *fsmpb.SnapshotRecord) error {
 	case *fsmpb.SnapshotRecord_Object:
 		o := r.Object
 		ref := refOf(o.Object)
-		m.objects.ReplaceOrInsert(object{
+		m.putObject(object{
 			ref: ref, target: &target{ref: ref}, size: o.Size, status: o.Status, version: o.Version, refs: o.References,
 			idleSince: o.IdleSinceUnixNano, pinMaxExpiry: o.PinMaxExpiryUnixNano,
 		})
@@ -683,7 +701,7 @@ func (m *Machine) restoreRecord(rec *fsmpb.SnapshotRecord) error {
 		if d.Result == nil {
 			return fmt.Errorf("dedup entry %q without result", d.RequestId)
 		}
-		m.dedup.ReplaceOrInsert(dedupEntry{requestID: d.RequestId, digest: d.CommandDigest, at: d.AtUnixNano, result: d.Result})
+		m.putDedup(dedupEntry{requestID: d.RequestId, digest: d.CommandDigest, at: d.AtUnixNano, result: d.Result})
 		m.dedupAge.ReplaceOrInsert(dedupDeadline{at: d.AtUnixNano, version: d.Result.Version, requestID: d.RequestId})
 	default:
 		return fmt.Errorf("unknown record type %T", r)
@@ -700,7 +718,7 @@ func (m *Machine) restoreStream(st *fsmpb.StreamState) error {
 			ID: st.Id, Name: st.Name, WriterEpoch: st.WriterEpoch, Status: st.Status, Version: st.Version,
 			CommittedEnd: st.CommittedEnd, Trim: st.Trim, CreatedVersion: st.CreatedVersion,
 		},
-		evidence: btree.NewG(treeDegree, evidenceLess),
+		evidence: m.newEvidenceSet(st.Id),
 	}
 	s.views[Committed] = viewIndex{last: st.LastCommittedGeneration, hasLast: true}
 	s.views[TopicCompacted] = viewIndex{last: st.LastCompactedGeneration, hasLast: st.HasCompactedGeneration}
@@ -718,7 +736,7 @@ func (m *Machine) restoreGeneration(gs *fsmpb.GenerationState) error {
 	if g := vi.latest(); g != nil && g.number >= gs.Number {
 		return fmt.Errorf("generation %d after %d", gs.Number, g.number)
 	}
-	vi.gens = append(vi.gens, newGeneration(gs.Number, gs.Status, gs.Version, rangeOf(gs.Coverage)))
+	vi.gens = append(vi.gens, m.newGeneration(gs.StreamId, gs.View, gs.Number, gs.Status, gs.Version, rangeOf(gs.Coverage)))
 	return nil
 }
 
@@ -736,10 +754,10 @@ func (m *Machine) restorePin(ps *fsmpb.PinState) error {
 		return fmt.Errorf("pin %d on unknown object %v", ps.Id, refOf(ps.Object))
 	}
 	p := pin{id: ps.Id, object: m.intern([]byte(ps.Object.GetKey()), []byte(ps.Object.GetIdentity())).ref, holder: ps.Holder, ttl: ps.TtlNanos, expiry: ps.ExpiryUnixNano, version: ps.Version}
-	m.pins.ReplaceOrInsert(p)
+	m.putPin(p)
 	m.pinExpiry.ReplaceOrInsert(pinDeadline{at: p.pruneAt(), id: p.id})
 	o.pins++
-	m.objects.ReplaceOrInsert(o)
+	m.putObject(o)
 	return nil
 }
 
@@ -764,4 +782,12 @@ func (m *Machine) intern(key, identity []byte) *target {
 	}
 	m.lastInterned = t
 	return t
+}
+
+// commitChunk commits a restore into a store after each chunk, so that a
+// large snapshot is never one batch. The store is not live yet.
+func (x *restorer) commitChunk() {
+	if x.m.kv != nil {
+		x.m.kv.store.Commit()
+	}
 }

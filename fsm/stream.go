@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"github.com/google/btree"
 
 	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/fsm/fsmpb"
@@ -15,7 +14,7 @@ type stream struct {
 	// evidence holds the append evidence that is not wholly below trim,
 	// ordered by start.
 	// Invariant: contiguous, and the last entry ends at info.CommittedEnd.
-	evidence *btree.BTreeG[evidence]
+	evidence orderedSet[evidence]
 	// views is indexed by View; index 0 (unspecified) is unused.
 	views [3]viewIndex
 }
@@ -36,19 +35,19 @@ type evidence struct {
 
 func evidenceLess(a, b evidence) bool { return a.rng.Start < b.rng.Start }
 
-func newStream(id uint64, name string, index uint64) *stream {
+func (m *Machine) newStream(id uint64, name string, index uint64) *stream {
 	s := &stream{
 		info: StreamInfo{
 			ID: id, Name: name, Status: StreamActive,
 			Version: index, CreatedVersion: index,
 		},
-		evidence: btree.NewG(treeDegree, evidenceLess),
+		evidence: m.newEvidenceSet(id),
 	}
 	// COMMITTED generation 0 exists from the start: it is derived from append
 	// evidence and grows with every indexed append or repair.
 	s.views[Committed] = viewIndex{
 		hasLast: true,
-		gens:    []*generation{newGeneration(0, GenerationPublished, index, Range{})},
+		gens:    []*generation{m.newGeneration(id, Committed, 0, GenerationPublished, index, Range{})},
 	}
 	return s
 }
@@ -67,6 +66,9 @@ func (m *Machine) lookupStreamField(index, id uint64, field string) (*stream, *f
 	if !ok {
 		return nil, reject(index, fsmpb.RejectCode_STREAM_NOT_FOUND, field, "stream %d does not exist", id)
 	}
+	// Every command that changes a stream finds it here first: its row is
+	// written back at the end of the Apply (persist).
+	m.touch(s)
 	return s, nil
 }
 
@@ -76,7 +78,8 @@ func (m *Machine) createStream(index uint64, c *fsmpb.CreateStream) *fsmpb.Resul
 	}
 	id := m.nextStreamID
 	m.nextStreamID++
-	m.streams[id] = newStream(id, c.Name, index)
+	m.streams[id] = m.newStream(id, c.Name, index)
+	m.touch(m.streams[id])
 	m.byName[c.Name] = id
 	return &fsmpb.Result{Version: index, StreamId: id}
 }
@@ -247,5 +250,9 @@ func (m *Machine) deleteStream(index uint64, c *fsmpb.DeleteStream) *fsmpb.Resul
 	}
 	delete(m.streams, s.info.ID)
 	delete(m.byName, s.info.Name)
+	if m.kv != nil {
+		// dropGenerationRecords cleared the records; the evidence goes too.
+		m.kv.store.DeleteRange(evidencePrefix(s.info.ID), prefixEnd(evidencePrefix(s.info.ID)))
+	}
 	return &fsmpb.Result{Version: index, StreamId: s.info.ID}
 }

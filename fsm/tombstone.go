@@ -58,6 +58,7 @@ func (m *Machine) addTombstone(index uint64, stamp int64, c *fsmpb.AddTombstone)
 	if _, replace := m.tombstones[c.NodeId]; !replace && len(m.tombstones) >= MaxTombstones {
 		return reject(index, fsmpb.RejectCode_TOO_LARGE, "node_id", "already %d tombstones; lift some first", MaxTombstones)
 	}
+	m.touchTombstone(c.NodeId)
 	m.tombstones[c.NodeId] = Tombstone{NodeID: c.NodeId, Incarnation: c.Incarnation, Version: index, AtUnixNano: stamp}
 	return &fsmpb.Result{Version: index}
 }
@@ -66,6 +67,7 @@ func (m *Machine) liftTombstone(index uint64, c *fsmpb.LiftTombstone) *fsmpb.Res
 	if m.Level() < tombstoneLevel {
 		return reject(index, fsmpb.RejectCode_INVALID_ARGUMENT, "", "tombstones need feature level %d; the cluster is at %d", tombstoneLevel, m.Level())
 	}
+	m.touchTombstone(c.NodeId)
 	delete(m.tombstones, c.NodeId)
 	return &fsmpb.Result{Version: index}
 }
