@@ -45,6 +45,11 @@ func (m *Machine) CheckInvariants() error {
 	if err := m.checkClusterID(); err != nil {
 		fail("%v", err)
 	}
+	if m.kv != nil && m.kv.store != nil {
+		if err := m.checkPersisted(); err != nil {
+			fail("%v", err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -58,6 +63,16 @@ func (m *Machine) sampledCheck(index uint64) bool { return index >= m.nextCheck 
 
 // nextSampledCheck schedules the next sampled check after the one at index.
 func (m *Machine) nextSampledCheck(index uint64) {
+	work := m.checkWork()
+	if m.kv == nil {
+		// A walk of memory: 32 entries cost about one apply.
+		work /= 32
+	}
+	m.nextCheck = index + 1 + uint64(work)
+}
+
+// checkWork is how many entries a check visits.
+func (m *Machine) checkWork() int {
 	work := len(m.streams) + m.objects.Len() + m.pins.Len() + m.dedup.Len()
 	for _, s := range m.streams {
 		work += s.evidence.Len()
@@ -67,7 +82,7 @@ func (m *Machine) nextSampledCheck(index uint64) {
 			}
 		}
 	}
-	m.nextCheck = index + 1 + uint64(work)/32
+	return work
 }
 
 // countedBy is what the invariants count a reference or pin naming ref

@@ -90,6 +90,12 @@ func Open(store kv.Store, opts ...Option) (m *Machine, err error) {
 		return nil, fmt.Errorf("fsm: open state: %w", err)
 	}
 	m.kv.dirty = newDirtySet()
+	// A machine that opened a large state waits a check's worth of applies
+	// before its first sampled check (invariants_on.go), as it would had it
+	// applied the state itself, instead of reading it all back at once.
+	if work := m.checkWork(); work > 1<<16 {
+		m.nextCheck = m.applied + 1 + uint64(work)
+	}
 	return m, nil
 }
 
@@ -351,6 +357,7 @@ func (m *Machine) newRecordSet(stream uint64, view View, gen uint64) orderedSet[
 // decodeEvidence decodes a stored evidence entry. The store holds what this
 // package wrote, so a value that does not decode is a corrupt store.
 func (m *Machine) decodeEvidence(v []byte) evidence {
+	v = unprefix(v)
 	var ev restoredEvidence
 	num, payload, ok := decodeSnapshotRecord(v)
 	if !ok || num != fieldSnapshotEvidence || !decodeEvidenceState(payload, &ev) {
@@ -367,6 +374,7 @@ func (m *Machine) decodeEvidence(v []byte) evidence {
 
 // decodeRecord is decodeEvidence for an index record.
 func (m *Machine) decodeRecord(v []byte) record {
+	v = unprefix(v)
 	var rr restoredRecord
 	num, payload, ok := decodeSnapshotRecord(v)
 	if !ok || num != fieldSnapshotIndexRecord || !decodeIndexRecordState(payload, &rr) {
@@ -377,6 +385,16 @@ func (m *Machine) decodeRecord(v []byte) record {
 		rr = restoredRecordOf(rec.GetIndexRecord())
 	}
 	return m.restoredRecord(&rr)
+}
+
+// unprefix drops the length prefix the snapshot encoders write before a
+// record (appendIndexRecordRecord, appendEvidenceRecord).
+func unprefix(v []byte) []byte {
+	n, k := protowire.ConsumeVarint(v)
+	if k < 0 || uint64(len(v)-k) != n {
+		kv.Fail("decode", fmt.Errorf("%w: stored value of %d bytes has a bad length prefix", ErrCorruptSnapshot, len(v)))
+	}
+	return v[k:]
 }
 
 // Close releases what a clone of a machine on a store holds (its view of
@@ -391,9 +409,17 @@ func (m *Machine) Close() {
 // cloneOnStore finishes Clone for a machine on a store: the clone reads a
 // view of the store's committed state, which must be the machine's state
 // (the caller clones between batches, after committing).
+//
+// A clone of a clone reads its parent's view: it is valid while the
+// parent is open.
 func (m *Machine) cloneOnStore(c *Machine) {
-	view := m.kv.store.View()
-	c.kv = &kvState{reader: view, view: view}
+	// A clone may change what it holds in memory (tests predict states
+	// that way); its marks are never persisted.
+	c.kv = &kvState{reader: m.kv.reader, dirty: newDirtySet()}
+	if m.kv.store != nil {
+		view := m.kv.store.View()
+		c.kv.reader, c.kv.view = view, view
+	}
 	c.lastInterned = nil
 	for id, s := range c.streams {
 		s.evidence = readOnlyCopy(s.evidence, c.newEvidenceSet(id))
@@ -518,4 +544,41 @@ func (m *Machine) touchTombstone(id string) {
 	if m.kv != nil {
 		m.kv.dirty.tombstones[id] = struct{}{}
 	}
+}
+
+// checkPersisted is the store's invariant: every key of the state held in
+// memory (meta, objects, stream rows, pins, dedup, tombstones) is in the
+// store with the value persist writes for it, and no other. It catches a
+// change that bypassed the marks above. O(state held in memory).
+func (m *Machine) checkPersisted() error {
+	want := map[string][]byte{string([]byte{prefixMeta}): marshalStateRecord(binary.BigEndian.AppendUint64(nil, m.applied), m.metaRecord())}
+	for id, s := range m.streams {
+		want[string(streamKey(id))] = s.row()
+	}
+	m.objects.Ascend(func(o object) bool { want[string(objectKey(o.ref))] = marshalStateRecord(nil, o.record()); return true })
+	m.pins.Ascend(func(p pin) bool { want[string(pinKey(p.id))] = marshalStateRecord(nil, p.record()); return true })
+	m.dedup.Ascend(func(e dedupEntry) bool { want[string(dedupKey(e.requestID))] = marshalStateRecord(nil, e.record()); return true })
+	for id, t := range m.tombstones {
+		want[string(tombstoneKey(id))] = marshalStateRecord(nil, t.record())
+	}
+	for _, p := range []byte{prefixMeta, prefixObject, prefixStream, prefixPin, prefixDedup, prefixTombstone} {
+		it := m.kv.store.Iter([]byte{p}, []byte{p + 1})
+		for ok := it.First(); ok; ok = it.Next() {
+			w, found := want[string(it.Key())]
+			if !found {
+				it.Close()
+				return fmt.Errorf("store holds key %x that the state does not", it.Key())
+			}
+			if string(w) != string(it.Value()) {
+				it.Close()
+				return fmt.Errorf("store's value of key %x differs from the state's", it.Key())
+			}
+			delete(want, string(it.Key()))
+		}
+		it.Close()
+	}
+	for k := range want {
+		return fmt.Errorf("state's key %x is not in the store", []byte(k))
+	}
+	return nil
 }

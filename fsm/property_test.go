@@ -48,7 +48,7 @@ type stepper struct {
 
 func newStepper(ch chooser) *stepper {
 	ref := newRefModel()
-	return &stepper{m: New(WithInvariantChecks()), ref: ref, gen: &generator{ch: ch, m: ref}}
+	return &stepper{m: newTestMachine(WithInvariantChecks()), ref: ref, gen: &generator{ch: ch, m: ref}}
 }
 
 // step applies the next generated command to both and compares; it returns
@@ -67,6 +67,9 @@ func (st *stepper) step() (*fsmpb.Command, *fsmpb.Result, error) {
 	got := st.m.Apply(st.idx, proto.Clone(cmd).(*fsmpb.Command))
 	want := st.ref.apply(st.idx, proto.Clone(cmd).(*fsmpb.Command))
 	if err := sameResult(got, want); err != nil {
+		return cmd, got, err
+	}
+	if err := st.reopenNow(); err != nil {
 		return cmd, got, err
 	}
 	if got.Rejection != nil && (cmd.RequestId == "" || got.Deduplicated) {
@@ -295,7 +298,7 @@ func TestReplicasAgree(t *testing.T) {
 
 func replicaSequence(r *rand.Rand) error {
 	st := newStepper(randChooser{r})
-	b := New() // compared by hash with st.m, which checks invariants
+	b := newTestMachine() // compared by hash with st.m, which checks invariants
 	var clone *Machine
 	var cloneHash [32]byte
 	cloneAt := r.IntN(stepsPerSequence)
@@ -338,7 +341,7 @@ func roundTrip(m *Machine) (*Machine, error) {
 	if err := m.Clone().WriteSnapshot(&s1); err != nil {
 		return nil, err
 	}
-	r, err := Restore(bytes.NewReader(s1.Bytes()))
+	r, err := restoreTestMachine(bytes.NewReader(s1.Bytes()))
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
@@ -370,7 +373,7 @@ func TestCloneDivergesIndependently(t *testing.T) {
 		// history is not available, so b's model is a's, deep-copied by
 		// replaying the snapshot: compare b against a fresh model built the
 		// same way instead: both start equal to a's model.
-		b := &stepper{m: a.m.Clone(), ref: cloneModel(a.ref), idx: a.idx}
+		b := &stepper{m: forkTestMachine(a.m), ref: cloneModel(a.ref), idx: a.idx}
 		b.gen = &generator{ch: randChooser{newRand(s ^ 0xb)}, m: b.ref}
 		for range 60 {
 			if _, _, err := a.step(); err != nil {

@@ -116,7 +116,7 @@ type scriptRunner struct {
 }
 
 func newScriptRunner(t *testing.T) *scriptRunner {
-	return &scriptRunner{t: t, m: New(WithInvariantChecks())}
+	return &scriptRunner{t: t, m: newTestMachine(WithInvariantChecks())}
 }
 
 // scriptArgs are the key=value (or bare key) arguments of one command.

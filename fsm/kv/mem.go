@@ -14,6 +14,8 @@ type Mem struct {
 	work      *btree.BTreeG[pair]
 	// Commits counts Commit calls, for tests of batching.
 	Commits int
+	// auto: work is committed (AutoCommit).
+	auto bool
 }
 
 type pair struct{ k, v []byte }
@@ -49,13 +51,20 @@ func (m *Mem) DeleteRange(lower, upper []byte) {
 
 // Commit publishes the work tree; Discard would drop it.
 func (m *Mem) Commit() {
+	m.Commits++
+	if m.auto {
+		return
+	}
 	m.committed = m.work
 	m.work = m.committed.Clone()
-	m.Commits++
 }
 
 // Discard drops the writes since the last Commit, as a crash would.
-func (m *Mem) Discard() { m.work = m.committed.Clone() }
+func (m *Mem) Discard() {
+	if !m.auto {
+		m.work = m.committed.Clone()
+	}
+}
 
 func (m *Mem) Sync() error { return nil }
 
@@ -158,3 +167,22 @@ func (it *memIter) Prev() bool {
 func (it *memIter) Key() []byte   { return it.cur.k }
 func (it *memIter) Value() []byte { return it.cur.v }
 func (it *memIter) Close()        {}
+
+// AutoCommit makes every write committed at once (Commit and Discard have
+// nothing left to do): for tests that apply and clone command by command.
+func (m *Mem) AutoCommit() *Mem {
+	m.auto = true
+	m.work = m.committed
+	return m
+}
+
+// Fork returns a Mem holding a copy of m's committed state, which goes on
+// independently of m.
+func (m *Mem) Fork() *Mem {
+	f := &Mem{committed: m.committed.Clone(), auto: m.auto}
+	f.work = f.committed
+	if !f.auto {
+		f.work = f.committed.Clone()
+	}
+	return f
+}
