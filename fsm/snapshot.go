@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"slices"
@@ -103,10 +104,51 @@ func (s *stream) clone() *stream {
 // walked twice, once to hash it and once to write it, so that the header can
 // carry the checksum without buffering the body; call it on a Clone.
 func (m *Machine) WriteSnapshot(w io.Writer) error {
-	sum, count, err := m.StateHash()
+	plan, err := m.PlanSnapshot()
 	if err != nil {
 		return err
 	}
+	return m.WritePlanned(w, plan)
+}
+
+// SnapshotPlan is what the first walk of a snapshot learns: the hash and
+// record count its header carries, and its length in bytes.
+type SnapshotPlan struct {
+	Sum     [32]byte
+	Records uint64
+	Size    int64
+}
+
+// PlanSnapshot walks the state once to learn its snapshot's header and
+// length, for a sender that must announce the length before the bytes
+// (raft's InstallSnapshot). O(state).
+func (m *Machine) PlanSnapshot() (SnapshotPlan, error) {
+	cw := &countingWriter{w: sha256.New()}
+	bw := bufio.NewWriterSize(cw, 64<<10)
+	n, err := m.writeBody(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	p := SnapshotPlan{Records: n, Size: headerSize + cw.n}
+	copy(p.Sum[:], cw.w.(hash.Hash).Sum(nil))
+	return p, err
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// WritePlanned writes the snapshot that plan describes: the machine must
+// not have changed since PlanSnapshot (call both on one Clone).
+func (m *Machine) WritePlanned(w io.Writer, plan SnapshotPlan) error {
+	sum, count := plan.Sum, plan.Records
 	var hdr [headerSize]byte
 	copy(hdr[:8], snapshotMagic)
 	binary.BigEndian.PutUint32(hdr[8:], snapshotFormat)

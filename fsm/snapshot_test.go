@@ -392,3 +392,35 @@ func TestCloneIsIsolated(t *testing.T) {
 		t.Fatal("applying to the clone changed the original")
 	}
 }
+
+// TestPlanSnapshotGivesTheLength: the plan's size is the snapshot's length
+// and its hash the header's, on both implementations.
+func TestPlanSnapshotGivesTheLength(t *testing.T) {
+	for _, onStore := range []bool{false, true} {
+		testOnStore = onStore
+		st := newStepper(randChooser{newRand(7)})
+		for range 200 {
+			if _, _, err := st.step(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		testOnStore = false
+		c := st.m.Clone()
+		plan, err := c.PlanSnapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := c.WritePlanned(&buf, plan); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		if int64(buf.Len()) != plan.Size {
+			t.Errorf("on store %v: plan says %d bytes, snapshot has %d", onStore, plan.Size, buf.Len())
+		}
+		hdr, err := ReadHeader(bytes.NewReader(buf.Bytes()))
+		if err != nil || hdr.Checksum != plan.Sum || hdr.Records != plan.Records {
+			t.Errorf("on store %v: header %+v (%v), plan %+v", onStore, hdr, err, plan)
+		}
+	}
+}
