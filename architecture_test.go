@@ -15,7 +15,7 @@ const module = "github.com/metad/metad"
 
 // pureCore packages decide; they never do I/O, read clocks, log, or start
 // goroutines, so they can be tested exhaustively and deterministically.
-var pureCore = []string{"fsm", "fsm/fsmpb", "resolver", "checksum", "repair/plan", "watch/derive", "membership/plan"}
+var pureCore = []string{"fsm", "fsm/fsmpb", "fsm/kv", "resolver", "checksum", "repair/plan", "watch/derive", "membership/plan"}
 
 // forbiddenInCore may not appear anywhere in a pure package's transitive
 // dependencies.
@@ -70,6 +70,9 @@ var inward = map[string][]string{
 	// The disk guard is a leaf: node builds it and hands raftstore its
 	// Refuse (raftstore.SpaceGuard), so it knows no other package.
 	"diskspace": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "tlsconfig", "readpath", "watch", "checksum", "peer", "tracing"},
+	// The state store is a leaf under raftstore: it knows the interface the
+	// state machine reads through (fsm/kv) and nothing else of the project.
+	"statestore": {"fsm$", "fsm/fsmpb", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "tlsconfig", "readpath", "internal", "clock", "watch", "checksum", "peer", "tracing", "diskspace", "backup"},
 	// Security leaves: raftstore, api, node and client use them.
 	"tlsconfig": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "readpath", "peer"},
 	"auth":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "tlsconfig", "readpath", "peer"},
@@ -87,6 +90,7 @@ var foreignOwners = map[string]string{
 	"github.com/hashicorp/raft":        "raftstore",
 	"github.com/hashicorp/raft-boltdb": "raftstore",
 	"github.com/hashicorp/raft-wal":    "raftstore",
+	"github.com/cockroachdb/pebble":    "statestore",
 	"github.com/hashicorp/memberlist":  "membership",
 	"github.com/aws/aws-sdk-go-v2":     "objectstore",
 	"github.com/aws/smithy-go":         "objectstore",

@@ -22,6 +22,7 @@ func (s *Server) Snapshot(_ *metadpb.SnapshotRequest, stream metadpb.Cluster_Sna
 	if err != nil {
 		return toStatus(err)
 	}
+	defer cp.Close()
 	meta := &metadpb.SnapshotMeta{NodeId: cp.NodeID, Index: cp.Index, Term: cp.Term, TakenAt: timestamppb.New(cp.TakenAt)}
 	for _, sv := range cp.Servers {
 		meta.Servers = append(meta.Servers, &metadpb.RaftServer{NodeId: sv.ID, RaftAddr: sv.Address, Suffrage: string(sv.Suffrage)})

@@ -130,6 +130,7 @@ func (s *Scheduler) take(ctx context.Context) (e Entry, v Verified, pruned int, 
 	if err != nil {
 		return e, v, 0, fmt.Errorf("checkpoint: %w", err)
 	}
+	defer cp.Close()
 	if cp.ClusterID == "" {
 		return e, v, 0, ErrNoClusterID
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/fsm/kv"
+	"github.com/metad/metad/statestore"
 )
 
 // barrierMarker is the Log.Extensions value of the barrier entries this
@@ -95,6 +97,29 @@ type fsmAdapter struct {
 	// clusterID mirrors m.ClusterID() the same way, for the transport's
 	// identity check (identity.go).
 	clusterID atomic.Pointer[string]
+
+	// floor is the index of the state as last opened or restored (under
+	// mu). raft delivers the entries after its snapshot's index, and the
+	// state may be past it: a state store opened at start holds what it
+	// committed, and a streamed snapshot (stateSnapshots) carries the
+	// sender's state as it was when the stream began. Entries at or below
+	// floor are in the state already and are skipped.
+	floor uint64
+
+	// disk is set when the state lives in a state store (state.go); nil
+	// for a machine in memory (offline tools, tests).
+	disk *diskState
+}
+
+// diskState is what an adapter on a state store has.
+type diskState struct {
+	// store is the live store, under mu like m.
+	store *statestore.Store
+	dir   string
+	cfg   statestore.Config
+	// fail latches a failure of the store and stops the node (the data
+	// dir's diskFailure).
+	fail func(error)
 }
 
 // mirror copies what is read without mu; called with mu held for writing.
@@ -110,6 +135,31 @@ func newFSMAdapter(logger *slog.Logger, opts ...fsm.Option) *fsmAdapter {
 	return a
 }
 
+// newDiskAdapter is an adapter on an open state store: it reads the state
+// the store holds (the small part into memory; fsm.Open) and the index it
+// reflects.
+func newDiskAdapter(logger *slog.Logger, st *statestore.Store, dir string, cfg statestore.Config, fail func(error), opts ...fsm.Option) (*fsmAdapter, error) {
+	m, err := fsm.Open(st, opts...)
+	if err != nil {
+		return nil, &StateError{Dir: dir, Err: err}
+	}
+	through, err := storeApplied(st)
+	if err != nil {
+		return nil, &StateError{Dir: dir, Err: err}
+	}
+	if through < m.AppliedIndex() {
+		return nil, &StateError{Dir: dir, Err: fmt.Errorf("%w: applied index %d below the machine's %d",
+			fsm.ErrCorruptSnapshot, through, m.AppliedIndex())}
+	}
+	a := newFSMAdapter(logger, opts...)
+	a.m = m
+	a.disk = &diskState{store: st, dir: dir, cfg: cfg, fail: fail}
+	a.floor = through
+	a.through.Store(through)
+	a.mirror()
+	return a, nil
+}
+
 // Apply implements raft.FSM for a single entry.
 func (a *fsmAdapter) Apply(l *raft.Log) any {
 	return a.ApplyBatch([]*raft.Log{l})[0]
@@ -120,8 +170,62 @@ func (a *fsmAdapter) Apply(l *raft.Log) any {
 // The response for a command is its *fsmpb.Result; barriers and
 // configuration entries answer nil.
 func (a *fsmAdapter) ApplyBatch(logs []*raft.Log) []any {
-	out := make([]any, len(logs))
+	all := make([]any, len(logs))
+	out := all
 	a.mu.Lock()
+	// Entries the state holds already (floor).
+	skip := 0
+	for skip < len(logs) && logs[skip].Index <= a.floor {
+		skip++
+	}
+	logs, out = logs[skip:], out[skip:]
+	if a.disk != nil {
+		a.applyToStore(logs, out)
+	} else {
+		a.applyBatch(logs, out)
+	}
+	a.mirror()
+	a.mu.Unlock()
+	a.wake()
+	return all
+}
+
+// applyToStore is applyBatch on a state store: the batch's changes and the
+// index they bring the state to go to the store as one atomic commit. A
+// failure of the store (kv.Error) stops the node: nothing more is
+// applied, and the uncommitted changes never reach the disk.
+func (a *fsmAdapter) applyToStore(logs []*raft.Log, out []any) {
+	if len(logs) == 0 || a.stopped != nil {
+		a.applyBatch(logs, out)
+		return
+	}
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		e := kv.ErrorOf(r)
+		if e == nil {
+			panic(r)
+		}
+		err := &StateError{Dir: a.disk.dir, Err: e}
+		a.stopped = err
+		for i := range out {
+			out[i] = err
+		}
+		a.logger.Error("raftstore: the state store failed; stopping", "err", err)
+		a.disk.fail(err)
+	}()
+	before := a.through.Load()
+	a.applyBatch(logs, out)
+	if through := a.through.Load(); through != before {
+		writeApplied(a.disk.store, through)
+		a.disk.store.Commit()
+	}
+}
+
+// applyBatch applies logs to the machine, with mu held.
+func (a *fsmAdapter) applyBatch(logs []*raft.Log, out []any) {
 	for i, l := range logs {
 		if a.stopped != nil {
 			// Nothing after an unsupported entry is applied; a proposer
@@ -147,10 +251,6 @@ func (a *fsmAdapter) ApplyBatch(logs []*raft.Log) []any {
 		}
 		a.through.Store(l.Index)
 	}
-	a.mirror()
-	a.mu.Unlock()
-	a.wake()
-	return out
 }
 
 // stop records an entry this binary cannot apply (see
@@ -179,16 +279,59 @@ func (a *fsmAdapter) wake() {
 
 // Snapshot implements raft.FSM: a copy-on-write clone taken under the read
 // lock, written out later by Persist while Apply goes on.
+//
+// On a state store it is a point snapshot (state.go): the index alone,
+// recorded once the store is synced.
 func (a *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
+	if a.disk != nil {
+		return &pointSnapshot{store: a.disk.store, through: a.through.Load(), logger: a.logger}, nil
+	}
 	return &adapterSnapshot{m: a.m.Clone(), through: a.through.Load()}, nil
+}
+
+// clone is a point-in-time copy of the state to stream (Checkpoint,
+// StateHash, InstallSnapshot's sender): Release it when done, which on a
+// state store lets go of its view of the store.
+func (a *fsmAdapter) clone() *adapterSnapshot {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return &adapterSnapshot{m: a.m.Clone(), through: a.through.Load()}
+}
+
+// streamState returns the current state as a snapshot stream (raftstore
+// header, then fsm's format) and its exact length, for raft to send a
+// follower. It walks a clone once to learn the length and the checksum,
+// then streams a second walk of the same clone as it is read; applies go
+// on meanwhile.
+func (a *fsmAdapter) streamState() (io.ReadCloser, int64, error) {
+	c := a.clone()
+	plan, err := c.m.PlanSnapshot()
+	if err != nil {
+		c.Release()
+		return nil, 0, fmt.Errorf("raftstore: stream state: %w", err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		defer c.Release()
+		hdr := streamHeader(c.through)
+		_, err := pw.Write(hdr[:])
+		if err == nil {
+			err = c.m.WritePlanned(&halfway{w: pw, at: plan.Size / 2, logger: a.logger}, plan)
+		}
+		pw.CloseWithError(err)
+	}()
+	return pr, snapshotHeaderSize + plan.Size, nil
 }
 
 // Restore implements raft.FSM: read the whole snapshot into a new machine,
 // verify it, and only then swap it in under the write lock.
 func (a *fsmAdapter) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	if a.disk != nil {
+		return a.restoreToStore(rc)
+	}
 	through, err := readStreamHeader(rc)
 	if err != nil {
 		return fmt.Errorf("raftstore: restore: %w", err)
@@ -204,6 +347,7 @@ func (a *fsmAdapter) Restore(rc io.ReadCloser) error {
 	a.mu.Lock()
 	prev := a.through.Load()
 	a.m = m
+	a.floor = through
 	a.through.Store(through)
 	a.mirror()
 	if a.observer != nil {
@@ -217,6 +361,54 @@ func (a *fsmAdapter) Restore(rc io.ReadCloser) error {
 	a.wake()
 	a.logger.Info("raftstore: state restored from a snapshot", "index", through, "applied_command", m.AppliedIndex())
 	return nil
+}
+
+// restoreToStore is Restore on a state store: the stream is built into a
+// new store beside the live one, outside the lock (reads go on from the
+// old state), then swapped in under it. A stream that fails leaves the
+// live store as it was.
+func (a *fsmAdapter) restoreToStore(rc io.Reader) error {
+	built, err := buildState(a.disk.dir, a.disk.cfg, rc, a.opts, a.logger)
+	if err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	a.mu.Lock()
+	prev := a.through.Load()
+	st, m, err := built.swap(a.disk.store)
+	if err != nil {
+		// The old store is closed and the new one did not open: nothing
+		// can be served, and nothing applied.
+		a.stopped = err
+		a.mu.Unlock()
+		a.disk.fail(err)
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	a.m, a.disk.store, a.floor = m, st, built.through
+	a.through.Store(built.through)
+	a.mirror()
+	if a.observer != nil {
+		a.observer.Restored(built.through)
+	}
+	a.mu.Unlock()
+	if built.through < prev {
+		a.logger.Error("raftstore: restored a snapshot older than the applied state; reads may go back in time",
+			"snapshot_index", built.through, "applied_index", prev)
+	}
+	a.wake()
+	a.logger.Info("raftstore: state store rebuilt from a snapshot", "index", built.through, "applied_command", m.AppliedIndex())
+	return nil
+}
+
+// close closes the state store, if any.
+func (a *fsmAdapter) close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.disk == nil || a.disk.store == nil {
+		return nil
+	}
+	err := a.disk.store.Close()
+	a.disk.store = nil
+	return err
 }
 
 // appliedIndex is the highest log index the machine reflects.
@@ -278,5 +470,23 @@ func (s *adapterSnapshot) write(w io.Writer) error {
 	return s.m.WriteSnapshot(w)
 }
 
-// Release implements raft.FSMSnapshot. The clone is garbage once dropped.
-func (s *adapterSnapshot) Release() {}
+// Release implements raft.FSMSnapshot: a clone in memory is garbage once
+// dropped; one on a state store lets go of its view.
+func (s *adapterSnapshot) Release() { s.m.Close() }
+
+// halfway passes writes through, stopping at the crash point state-stream
+// once at bytes have gone by (faults_on.go; nothing in production).
+type halfway struct {
+	w      io.Writer
+	at, n  int64
+	logger *slog.Logger
+}
+
+func (h *halfway) Write(p []byte) (int, error) {
+	n, err := h.w.Write(p)
+	if h.n < h.at && h.n+int64(n) >= h.at {
+		crashPoint("state-stream", h.logger)
+	}
+	h.n += int64(n)
+	return n, err
+}

@@ -45,13 +45,10 @@ func (s *Store) Checkpoint(ctx context.Context) (*Checkpoint, error) {
 	if err := s.fsm.waitApplied(ctx, index, s.closing); err != nil {
 		return nil, err
 	}
-	snap, err := s.fsm.Snapshot()
-	if err != nil {
-		return nil, err
-	}
-	as := snap.(*adapterSnapshot)
+	as := s.fsm.clone()
 	servers, err := s.Configuration()
 	if err != nil {
+		as.Release()
 		return nil, err
 	}
 	return &Checkpoint{
@@ -59,6 +56,10 @@ func (s *Store) Checkpoint(ctx context.Context) (*Checkpoint, error) {
 		TakenAt: wall.Now(), Servers: servers, ClusterID: as.m.ClusterID(), snap: as,
 	}, nil
 }
+
+// Close releases the checkpoint's hold on the state (a view of the state
+// store). Call it when done writing; safe to call twice.
+func (c *Checkpoint) Close() { c.snap.Release() }
 
 // termAt returns the term of the log entry at index, falling back to the
 // newest snapshot's term when that is the index, and otherwise to the

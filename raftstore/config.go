@@ -98,6 +98,11 @@ type Config struct {
 	// LogCacheSize is how many recent log entries are cached in memory in
 	// front of the bolt log store. Default 512; range [1, 1<<20].
 	LogCacheSize int
+	// StateCacheBytes is the state store's block cache (statestore): with
+	// the memtables, the bound on the memory the state on disk uses, so a
+	// node's memory no longer grows with its index records. Default 64 MiB;
+	// range [1 MiB, 1 TiB].
+	StateCacheBytes int64
 
 	// ApplyTimeout bounds how long Propose waits for raft to accept a
 	// command into its queue (not how long it waits for the commit: that is
@@ -170,6 +175,7 @@ func DefaultConfig() Config {
 		TrailingLogs:           10240,
 		SnapshotRetain:         2,
 		LogCacheSize:           512,
+		StateCacheBytes:        DefaultStateCacheBytes,
 		ApplyTimeout:           1 * time.Second,
 		MaxPendingProposals:    4096,
 		ReadRoundTimeout:       1 * time.Second,
@@ -180,6 +186,9 @@ func DefaultConfig() Config {
 		LeadershipPollInterval: 250 * time.Millisecond,
 	}
 }
+
+// DefaultStateCacheBytes is Config.StateCacheBytes's default.
+const DefaultStateCacheBytes = 64 << 20
 
 // Validate reports every problem with c at once, joined.
 func (c Config) Validate() error {
@@ -233,6 +242,9 @@ func (c Config) Validate() error {
 		if i.v < i.min || i.v > i.max {
 			bad(i.name, "%d is outside [%d, %d]", i.v, i.min, i.max)
 		}
+	}
+	if c.StateCacheBytes < 1<<20 || c.StateCacheBytes > 1<<40 {
+		bad("StateCacheBytes", "%d is outside [1 MiB, 1 TiB]", c.StateCacheBytes)
 	}
 	if c.SnapshotThreshold < 1 || c.SnapshotThreshold > 1<<32 {
 		bad("SnapshotThreshold", "%d is outside [1, 2^32]", c.SnapshotThreshold)
@@ -294,9 +306,9 @@ func (c Config) raftConfig(logger hclog.Logger) *raft.Config {
 		Logger:    logger,
 		LogOutput: nil,
 		LogLevel:  "",
-		// Restore the newest snapshot at start, then replay the log after it,
-		// so a restarted node serves its state as soon as it is caught up.
-		NoSnapshotRestoreOnStart: false,
+		// Not at start: the state is on disk (state.go), and a restart
+		// opens it and replays the log after the index it holds.
+		NoSnapshotRestoreOnStart: true,
 		// Pre-vote stops a node that was partitioned away from bumping the
 		// term of a healthy cluster when it comes back.
 		PreVoteDisabled:   false,

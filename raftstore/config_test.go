@@ -31,7 +31,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	for _, field := range []string{"NodeID", "DataDir", "BindAddr", "HeartbeatTimeout", "ElectionTimeout",
 		"LeaderLeaseTimeout", "CommitTimeout", "SnapshotInterval", "ApplyTimeout", "ReadRoundTimeout",
 		"TransportTimeout", "LeadershipPollInterval", "MaxAppendEntries", "SnapshotRetain", "LogCacheSize",
-		"MaxPendingProposals", "MaxReadsPerRound", "MaxWaitingReads", "TransportMaxPool",
+		"MaxPendingProposals", "MaxReadsPerRound", "MaxWaitingReads", "TransportMaxPool", "StateCacheBytes",
 		"SnapshotThreshold", "TrailingLogs"} {
 		if !strings.Contains(err.Error(), "Config."+field+":") {
 			t.Errorf("zero Config: no complaint about %s", field)
@@ -83,7 +83,7 @@ func TestRaftConfigMapsEveryField(t *testing.T) {
 		ElectionTimeout: 702 * time.Millisecond, CommitTimeout: 7 * time.Millisecond, MaxAppendEntries: 99,
 		BatchApplyCh: true, ShutdownOnRemove: false, TrailingLogs: 4321, SnapshotInterval: 11 * time.Second,
 		SnapshotThreshold: 1234, LeaderLeaseTimeout: 203 * time.Millisecond, LocalID: "n1", Logger: logger,
-		NoSnapshotRestoreOnStart: false, PreVoteDisabled: false, NoLegacyTelemetry: true,
+		NoSnapshotRestoreOnStart: true, PreVoteDisabled: false, NoLegacyTelemetry: true,
 	}
 	if fmt.Sprintf("%+v", *got) != fmt.Sprintf("%+v", want) {
 		t.Errorf("raftConfig =\n%+v\nwant\n%+v", *got, want)

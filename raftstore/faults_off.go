@@ -23,3 +23,7 @@ func divergedCommand(data []byte) []byte { return data }
 // dropLastAppend is the seam of the planted bug lose-append
 // (faults_on.go): in the production build, nothing.
 func dropLastAppend(raft.LogStore, *slog.Logger) {}
+
+// crashPoint is the seam of the crash points (faults_on.go): in the
+// production build, nothing.
+func crashPoint(string, *slog.Logger) {}

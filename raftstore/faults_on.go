@@ -75,3 +75,19 @@ func dropLastAppend(logs raft.LogStore, logger *slog.Logger) {
 		logger.Warn("planted bug lose-append: dropped the last log entry", "index", last)
 	}
 }
+
+// crashPoint holds the goroutine that reaches it forever when
+// METAD_FAULTS names "hang-<where>", after logging "crash point <where>
+// reached", so that a test can kill -9 the node at a point a crash could
+// otherwise hit only by chance:
+//
+//	state-build     a state store built from a snapshot, before it is swapped in
+//	point-persist   a point snapshot whose store is synced, before raft records it
+//	state-stream    the state streamed to a follower, half way
+func crashPoint(where string, logger *slog.Logger) {
+	if !faults.Bug("hang-" + where) {
+		return
+	}
+	logger.Warn("crash point " + where + " reached; holding here until killed")
+	select {}
+}

@@ -86,6 +86,13 @@ func TestRestartedLeaderRefusesNoFeatureOnAStaleLevel(t *testing.T) {
 	c.propose(createStream("before-the-raise")) // applied before the level, so the stall holds it back
 	c.propose(setLevel(fsm.MaxLevel))
 	c.stop(0)
+	// The state store loses what it holds, as one whose last commits
+	// never reached the disk before a crash would (there is no snapshot
+	// yet): the restarted node rebuilds its state from the log, and
+	// until then holds one below the raised level.
+	if err := removeStateDir(c.nodes[0].cfg.DataDir); err != nil {
+		t.Fatal(err)
+	}
 	obs := &stallObserver{release: make(chan struct{})}
 	var released sync.Once
 	release := func() { released.Do(func() { close(obs.release) }) }

@@ -107,9 +107,10 @@ func (r *recordingObserver) Restored(index uint64) {
 }
 
 // TestObserverSeesRestoreThenReplay: a restarted node's observer is told
-// of the snapshot restore first, then of every command after it through
-// Apply (which is how the watch hub rebuilds its rings), and of nothing
-// the snapshot already held.
+// where its state begins first (Restored: the state store's index, which
+// holds every command applied before the stop, so raft does not replay
+// them), then of every command after it through Apply (which is how the
+// watch hub rebuilds its rings), and of nothing the state already held.
 func TestObserverSeesRestoreThenReplay(t *testing.T) {
 	recs := []*recordingObserver{{}, {}, {}}
 	c := newCluster(t, 3, func(i int, _ *Config, o *openOptions) { o.observer = recs[i] })
@@ -121,15 +122,20 @@ func TestObserverSeesRestoreThenReplay(t *testing.T) {
 	if err := c.store(f).raft.Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
-	var after []uint64
+	var before uint64
 	for i := range 5 {
 		res, _ := c.propose(createStream(fmt.Sprintf("b%d", i)))
-		after = append(after, res.Version)
+		before = res.Version
 	}
 	c.converge()
 	rec := &recordingObserver{}
 	c.nodes[f].opts.observer = rec
 	c.restart(f)
+	var after []uint64
+	for i := range 5 {
+		res, _ := c.propose(createStream(fmt.Sprintf("c%d", i)))
+		after = append(after, res.Version)
+	}
 	c.converge()
 	waitFor(t, "the restarted node to apply the last command", func() bool {
 		rec.mu.Lock()
@@ -141,20 +147,20 @@ func TestObserverSeesRestoreThenReplay(t *testing.T) {
 	if len(rec.restored) != 1 || rec.appliedBeforeRestore != 0 {
 		t.Fatalf("restores %v, %d applies before the first: want one restore before any apply", rec.restored, rec.appliedBeforeRestore)
 	}
-	snap := rec.restored[0]
-	if snap >= after[0] {
-		t.Fatalf("restored at %d, but the snapshot was taken before index %d", snap, after[0])
+	start := rec.restored[0]
+	if start < before || start >= after[0] {
+		t.Fatalf("state began at %d: want the stop's state (>= %d), before the first command after the restart (%d)", start, before, after[0])
 	}
 	seen := map[uint64]bool{}
 	for i, idx := range rec.applied {
-		if idx <= snap || (i > 0 && idx <= rec.applied[i-1]) {
-			t.Fatalf("applied %v after restoring %d: not all after it and increasing", rec.applied, snap)
+		if idx <= start || (i > 0 && idx <= rec.applied[i-1]) {
+			t.Fatalf("applied %v after the state began at %d: not all after it and increasing", rec.applied, start)
 		}
 		seen[idx] = true
 	}
 	for _, idx := range after {
 		if !seen[idx] {
-			t.Fatalf("command at %d (after the snapshot) was not replayed to the observer: %v", idx, rec.applied)
+			t.Fatalf("command at %d (after the restart) was not applied to the observer: %v", idx, rec.applied)
 		}
 	}
 }

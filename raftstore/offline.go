@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/statestore"
 )
 
 // Offline operations work on the raft directory of a stopped node (the
@@ -43,8 +45,11 @@ var (
 type offlineStores struct {
 	dir   string
 	disk  *disk
-	snaps *raft.FileSnapshotStore
+	snaps raft.SnapshotStore
 	hlog  *hclogAdapter
+	// state is the state store's adapter, opened when a point snapshot is
+	// (stateSnapshots streams the store's state in its place).
+	state *fsmAdapter
 }
 
 // openOffline opens dir's stores. create false requires raft.db to exist.
@@ -62,10 +67,37 @@ func openOffline(dir string, create bool, logger *slog.Logger) (*offlineStores, 
 		d.close()
 		return nil, fmt.Errorf("raftstore: snapshot store: %w", err)
 	}
-	return &offlineStores{dir: dir, disk: d, snaps: snaps, hlog: hlog}, nil
+	o := &offlineStores{dir: dir, disk: d, hlog: hlog}
+	o.snaps = &stateSnapshots{SnapshotStore: snaps, stream: o.streamState}
+	return o, nil
 }
 
-func (o *offlineStores) close() error { return o.disk.close() }
+// streamState streams the state store's state, for a point snapshot.
+func (o *offlineStores) streamState() (io.ReadCloser, int64, error) {
+	if o.state == nil {
+		dir := filepath.Join(o.dir, stateDirName)
+		cfg := stateStoreConfig(DefaultStateCacheBytes, nil)
+		st, err := statestore.Open(dir, cfg)
+		if err != nil {
+			return nil, 0, &StateError{Dir: dir, Err: err}
+		}
+		a, err := newDiskAdapter(slog.New(slog.DiscardHandler), st, dir, cfg, func(error) {})
+		if err != nil {
+			st.Close()
+			return nil, 0, err
+		}
+		o.state = a
+	}
+	return o.state.streamState()
+}
+
+func (o *offlineStores) close() error {
+	var errs []error
+	if o.state != nil {
+		errs = append(errs, o.state.close())
+	}
+	return errors.Join(append(errs, o.disk.close())...)
+}
 
 // DirInfo describes a stopped node's raft state.
 type DirInfo struct {
@@ -102,7 +134,9 @@ var ErrIndexUnavailable = errors.New("raftstore: the data dir cannot rebuild the
 func (d DirInfo) ReplayRange() (lo, hi uint64) {
 	hi = d.LastIndex
 	if len(d.Snapshots) > 0 {
-		lo = d.Snapshots[0].Index
+		// A point snapshot's state is the state store's, which may be
+		// past the point: its stream header says where.
+		lo = max(d.Snapshots[0].Index, d.Snapshots[0].StreamHeader)
 		hi = max(hi, lo)
 	}
 	return lo, hi
@@ -346,7 +380,9 @@ func (o *offlineStores) replayTo(info *DirInfo, upTo uint64) (*fsmAdapter, error
 		if err := a.Restore(rc); err != nil {
 			return nil, fmt.Errorf("raftstore: snapshot %s: %w", info.Snapshots[0].ID, err)
 		}
-		from = info.Snapshots[0].Index
+		// The state the snapshot streamed may be past its index (a point
+		// snapshot streams the state store's state).
+		from = a.appliedIndex()
 	}
 	for i := max(from+1, info.FirstIndex); i <= min(upTo, info.LastIndex) && i > 0; i++ {
 		var l raft.Log
@@ -482,6 +518,12 @@ func RestoreDir(dir string, servers []Server, stream io.Reader, opts RestoreOpti
 	defer o.close()
 	if has, err := raft.HasExistingState(o.disk.log, o.disk.stable, o.snaps); err != nil || has {
 		return 0, fmt.Errorf("%w: %s (restore into a new, empty data dir)", ErrHasState, o.dir)
+	}
+	// A state store without raft state (a start that failed before raft
+	// wrote anything) is not the restored cluster's: the snapshot rebuilds
+	// it at start.
+	if err := removeStateDir(o.dir); err != nil {
+		return 0, fmt.Errorf("raftstore: remove stale state: %w", err)
 	}
 	index, err := readStreamHeader(stream)
 	if err != nil {

@@ -181,7 +181,31 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: snapshot store: %w", err)
 	}
-	snaps := &checkedSnapshots{SnapshotStore: files, dir: filepath.Join(cfg.DataDir, "snapshots"), f: d.failure}
+	checked := &checkedSnapshots{SnapshotStore: files, dir: filepath.Join(cfg.DataDir, "snapshots"), f: d.failure}
+	stateCfg := stateStoreConfig(cfg.StateCacheBytes, logger)
+	st, err := openState(cfg.DataDir, stateCfg, checked, logger, o.fsmOptions)
+	if err != nil {
+		return nil, err
+	}
+	adapter, err := newDiskAdapter(logger, st, filepath.Join(cfg.DataDir, stateDirName), stateCfg, d.failure.corrupt, o.fsmOptions...)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	snaps := &stateSnapshots{SnapshotStore: checked, stream: adapter.streamState}
+	s, err := startRaft(cfg, peers, logger, hlog, d, o, logs, snaps, adapter)
+	if err != nil {
+		_ = adapter.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// startRaft starts raft over the open stores and state; on error the
+// caller closes them.
+func startRaft(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *disk, o openOptions,
+	logs raft.LogStore, snaps raft.SnapshotStore, adapter *fsmAdapter) (*Store, error) {
+	var err error
 	ident := &identity{recorded: cfg.ClusterID}
 	trans := o.transport
 	if trans == nil {
@@ -193,8 +217,12 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 	if err != nil {
 		return nil, err
 	}
-	adapter := newFSMAdapter(logger, o.fsmOptions...)
 	adapter.observer = o.observer
+	if o.observer != nil && adapter.appliedIndex() > 0 {
+		// raft does not restore the state at start (it is on disk): the
+		// observer learns where the state begins as a restore would tell it.
+		o.observer.Restored(adapter.appliedIndex())
+	}
 	ident.adapter.Store(adapter)
 	if faults.Bug("diverge-" + cfg.NodeID) {
 		adapter.diverge = true
@@ -337,6 +365,7 @@ func (s *Store) close() error {
 	}
 	errs := []error{s.stopRaft().Error()}
 	close(s.raftDown)
+	errs = append(errs, s.fsm.close())
 	s.loops.Wait()
 	if !s.futures.wait(s.cfg.ApplyTimeout) {
 		s.logger.Error("raftstore: raft left operations unresolved at shutdown; their waiters are abandoned",
@@ -547,10 +576,10 @@ func (s *Store) WaitApplied(ctx context.Context, index uint64) error {
 // the last command it applied. Replicas at the same index have the same
 // hash. It hashes a clone, so Apply is held up only for the clone.
 func (s *Store) StateHash() ([32]byte, uint64, error) {
-	var m *fsm.Machine
-	_ = s.fsm.read(func(live *fsm.Machine) error { m = live.Clone(); return nil })
-	sum, _, err := m.StateHash()
-	return sum, m.AppliedIndex(), err
+	c := s.fsm.clone()
+	defer c.Release()
+	sum, _, err := c.m.StateHash()
+	return sum, c.m.AppliedIndex(), err
 }
 
 // Status is what `metad status` shows for one node.

@@ -38,6 +38,7 @@ var fieldFlags = []struct{ prefix, flag string }{
 	{"raftstore: Config.SnapshotInterval: ", "raft-snapshot-interval"},
 	{"raftstore: Config.SnapshotThreshold: ", "raft-snapshot-threshold"},
 	{"raftstore: Config.TrailingLogs: ", "raft-trailing-logs"},
+	{"raftstore: Config.StateCacheBytes: ", "state-cache"},
 	{"tlsconfig: invalid TLS material: ", ""}, // the rest names the flag
 }
 

@@ -65,6 +65,7 @@ var badServerValues = map[string][]string{
 	"max-object-streams":        {"-1"},
 	"max-command-bytes":         {"-1"},
 	"disk-reserve":              {"-1"},
+	"state-cache":               {"1000"},
 	"watch-history":             {"-1"},
 	"watch-max-watchers":        {"-1"},
 	"watch-buffer":              {"-1"},

@@ -95,6 +95,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar((*string)(&c.Raft.LogStore), "raft-log-store", string(c.Raft.LogStore), "where the raft log lives: auto (what the data dir holds; wal for a new dir), bolt (raft.db) or wal (raft-wal segments); a data dir keeps the one it was created with")
 	fs.Uint64Var(&c.Raft.SnapshotThreshold, "raft-snapshot-threshold", c.Raft.SnapshotThreshold, "log entries between raft snapshots")
 	fs.DurationVar(&c.Raft.SnapshotInterval, "raft-snapshot-interval", c.Raft.SnapshotInterval, "how often raft checks --raft-snapshot-threshold (plus a random extra of up to one interval)")
+	fs.Int64Var(&c.Raft.StateCacheBytes, "state-cache", c.Raft.StateCacheBytes, "bytes of the state store's block cache: with its memtables (64 MiB), what bounds the memory the state on disk uses, whatever its size")
 	fs.Uint64Var(&c.Raft.TrailingLogs, "raft-trailing-logs", c.Raft.TrailingLogs, "log entries kept behind a snapshot, so a follower that far behind catches up from the log instead of a whole snapshot")
 	fs.DurationVar(&c.Membership.DeadServerTimeout, "dead-server-timeout", c.Membership.DeadServerTimeout, "how long a server may be unreachable before the leader removes it (never below quorum or --bootstrap-expect)")
 	fs.DurationVar(&c.Membership.LeftServerTimeout, "left-server-timeout", c.Membership.LeftServerTimeout, "how long a server that left gracefully may stay away before the leader removes it")
