@@ -66,7 +66,7 @@ func parseFlags(args []string, usage io.Writer) (options, error) {
 	fs := flag.NewFlagSet("capacity", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	fs.StringVar(&o.metad, "metad", "", "metad binary to run (default: go build ./cmd/metad into the work directory)")
-	fs.StringVar(&sizes, "sizes", "10k,100k,1M", "index-record counts to fill to, ascending, k and M suffixes (up to 10M)")
+	fs.StringVar(&sizes, "sizes", "10k,100k,1M", "index-record counts to fill to, ascending, k and M suffixes (up to 100M)")
 	fs.IntVar(&o.streams, "streams", 1000, "streams the records are spread over (1..1M; never more than records)")
 	fs.Float64Var(&o.trim, "trim", 0, "after each size, trim every stream's oldest fraction of offsets (0: untrimmed; 0..0.99)")
 	fs.IntVar(&o.writers, "writers", 8, "concurrent writers of the fill (1..256)")

@@ -11,8 +11,9 @@ import (
 // tested: how the records of each size are spread over the streams, which
 // index records a stream holds, and how many of them a trim leaves.
 
-// maxSize is the largest state --sizes accepts.
-const maxSize = 10_000_000
+// maxSize is the largest state --sizes accepts: 100M index records, the
+// state a disk-backed state machine is meant to hold.
+const maxSize = 100_000_000
 
 // parseSizes reads "10k,100k,1M": counts of index records, strictly
 // ascending, each 1..maxSize, with an optional k or M suffix.

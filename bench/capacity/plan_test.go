@@ -7,14 +7,14 @@ import (
 )
 
 func TestParseSizes(t *testing.T) {
-	got, err := parseSizes("2500,10k,100k, 1M,10M")
+	got, err := parseSizes("2500,10k,100k, 1M,10M,100M")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []int{2500, 10_000, 100_000, 1_000_000, 10_000_000}; !slices.Equal(got, want) {
+	if want := []int{2500, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000}; !slices.Equal(got, want) {
 		t.Errorf("parseSizes = %v", got)
 	}
-	for _, bad := range []string{"100k,10k", "10k,10k", "0", "11M", "ten", "", "1G"} {
+	for _, bad := range []string{"100k,10k", "10k,10k", "0", "101M", "1000M", "ten", "", "1G"} {
 		if _, err := parseSizes(bad); err == nil || !strings.Contains(err.Error(), "--sizes") {
 			t.Errorf("parseSizes(%q) = %v, want an error naming --sizes", bad, err)
 		}
