@@ -7,6 +7,7 @@
 //
 //	go run ./bench/capacity                                  # 10k, 100k, 1M over 1000 streams
 //	go run ./bench/capacity --sizes 10k,100k,1M,10M --streams 10000
+//	go run ./bench/capacity --sizes 1M,10M,100M --work /big/disk/cap  # a disk-backed state machine; see Disk
 //	go run ./bench/capacity --trim 0.5 --streams 100000      # half of every stream trimmed away
 //	go run ./bench/capacity --sizes 10k,10M --resolve-window 10  # resolve the same offsets (and objects) at every size
 //	go run ./bench/capacity --metad /path/to/metad --server-flags "--raft-log-store wal"
@@ -29,7 +30,8 @@
 // fills (objects are synthetic: registered, never written). A step's new
 // records are spread evenly over up to --streams streams (a new stream
 // gets one record first, so there are never more streams than records),
-// by --writers concurrent writers. With --trim F every stream is then
+// by --writers concurrent writers (8 by default: on two cores the servers,
+// not the writers, are the limit; 130k records/s at 10M). With --trim F every stream is then
 // trimmed at F of its committed end, dropping its oldest records; "live"
 // counts what is left, and bytes per record divide by it.
 //
@@ -81,7 +83,51 @@
 //     it a snapshot (its log says "Installed remote snapshot"); when the
 //     leader still holds the whole log (fewer entries than
 //     --raft-trailing-logs, 10240 by default, past its snapshot) it
-//     replays the log instead.
+//     replays the log instead. From the start of the new process until
+//     it serves, commit-append runs at --concurrency as in the load runs
+//     (wiped.commit; "append p99 wipe" next to the steady "append p99"):
+//     what writers see while the leader streams a snapshot and the
+//     follower catches up. The catch-up is timed with that writer
+//     running, so it takes somewhat longer than an idle one would.
+//   - disk: at the end of each size, every node's data dir in allocated
+//     bytes (du's count), split into raft log (raft/ without snapshots)
+//     and raft snapshots; data_dir_bytes_per_record is the leader's over
+//     live records. A server with a disk-backed state machine also
+//     reports metad_state_disk_bytes, and state_disk_bytes_per_record is
+//     the leader's over live records; today's servers do not, and the
+//     table says "-".
+//   - cache: a server with a disk-backed state machine counts its cache's
+//     hits and misses (metad_state_cache_hits_total,
+//     metad_state_cache_misses_total); every load run records their change
+//     over the run, summed over the nodes (resolve reads and the applies
+//     of what the run writes, such as pins, on every replica), and the
+//     table prints the resolve run's hits over lookups. Absent ("-") when
+//     the servers do not export them.
+//
+// # Disk
+//
+// Before it builds anything the tool prints the disk the largest size
+// needs, all three servers together, and stops if the --work directory's
+// filesystem has less free (--disk-check=false runs anyway); before each
+// fill it checks again, counting what the data dirs already hold. Per
+// node the estimate (plan.go, diskEstimate) is, per index record:
+//
+//   - 64 B of state store (a disk-backed state machine; spare for today's
+//     servers, whose state has no files of its own);
+//   - 160 B of raft log (a PublishGeneration part of 4096 records encodes
+//     to 155 B a record), for every record until the log holds more than
+//     --raft-trailing-logs full entries (42M records) plus what the fill
+//     writes between two raft snapshots (taken as 32M records), and no
+//     more after that;
+//   - 3 × 180 B of raft snapshots: a snapshot is 171-179 B a record
+//     (measured at 100k and 10M records), raft keeps two and writes the
+//     next before it reaps the oldest;
+//
+// plus 128 MiB of preallocated raft-wal segments. That is about 23 GB
+// for 10M records and 217 GB for 100M, snapshots two thirds of it. It is
+// meant to be conservative; the disk figures of each size say how close
+// it is, and a disk-backed state machine whose snapshots are not full
+// copies will need much less.
 //
 // # Reading the figures
 //

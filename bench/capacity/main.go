@@ -38,6 +38,9 @@ type options struct {
 	work, out, label  string
 	serverFlags       []string
 	skip              []string
+	// diskCheck: refuse to start (or to grow to the next size) when the
+	// work directory's filesystem has less free space than diskEstimate.
+	diskCheck bool
 }
 
 // The phases --skip can leave out.
@@ -66,7 +69,7 @@ func parseFlags(args []string, usage io.Writer) (options, error) {
 	fs := flag.NewFlagSet("capacity", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	fs.StringVar(&o.metad, "metad", "", "metad binary to run (default: go build ./cmd/metad into the work directory)")
-	fs.StringVar(&sizes, "sizes", "10k,100k,1M", "index-record counts to fill to, ascending, k and M suffixes (up to 10M)")
+	fs.StringVar(&sizes, "sizes", "10k,100k,1M", "index-record counts to fill to, ascending, k and M suffixes (up to 100M)")
 	fs.IntVar(&o.streams, "streams", 1000, "streams the records are spread over (1..1M; never more than records)")
 	fs.Float64Var(&o.trim, "trim", 0, "after each size, trim every stream's oldest fraction of offsets (0: untrimmed; 0..0.99)")
 	fs.IntVar(&o.writers, "writers", 8, "concurrent writers of the fill (1..256)")
@@ -82,6 +85,7 @@ func parseFlags(args []string, usage io.Writer) (options, error) {
 	fs.StringVar(&o.out, "out", "", "the JSON results file (default WORK/capacity.json)")
 	fs.StringVar(&o.label, "label", "", "what this run is, kept in the JSON")
 	fs.StringVar(&serverFlags, "server-flags", "", "extra flags for every metad server, space-separated (e.g. --raft-log-store wal)")
+	fs.BoolVar(&o.diskCheck, "disk-check", true, "estimate the disk the largest size needs (printed) and stop before any size the work directory's filesystem cannot hold")
 	fs.StringVar(&skip, "skip", "", "phases to leave out, comma-separated: "+strings.Join(skippable, ", "))
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -158,6 +162,20 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	b := &bench{o: o, out: stderr}
 	b.say("work directory %s", o.work)
+	largest := o.sizes[len(o.sizes)-1]
+	estimate := diskEstimate(largest, clusterSize, trailingLogs(o.serverFlags))
+	free, err := freeBytes(o.work)
+	if err != nil {
+		return err
+	}
+	b.say("disk: %s records need an estimated %s for %d servers (doc.go, Disk); %s free in %s",
+		count(int64(largest)), bytesIEC(estimate), clusterSize, bytesIEC(free), o.work)
+	if o.diskCheck {
+		if err := checkDisk(free, estimate, 0, largest); err != nil {
+			return err
+		}
+	}
+	b.estimate = estimate
 	bin, err := b.binary()
 	if err != nil {
 		return err
@@ -167,7 +185,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		serverFlags = append(serverFlags, "--raft-snapshot-interval", o.snapshotInterval.String())
 	}
 	serverFlags = append(serverFlags, o.serverFlags...)
-	if b.cl, err = newCluster(bin, o.work, 3, serverFlags); err != nil {
+	if b.cl, err = newCluster(bin, o.work, clusterSize, serverFlags); err != nil {
 		return err
 	}
 	defer b.cl.killAll()
@@ -175,7 +193,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer b.c.Close()
-	rep := &Report{Label: o.label, Commit: commit(), Machine: machine(), Settings: Settings{
+	rep := &Report{Label: o.label, Commit: commit(), Machine: machine(), DiskEstimateBytes: estimate, DiskFreeBytes: free, Settings: Settings{
 		Streams: o.streams, Trim: o.trim, Writers: o.writers, Concurrency: o.concurrency, ResolveWindow: o.resolveWindow,
 		DurationSeconds: o.duration.Seconds(), SnapshotThreshold: o.snapshotThreshold,
 		SnapshotIntervalSeconds: o.snapshotInterval.Seconds(), ServerFlags: o.serverFlags}}
@@ -251,6 +269,9 @@ func (b *bench) measureSize(ctx context.Context, step, prev, size int, empty []N
 	}
 	var leader int
 	var before snapCounts
+	if err := b.checkDiskBefore(size); err != nil {
+		return nil, err
+	}
 	err := phase("fill", func() error {
 		live, err := b.f.fillStep(ctx, step, prev, size, b.o.writers, b.o.trim)
 		sr.LiveRecords, sr.Streams = live, len(b.f.streams)
@@ -299,7 +320,59 @@ func (b *bench) measureSize(ctx context.Context, step, prev, size int, empty []N
 			return nil
 		})
 	}
-	return sr, b.rejoins(ctx, sr, phase, empty)
+	if err := b.rejoins(ctx, sr, phase, empty); err != nil {
+		return sr, err
+	}
+	return sr, phase("disk", func() error { return b.disk(ctx, sr) })
+}
+
+// clusterSize is the servers the tool runs.
+const clusterSize = 3
+
+// checkDiskBefore fails, with --disk-check, when the free space left is
+// less than what the estimate for the largest size still needs beyond what
+// the servers' data dirs hold now, before the fill to size starts.
+func (b *bench) checkDiskBefore(size int) error {
+	if !b.o.diskCheck {
+		return nil
+	}
+	free, err := freeBytes(b.o.work)
+	if err != nil {
+		return err
+	}
+	var used int64
+	for _, nd := range b.cl.nodes {
+		used += dirBytes(nd.dataDir)
+	}
+	if err := checkDisk(free, b.estimate, used, b.o.sizes[len(b.o.sizes)-1]); err != nil {
+		return fmt.Errorf("before the fill to %s: %w", count(int64(size)), err)
+	}
+	return nil
+}
+
+// disk measures every node's data dir and the leader's per record.
+func (b *bench) disk(ctx context.Context, sr *SizeResult) error {
+	leader, err := b.cl.leader(ctx, b.c)
+	if err != nil {
+		return err
+	}
+	sr.Disk = nil
+	for i := range b.cl.nodes {
+		sr.Disk = append(sr.Disk, b.cl.nodeDisk(i))
+	}
+	sr.StateDiskBytesPerRecord, sr.DataDirBytesPerRecord = diskPerRecord(sr.Disk, b.cl.nodes[leader].id, sr.LiveRecords)
+	var parts []string
+	for _, d := range sr.Disk {
+		state := "-"
+		if d.StateBytes > 0 {
+			state = bytesIEC(d.StateBytes)
+		}
+		parts = append(parts, fmt.Sprintf("%s data dir %s (raft log %s, snapshots %s, state store %s)",
+			d.Node, bytesIEC(d.DataDirBytes), bytesIEC(d.RaftLogBytes), bytesIEC(d.SnapshotBytes), state))
+	}
+	b.say("%s; leader %.0f B/record (data dir), %.0f B/record (state store; 0: not reported)",
+		strings.Join(parts, ", "), sr.DataDirBytesPerRecord, sr.StateDiskBytesPerRecord)
+	return nil
 }
 
 // loads runs resolve and commit-append, steady and while checkpoints are
@@ -326,8 +399,8 @@ func (b *bench) loads(ctx context.Context, sr *SizeResult, leader int) error {
 			return fmt.Errorf("%s: %w", run.key, err)
 		}
 		sr.Load[run.key] = l
-		b.say("  %s: %.0f/s p50 %.2f ms p99 %.2f ms, errors %v, checkpoints %d (%d failed), raft snapshots %d, leader lost %v",
-			run.key, l.Throughput, l.P50Ms, l.P99Ms, l.Errors, l.Checkpoints, l.CheckpointErrors, l.RaftSnapshots, l.LeaderLost)
+		b.say("  %s: %.0f/s p50 %.2f ms p99 %.2f ms, errors %v, checkpoints %d (%d failed), raft snapshots %d, leader lost %v, cache hits %s",
+			run.key, l.Throughput, l.P50Ms, l.P99Ms, l.Errors, l.Checkpoints, l.CheckpointErrors, l.RaftSnapshots, l.LeaderLost, hitRatio(l.Cache))
 		if run.key == loadAppend || run.key == loadAppendDuring {
 			if err := b.trimAppenders(ctx); err != nil {
 				return err
@@ -364,6 +437,10 @@ func (b *bench) rejoins(ctx context.Context, sr *SizeResult, phase func(string, 
 			}
 			b.say("  %s: %s served after %.2fs (restore %.2fs, from snapshot %v, InstallSnapshot %v)",
 				name, r.Node, r.ServingSeconds, r.RestoreMs/1000, r.FromSnapshot, r.InstallSnapshot)
+			if l := r.Commit; l != nil {
+				b.say("  commit-append while %s caught up: %d ops, %.0f/s p50 %.2f ms p99 %.2f ms, errors %v",
+					r.Node, l.Ops, l.Throughput, l.P50Ms, l.P99Ms, l.Errors)
+			}
 			return nil
 		})
 		if err != nil {

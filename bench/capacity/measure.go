@@ -27,6 +27,8 @@ type bench struct {
 	// once; each run's appends are trimmed away afterwards so that the
 	// state stays the size being measured.
 	appenders []*appender
+	// estimate is diskEstimate for the largest size, all nodes.
+	estimate int64
 }
 
 func (b *bench) say(format string, args ...any) {
@@ -160,21 +162,40 @@ func (b *bench) rejoin(ctx context.Context, i, leader int, wipe bool) (*Rejoin, 
 		}
 	}
 	logFrom := b.cl.logSize(i)
-	start = time.Now()
-	if err := b.cl.start(i); err != nil {
-		return nil, err
-	}
-	err := b.cl.waitFor(ctx, nd.id+" serving", b.o.rejoinTimeout, func() bool {
-		if !b.cl.ready(i) {
-			return false
+	var writer *backgroundLoad
+	if wipe {
+		// A writer keeps committing while the follower catches up.
+		if err := b.makeAppenders(ctx); err != nil {
+			return nil, err
 		}
-		applied, ok := b.gauge(i, "metad_raft_applied_index")
-		return ok && applied >= commit
-	})
+		writer = b.startLoad(ctx, b.appendOnce, b.o.rejoinTimeout)
+	}
+	start = time.Now()
+	err := b.cl.start(i)
+	if err == nil {
+		err = b.cl.waitFor(ctx, nd.id+" serving", b.o.rejoinTimeout, func() bool {
+			if !b.cl.ready(i) {
+				return false
+			}
+			applied, ok := b.gauge(i, "metad_raft_applied_index")
+			return ok && applied >= commit
+		})
+	}
 	if err != nil {
+		if writer != nil {
+			_, _ = writer.stop(ctx)
+		}
 		return nil, err
 	}
 	r.ServingSeconds = time.Since(start).Seconds()
+	if writer != nil {
+		if r.Commit, err = writer.stop(ctx); err != nil {
+			return nil, fmt.Errorf("commit-append during the catch-up: %w", err)
+		}
+		if err := b.trimAppenders(ctx); err != nil {
+			return nil, err
+		}
+	}
 	m, err := b.cl.metrics(i)
 	if err != nil {
 		return nil, err
@@ -186,6 +207,54 @@ func (b *bench) rejoin(ctx context.Context, i, leader int, wipe bool) (*Rejoin, 
 	}
 	r.InstallSnapshot = b.cl.countInLog(i, "Installed remote snapshot") > installs
 	return r, nil
+}
+
+// backgroundLoad is a load run that goes on until it is stopped (or its
+// limit passes), measured from its start with no warm-up.
+type backgroundLoad struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	// res and err are written by the run's goroutine before done closes.
+	res load.Result
+	err error
+}
+
+// startLoad runs op at --concurrency in the background for up to limit.
+func (b *bench) startLoad(ctx context.Context, op load.Op, limit time.Duration) *backgroundLoad {
+	ctx, cancel := context.WithCancel(ctx)
+	bl := &backgroundLoad{cancel: cancel, done: make(chan struct{})}
+	cfg := load.Config{Concurrency: b.o.concurrency, Duration: min(max(limit, load.MinDuration), load.MaxDuration)}
+	go func() {
+		defer close(bl.done)
+		bl.res, bl.err = load.Run(ctx, cfg, op, reason)
+	}()
+	return bl
+}
+
+// stop ends the run and returns what it measured. Operations cut short by
+// the stop are not counted (load.Run drops them).
+func (bl *backgroundLoad) stop(ctx context.Context) (*Load, error) {
+	bl.cancel()
+	<-bl.done
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if bl.err != nil && !errors.Is(bl.err, context.Canceled) {
+		return nil, bl.err
+	}
+	return loadOf(bl.res), nil
+}
+
+// scrapeAll reads every node's metrics; a node that does not answer
+// (stopped, restarting) gives an empty map.
+func (b *bench) scrapeAll() []map[string]float64 {
+	out := make([]map[string]float64, len(b.cl.nodes))
+	for i := range b.cl.nodes {
+		if m, err := b.cl.metrics(i); err == nil {
+			out[i] = m
+		}
+	}
+	return out
 }
 
 // appender is one stream the commit-append runs write to.
@@ -292,6 +361,7 @@ func reason(err error) string {
 // whole run.
 func (b *bench) runLoad(ctx context.Context, op load.Op, leader int, during bool) (*Load, error) {
 	before := b.snapCounts(leader)
+	cacheBefore := b.scrapeAll()
 	var checkpoints, failed int
 	var wg sync.WaitGroup
 	runCtx, stop := context.WithCancel(ctx)
@@ -326,6 +396,7 @@ func (b *bench) runLoad(ctx context.Context, op load.Op, leader int, during bool
 		return nil, err
 	}
 	l := loadOf(res)
+	l.Cache = cacheDelta(cacheBefore, b.scrapeAll())
 	l.Checkpoints, l.CheckpointErrors = checkpoints, failed
 	after0, _ := b.gauge(leader, "metad_raft_leader")
 	l.LeaderLost = after0 != 1

@@ -5,14 +5,17 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/metad/metad/fsm"
 )
 
 // The fill's shape is decided here, without a cluster, so that it can be
 // tested: how the records of each size are spread over the streams, which
 // index records a stream holds, and how many of them a trim leaves.
 
-// maxSize is the largest state --sizes accepts.
-const maxSize = 10_000_000
+// maxSize is the largest state --sizes accepts: 100M index records, the
+// state a disk-backed state machine is meant to hold.
+const maxSize = 100_000_000
 
 // parseSizes reads "10k,100k,1M": counts of index records, strictly
 // ascending, each 1..maxSize, with an optional k or M suffix.
@@ -108,4 +111,64 @@ func liveRecords(segs []segment, trim uint64) uint64 {
 // moves back as end grows.
 func trimPoint(end uint64, fraction float64) uint64 {
 	return uint64(math.Floor(fraction * float64(end)))
+}
+
+// The disk a run needs, per node, is modelled from three parts, each
+// bytes per index record times the records it holds. The figures are
+// measured, not guessed: see doc.go, "Disk".
+const (
+	// stateDiskBytesPerRecord is the state store's share: a disk-backed
+	// state machine's files. Today's binary holds its state in memory and
+	// writes none, so for it this part is spare.
+	stateDiskBytesPerRecord = 64
+	// raftLogBytesPerRecord is one record's share of a PublishGeneration
+	// entry in the raft log: 155 bytes of encoded request per record in
+	// parts of fsm.MaxRecordsPerCommand, plus framing.
+	raftLogBytesPerRecord = 160
+	// snapshotBytesPerRecord is a raft snapshot's size per record (179 B
+	// at 100k records, 171 B at 10M, measured), and snapshotCopies how
+	// many a node can hold at once: raft keeps two (SnapshotRetain) and
+	// writes a third before it reaps the oldest.
+	snapshotBytesPerRecord = 180
+	snapshotCopies         = 3
+	// compactionLagRecords is what the fill writes between two raft
+	// snapshots, which is what the log holds beyond its trailing entries:
+	// up to two 2-minute check intervals at 130k records/s.
+	compactionLagRecords = 32_000_000
+	// fixedDiskBytes is a node's cost with no state: a preallocated
+	// 64 MiB raft-wal segment and the next one, and raft.db.
+	fixedDiskBytes = 2 * 64 << 20
+	// defaultTrailingLogs is the servers' --raft-trailing-logs default.
+	defaultTrailingLogs = 10240
+)
+
+// diskEstimate is the disk nodes servers need to hold records index
+// records: the state store, the raft log (every record until the log
+// holds more than trailingLogs full entries plus what the fill writes
+// between snapshots) and the snapshots.
+func diskEstimate(records, nodes int, trailingLogs uint64) int64 {
+	r := int64(records)
+	logRecords := min(r, int64(trailingLogs)*fsm.MaxRecordsPerCommand+compactionLagRecords)
+	perNode := r*stateDiskBytesPerRecord + logRecords*raftLogBytesPerRecord + r*snapshotBytesPerRecord*snapshotCopies + fixedDiskBytes
+	return int64(nodes) * perNode
+}
+
+// trailingLogs reads --raft-trailing-logs from the servers' extra flags
+// (either "--raft-trailing-logs N" or "--raft-trailing-logs=N", one or two
+// dashes), or returns the servers' default.
+func trailingLogs(serverFlags []string) uint64 {
+	n := uint64(defaultTrailingLogs)
+	for i, f := range serverFlags {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if name != "raft-trailing-logs" || !strings.HasPrefix(f, "-") {
+			continue
+		}
+		if !hasValue && i+1 < len(serverFlags) {
+			value = serverFlags[i+1]
+		}
+		if v, err := strconv.ParseUint(value, 10, 64); err == nil {
+			n = v
+		}
+	}
+	return n
 }

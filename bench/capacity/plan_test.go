@@ -1,20 +1,22 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
 
 func TestParseSizes(t *testing.T) {
-	got, err := parseSizes("2500,10k,100k, 1M,10M")
+	got, err := parseSizes("2500,10k,100k, 1M,10M,100M")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []int{2500, 10_000, 100_000, 1_000_000, 10_000_000}; !slices.Equal(got, want) {
+	if want := []int{2500, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000}; !slices.Equal(got, want) {
 		t.Errorf("parseSizes = %v", got)
 	}
-	for _, bad := range []string{"100k,10k", "10k,10k", "0", "11M", "ten", "", "1G"} {
+	for _, bad := range []string{"100k,10k", "10k,10k", "0", "101M", "1000M", "ten", "", "1G"} {
 		if _, err := parseSizes(bad); err == nil || !strings.Contains(err.Error(), "--sizes") {
 			t.Errorf("parseSizes(%q) = %v, want an error naming --sizes", bad, err)
 		}
@@ -101,5 +103,82 @@ func TestParseFlagsNamesEachBadFlag(t *testing.T) {
 	}
 	if !slices.Equal(o.sizes, []int{10_000, 100_000, 1_000_000}) || o.streams != 1000 || o.concurrency != 16 {
 		t.Errorf("defaults = %+v", o)
+	}
+}
+
+func TestDiskEstimate(t *testing.T) {
+	// 10M: the log holds every record (fewer than 10240 full entries).
+	perNode := int64(10_000_000)*(stateDiskBytesPerRecord+raftLogBytesPerRecord+snapshotCopies*snapshotBytesPerRecord) + fixedDiskBytes
+	if got := diskEstimate(10_000_000, 3, defaultTrailingLogs); got != 3*perNode {
+		t.Errorf("diskEstimate(10M) = %d, want %d", got, 3*perNode)
+	}
+	// 100M: the log holds 10240 full entries and what is written between
+	// two snapshots, not every record.
+	logRecords := int64(defaultTrailingLogs)*4096 + compactionLagRecords
+	perNode = int64(100_000_000)*(stateDiskBytesPerRecord+snapshotCopies*snapshotBytesPerRecord) + logRecords*raftLogBytesPerRecord + fixedDiskBytes
+	if got := diskEstimate(100_000_000, 3, defaultTrailingLogs); got != 3*perNode {
+		t.Errorf("diskEstimate(100M) = %d, want %d", got, 3*perNode)
+	}
+	if diskEstimate(100_000_000, 3, 100) >= diskEstimate(100_000_000, 3, defaultTrailingLogs) {
+		t.Error("fewer trailing logs should need less disk")
+	}
+	prev := int64(0)
+	for _, n := range []int{0, 10_000, 1_000_000, 50_000_000, 100_000_000} {
+		if e := diskEstimate(n, 3, defaultTrailingLogs); e <= prev {
+			t.Errorf("diskEstimate(%d) = %d, not above %d", n, e, prev)
+		} else {
+			prev = e
+		}
+	}
+}
+
+func TestTrailingLogsFromServerFlags(t *testing.T) {
+	for _, tc := range []struct {
+		flags []string
+		want  uint64
+	}{
+		{nil, defaultTrailingLogs},
+		{[]string{"--raft-log-store", "wal"}, defaultTrailingLogs},
+		{[]string{"--raft-trailing-logs", "500"}, 500},
+		{[]string{"-raft-trailing-logs=700", "--raft-log-store", "wal"}, 700},
+		{[]string{"--raft-log-store", "raft-trailing-logs"}, defaultTrailingLogs}, // a value, not a flag
+	} {
+		if got := trailingLogs(tc.flags); got != tc.want {
+			t.Errorf("trailingLogs(%q) = %d, want %d", tc.flags, got, tc.want)
+		}
+	}
+}
+
+func TestCheckDiskSaysWhatIsMissing(t *testing.T) {
+	if err := checkDisk(100<<30, 90<<30, 0, 100_000_000); err != nil {
+		t.Errorf("enough space refused: %v", err)
+	}
+	if err := checkDisk(50<<30, 90<<30, 45<<30, 100_000_000); err != nil {
+		t.Errorf("space the servers already hold not counted: %v", err)
+	}
+	err := checkDisk(10<<30, 90<<30, 0, 100_000_000)
+	if err == nil {
+		t.Fatal("too little space accepted")
+	}
+	for _, want := range []string{"100M records", "90.0 GiB", "10.0 GiB free", "--disk-check=false"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("checkDisk error lacks %q: %v", want, err)
+		}
+	}
+}
+
+func TestDirBytesCountsAllocatedBlocks(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "raft", "snapshots"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "raft", "snapshots", "s"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirBytes(dir); got < 1<<20 || got > 1<<20+64<<10 {
+		t.Errorf("dirBytes = %d, want about 1 MiB", got)
+	}
+	if got := dirBytes(filepath.Join(dir, "missing")); got != 0 {
+		t.Errorf("dirBytes of a missing dir = %d", got)
 	}
 }

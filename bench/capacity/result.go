@@ -19,6 +19,11 @@ type Report struct {
 	Sizes []SizeResult `json:"sizes"`
 	// WallSeconds is the whole run, build and cluster start included.
 	WallSeconds float64 `json:"wall_s"`
+	// DiskEstimateBytes is the disk the run was estimated to need for its
+	// largest size, all nodes together (doc.go, Disk); DiskFreeBytes is
+	// what the work directory's filesystem had free before the run.
+	DiskEstimateBytes int64 `json:"disk_estimate_bytes,omitempty"`
+	DiskFreeBytes     int64 `json:"disk_free_bytes,omitempty"`
 }
 
 // Settings are the flags that shaped the run.
@@ -86,6 +91,41 @@ type SizeResult struct {
 	Restart           *Rejoin          `json:"restart,omitempty"`
 	Wiped             *Rejoin          `json:"wiped,omitempty"`
 	Load              map[string]*Load `json:"load,omitempty"`
+	// Disk is every node's data dir at the end of the size (after the
+	// raft snapshot and the rejoins).
+	Disk []NodeDisk `json:"disk,omitempty"`
+	// StateDiskBytesPerRecord is the leader's state store on disk
+	// (metad_state_disk_bytes) over LiveRecords; 0 when the server does
+	// not report it (a state machine held in memory).
+	StateDiskBytesPerRecord float64 `json:"state_disk_bytes_per_record,omitempty"`
+	// DataDirBytesPerRecord is the leader's whole data dir (state store,
+	// raft log, raft snapshots) over LiveRecords.
+	DataDirBytesPerRecord float64 `json:"data_dir_bytes_per_record,omitempty"`
+}
+
+// NodeDisk is one node's data dir, in bytes of allocated disk (du's
+// count: raft-wal's preallocated segments count whole).
+type NodeDisk struct {
+	Node         string `json:"node"`
+	DataDirBytes int64  `json:"data_dir_bytes"`
+	// RaftLogBytes is raft/ without its snapshots: the log store and
+	// raft's stable store.
+	RaftLogBytes  int64 `json:"raft_log_bytes"`
+	SnapshotBytes int64 `json:"snapshot_bytes"`
+	// StateBytes is what the node reports its state store holds on disk
+	// (metad_state_disk_bytes); 0 when it does not report it.
+	StateBytes int64 `json:"state_bytes,omitempty"`
+}
+
+// Cache is the state store's cache over one load run, summed over the
+// nodes: the change of metad_state_cache_hits_total and
+// metad_state_cache_misses_total. Absent when the servers do not export
+// them.
+type Cache struct {
+	Hits   int64 `json:"hits"`
+	Misses int64 `json:"misses"`
+	// HitRatio is Hits over Hits+Misses; 0 when there were no lookups.
+	HitRatio float64 `json:"hit_ratio"`
 }
 
 // Checkpoint is one consistent snapshot streamed from the leader
@@ -134,6 +174,11 @@ type Rejoin struct {
 	FromSnapshot bool `json:"from_snapshot"`
 	// InstallSnapshot: the leader sent the node a snapshot.
 	InstallSnapshot bool `json:"install_snapshot"`
+	// Commit is commit-append at --concurrency from the start of the new
+	// process until it served (the wiped follower only): what writers see
+	// while the leader sends a snapshot and the follower catches up, to
+	// set against the steady commit-append run.
+	Commit *Load `json:"commit,omitempty"`
 }
 
 // Load is one closed-loop run at --concurrency.
@@ -154,6 +199,9 @@ type Load struct {
 	// RaftSnapshots is how many raft snapshots the leader took during the
 	// run: a steady run with one is not steady.
 	RaftSnapshots int `json:"raft_snapshots,omitempty"`
+	// Cache is the state store's cache during the run, when the servers
+	// report it.
+	Cache *Cache `json:"cache,omitempty"`
 }
 
 // The load runs, by key of SizeResult.Load.
@@ -209,6 +257,47 @@ func nodeMemory(mem []NodeMemory, id string) (NodeMemory, bool) {
 		}
 	}
 	return NodeMemory{}, false
+}
+
+// cacheDelta is the cache's lookups between two scrapes of every node's
+// counters (summed over the nodes), or nil when no node exported them.
+// A node restarted in between (its counters went back) adds nothing.
+func cacheDelta(before, after []map[string]float64) *Cache {
+	var c Cache
+	seen := false
+	for i := range min(len(before), len(after)) {
+		h0, okH0 := before[i][stateCacheHits]
+		m0, okM0 := before[i][stateCacheMisses]
+		h1, okH1 := after[i][stateCacheHits]
+		m1, okM1 := after[i][stateCacheMisses]
+		if !okH0 || !okM0 || !okH1 || !okM1 {
+			continue
+		}
+		seen = true
+		if h1 < h0 || m1 < m0 {
+			continue
+		}
+		c.Hits += int64(h1 - h0)
+		c.Misses += int64(m1 - m0)
+	}
+	if !seen {
+		return nil
+	}
+	if n := c.Hits + c.Misses; n > 0 {
+		c.HitRatio = float64(c.Hits) / float64(n)
+	}
+	return &c
+}
+
+// diskPerRecord is node id's state store and whole data dir per live
+// record; each 0 when unknown.
+func diskPerRecord(disk []NodeDisk, id string, live int64) (state, dataDir float64) {
+	for _, d := range disk {
+		if d.Node == id && live > 0 {
+			return float64(d.StateBytes) / float64(live), float64(d.DataDirBytes) / float64(live)
+		}
+	}
+	return 0, 0
 }
 
 // summaryDelta is the mean of the observations a Prometheus summary got

@@ -100,7 +100,9 @@ func TestWriteReportRoundTrips(t *testing.T) {
 	if !bytes.Equal(a, c) {
 		t.Errorf("round trip differs:\n%s\n%s", a, c)
 	}
-	for _, field := range []string{`"records"`, `"bytes_per_record"`, `"checkpoint"`, `"raft_snapshot"`, `"wiped"`, `"p99_ms"`, `"phases_s"`} {
+	for _, field := range []string{`"records"`, `"bytes_per_record"`, `"checkpoint"`, `"raft_snapshot"`, `"wiped"`, `"p99_ms"`, `"phases_s"`,
+		`"disk"`, `"state_disk_bytes_per_record"`, `"data_dir_bytes_per_record"`, `"raft_log_bytes"`, `"cache"`, `"hit_ratio"`,
+		`"commit"`, `"disk_estimate_bytes"`} {
 		if !bytes.Contains(b, []byte(field)) {
 			t.Errorf("JSON lacks %s (bench/plot reads it)", field)
 		}
@@ -120,9 +122,13 @@ func sampleReport() *Report {
 			Checkpoint:   &Checkpoint{Bytes: n * 150, Seconds: 0.25},
 			RaftSnapshot: &RaftSnapshot{Taken: true, Index: 5000, Bytes: n * 150, Count: 1, PersistMs: 800},
 			Restart:      &Rejoin{Node: "n2", ServingSeconds: 1.5, RestoreMs: 700, FromSnapshot: true},
-			Wiped:        &Rejoin{Node: "n3", ServingSeconds: 3.25, RestoreMs: 900, FromSnapshot: true, InstallSnapshot: true},
+			Wiped: &Rejoin{Node: "n3", ServingSeconds: 3.25, RestoreMs: 900, FromSnapshot: true, InstallSnapshot: true,
+				Commit: &Load{Ops: 300, Throughput: 90, P50Ms: 9, P99Ms: 55.5, Errors: map[string]int64{"UNAVAILABLE": 2}}},
+			Disk: []NodeDisk{{Node: "n1", DataDirBytes: n * 400, RaftLogBytes: n * 150, SnapshotBytes: n * 180, StateBytes: n * 64},
+				{Node: "n2", DataDirBytes: n * 390}},
+			StateDiskBytesPerRecord: 64, DataDirBytesPerRecord: 400,
 			Load: map[string]*Load{
-				loadResolve:       {Ops: 1000, Throughput: 7000, P50Ms: 1.5, P99Ms: p99},
+				loadResolve:       {Ops: 1000, Throughput: 7000, P50Ms: 1.5, P99Ms: p99, Cache: &Cache{Hits: 975, Misses: 25, HitRatio: 0.975}},
 				loadAppend:        {Ops: 500, Throughput: 2500, P50Ms: 5, P99Ms: 19},
 				loadResolveDuring: {Ops: 800, Throughput: 5000, P50Ms: 2, P99Ms: 2 * p99, Checkpoints: 3},
 				loadAppendDuring:  {Ops: 400, Throughput: 1500, P50Ms: 7, P99Ms: 40, Errors: map[string]int64{"UNAVAILABLE": 1}},
@@ -132,7 +138,8 @@ func sampleReport() *Report {
 	return &Report{Label: "test", Commit: "abc", Machine: "2 cores",
 		Settings: Settings{Streams: 1000, Concurrency: 16, DurationSeconds: 10, SnapshotThreshold: 1024, LogStore: "wal"},
 		Empty:    []NodeMemory{{Node: "n1", RSSBytes: 30 << 20}},
-		Sizes:    []SizeResult{size(10_000, 7), size(1_000_000, 9)}, WallSeconds: float64(time.Minute / time.Second)}
+		Sizes:    []SizeResult{size(10_000, 7), size(1_000_000, 9)}, WallSeconds: float64(time.Minute / time.Second),
+		DiskEstimateBytes: 3 << 30, DiskFreeBytes: 80 << 30}
 }
 
 func TestStartupRestoreFromTheLog(t *testing.T) {
@@ -160,5 +167,45 @@ func TestLogStoreFromMetrics(t *testing.T) {
 	}
 	if got := logStore(map[string]float64{}); got != "unknown" {
 		t.Errorf("logStore of no metrics = %q", got)
+	}
+}
+
+func TestCacheDelta(t *testing.T) {
+	scrape := func(hits, misses float64) map[string]float64 {
+		return map[string]float64{stateCacheHits: hits, stateCacheMisses: misses, "go_goroutines": 9}
+	}
+	// Summed over the nodes: (90+0+10) hits of 100+0+100 lookups.
+	before := []map[string]float64{scrape(10, 5), scrape(7, 7), scrape(0, 0)}
+	after := []map[string]float64{scrape(100, 15), scrape(7, 7), scrape(10, 90)}
+	c := cacheDelta(before, after)
+	if c == nil || c.Hits != 100 || c.Misses != 100 || c.HitRatio != 0.5 {
+		t.Errorf("cacheDelta = %+v, want 100 hits, 100 misses, 0.5", c)
+	}
+	// A node restarted in between (its counters went back) or not
+	// answering (nil) adds nothing.
+	c = cacheDelta([]map[string]float64{scrape(50, 50), scrape(10, 0)}, []map[string]float64{scrape(5, 1), nil})
+	if c == nil || c.Hits != 0 || c.Misses != 0 || c.HitRatio != 0 {
+		t.Errorf("cacheDelta over a restart = %+v, want zero lookups", c)
+	}
+	// Today's servers export no cache metrics: no figure at all.
+	none := []map[string]float64{{"go_goroutines": 9}}
+	if c := cacheDelta(none, none); c != nil {
+		t.Errorf("cacheDelta without the metrics = %+v, want nil", c)
+	}
+}
+
+func TestDiskPerRecord(t *testing.T) {
+	disk := []NodeDisk{{Node: "n1", DataDirBytes: 4000, StateBytes: 640}, {Node: "n2", DataDirBytes: 9000}}
+	if s, d := diskPerRecord(disk, "n1", 10); s != 64 || d != 400 {
+		t.Errorf("diskPerRecord(n1) = %v, %v; want 64, 400", s, d)
+	}
+	if s, d := diskPerRecord(disk, "n2", 10); s != 0 || d != 900 {
+		t.Errorf("diskPerRecord(n2), no state store reported = %v, %v; want 0, 900", s, d)
+	}
+	if s, d := diskPerRecord(disk, "n3", 10); s != 0 || d != 0 {
+		t.Errorf("diskPerRecord of an unknown node = %v, %v", s, d)
+	}
+	if s, d := diskPerRecord(disk, "n1", 0); s != 0 || d != 0 {
+		t.Errorf("diskPerRecord over no records = %v, %v", s, d)
 	}
 }

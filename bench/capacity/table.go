@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -10,15 +12,17 @@ import (
 // recovers, how reads and writes fare, and how long each phase took.
 
 // phaseOrder is the order phases are run and printed in.
-var phaseOrder = []string{"fill", "memory", "checkpoint", "load", "raft-snapshot", "restart", "wipe"}
+var phaseOrder = []string{"fill", "memory", "checkpoint", "load", "raft-snapshot", "restart", "wipe", "disk"}
 
 func writeTables(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "### State and recovery (%s)\n\n", settingsLine(r.Settings))
-	table(w, []string{"records", "live", "streams", "leader RSS MiB", "B/record", "heap B/record", "checkpoint MB", "checkpoint s",
+	table(w, []string{"records", "live", "streams", "leader RSS MiB", "B/record", "heap B/record", "state disk B/record", "data dir B/record",
+		"checkpoint MB", "checkpoint s",
 		"raft snapshot MB", "persist s", "restart s", "restore s", "wiped catch-up s", "wiped via"}, r.Sizes, stateRow)
-	fmt.Fprintf(w, "\n### Latency at concurrency %d (ms; \"snap\": while checkpoints are streamed from the leader)\n\n", r.Settings.Concurrency)
-	table(w, []string{"records", "resolve p50", "resolve p99", "resolve p99 snap", "resolve/s",
-		"append p50", "append p99", "append p99 snap", "append/s", "errors"}, r.Sizes, latencyRow)
+	fmt.Fprintf(w, "\n### Latency at concurrency %d (ms; \"snap\": while checkpoints are streamed from the leader; "+
+		"\"wipe\": while a wiped follower catches up; cache: the state store's hits over lookups during the resolve run)\n\n", r.Settings.Concurrency)
+	table(w, []string{"records", "resolve p50", "resolve p99", "resolve p99 snap", "resolve/s", "resolve cache hit %",
+		"append p50", "append p99", "append p99 snap", "append p99 wipe", "append/s", "errors"}, r.Sizes, latencyRow)
 	fmt.Fprintf(w, "\n### Phase wall times (s)\n\n")
 	table(w, append(append([]string{"records"}, phaseOrder...), "fill records/s"), r.Sizes, phaseRow)
 }
@@ -46,6 +50,7 @@ func stateRow(s SizeResult) []string {
 	} else {
 		row = append(row, "-", "-", "-")
 	}
+	row = append(row, perRecord(s.StateDiskBytesPerRecord), perRecord(s.DataDirBytesPerRecord))
 	if cp := s.Checkpoint; cp != nil {
 		row = append(row, mb(cp.Bytes), secs(cp.Seconds))
 	} else {
@@ -99,14 +104,43 @@ func latencyRow(s SizeResult) []string {
 		return fmt.Sprintf("%.0f", l.Throughput)
 	}
 	r, rd, a, ad := get(loadResolve), get(loadResolveDuring), get(loadAppend), get(loadAppendDuring)
-	row = append(row, ms(r, false), ms(r, true), ms(rd, true), rate(r), ms(a, false), ms(a, true), ms(ad, true), rate(a))
+	var aw *Load
+	if s.Wiped != nil {
+		aw = s.Wiped.Commit
+	}
+	var cache *Cache
+	if r != nil {
+		cache = r.Cache
+	}
+	row = append(row, ms(r, false), ms(r, true), ms(rd, true), rate(r), hitRatio(cache),
+		ms(a, false), ms(a, true), ms(ad, true), ms(aw, true), rate(a))
 	var errs int64
-	for _, l := range s.Load {
+	for _, l := range append(slices.Collect(maps.Values(s.Load)), aw) {
+		if l == nil {
+			continue
+		}
 		for _, n := range l.Errors {
 			errs += n
 		}
 	}
 	return append(row, fmt.Sprint(errs))
+}
+
+// hitRatio prints a cache's hit ratio as a percentage, "-" when the
+// servers do not report their cache or it saw no lookups.
+func hitRatio(c *Cache) string {
+	if c == nil || c.Hits+c.Misses == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", 100*c.HitRatio)
+}
+
+// perRecord prints bytes per record, "-" for 0 (not measured).
+func perRecord(b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", b)
 }
 
 func phaseRow(s SizeResult) []string {
