@@ -142,9 +142,9 @@ func (s *Store) reader() reader {
 	return s.db
 }
 
-func (s *Store) Get(key []byte) ([]byte, bool) { return get(s.reader(), key) }
+func (s *Store) Get(key []byte) ([]byte, bool) { return get(s.reader(), key, s.Path()) }
 
-func (s *Store) Iter(lower, upper []byte) kv.Iter { return newIter(s.reader(), lower, upper) }
+func (s *Store) Iter(lower, upper []byte) kv.Iter { return newIter(s.reader(), lower, upper, s.Path()) }
 
 func (s *Store) writer() *pebble.Batch {
 	if s.batch == nil {
@@ -214,8 +214,8 @@ type view struct {
 	once sync.Once
 }
 
-func (v *view) Get(key []byte) ([]byte, bool)    { return get(v.snap, key) }
-func (v *view) Iter(lower, upper []byte) kv.Iter { return newIter(v.snap, lower, upper) }
+func (v *view) Get(key []byte) ([]byte, bool)    { return get(v.snap, key, v.s.Path()) }
+func (v *view) Iter(lower, upper []byte) kv.Iter { return newIter(v.snap, lower, upper, v.s.Path()) }
 
 func (v *view) Close() {
 	v.once.Do(func() {
@@ -284,13 +284,17 @@ func (s *Store) Stats() Stats {
 	return Stats{DiskBytes: m.DiskSpaceUsage(), CacheBytes: m.BlockCache.Size, CacheHits: m.BlockCache.Hits, CacheMisses: m.BlockCache.Misses}
 }
 
-func get(r reader, key []byte) ([]byte, bool) {
+// inDB names the database a Pebble error came from: Pebble's own text
+// names a table by number only ("file 000006").
+func inDB(path string, err error) error { return fmt.Errorf("database %s: %w", path, err) }
+
+func get(r reader, key []byte, path string) ([]byte, bool) {
 	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false
 	}
 	if err != nil {
-		kv.Fail("get", err)
+		kv.Fail("get", inDB(path, err))
 	}
 	out := bytes.Clone(v)
 	_ = closer.Close()
@@ -298,37 +302,62 @@ func get(r reader, key []byte) ([]byte, bool) {
 }
 
 // iter is a kv.Iter on a Pebble iterator.
-type iter struct{ it *pebble.Iterator }
+type iter struct {
+	it           *pebble.Iterator
+	path         string
+	lower, upper []byte
+	// valid: positioned on a key. Next and Prev from no key stay there
+	// (kv.Mem's rule), where Pebble would wrap to an end.
+	valid bool
+}
 
-func newIter(r reader, lower, upper []byte) kv.Iter {
+func newIter(r reader, lower, upper []byte, path string) kv.Iter {
+	if upper != nil && bytes.Compare(lower, upper) >= 0 {
+		return emptyIter{} // Pebble wants lower < upper
+	}
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		kv.Fail("iterate", err)
+		kv.Fail("iterate", inDB(path, err))
 	}
-	return &iter{it: it}
+	return &iter{it: it, path: path, lower: lower, upper: upper}
 }
 
 func (i *iter) check(ok bool) bool {
+	i.valid = ok
 	if !ok {
 		if err := i.it.Error(); err != nil {
-			kv.Fail("iterate", err)
+			kv.Fail("iterate", inDB(i.path, err))
 		}
 	}
 	return ok
 }
 
-func (i *iter) First() bool            { return i.check(i.it.First()) }
-func (i *iter) Last() bool             { return i.check(i.it.Last()) }
-func (i *iter) SeekGE(key []byte) bool { return i.check(i.it.SeekGE(key)) }
-func (i *iter) SeekLT(key []byte) bool { return i.check(i.it.SeekLT(key)) }
-func (i *iter) Next() bool             { return i.check(i.it.Next()) }
-func (i *iter) Prev() bool             { return i.check(i.it.Prev()) }
-func (i *iter) Key() []byte            { return i.it.Key() }
-func (i *iter) Value() []byte          { return i.it.Value() }
+func (i *iter) First() bool { return i.check(i.it.First()) }
+func (i *iter) Last() bool  { return i.check(i.it.Last()) }
+
+// SeekGE and SeekLT clamp the key to the bounds, as Pebble requires (its
+// invariant checks, compiled in under -race, insist).
+func (i *iter) SeekGE(key []byte) bool {
+	if bytes.Compare(key, i.lower) < 0 {
+		key = i.lower
+	}
+	return i.check(i.it.SeekGE(key))
+}
+
+func (i *iter) SeekLT(key []byte) bool {
+	if i.upper != nil && bytes.Compare(key, i.upper) > 0 {
+		key = i.upper
+	}
+	return i.check(i.it.SeekLT(key))
+}
+func (i *iter) Next() bool    { return i.valid && i.check(i.it.Next()) }
+func (i *iter) Prev() bool    { return i.valid && i.check(i.it.Prev()) }
+func (i *iter) Key() []byte   { return i.it.Key() }
+func (i *iter) Value() []byte { return i.it.Value() }
 
 func (i *iter) Close() {
 	if err := i.it.Close(); err != nil {
-		kv.Fail("iterate", err)
+		kv.Fail("iterate", inDB(i.path, err))
 	}
 }
 
@@ -422,3 +451,16 @@ func removeOthers(dir, keep string, logger *slog.Logger) error {
 	}
 	return nil
 }
+
+// emptyIter is an Iter over an empty range.
+type emptyIter struct{}
+
+func (emptyIter) First() bool        { return false }
+func (emptyIter) Last() bool         { return false }
+func (emptyIter) SeekGE([]byte) bool { return false }
+func (emptyIter) SeekLT([]byte) bool { return false }
+func (emptyIter) Next() bool         { return false }
+func (emptyIter) Prev() bool         { return false }
+func (emptyIter) Key() []byte        { return nil }
+func (emptyIter) Value() []byte      { return nil }
+func (emptyIter) Close()             {}

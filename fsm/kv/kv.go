@@ -15,7 +15,9 @@ type Reader interface {
 }
 
 // Iter is a position in a Reader's keys. A new Iter is unpositioned: call
-// First, Last, SeekGE or SeekLT before Key or Value.
+// First, Last, SeekGE or SeekLT before Key or Value. Writes made while an
+// Iter is open may or may not show through it: callers close their Iters
+// before they write (fsm never writes during a walk, as with a B-tree).
 type Iter interface {
 	First() bool
 	Last() bool
