@@ -2,7 +2,7 @@ package fsm
 
 import (
 	"encoding/binary"
-		"fmt"
+	"fmt"
 	"io"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -54,7 +54,7 @@ type kvState struct {
 	// reader is what the sets read: store, or a clone's view.
 	reader kv.Reader
 	// view is a clone's point of the store, released by Close.
-	view kv.View
+	view  kv.View
 	dirty dirtySet
 }
 
@@ -557,7 +557,10 @@ func (m *Machine) checkPersisted() error {
 	}
 	m.objects.Ascend(func(o object) bool { want[string(objectKey(o.ref))] = marshalStateRecord(nil, o.record()); return true })
 	m.pins.Ascend(func(p pin) bool { want[string(pinKey(p.id))] = marshalStateRecord(nil, p.record()); return true })
-	m.dedup.Ascend(func(e dedupEntry) bool { want[string(dedupKey(e.requestID))] = marshalStateRecord(nil, e.record()); return true })
+	m.dedup.Ascend(func(e dedupEntry) bool {
+		want[string(dedupKey(e.requestID))] = marshalStateRecord(nil, e.record())
+		return true
+	})
 	for id, t := range m.tombstones {
 		want[string(tombstoneKey(id))] = marshalStateRecord(nil, t.record())
 	}

@@ -57,7 +57,6 @@ func (s memSet[T]) Clear()   { s.t.Clear(false) }
 // clone shares the tree copy-on-write.
 func (s memSet[T]) clone() memSet[T] { return memSet[T]{t: s.t.Clone()} }
 
-
 // cloneMem is a point-in-time copy of a memSet, shared copy-on-write; a
 // kvSet is returned as it is, for cloneOnStore to re-point at a view.
 func cloneMem[T any](s orderedSet[T]) orderedSet[T] {

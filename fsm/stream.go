@@ -1,7 +1,6 @@
 package fsm
 
 import (
-
 	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/fsm/fsmpb"
 )
