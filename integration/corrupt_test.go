@@ -107,7 +107,7 @@ func TestCorruptLogSegmentIsRefusedThenWipedAndRejoined(t *testing.T) {
 }
 
 // flipAll flips one byte of every occurrence of needle in the files under
-// dir, the state store's aside (TestCorruptStateStoreIsRefused corrupts
+// dir, the state store's aside (statestore's TestCorruptTableIsNamed corrupts
 // that), and returns the last file it changed.
 func flipAll(t *testing.T, dir string, needle []byte) string {
 	t.Helper()
