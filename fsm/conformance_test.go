@@ -46,8 +46,17 @@ func restoreTestMachine(r io.Reader, opts ...Option) (*Machine, error) {
 
 // newTestStore is a kv.Mem whose every Apply is committed at once, as
 // raftstore commits after each batch: the tests apply commands one by one
-// and clone between them.
-func newTestStore() *kv.Mem { return kv.NewMem().AutoCommit() }
+// and clone between them. With testOnPebble set it is a Pebble store
+// (conformance_pebble_test.go) that commits before each view.
+func newTestStore() kv.Store {
+	if testOnPebble != nil {
+		return testOnPebble()
+	}
+	return kv.NewMem().AutoCommit()
+}
+
+// testOnPebble, when set, makes newTestStore's stores.
+var testOnPebble func() kv.Store
 
 // forkTestMachine returns a machine that goes on independently from m's
 // state: a Clone in memory; on a store, a machine opened on a copy of the
@@ -55,6 +64,9 @@ func newTestStore() *kv.Mem { return kv.NewMem().AutoCommit() }
 func forkTestMachine(m *Machine) *Machine {
 	if m.kv == nil {
 		return m.Clone()
+	}
+	if _, ok := m.kv.store.(*kv.Mem); !ok {
+		panic("forkTestMachine: only a kv.Mem forks")
 	}
 	opts := []Option{}
 	if m.checkInvariants {
