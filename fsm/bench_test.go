@@ -58,6 +58,12 @@ func buildAppends(b testing.TB, n int) *applier {
 // n/1024 appends and objects: index records dominate everything else.
 func buildPublished(b testing.TB, n int) *applier {
 	a := newApplier(b)
+	publishInto(a, n)
+	return a
+}
+
+// publishInto is buildPublished on a's machine.
+func publishInto(a *applier, n int) {
 	a.ok(cmdCreate("bench"))
 	a.ok(cmdOpen(1))
 	const perObject = 1024
@@ -78,7 +84,6 @@ func buildPublished(b testing.TB, n int) *applier {
 		}
 		a.ok(cmdPublish(1, Committed, 1, 1, cover, end == n, recs...))
 	}
-	return a
 }
 
 const benchRecords = 1_000_000

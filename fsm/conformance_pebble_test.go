@@ -52,3 +52,40 @@ func TestConformanceOnPebble(t *testing.T) {
 	}))
 	t.Run("FuzzCorpus", onStore(t, testFuzzCorpus))
 }
+
+// BenchmarkPublishOn publishes 100,000 index records in parts of
+// MaxRecordsPerCommand on each implementation of the state, committing
+// after each part as raftstore does; records/s is the figure.
+func BenchmarkPublishOn(b *testing.B) {
+	stores := map[string]func() kv.Store{
+		"memory": nil,
+		"kv.Mem": func() kv.Store { return kv.NewMem() },
+		"pebble": func() kv.Store {
+			st, err := statestore.Open(b.TempDir(), statestore.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = st.Close() })
+			return st
+		},
+	}
+	for _, name := range []string{"memory", "kv.Mem", "pebble"} {
+		b.Run(name, func(b *testing.B) {
+			const n = 100_000
+			for b.Loop() {
+				a := newApplier(b)
+				if mk := stores[name]; mk != nil {
+					st := mk()
+					m, err := Open(st)
+					if err != nil {
+						b.Fatal(err)
+					}
+					a.m = m
+					a.commit = st.Commit
+				}
+				publishInto(a, n)
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}

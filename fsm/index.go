@@ -118,6 +118,22 @@ func (v *viewIndex) find(number uint64) (int, *generation) {
 	return -1, nil
 }
 
+// anyOverlap reports whether a record of g shares an offset with r.
+func (g *generation) anyOverlap(r Range) bool {
+	found := false
+	g.records.DescendLessOrEqual(record{rng: Range{Start: r.Start}}, func(x record) bool {
+		found = x.rng.Overlaps(r)
+		return false
+	})
+	if !found && r.End > r.Start+1 {
+		g.records.AscendRange(record{rng: Range{Start: r.Start + 1}}, record{rng: Range{Start: r.End}}, func(record) bool {
+			found = true
+			return false
+		})
+	}
+	return found
+}
+
 // overlapping returns the records of g that share an offset with r.
 func (g *generation) overlapping(r Range) []record {
 	var out []record
@@ -166,8 +182,13 @@ func (m *Machine) publishGeneration(index uint64, c *fsmpb.PublishGeneration) *f
 		g = m.newGeneration(s.info.ID, c.View, c.Generation, GenerationBuilding, index, coverage)
 	}
 	recs := make([]record, len(c.Records))
+	// One look for the whole part (Validate refused records out of order
+	// or overlapping each other): record by record only if something of
+	// the generation lies in its span. On a store, each look is a seek.
+	mayOverlap := len(c.Records) > 0 && g.records.Len() > 0 &&
+		g.anyOverlap(Range{Start: rangeOf(c.Records[0].Range).Start, End: rangeOf(c.Records[len(c.Records)-1].Range).End})
 	for i, pr := range c.Records {
-		rec, rej := m.admitRecord(index, s, g, c.View, pr, fieldIndex("records", i))
+		rec, rej := m.admitRecord(index, s, g, c.View, pr, fieldIndex("records", i), mayOverlap)
 		if rej != nil {
 			return rej
 		}
@@ -202,15 +223,19 @@ func (m *Machine) publishGeneration(index uint64, c *fsmpb.PublishGeneration) *f
 // generation's coverage and the committed offsets, clear of the records
 // already in the generation, naming a live object under the same identity,
 // and carrying the right checksum. Static shape was checked by Validate.
-func (m *Machine) admitRecord(index uint64, s *stream, g *generation, view View, pr *fsmpb.IndexRecord, field string) (record, *fsmpb.Result) {
+//
+// checkOverlap false says the caller knows no record of g overlaps it.
+func (m *Machine) admitRecord(index uint64, s *stream, g *generation, view View, pr *fsmpb.IndexRecord, field string, checkOverlap bool) (record, *fsmpb.Result) {
 	rng := rangeOf(pr.Range)
 	if rng.Start < g.coverage.Start || rng.End > g.coverage.End {
 		return record{}, reject(index, fsmpb.RejectCode_RECORD_OUT_OF_RANGE, field+".range",
 			"record %v lies outside the generation's coverage %v", rng, g.coverage)
 	}
-	if over := g.overlapping(rng); len(over) > 0 {
-		return record{}, reject(index, fsmpb.RejectCode_RECORD_OVERLAP, field+".range",
-			"record %v overlaps record %v of generation %d", rng, over[0].rng, g.number)
+	if checkOverlap {
+		if over := g.overlapping(rng); len(over) > 0 {
+			return record{}, reject(index, fsmpb.RejectCode_RECORD_OVERLAP, field+".range",
+				"record %v overlaps record %v of generation %d", rng, over[0].rng, g.number)
+		}
 	}
 	obj, rej := m.liveObject(index, refOf(pr.Object), field+".object")
 	if rej != nil {

@@ -20,6 +20,8 @@ type applier struct {
 	m   *Machine
 	idx uint64
 	now int64
+	// commit, if set, runs after each command (a store's Commit).
+	commit func()
 }
 
 func newApplier(t testing.TB, opts ...Option) *applier {
@@ -29,7 +31,11 @@ func newApplier(t testing.TB, opts ...Option) *applier {
 func (a *applier) apply(c *fsmpb.Command) *fsmpb.Result {
 	a.idx++
 	c.StampUnixNano = a.now
-	return a.m.Apply(a.idx, c)
+	res := a.m.Apply(a.idx, c)
+	if a.commit != nil {
+		a.commit()
+	}
+	return res
 }
 
 // ok applies c and fails the test if it is refused.

@@ -30,7 +30,12 @@
 //	  snapshots/         raft.FileSnapshotStore, SnapshotRetain (2) kept
 //	    <term>-<index>-<ms>/
 //	      meta.json      raft's snapshot metadata
-//	      state.bin      this package's snapshot stream (below)
+//	      state.bin      a point snapshot ("MDPOINT1" + index, state.go),
+//	                     or a whole snapshot stream (below) received from
+//	                     a leader, restored, or of an earlier release
+//	  state/             the state machine's state (package statestore):
+//	                     ACTIVE names the live Pebble database, db-N; the
+//	                     applied index is its key 0xff 'r' (state.go)
 //
 // # Log stores (logstore.go)
 //
