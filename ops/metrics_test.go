@@ -56,6 +56,8 @@ func TestMetricsScrape(t *testing.T) {
 			"metad_raft_pending_proposals", "metad_raft_waiting_reads",
 			"metad_grpc_server_handled_total", "metad_grpc_server_handling_seconds_count",
 			"metad_build_info",
+			// the state store
+			"metad_state_disk_bytes", "metad_state_cache_bytes", "metad_state_cache_hits_total", "metad_state_cache_misses_total",
 			// other packages' series on the same registry
 			"metad_repair_backlog_requests", "go_goroutines", "process_resident_memory_bytes",
 		}

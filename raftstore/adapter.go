@@ -399,6 +399,17 @@ func (a *fsmAdapter) restoreToStore(rc io.Reader) error {
 	return nil
 }
 
+// stateStats are the state store's figures for the metrics; zero without
+// one.
+func (a *fsmAdapter) stateStats() statestore.Stats {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.disk == nil || a.disk.store == nil {
+		return statestore.Stats{}
+	}
+	return a.disk.store.Stats()
+}
+
 // close closes the state store, if any.
 func (a *fsmAdapter) close() error {
 	a.mu.Lock()

@@ -388,7 +388,7 @@ func TestStoreMetrics(t *testing.T) {
 		"metad_raft_readindex_batch_reads": 1, "metad_raft_readindex_rounds_total": 1,
 		"metad_raft_leader_changes_total": 1, "metad_raft_commit_index": 4, "metad_raft_applied_index": 4,
 		"metad_raft_last_log_index": 4, "metad_raft_term": 1, "metad_raft_leader": 1,
-		"metad_raft_log_store": 1,
+		"metad_raft_log_store": 1, "metad_state_disk_bytes": 1,
 	} {
 		if v := count(name); v < atLeast {
 			t.Errorf("%s = %v, want >= %v", name, v, atLeast)

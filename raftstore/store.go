@@ -192,6 +192,8 @@ func start(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, d *d
 		st.Close()
 		return nil, err
 	}
+	logger.Info("raftstore: state opened", "dir", filepath.Join(cfg.DataDir, stateDirName),
+		"applied_index", adapter.appliedIndex(), "disk_bytes", st.Stats().DiskBytes)
 	snaps := &stateSnapshots{SnapshotStore: checked, stream: adapter.streamState}
 	s, err := startRaft(cfg, peers, logger, hlog, d, o, logs, snaps, adapter)
 	if err != nil {
