@@ -150,13 +150,6 @@ func (s *kvSet[T]) Clear() {
 	s.n = 0
 }
 
-// readOnly is the set as a clone sees it: through view, without writes.
-func (s *kvSet[T]) readOnly(view kvReader) *kvSet[T] {
-	c := *s
-	c.r, c.w = view, nil
-	return &c
-}
-
 // prefixEnd is the first key greater than every key starting with p.
 func prefixEnd(p []byte) []byte {
 	end := bytes.Clone(p)

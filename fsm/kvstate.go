@@ -234,11 +234,6 @@ func recordPrefix(stream uint64, v View, gen uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, gen)
 }
 
-// streamRecordsPrefix covers every index record of a stream, all views.
-func streamRecordsPrefix(stream uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{prefixRecord}, stream)
-}
-
 // A stream's row: its StreamState, the count of its evidence, then each
 // live generation's GenerationState and record count, views in order.
 //

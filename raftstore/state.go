@@ -296,8 +296,6 @@ func buildState(dir string, cfg statestore.Config, rc io.Reader, opts []fsm.Opti
 	return &builtState{b: b, through: through, opts: opts, dir: dir}, nil
 }
 
-func (s *builtState) abort() { s.b.Abort() }
-
 // swap closes old (which may be nil) and makes the built store the live
 // one, atomically on disk, and returns it with the machine on it.
 func (s *builtState) swap(old *statestore.Store) (*statestore.Store, *fsm.Machine, error) {
