@@ -85,6 +85,17 @@
 // names every record that differs: the hash says two replicas differ, the
 // diff says where.
 //
+// # State in memory or in a store
+//
+// New gives a machine wholly in memory; Open gives one whose append
+// evidence and index records live in a kv.Store (kvstate.go, kvset.go),
+// while the rest, bounded by streams and objects rather than by records,
+// stays in memory and is written through to the store at the end of each
+// Apply. Both run the same decisions over orderedSet (set.go); the
+// conformance suite (conformance_test.go) runs the scripts, the model and
+// the fuzz corpus on both. The machine never commits: its owner commits
+// the store once per batch of applies, with its own keys (PrefixOwner).
+//
 // # Invariants
 //
 // Each is stated as an "Invariant:" comment on the field it constrains and
