@@ -83,7 +83,7 @@ func (m *Machine) OnStore() bool { return m.kv != nil }
 // to store and never commits: the caller commits, once per batch of
 // applies, after adding its own keys (PrefixOwner) to the same batch.
 func Open(store kv.Store, opts ...Option) (m *Machine, err error) {
-	defer recoverStoreError(&err)
+	defer kv.Catch(&err)
 	m = New(opts...)
 	m.kv = &kvState{store: store, reader: store, dirty: newDirtySet()}
 	if err := m.load(); err != nil {
@@ -97,17 +97,6 @@ func Open(store kv.Store, opts ...Option) (m *Machine, err error) {
 		m.nextCheck = m.applied + 1 + uint64(work)
 	}
 	return m, nil
-}
-
-// recoverStoreError turns a store's panic (kv.Error) into *err.
-func recoverStoreError(err *error) {
-	if r := recover(); r != nil {
-		e := kv.ErrorOf(r)
-		if e == nil {
-			panic(r)
-		}
-		*err = e
-	}
 }
 
 // load reads the state held in memory from the store, in the snapshot's
@@ -440,7 +429,7 @@ func readOnlyCopy[T any](src, fresh orderedSet[T]) orderedSet[T] {
 // verified as it is read; the invariants are checked when the state is
 // small enough to walk (kvCheckLimit).
 func RestoreInto(r io.Reader, store kv.Store, opts ...Option) (m *Machine, err error) {
-	defer recoverStoreError(&err)
+	defer kv.Catch(&err)
 	m = New(opts...)
 	m.kv = &kvState{store: store, reader: store, dirty: newDirtySet()}
 	x := &restorer{m: m}

@@ -44,9 +44,12 @@ const (
 )
 
 // streamHeader returns the snapshot stream header for index.
-func streamHeader(index uint64) [snapshotHeaderSize]byte {
+func streamHeader(index uint64) [snapshotHeaderSize]byte { return header(snapshotMagic, index) }
+
+// header is a 16-byte snapshot header: an 8-byte magic, then the index.
+func header(magic string, index uint64) [snapshotHeaderSize]byte {
 	var hdr [snapshotHeaderSize]byte
-	copy(hdr[:8], snapshotMagic)
+	copy(hdr[:8], magic)
 	binary.BigEndian.PutUint64(hdr[8:], index)
 	return hdr
 }

@@ -101,12 +101,7 @@ func writeApplied(st kv.Store, through uint64) {
 }
 
 // pointHeader is a point snapshot's bytes.
-func pointHeader(index uint64) [snapshotHeaderSize]byte {
-	var hdr [snapshotHeaderSize]byte
-	copy(hdr[:8], pointMagic)
-	binary.BigEndian.PutUint64(hdr[8:], index)
-	return hdr
-}
+func pointHeader(index uint64) [snapshotHeaderSize]byte { return header(pointMagic, index) }
 
 // pointSnapshot is the adapter's raft.FSMSnapshot on a state store.
 type pointSnapshot struct {
@@ -247,15 +242,7 @@ func openState(dataDir string, cfg statestore.Config, snaps raft.SnapshotStore, 
 
 // storeApplied is readApplied with the store's panics as errors.
 func storeApplied(st kv.Reader) (applied uint64, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			e := kv.ErrorOf(r)
-			if e == nil {
-				panic(r)
-			}
-			err = e
-		}
-	}()
+	defer kv.Catch(&err)
 	return readApplied(st)
 }
 
@@ -321,15 +308,7 @@ func (s *builtState) swap(old *statestore.Store) (*statestore.Store, *fsm.Machin
 
 // finishBuild records through in the built store and syncs it.
 func finishBuild(bs kv.Store, through uint64) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			e := kv.ErrorOf(r)
-			if e == nil {
-				panic(r)
-			}
-			err = e
-		}
-	}()
+	defer kv.Catch(&err)
 	writeApplied(bs, through)
 	bs.Commit()
 	return bs.Sync()

@@ -112,15 +112,7 @@ func openDB(dir, name string, cfg Config) (*Store, error) {
 // openPebble is pebble.Open with a Fatalf during the open (a corrupt
 // manifest or WAL) returned as an error.
 func openPebble(path string, opts *pebble.Options) (db *pebble.DB, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			e := kv.ErrorOf(r)
-			if e == nil {
-				panic(r)
-			}
-			err = e
-		}
-	}()
+	defer kv.Catch(&err)
 	return pebble.Open(path, opts)
 }
 

@@ -84,3 +84,16 @@ func ErrorOf(recovered any) *Error {
 	}
 	return nil
 }
+
+// Catch, deferred (defer kv.Catch(&err)), turns a store's panic into *err
+// and lets any other panic go on: the one place a caller stops a Store's
+// failure from unwinding further.
+func Catch(err *error) {
+	if r := recover(); r != nil {
+		e := ErrorOf(r)
+		if e == nil {
+			panic(r)
+		}
+		*err = e
+	}
+}
