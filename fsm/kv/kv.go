@@ -85,9 +85,9 @@ func ErrorOf(recovered any) *Error {
 	return nil
 }
 
-// Catch, deferred (defer kv.Catch(&err)), turns a store's panic into *err
-// and lets any other panic go on: the one place a caller stops a Store's
-// failure from unwinding further.
+// Catch turns a store's panic into *err and lets any other panic go on;
+// call it deferred (defer kv.Catch(&err)) where a Store's failure should
+// stop unwinding.
 func Catch(err *error) {
 	if r := recover(); r != nil {
 		e := ErrorOf(r)
