@@ -285,14 +285,13 @@ func (m *Machine) dropGenerationRecords(g *generation) {
 }
 
 func (m *Machine) dropRecordsBelow(g *generation, trim uint64) {
-	for {
-		r, ok := g.records.Min()
-		if !ok || r.rng.End > trim {
-			return
+	g.records.deleteFrontWhile(func(r record) bool {
+		if r.rng.End > trim {
+			return false
 		}
-		g.records.DeleteMin()
 		m.dropReference(r.target.ref)
-	}
+		return true
+	})
 }
 
 // recordAt finds the index record a command names by key, or the refusal

@@ -18,12 +18,19 @@ type kvReader = kv.Reader
 //
 // Invariant: n is the number of keys under prefix. The count is kept in
 // the owner's row (a stream's, kvstate.go) so that Len costs nothing.
+//
+// Invariant: no key of the set is below floor (nil: no floor). A trim's
+// range deletion (deleteFrontWhile) leaves its deleted keys in the store's
+// memtable under the deletion until a flush drops them, and a walk from
+// the set's front would step over every one of them; walks start at floor
+// instead. An insert below floor lowers it back to nothing.
 type kvSet[T any] struct {
 	r      kvReader
 	w      kv.Store // nil on a clone: read only
 	prefix []byte
 	n      int
 	codec  setCodec[T]
+	floor  []byte
 }
 
 // setCodec is how a kvSet turns its items into keys and values and back.
@@ -64,6 +71,7 @@ func (s *kvSet[T]) Get(key T) (T, bool) {
 
 func (s *kvSet[T]) ReplaceOrInsert(x T) {
 	k := s.key(x)
+	s.lowerFloor(k)
 	if _, ok := s.r.Get(k); !ok {
 		s.n++
 	}
@@ -72,6 +80,9 @@ func (s *kvSet[T]) ReplaceOrInsert(x T) {
 
 func (s *kvSet[T]) insertSorted(xs []T) {
 	w := s.writer()
+	if len(xs) > 0 {
+		s.lowerFloor(s.key(xs[0]))
+	}
 	var buf []byte
 	for _, x := range xs {
 		buf = s.codec.enc(buf[:0], x)
@@ -101,6 +112,33 @@ func (s *kvSet[T]) DeleteMin() {
 	}
 }
 
+func (s *kvSet[T]) deleteFrontWhile(drop func(T) bool) {
+	var last T
+	n := 0
+	s.walk(nil, nil, false, func(x T) bool {
+		if !drop(x) {
+			return false
+		}
+		last = x
+		n++
+		return true
+	})
+	if n == 0 {
+		return
+	}
+	// The key after last's and before any other: keys have one length.
+	s.floor = append(s.key(last), 0)
+	s.writer().DeleteRange(s.prefix, s.floor)
+	s.n -= n
+}
+
+// lowerFloor keeps floor at or below k, a key about to be written.
+func (s *kvSet[T]) lowerFloor(k []byte) {
+	if s.floor != nil && bytes.Compare(k, s.floor) < 0 {
+		s.floor = nil
+	}
+}
+
 func (s *kvSet[T]) Ascend(fn func(T) bool) { s.walk(nil, nil, false, fn) }
 
 func (s *kvSet[T]) AscendGreaterOrEqual(p T, fn func(T) bool) {
@@ -125,8 +163,14 @@ func (s *kvSet[T]) walk(lo, hi []byte, down bool, fn func(T) bool) {
 	if lo == nil {
 		lo = s.prefix
 	}
+	if s.floor != nil && bytes.Compare(lo, s.floor) < 0 {
+		lo = s.floor
+	}
 	if hi == nil {
 		hi = s.end()
+	}
+	if bytes.Compare(lo, hi) >= 0 {
+		return
 	}
 	it := s.r.Iter(lo, hi)
 	defer it.Close()
@@ -148,6 +192,7 @@ func (s *kvSet[T]) Clear() {
 		s.writer().DeleteRange(s.prefix, s.end())
 	}
 	s.n = 0
+	s.floor = nil
 }
 
 // prefixEnd is the first key greater than every key starting with p.

@@ -21,6 +21,14 @@ type orderedSet[T any] interface {
 	Delete(key T)
 	Min() (T, bool)
 	DeleteMin()
+	// deleteFrontWhile deletes items from the smallest up for as long as
+	// drop, called on each in order, returns true; the first item drop
+	// refuses stays, and so does everything after it. drop must not change
+	// the set. On a store this is one range deletion, not one deletion per
+	// item: a trim's deletions would otherwise leave a tombstone per item
+	// in front of the set's first live key, and every later walk from the
+	// front (Min) would step over all of them.
+	deleteFrontWhile(drop func(T) bool)
 	Ascend(fn func(T) bool)
 	AscendGreaterOrEqual(pivot T, fn func(T) bool)
 	// AscendRange walks [lo, hi).
@@ -43,6 +51,16 @@ func (s memSet[T]) insertSorted(xs []T)    { insertSorted(s.t, xs) }
 func (s memSet[T]) Delete(key T)           { s.t.Delete(key) }
 func (s memSet[T]) Min() (T, bool)         { return s.t.Min() }
 func (s memSet[T]) DeleteMin()             { s.t.DeleteMin() }
+
+func (s memSet[T]) deleteFrontWhile(drop func(T) bool) {
+	for {
+		x, ok := s.t.Min()
+		if !ok || !drop(x) {
+			return
+		}
+		s.t.DeleteMin()
+	}
+}
 func (s memSet[T]) Ascend(fn func(T) bool) { s.t.Ascend(fn) }
 func (s memSet[T]) AscendGreaterOrEqual(p T, fn func(T) bool) {
 	s.t.AscendGreaterOrEqual(p, fn)

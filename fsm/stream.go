@@ -203,14 +203,13 @@ func (m *Machine) trim(index uint64, c *fsmpb.Trim) *fsmpb.Result {
 	}
 	s.info.Trim = c.Offset
 	s.info.Version = index
-	for {
-		e, ok := s.evidence.Min()
-		if !ok || e.rng.End > s.info.Trim {
-			break
+	s.evidence.deleteFrontWhile(func(e evidence) bool {
+		if e.rng.End > s.info.Trim {
+			return false
 		}
-		s.evidence.DeleteMin()
 		m.dropReference(e.target.ref)
-	}
+		return true
+	})
 	for v := range s.views {
 		for _, g := range s.views[v].gens {
 			m.dropRecordsBelow(g, s.info.Trim)
