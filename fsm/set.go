@@ -45,12 +45,12 @@ func newMemSet[T any](less btree.LessFunc[T]) memSet[T] {
 	return memSet[T]{t: btree.NewG(treeDegree, less)}
 }
 
-func (s memSet[T]) Get(key T) (T, bool)    { return s.t.Get(key) }
-func (s memSet[T]) ReplaceOrInsert(x T)    { s.t.ReplaceOrInsert(x) }
-func (s memSet[T]) insertSorted(xs []T)    { insertSorted(s.t, xs) }
-func (s memSet[T]) Delete(key T)           { s.t.Delete(key) }
-func (s memSet[T]) Min() (T, bool)         { return s.t.Min() }
-func (s memSet[T]) DeleteMin()             { s.t.DeleteMin() }
+func (s memSet[T]) Get(key T) (T, bool) { return s.t.Get(key) }
+func (s memSet[T]) ReplaceOrInsert(x T) { s.t.ReplaceOrInsert(x) }
+func (s memSet[T]) insertSorted(xs []T) { insertSorted(s.t, xs) }
+func (s memSet[T]) Delete(key T)        { s.t.Delete(key) }
+func (s memSet[T]) Min() (T, bool)      { return s.t.Min() }
+func (s memSet[T]) DeleteMin()          { s.t.DeleteMin() }
 
 func (s memSet[T]) deleteFrontWhile(drop func(T) bool) {
 	for {
