@@ -33,6 +33,18 @@ const DefaultCacheBytes = 64 << 20
 // applies does not flush every few milliseconds.
 const memTableBytes = 32 << 20
 
+// memTables is how many memtables may exist at once: the one being
+// written and one being flushed (Pebble's MemTableStopWritesThreshold;
+// writes wait for the flush beyond it).
+const memTables = 2
+
+// Pebble charges every memtable's bytes to the block cache it is given
+// (Cache.Reserve), so a cache of CacheBytes alone would be taken whole by
+// two 32 MiB memtables and hold no block: every read would go to the
+// files. The cache is made that much larger, so that CacheBytes is what
+// blocks get, as --state-cache promises.
+const memTableReserve = memTables * memTableBytes
+
 // activeFile names the live database directory.
 const activeFile = "ACTIVE"
 
@@ -92,14 +104,15 @@ func openDB(dir, name string, cfg Config) (*Store, error) {
 	if size <= 0 {
 		size = DefaultCacheBytes
 	}
-	cache := pebble.NewCache(size)
+	cache := pebble.NewCache(size + memTableReserve)
 	defer cache.Unref()
 	opts := &pebble.Options{
-		Cache:                 cache,
-		MemTableSize:          memTableBytes,
-		L0StopWritesThreshold: 1000,
-		Logger:                pebbleLogger{cfg.logger()},
-		FormatMajorVersion:    pebble.FormatNewest,
+		Cache:                       cache,
+		MemTableSize:                memTableBytes,
+		MemTableStopWritesThreshold: memTables,
+		L0StopWritesThreshold:       1000,
+		Logger:                      pebbleLogger{cfg.logger()},
+		FormatMajorVersion:          pebble.FormatNewest,
 	}
 	opts.CompactionConcurrencyRange = func() (int, int) { return 1, 2 }
 	db, err := openPebble(filepath.Join(dir, name), opts)
