@@ -45,13 +45,16 @@ func freeBytes(dir string) (int64, error) {
 }
 
 // nodeDisk measures node i's data dir: all of it, its raft snapshots, its
-// raft log (the rest of raft/), and the state store's own figure from
-// metrics (metad_state_disk_bytes), 0 when the server does not report it.
+// state store (raft/state, allocated bytes as du counts them; servers
+// before the state store have none), its raft log (the rest of raft/),
+// and the state store's own figure from metrics (metad_state_disk_bytes),
+// 0 when the server does not report it.
 func (c *cluster) nodeDisk(i int) NodeDisk {
 	nd := c.nodes[i]
 	raft := filepath.Join(nd.dataDir, "raft")
-	d := NodeDisk{Node: nd.id, DataDirBytes: dirBytes(nd.dataDir), SnapshotBytes: dirBytes(filepath.Join(raft, "snapshots"))}
-	d.RaftLogBytes = dirBytes(raft) - d.SnapshotBytes
+	d := NodeDisk{Node: nd.id, DataDirBytes: dirBytes(nd.dataDir), SnapshotBytes: dirBytes(filepath.Join(raft, "snapshots")),
+		StateDirBytes: dirBytes(filepath.Join(raft, "state"))}
+	d.RaftLogBytes = dirBytes(raft) - d.SnapshotBytes - d.StateDirBytes
 	if m, err := c.metrics(i); err == nil {
 		d.StateBytes = int64(m[stateDiskBytes])
 	}

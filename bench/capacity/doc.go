@@ -106,28 +106,35 @@
 //
 // # Disk
 //
-// Before it builds anything the tool prints the disk the largest size
-// needs, all three servers together, and stops if the --work directory's
-// filesystem has less free (--disk-check=false runs anyway); before each
-// fill it checks again, counting what the data dirs already hold. Per
-// node the estimate (plan.go, diskEstimate) is, per index record:
+// Once it has the servers' binary, before it starts them, the tool prints
+// the disk the largest size needs, all three servers together, and stops
+// if the --work directory's filesystem has less free (--disk-check=false
+// runs anyway); before each fill it checks again, counting what the data
+// dirs already hold. The estimate (plan.go, diskEstimate) is, per index
+// record:
 //
-//   - 64 B of state store (a disk-backed state machine; spare for today's
-//     servers, whose state has no files of its own);
-//   - 160 B of raft log (a PublishGeneration part of 4096 records encodes
-//     to 155 B a record), for every record until the log holds more than
-//     --raft-trailing-logs full entries (42M records) plus what the fill
-//     writes between two raft snapshots (taken as 32M records), and no
-//     more after that;
-//   - 3 × 180 B of raft snapshots: a snapshot is 171-179 B a record
-//     (measured at 100k and 10M records), raft keeps two and writes the
-//     next before it reaps the oldest;
+//   - on every node, 160 B of raft log (a PublishGeneration part of 4096
+//     records encodes to 155 B a record), for every record until the log
+//     holds more than --raft-trailing-logs full entries (42M records) plus
+//     what the fill writes between two raft snapshots (taken as 32M
+//     records), and no more after that;
+//   - for servers with a state store (their `server --help` lists
+//     --state-cache), 64 B of state store on every node (54 B by its
+//     metrics at 10M, 57 B as du counts its files), whose raft snapshots
+//     are 16-byte points, plus 180 B on the wiped follower, which keeps
+//     the whole state it received from the leader in snapshots/ until two
+//     later snapshots reap it;
+//   - for earlier servers, 3 × 180 B of raft snapshots on every node: a
+//     snapshot is a whole copy of the state, 171-179 B a record (measured
+//     at 100k and 10M records), raft keeps two and writes the next before
+//     it reaps the oldest;
 //
-// plus 128 MiB of preallocated raft-wal segments. That is about 23 GB
-// for 10M records and 217 GB for 100M, snapshots two thirds of it. It is
-// meant to be conservative; the disk figures of each size say how close
-// it is, and a disk-backed state machine whose snapshots are not full
-// copies will need much less.
+// plus 128 MiB of preallocated raft-wal segments per node. For 100M
+// records that is about 73 GB with a state store and 198 GB before it.
+// It is meant to be conservative; the disk figures of each size say how
+// close it is. Each node's data dir is reported split into raft log,
+// raft snapshots and state store (raft/state, as du counts it, and live
+// bytes by metad_state_disk_bytes).
 //
 // # Reading the figures
 //

@@ -162,24 +162,25 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	b := &bench{o: o, out: stderr}
 	b.say("work directory %s", o.work)
+	bin, err := b.binary()
+	if err != nil {
+		return err
+	}
 	largest := o.sizes[len(o.sizes)-1]
-	estimate := diskEstimate(largest, clusterSize, trailingLogs(o.serverFlags))
+	model := diskModelOf(bin)
+	estimate := diskEstimate(model, largest, clusterSize, trailingLogs(o.serverFlags))
 	free, err := freeBytes(o.work)
 	if err != nil {
 		return err
 	}
-	b.say("disk: %s records need an estimated %s for %d servers (doc.go, Disk); %s free in %s",
-		count(int64(largest)), bytesIEC(estimate), clusterSize, bytesIEC(free), o.work)
+	b.say("disk: %s records need an estimated %s for %d servers whose %s (doc.go, Disk); %s free in %s",
+		count(int64(largest)), bytesIEC(estimate), clusterSize, model, bytesIEC(free), o.work)
 	if o.diskCheck {
 		if err := checkDisk(free, estimate, 0, largest); err != nil {
 			return err
 		}
 	}
 	b.estimate = estimate
-	bin, err := b.binary()
-	if err != nil {
-		return err
-	}
 	serverFlags := []string{"--raft-snapshot-threshold", strconv.FormatUint(o.snapshotThreshold, 10)}
 	if o.snapshotInterval > 0 {
 		serverFlags = append(serverFlags, "--raft-snapshot-interval", o.snapshotInterval.String())
@@ -365,7 +366,7 @@ func (b *bench) disk(ctx context.Context, sr *SizeResult) error {
 	for _, d := range sr.Disk {
 		state := "-"
 		if d.StateBytes > 0 {
-			state = bytesIEC(d.StateBytes)
+			state = fmt.Sprintf("%s, %s live by its metrics", bytesIEC(d.StateDirBytes), bytesIEC(d.StateBytes))
 		}
 		parts = append(parts, fmt.Sprintf("%s data dir %s (raft log %s, snapshots %s, state store %s)",
 			d.Node, bytesIEC(d.DataDirBytes), bytesIEC(d.RaftLogBytes), bytesIEC(d.SnapshotBytes), state))

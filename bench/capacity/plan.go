@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"os/exec"
 	"strconv"
 	"strings"
 
@@ -113,24 +115,27 @@ func trimPoint(end uint64, fraction float64) uint64 {
 	return uint64(math.Floor(fraction * float64(end)))
 }
 
-// The disk a run needs, per node, is modelled from three parts, each
-// bytes per index record times the records it holds. The figures are
-// measured, not guessed: see doc.go, "Disk".
+// The disk a run needs, per node, is modelled from its parts, each bytes
+// per index record times the records it holds. The figures are measured,
+// not guessed: see doc.go, "Disk".
 const (
-	// stateDiskBytesPerRecord is the state store's share: a disk-backed
-	// state machine's files. Today's binary holds its state in memory and
-	// writes none, so for it this part is spare.
+	// stateDiskBytesPerRecord is the state store's share (54 B a record
+	// by its metrics at 10M, 57 B as du counts its files).
 	stateDiskBytesPerRecord = 64
 	// raftLogBytesPerRecord is one record's share of a PublishGeneration
 	// entry in the raft log: 155 bytes of encoded request per record in
 	// parts of fsm.MaxRecordsPerCommand, plus framing.
 	raftLogBytesPerRecord = 160
-	// snapshotBytesPerRecord is a raft snapshot's size per record (179 B
-	// at 100k records, 171 B at 10M, measured), and snapshotCopies how
-	// many a node can hold at once: raft keeps two (SnapshotRetain) and
-	// writes a third before it reaps the oldest.
+	// snapshotBytesPerRecord is a whole snapshot's size per record (179 B
+	// at 100k records, 171 B at 10M, measured): what servers before the
+	// state store write at every raft snapshot, and what a node that
+	// installs a leader's snapshot receives and keeps in snapshots/ until
+	// two later snapshots reap it.
 	snapshotBytesPerRecord = 180
-	snapshotCopies         = 3
+	// snapshotCopies is how many whole snapshots a node before the state
+	// store can hold at once: raft keeps two (SnapshotRetain) and writes
+	// a third before it reaps the oldest.
+	snapshotCopies = 3
 	// compactionLagRecords is what the fill writes between two raft
 	// snapshots, which is what the log holds beyond its trailing entries:
 	// up to two 2-minute check intervals at 130k records/s.
@@ -142,15 +147,48 @@ const (
 	defaultTrailingLogs = 10240
 )
 
+// diskModel is what the servers' state costs on disk.
+type diskModel int
+
+const (
+	// stateStore: the state machine's state in its store on disk, raft
+	// snapshots points in it (metad from 0.2.0).
+	stateStore diskModel = iota
+	// wholeSnapshots: the state in memory, every raft snapshot a whole
+	// copy of it (metad before 0.2.0).
+	wholeSnapshots
+)
+
+func (m diskModel) String() string {
+	if m == stateStore {
+		return "state is in a state store"
+	}
+	return "raft snapshots are whole copies of the state"
+}
+
+// diskModelOf tells the two apart by the binary's flags: only servers
+// with a state store have --state-cache.
+func diskModelOf(bin string) diskModel {
+	out, _ := exec.Command(bin, "server", "--help").CombinedOutput()
+	if bytes.Contains(out, []byte("--state-cache")) {
+		return stateStore
+	}
+	return wholeSnapshots
+}
+
 // diskEstimate is the disk nodes servers need to hold records index
-// records: the state store, the raft log (every record until the log
-// holds more than trailingLogs full entries plus what the fill writes
-// between snapshots) and the snapshots.
-func diskEstimate(records, nodes int, trailingLogs uint64) int64 {
+// records: the raft log (every record until the log holds more than
+// trailingLogs full entries plus what the fill writes between snapshots)
+// and, by model, the state store on every node and one whole snapshot on
+// the wiped follower, or snapshotCopies whole snapshots on every node.
+func diskEstimate(model diskModel, records, nodes int, trailingLogs uint64) int64 {
 	r := int64(records)
 	logRecords := min(r, int64(trailingLogs)*fsm.MaxRecordsPerCommand+compactionLagRecords)
-	perNode := r*stateDiskBytesPerRecord + logRecords*raftLogBytesPerRecord + r*snapshotBytesPerRecord*snapshotCopies + fixedDiskBytes
-	return int64(nodes) * perNode
+	perNode := logRecords*raftLogBytesPerRecord + fixedDiskBytes
+	if model == wholeSnapshots {
+		return int64(nodes) * (perNode + r*snapshotBytesPerRecord*snapshotCopies)
+	}
+	return int64(nodes)*(perNode+r*stateDiskBytesPerRecord) + r*snapshotBytesPerRecord
 }
 
 // trailingLogs reads --raft-trailing-logs from the servers' extra flags

@@ -108,26 +108,37 @@ func TestParseFlagsNamesEachBadFlag(t *testing.T) {
 
 func TestDiskEstimate(t *testing.T) {
 	// 10M: the log holds every record (fewer than 10240 full entries).
-	perNode := int64(10_000_000)*(stateDiskBytesPerRecord+raftLogBytesPerRecord+snapshotCopies*snapshotBytesPerRecord) + fixedDiskBytes
-	if got := diskEstimate(10_000_000, 3, defaultTrailingLogs); got != 3*perNode {
-		t.Errorf("diskEstimate(10M) = %d, want %d", got, 3*perNode)
+	const r10M, r100M = int64(10_000_000), int64(100_000_000)
+	whole := r10M*(raftLogBytesPerRecord+snapshotCopies*snapshotBytesPerRecord) + fixedDiskBytes
+	if got := diskEstimate(wholeSnapshots, int(r10M), 3, defaultTrailingLogs); got != 3*whole {
+		t.Errorf("whole snapshots: diskEstimate(10M) = %d, want %d", got, 3*whole)
+	}
+	store := r10M*(raftLogBytesPerRecord+stateDiskBytesPerRecord) + fixedDiskBytes
+	if got, want := diskEstimate(stateStore, int(r10M), 3, defaultTrailingLogs), 3*store+r10M*snapshotBytesPerRecord; got != want {
+		t.Errorf("state store: diskEstimate(10M) = %d, want %d", got, want)
 	}
 	// 100M: the log holds 10240 full entries and what is written between
 	// two snapshots, not every record.
 	logRecords := int64(defaultTrailingLogs)*4096 + compactionLagRecords
-	perNode = int64(100_000_000)*(stateDiskBytesPerRecord+snapshotCopies*snapshotBytesPerRecord) + logRecords*raftLogBytesPerRecord + fixedDiskBytes
-	if got := diskEstimate(100_000_000, 3, defaultTrailingLogs); got != 3*perNode {
-		t.Errorf("diskEstimate(100M) = %d, want %d", got, 3*perNode)
+	whole = r100M*snapshotCopies*snapshotBytesPerRecord + logRecords*raftLogBytesPerRecord + fixedDiskBytes
+	if got := diskEstimate(wholeSnapshots, int(r100M), 3, defaultTrailingLogs); got != 3*whole {
+		t.Errorf("whole snapshots: diskEstimate(100M) = %d, want %d", got, 3*whole)
 	}
-	if diskEstimate(100_000_000, 3, 100) >= diskEstimate(100_000_000, 3, defaultTrailingLogs) {
-		t.Error("fewer trailing logs should need less disk")
+	store = r100M*stateDiskBytesPerRecord + logRecords*raftLogBytesPerRecord + fixedDiskBytes
+	if got, want := diskEstimate(stateStore, int(r100M), 3, defaultTrailingLogs), 3*store+r100M*snapshotBytesPerRecord; got != want {
+		t.Errorf("state store: diskEstimate(100M) = %d, want %d", got, want)
 	}
-	prev := int64(0)
-	for _, n := range []int{0, 10_000, 1_000_000, 50_000_000, 100_000_000} {
-		if e := diskEstimate(n, 3, defaultTrailingLogs); e <= prev {
-			t.Errorf("diskEstimate(%d) = %d, not above %d", n, e, prev)
-		} else {
-			prev = e
+	for _, m := range []diskModel{stateStore, wholeSnapshots} {
+		if diskEstimate(m, int(r100M), 3, 100) >= diskEstimate(m, int(r100M), 3, defaultTrailingLogs) {
+			t.Errorf("%s: fewer trailing logs should need less disk", m)
+		}
+		prev := int64(0)
+		for _, n := range []int{0, 10_000, 1_000_000, 50_000_000, 100_000_000} {
+			if e := diskEstimate(m, n, 3, defaultTrailingLogs); e <= prev {
+				t.Errorf("%s: diskEstimate(%d) = %d, not above %d", m, n, e, prev)
+			} else {
+				prev = e
+			}
 		}
 	}
 }

@@ -108,10 +108,13 @@ type SizeResult struct {
 type NodeDisk struct {
 	Node         string `json:"node"`
 	DataDirBytes int64  `json:"data_dir_bytes"`
-	// RaftLogBytes is raft/ without its snapshots: the log store and
-	// raft's stable store.
+	// RaftLogBytes is raft/ without its snapshots and state store: the
+	// log store and raft's stable store.
 	RaftLogBytes  int64 `json:"raft_log_bytes"`
 	SnapshotBytes int64 `json:"snapshot_bytes"`
+	// StateDirBytes is raft/state, the state store's files, as du counts
+	// them (Pebble's WAL preallocation included); 0 before the state store.
+	StateDirBytes int64 `json:"state_dir_bytes,omitempty"`
 	// StateBytes is what the node reports its state store holds on disk
 	// (metad_state_disk_bytes); 0 when it does not report it.
 	StateBytes int64 `json:"state_bytes,omitempty"`
