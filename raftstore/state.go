@@ -122,6 +122,12 @@ func (p *pointSnapshot) Persist(sink raft.SnapshotSink) error {
 	}
 	if err != nil {
 		_ = sink.Cancel()
+		if errors.Is(err, statestore.ErrClosed) {
+			// Restore swapped in a leader's state after Snapshot took this
+			// point: the point is of a state the node no longer holds, and
+			// the next snapshot points into the new one.
+			return fmt.Errorf("raftstore: persist point snapshot at %d: an installed snapshot replaced the state since it was taken: %w", p.through, err)
+		}
 		return fmt.Errorf("raftstore: persist point snapshot: %w", err)
 	}
 	return sink.Close()

@@ -192,9 +192,18 @@ func (s *Store) Commit() {
 	}
 }
 
+// ErrClosed is Sync's answer on a closed store: raft's snapshot goroutine
+// may sync a store that an installed snapshot has replaced and retired.
+var ErrClosed = errors.New("statestore: store is closed")
+
 // Sync makes every committed batch durable: it forces the WAL to disk.
-// Safe to call from any goroutine.
+// Safe to call from any goroutine, even racing Close: it holds a reference
+// while it syncs, and a closed store answers ErrClosed.
 func (s *Store) Sync() error {
+	if !s.acquire() {
+		return fmt.Errorf("sync %s: %w", s.Path(), ErrClosed)
+	}
+	defer s.releaseLogged()
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
 		return fmt.Errorf("statestore: sync %s: %w", s.Path(), err)
 	}
@@ -204,13 +213,29 @@ func (s *Store) Sync() error {
 // View returns a consistent point of the committed state. It stays
 // readable after the Store is closed, until it is closed itself.
 func (s *Store) View() kv.View {
+	if !s.acquire() {
+		kv.Fail("view", ErrClosed)
+	}
+	return &view{s: s, snap: s.db.NewSnapshot()}
+}
+
+// acquire takes a reference that keeps the database open, unless the store
+// is closed.
+func (s *Store) acquire() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		kv.Fail("view", errors.New("store is closed"))
+		return false
 	}
 	s.refs++
-	return &view{s: s, snap: s.db.NewSnapshot()}
+	return true
+}
+
+// releaseLogged is release for a caller with nobody to hand its error to.
+func (s *Store) releaseLogged() {
+	if err := s.release(); err != nil {
+		s.logger.Error("statestore: close", "err", err)
+	}
 }
 
 type view struct {
@@ -225,9 +250,7 @@ func (v *view) Iter(lower, upper []byte) kv.Iter { return newIter(v.snap, lower,
 func (v *view) Close() {
 	v.once.Do(func() {
 		_ = v.snap.Close()
-		if err := v.s.release(); err != nil {
-			v.s.logger.Error("statestore: close", "err", err)
-		}
+		v.s.releaseLogged()
 	})
 }
 
