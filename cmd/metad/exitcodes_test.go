@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -540,6 +542,52 @@ func TestRefusedAppendKeepsTheEpoch(t *testing.T) {
 	}
 	if code != 2 || !strings.Contains(out, "--count") {
 		t.Fatalf("append past the largest offset: exit %d\n%s", code, out)
+	}
+}
+
+// TestFailedPutKeepsTheEpoch: an append whose bytes the object store
+// refuses fails before the stream is opened for write: the writer epoch
+// does not move (it did: the open came first), and a later append works.
+func TestFailedPutKeepsTheEpoch(t *testing.T) {
+	s := startRealServer(t) // stream "s": one offset, epoch 1
+	id := fmt.Sprint(s.stream)
+	epoch := func() uint64 {
+		t.Helper()
+		out, code := s.run(t, "stream", "describe", id, "-o", "json")
+		var d struct {
+			Stream struct {
+				WriterEpoch uint64 `json:"writer_epoch"`
+			} `json:"stream"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &d) != nil {
+			t.Fatalf("describe: exit %d\n%s", code, out)
+		}
+		return d.Stream.WriterEpoch
+	}
+	before := epoch()
+	// The local store keeps a key's versions in a directory named by the
+	// key's SHA-256: a file in its place makes the next append's put fail.
+	key := fmt.Sprintf("streams/%d/%020d-%020d", s.stream, 1, 2)
+	sum := sha256.Sum256([]byte(key))
+	blocker := filepath.Join(s.objects, hex.EncodeToString(sum[:]))
+	if err := os.WriteFile(blocker, []byte("in the way"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := s.run(t, "append", id, "--data", "x", "--object-dir", s.objects)
+	if code == 0 {
+		t.Fatalf("append with the store refusing its put: exit 0\n%s", out)
+	}
+	if after := epoch(); after != before {
+		t.Errorf("an append whose put failed moved the writer epoch from %d to %d\n%s", before, after, out)
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := s.run(t, "append", id, "--data", "x", "--object-dir", s.objects); code != 0 {
+		t.Errorf("append once the store takes it: exit %d\n%s", code, out)
+	}
+	if after := epoch(); after != before+1 {
+		t.Errorf("after one successful append the epoch is %d, want %d", after, before+1)
 	}
 }
 
