@@ -51,6 +51,10 @@ func without(args []string, name string) []string {
 // the corrected command then starts (with an explicit --node-id that a
 // stored random id would contradict).
 func TestRefusedStartLeavesNoState(t *testing.T) {
+	// For the s3:// case: credentials of their own, so the SDK does not
+	// look for an instance role first.
+	t.Setenv("AWS_ACCESS_KEY_ID", "any")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "any")
 	shortSecret := filepath.Join(t.TempDir(), "short-secret")
 	if err := os.WriteFile(shortSecret, []byte("too short\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -99,6 +103,13 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 		// The default object store lives in the data dir: opened (and
 		// checked) before the refusal, it must not have been created.
 		{name: "default object store", defaultStore: true, bad: []string{"--backup-interval", "1m", "--backup-to", shortSecret}, wantCode: 2, wantMsg: "backup-to"},
+		// An object store the server cannot use is a bad setting, as
+		// --validate says (exit 2 naming the flag; it exited 1).
+		{name: "object dir is a file", defaultStore: true, bad: []string{"--object-dir", shortSecret}, wantCode: 2,
+			wantMsg: "--object-dir " + shortSecret + ": objectstore: " + shortSecret + " is not a directory"},
+		{name: "s3 endpoint unreachable", defaultStore: true, bad: []string{"--object-store", "s3://metad/objects",
+			"--s3-endpoint", "http://" + proc.FreePort(t), "--s3-path-style"}, wantCode: 2,
+			wantMsg: "--object-store s3://metad/objects: object store s3://metad at http://"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
