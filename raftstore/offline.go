@@ -584,6 +584,15 @@ func writeForgotten(w io.Writer, index uint64, stream io.Reader) error {
 }
 
 // raftConfiguration checks servers as raft would and converts them.
+// CheckServers reports what RestoreDir and RecoverDir refuse in a server
+// list (an id or address that does not parse, a duplicate, no voter),
+// matching ErrBadServers, without touching a data dir: a command checks
+// its arguments before it claims one.
+func CheckServers(servers []Server) error {
+	_, err := raftConfiguration(servers)
+	return err
+}
+
 func raftConfiguration(servers []Server) (raft.Configuration, error) {
 	var conf raft.Configuration
 	ids, addrs, voters := map[string]bool{}, map[string]bool{}, 0

@@ -410,6 +410,16 @@ func newConfiguration(rep *dataReport, peersFile string, specs []string) ([]raft
 			return nil, usageError{fmt.Errorf("%s is not in its own configuration; give its address with --server %s=RAFT_ADDR", rep.NodeID, rep.NodeID)}
 		}
 	}
+	if err := raftstore.CheckServers(servers); err != nil {
+		from := "--server"
+		switch {
+		case peersFile != "":
+			from = "--peers-file " + peersFile
+		case len(specs) == 0:
+			from = "its address in " + rep.DataDir + " (give one with --server " + rep.NodeID + "=RAFT_ADDR)"
+		}
+		return nil, usageError{fmt.Errorf("%s: %w", from, err)}
+	}
 	for _, s := range servers {
 		if s.ID == rep.NodeID && s.Suffrage == raftstore.Voter {
 			return servers, nil

@@ -227,7 +227,8 @@ func TestNormalStartLogsNoErrorAndTheRealSettings(t *testing.T) {
 }
 
 // TestRefusedRestoreLeavesNoState: a `snapshot restore` refused for its
-// file (missing, or corrupt) writes nothing to the data dir — no LOCK, no
+// file (missing, or corrupt) or its servers (an id or address that does
+// not parse, one id twice) writes nothing to the data dir — no LOCK, no
 // node id — so the corrected command, with the --node-id the operator
 // meant, restores into the same dir (it was refused: "node-id r1 differs
 // from node-… stored in …").
@@ -259,7 +260,31 @@ func TestRefusedRestoreLeavesNoState(t *testing.T) {
 			t.Fatalf("the refused restore of %s left %s behind: %v", file, dataDir, entries)
 		}
 	}
+	// A new cluster the arguments cannot make is bad usage, refused before
+	// the data dir is claimed (the LOCK and node id were written, and the
+	// exit was 1).
+	for _, bad := range []struct{ args []string }{
+		{[]string{"--node-id", "bad id", "--raft-addr", "127.0.0.1:1"}},
+		{[]string{"--node-id", "r1", "--raft-addr", "nonsense"}},
+		{[]string{"--node-id", "r1", "--raft-addr", "127.0.0.1:1", "--server", "r2=nonsense"}},
+		{[]string{"--node-id", "r1", "--raft-addr", "127.0.0.1:1", "--server", "r1=127.0.0.1:2"}},
+	} {
+		args := append([]string{"snapshot", "restore", good, "--data-dir", dataDir}, bad.args...)
+		out, code := s.run(t, args...)
+		if code != exitUsage || !strings.Contains(out, "--raft-addr") || !strings.Contains(out, "invalid server list") {
+			t.Errorf("metad %s: exit %d, want %d naming the flags\n%s", strings.Join(args, " "), code, exitUsage, out)
+		}
+		if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+			entries, _ := os.ReadDir(dataDir)
+			t.Fatalf("metad %s left %s behind: %v", strings.Join(args, " "), dataDir, entries)
+		}
+	}
 	if out, code := s.run(t, "snapshot", "restore", good, "--data-dir", dataDir, "--node-id", "r1", "--raft-addr", "127.0.0.1:1"); code != 0 {
 		t.Fatalf("the corrected restore: exit %d\n%s", code, out)
+	}
+	// data recover checks its --server list before it touches the data dir.
+	out, code := s.run(t, "data", "recover", "--data-dir", dataDir, "--server", "r1=nonsense", "--yes")
+	if code != exitUsage || !strings.Contains(out, "--server: raftstore: invalid server list") {
+		t.Errorf("data recover --server r1=nonsense: exit %d, want %d naming --server\n%s", code, exitUsage, out)
 	}
 }
