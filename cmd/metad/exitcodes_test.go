@@ -636,7 +636,8 @@ func TestClientUsesTheClustersObjectStore(t *testing.T) {
 // TestDataSnapshotRefusesAnIndexItDoesNotHold: `data snapshot --index N`
 // beyond the data dir's last index is bad usage naming --index and the
 // highest index there is, and writes no file (it wrote the state at the
-// last index, silently); at the last index it writes it.
+// last index, silently); at the last index it writes it, and it does not
+// overwrite the file without --force.
 func TestDataSnapshotRefusesAnIndexItDoesNotHold(t *testing.T) {
 	s := startRealServer(t)
 	s.c.Stop(0)
@@ -664,6 +665,21 @@ func TestDataSnapshotRefusesAnIndexItDoesNotHold(t *testing.T) {
 	}
 	if out, code := s.run(t, "data", "snapshot", file, "--data-dir", dir, "--index", fmt.Sprint(last)); code != 0 {
 		t.Errorf("--index %d (the last): exit %d\n%s", last, code, out)
+	}
+	// An existing file is refused, untouched, as snapshot save refuses it
+	// (it was replaced without a word); --force replaces it.
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, code := s.run(t, "data", "snapshot", file, "--data-dir", dir, "--index", fmt.Sprint(last)); code != exitUsage || !strings.Contains(out, "--force") {
+		t.Errorf("data snapshot over an existing file: exit %d, want %d naming --force\n%s", code, exitUsage, out)
+	}
+	if again, err := os.ReadFile(file); err != nil || !bytes.Equal(again, b) {
+		t.Errorf("a refused data snapshot changed %s (%v)", file, err)
+	}
+	if out, code := s.run(t, "data", "snapshot", file, "--data-dir", dir, "--force"); code != 0 {
+		t.Errorf("data snapshot --force: exit %d\n%s", code, out)
 	}
 }
 
