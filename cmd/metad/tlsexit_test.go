@@ -171,3 +171,54 @@ func (s *tlsServer) handshake(t *testing.T, cert string) string {
 	}
 	return conn.LocalAddr().String()
 }
+
+// TestExpiredServerCertificateIsNotRetryable: a server that serves an
+// expired certificate fails every client's handshake the same way until
+// it is renewed: exit 1 (not 4, "try again"), saying so and naming the
+// server's --tls-cert-file.
+func TestExpiredServerCertificateIsNotRetryable(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := tlsconfig.CreateCA("test CA", 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, spec := range map[string]tlsconfig.LeafSpec{
+		"n1": {Name: "n1", Role: "peer", Server: true, IPs: []net.IP{net.IPv4(127, 0, 0, 1)},
+			NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)},
+		"op": {Name: "op", Role: "operator"},
+	} {
+		kp, err := tlsconfig.CreateCert(ca, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTemp(dir, name+".pem", string(kp.CertPEM))
+		writeTemp(dir, name+"-key.pem", string(kp.KeyPEM))
+	}
+	writeTemp(dir, "ca.pem", string(ca.CertPEM))
+	c := proc.New(t, 1, "--tls-cert-file", filepath.Join(dir, "n1.pem"), "--tls-key-file", filepath.Join(dir, "n1-key.pem"),
+		"--tls-ca-file", filepath.Join(dir, "ca.pem"))
+	c.StartAll()
+	c.WaitFor("the server to listen", 60*time.Second, func() bool {
+		conn, err := net.DialTimeout("tcp", c.Nodes[0].GRPC, time.Second)
+		if err == nil {
+			_ = conn.Close()
+		}
+		return err == nil
+	})
+	s := &tlsServer{realServer: &realServer{c: c, bin: proc.Binary(t), addr: c.Nodes[0].GRPC}, dir: dir}
+	for _, args := range [][]string{
+		s.tlsArgs("ca.pem", "op", "status"),
+		s.tlsArgs("ca.pem", "op", "stream", "list"),
+		s.tlsArgs("ca.pem", "op", "endpoint", "health"),
+	} {
+		out, code := s.run(t, append(args, "--addr", s.addr)...)
+		if code != exitFailure {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, exitFailure, out)
+		}
+		for _, w := range []string{"TLS handshake with " + s.addr + " failed", "the server's certificate has expired", "--tls-cert-file"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: output does not say %q:\n%s", args, w, out)
+			}
+		}
+	}
+}
