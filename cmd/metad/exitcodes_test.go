@@ -255,6 +255,7 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"tls", "gossip-key", "bogus"}, 2},
 		{[]string{"tls", "gossip-key", "create"}, 0},
 		{[]string{"tls", "gossip-key", "create", "extra"}, 2},
+		{[]string{"tls", "ca", "create", "--out-dir", nodir}, 2}, // a directory that does not exist (exit 1 before)
 		{[]string{"tls", "ca", "create", "--out-dir", tmp}, 0},
 		{[]string{"tls", "ca", "create", "--out-dir", tmp}, 2}, // never overwrites
 		// A TLS client of a server without TLS: no retry can help (exit 1).
