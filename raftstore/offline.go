@@ -583,7 +583,6 @@ func writeForgotten(w io.Writer, index uint64, stream io.Reader) error {
 	return snap.write(w)
 }
 
-// raftConfiguration checks servers as raft would and converts them.
 // CheckServers reports what RestoreDir and RecoverDir refuse in a server
 // list (an id or address that does not parse, a duplicate, no voter),
 // matching ErrBadServers, without touching a data dir: a command checks
@@ -593,6 +592,7 @@ func CheckServers(servers []Server) error {
 	return err
 }
 
+// raftConfiguration checks servers as raft would and converts them.
 func raftConfiguration(servers []Server) (raft.Configuration, error) {
 	var conf raft.Configuration
 	ids, addrs, voters := map[string]bool{}, map[string]bool{}, 0
