@@ -76,6 +76,15 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 	writeTemp(tlsDir, "ca.pem", string(ca.CertPEM))
 	mismatchedTLS := []string{"--tls-cert-file", filepath.Join(tlsDir, "n1.pem"), "--tls-key-file", filepath.Join(tlsDir, "n2-key.pem"),
 		"--tls-ca-file", filepath.Join(tlsDir, "ca.pem")}
+	expired, err := tlsconfig.CreateCert(ca, tlsconfig.LeafSpec{Name: "old", Role: "peer", Server: true, IPs: []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTemp(tlsDir, "old.pem", string(expired.CertPEM))
+	writeTemp(tlsDir, "old-key.pem", string(expired.KeyPEM))
+	expiredTLS := []string{"--tls-cert-file", filepath.Join(tlsDir, "old.pem"), "--tls-key-file", filepath.Join(tlsDir, "old-key.pem"),
+		"--tls-ca-file", filepath.Join(tlsDir, "ca.pem")}
 	cases := []struct {
 		name     string
 		bad      []string // extra flags of the refused start
@@ -96,6 +105,8 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 		{name: "peer secret short", bad: []string{"--peer-secret-file", shortSecret}, wantCode: 2, wantMsg: "at least 16 characters"},
 		{name: "tokens file missing", bad: []string{"--auth-tokens-file", "/nonexistent/tokens"}, wantCode: 2, wantMsg: "auth-tokens-file"},
 		{name: "tls key of another certificate", bad: mismatchedTLS, wantCode: 2, wantMsg: "tls-cert-file/tls-key-file: tls: private key does not match public key"},
+		// Every client and peer would refuse it (it started, and served no one).
+		{name: "tls certificate expired", bad: expiredTLS, wantCode: 2, wantMsg: "--tls-cert-file " + filepath.Join(tlsDir, "old.pem") + ": the certificate is valid from"},
 		{name: "grpc port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].GRPC }, wantCode: 1, wantMsg: "grpc-addr"},
 		{name: "http port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].HTTP }, wantCode: 1, wantMsg: "http-addr"},
 		{name: "raft port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].Raft }, wantCode: 1, wantMsg: "raft-addr"},
