@@ -84,7 +84,7 @@ func (c Config) Validate() error {
 	check(c.MaxMessageBytes >= 64<<10 && c.MaxMessageBytes <= 256<<20, "MaxMessageBytes %d outside [64KiB, 256MiB]", c.MaxMessageBytes)
 	check(c.MaxListLimit >= 1 && c.MaxListLimit <= 100000, "MaxListLimit %d outside [1, 100000]", c.MaxListLimit)
 	check(c.MaxObjectStreams >= 1 && c.MaxObjectStreams <= fsm.MaxAppendsPerObject, "MaxObjectStreams %d outside [1, %d]", c.MaxObjectStreams, fsm.MaxAppendsPerObject)
-	check(c.MaxCommandBytes >= 64<<10 && c.MaxCommandBytes <= c.MaxMessageBytes, "MaxCommandBytes %d outside [64KiB, MaxMessageBytes]", c.MaxCommandBytes)
+	check(c.MaxCommandBytes >= 64<<10 && c.MaxCommandBytes <= c.MaxMessageBytes, "MaxCommandBytes %d outside [64KiB, %d] (a command fits in the largest gRPC message)", c.MaxCommandBytes, c.MaxMessageBytes)
 	check(c.HealthInterval >= 10*time.Millisecond && c.HealthInterval <= time.Minute, "HealthInterval %s outside [10ms, 1m]", c.HealthInterval)
 	check(c.CaughtUpSlack <= 1<<30, "CaughtUpSlack %d above 2^30", c.CaughtUpSlack)
 	if err := c.Config.Validate(); err != nil {

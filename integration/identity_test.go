@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -273,8 +275,9 @@ func TestGossipKeyRotation(t *testing.T) {
 // the other's calls (the leader's probe, the newcomer's question for
 // tombstones) and logs it at WARN naming the caller's node id and address;
 // each logs the refusal it gets at ERROR naming the other node and the
-// flag. (Before, the leader only said the newcomer "has not answered for
-// its cluster id yet" and the newcomer said nothing.)
+// flag, and the newcomer's /readyz says it too. (Before, the leader only
+// said the newcomer "has not answered for its cluster id yet" and the
+// newcomer said nothing.)
 func TestWrongPeerSecretIsNamedOnBothSides(t *testing.T) {
 	c := proc.New(t, 1)
 	formedCluster(t, c)
@@ -319,5 +322,17 @@ func TestWrongPeerSecretIsNamedOnBothSides(t *testing.T) {
 	}
 	if slices.Contains(voterIDs(t, c, 0), c.Nodes[n2].ID) {
 		t.Errorf("a node of another peer secret became a voter")
+	}
+	// Its /readyz says why it is not ready (it said only that it was not
+	// a member yet, as a node waiting to be added says).
+	resp, err := http.Get("http://" + c.Nodes[n2].HTTP + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), c.Nodes[0].ID+" refuse(s) this node's peer secret") ||
+		!strings.Contains(string(body), "--peer-secret-file") {
+		t.Errorf("/readyz of the node with another secret: %d %q, want 503 naming %s and --peer-secret-file", resp.StatusCode, body, c.Nodes[0].ID)
 	}
 }

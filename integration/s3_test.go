@@ -274,7 +274,7 @@ func gcDeletesExactlyItsVersion(t *testing.T, b *broker, w *weedtest.Server) {
 
 // TestS3ServerRefusesUnusableStore: an unversioned bucket, a missing
 // bucket, a wrong endpoint and bad credentials each stop `metad server` at
-// start, with a non-zero exit and one line naming the bucket, and before
+// start, with exit 2 (a bad setting) and one line naming the bucket, before
 // anything is written to the data dir (the retry with a --node-id was
 // refused: "node-id n1 differs from node-… stored in …").
 func TestS3ServerRefusesUnusableStore(t *testing.T) {
@@ -285,7 +285,7 @@ func TestS3ServerRefusesUnusableStore(t *testing.T) {
 	cases := []struct {
 		name, bucket, endpoint, key, want string
 	}{
-		{"unversioned", "plain", w.Endpoint, weedtest.AccessKey, "metad: object store s3://plain at " + w.Endpoint + ": bucket versioning was never enabled"},
+		{"unversioned", "plain", w.Endpoint, weedtest.AccessKey, "metad: invalid setting: --object-store s3://plain: object store s3://plain at " + w.Endpoint + ": bucket versioning was never enabled"},
 		{"missing bucket", "absent", w.Endpoint, weedtest.AccessKey, "s3://absent"},
 		{"wrong endpoint", "versioned", "http://" + proc.FreePort(t), weedtest.AccessKey, "bucket not usable: endpoint unreachable"},
 		{"bad credentials", "versioned", w.Endpoint, "nobody", "bucket not usable: credentials refused"},
@@ -306,8 +306,10 @@ func TestS3ServerRefusesUnusableStore(t *testing.T) {
 			ok := errors.As(err, &exit)
 			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 			last := lines[len(lines)-1]
-			if !ok || exit.ExitCode() == 0 || ctx.Err() != nil {
-				t.Fatalf("server: %v (want a non-zero exit at start)\n%s", err, stderr.String())
+			// A store the server cannot use is a bad setting (exit 2), as
+			// server --validate says of it.
+			if !ok || exit.ExitCode() != 2 || ctx.Err() != nil {
+				t.Fatalf("server: %v (want exit 2 at start)\n%s", err, stderr.String())
 			}
 			t.Logf("exit %d: %s", exit.ExitCode(), last)
 			if !strings.Contains(last, tc.want) || !strings.Contains(last, "s3://"+tc.bucket) {

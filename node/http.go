@@ -84,7 +84,11 @@ func (n *Server) readiness() (bool, string) {
 		return api.OpeningVerdict()
 	}
 	if !n.api.Serving() {
-		return false, n.api.NotReadyReason()
+		reason := n.api.NotReadyReason()
+		if refused := n.peerRefusals.describe(); refused != "" {
+			reason += "; " + refused
+		}
+		return false, reason
 	}
 	return true, ""
 }

@@ -569,7 +569,7 @@ func (n *Server) checkWithoutWriting(cfg *Config) (err error) {
 		return fmt.Errorf("%w: %w", ErrBadSetting, err)
 	}
 	if n.objects, err = openObjects(cfg.Objects); err != nil {
-		return err
+		return fmt.Errorf("%w: %s: %w", ErrBadSetting, objectStoreSetting(*cfg), err)
 	}
 	if n.backups, err = openBackups(cfg.Backup); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadSetting, err)
@@ -620,6 +620,16 @@ func reportedStore(cfg objectstore.Config) objectstore.Config {
 		}
 	}
 	return out
+}
+
+// objectStoreSetting names the setting an object store error is about, as
+// the operator gave it: --object-dir DIR (the default, <data-dir>/objects,
+// is one too) or --object-store URL.
+func objectStoreSetting(cfg Config) string {
+	if cfg.ObjectDir != "" {
+		return "object-dir " + cfg.ObjectDir
+	}
+	return "object-store " + cfg.Objects.URL
 }
 
 // openObjects opens the object store, checking an s3:// bucket is

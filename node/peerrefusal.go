@@ -2,6 +2,8 @@ package node
 
 import (
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/metad/metad/api"
@@ -38,4 +40,21 @@ func (p *peerRefusals) observe(log *slog.Logger, id, addr string, err error) {
 		log.Error("peer secret mismatch: "+id+" refuses this node's peer secret; give every node the same --peer-secret-file",
 			"server", id, "grpc", addr, "err", err)
 	}
+}
+
+// describe says which nodes refuse this node's peer secret now, for a
+// not-ready verdict ("" when none): a node that cannot be added because
+// of it says so on /readyz, not only in its log.
+func (p *peerRefusals) describe() string {
+	p.mu.Lock()
+	ids := make([]string, 0, len(p.refused))
+	for id := range p.refused {
+		ids = append(ids, id)
+	}
+	p.mu.Unlock()
+	if len(ids) == 0 {
+		return ""
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, ", ") + " refuse(s) this node's peer secret: give every node the same --peer-secret-file"
 }

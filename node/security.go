@@ -145,6 +145,12 @@ func newSecurity(cfg Security, multiNode bool, log *slog.Logger) (*security, err
 			return nil, fmt.Errorf("tls-cert-file %s: a server's certificate must carry role peer (metad tls cert create --role server), it has %s",
 				cfg.TLS.CertFile, role)
 		}
+		// Outside its validity every client and peer refuses the
+		// certificate: a server started with it could serve no one.
+		if leaf, now := r.Leaf(), serverClock.Now(); now.Before(leaf.NotBefore) || now.After(leaf.NotAfter) {
+			return nil, fmt.Errorf("tls-cert-file %s: the certificate is valid from %s to %s, not now (%s): every client and peer would refuse it; renew it (metad tls cert create --role server)",
+				cfg.TLS.CertFile, leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+		}
 		s.tls = r
 		s.settings.TLS = true
 	}

@@ -34,7 +34,7 @@ func Validate(cfg Config, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), objectStoreCheckTimeout)
 	defer cancel()
 	if err := objectstore.CheckConfig(ctx, cfg.Objects); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("%s: %w", objectStoreSetting(cfg), err))
 	}
 	if err := dataDirFree(cfg.DataDir); err != nil {
 		errs = append(errs, err)

@@ -163,25 +163,26 @@ const (
 )
 
 // checkLocalDir: dir, or the nearest existing directory above it, is a
-// directory this process may write in.
+// directory this process may write in. Its errors name the directory, as
+// NewLocal's do; the caller names the setting.
 func checkLocalDir(dir string) error {
 	at := filepath.Clean(dir)
 	for {
 		st, err := os.Stat(at)
 		switch {
 		case err == nil && !st.IsDir():
-			return fmt.Errorf("object-store file://%s: %s is not a directory", dir, at)
+			return fmt.Errorf("objectstore: %s is not a directory", at)
 		case err == nil:
 			if err := syscall.Access(at, accessWrite|accessSearch); err != nil {
-				return fmt.Errorf("object-store file://%s: %s is not writable: %w", dir, at, err)
+				return fmt.Errorf("objectstore: %s is not writable: %w", at, err)
 			}
 			return nil
 		case !errors.Is(err, os.ErrNotExist):
-			return fmt.Errorf("object-store file://%s: %w", dir, err)
+			return fmt.Errorf("objectstore: %w", err)
 		}
 		parent := filepath.Dir(at)
 		if parent == at {
-			return fmt.Errorf("object-store file://%s: no directory of the path exists", dir)
+			return fmt.Errorf("objectstore: no directory of %s exists", dir)
 		}
 		at = parent
 	}

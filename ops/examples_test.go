@@ -195,8 +195,9 @@ func freeBase(t *testing.T) int {
 
 // TestDockerfileExample: the image's data dir belongs to the nonroot user
 // the server runs as (a volume Docker creates for a missing directory is
-// root's, and the server could write nothing), and the docker run example
-// publishes gossip's UDP port as well as its TCP one.
+// root's, and the server could write nothing), the docker run example
+// publishes gossip's UDP port as well as its TCP one, and its steps write
+// the TLS files the image reads, the key owned by that user.
 func TestDockerfileExample(t *testing.T) {
 	b, err := os.ReadFile(examplePath("Dockerfile"))
 	if err != nil {
@@ -213,6 +214,22 @@ func TestDockerfileExample(t *testing.T) {
 	}
 	if !strings.Contains(df, "-p 7422:7422/udp") {
 		t.Error("the docker run example does not publish gossip's UDP port 7422")
+	}
+	// The key the server is started with must be the nonroot user's:
+	// metad tls writes it 0600 for whoever ran it (the container could not
+	// read it, and refused to start).
+	key := regexp.MustCompile(`"--tls-key-file", "/etc/metad/tls/([^"]+)"`).FindStringSubmatch(df)
+	if key == nil {
+		t.Fatal("the image's command names no --tls-key-file under /etc/metad/tls: revisit this test")
+	}
+	if want := "install -o 65532 -g 65532 -m 0600 pki/" + key[1] + " tls/" + key[1]; !strings.Contains(df, want) {
+		t.Errorf("the docker run example never gives %s to the nonroot user 65532 (want %q)", key[1], want)
+	}
+	// Every file the command names is one the example's steps put in tls/.
+	for _, m := range regexp.MustCompile(`"/etc/metad/tls/([^"]+)"`).FindAllStringSubmatch(df, -1) {
+		if !strings.Contains(df, " tls/"+m[1]) {
+			t.Errorf("the image reads /etc/metad/tls/%s, which the example's steps never write to tls/", m[1])
+		}
 	}
 }
 

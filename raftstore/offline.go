@@ -583,6 +583,15 @@ func writeForgotten(w io.Writer, index uint64, stream io.Reader) error {
 	return snap.write(w)
 }
 
+// CheckServers reports what RestoreDir and RecoverDir refuse in a server
+// list (an id or address that does not parse, a duplicate, no voter),
+// matching ErrBadServers, without touching a data dir: a command checks
+// its arguments before it claims one.
+func CheckServers(servers []Server) error {
+	_, err := raftConfiguration(servers)
+	return err
+}
+
 // raftConfiguration checks servers as raft would and converts them.
 func raftConfiguration(servers []Server) (raft.Configuration, error) {
 	var conf raft.Configuration

@@ -49,7 +49,7 @@ func (o *clientOpts) validate() error {
 	if o.timeout <= 0 {
 		return usageError{fmt.Errorf("--timeout %v: want a positive duration", o.timeout)}
 	}
-	return nil
+	return o.auth.Check()
 }
 
 // run dials the cluster and runs fn under the command's deadline.

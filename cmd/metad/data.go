@@ -79,11 +79,17 @@ for write first, which bumps the writer epoch and fences earlier writers.`,
 	return cmd
 }
 
-// appendBytes is the whole write path of a broker in one place.
+// appendBytes is the whole write path of a broker in one place. Everything
+// that can fail for this command alone (the offsets, the object store, the
+// registration) comes before the stream is opened for write: the open
+// bumps the writer epoch and fences the stream's writer, which an append
+// that then fails must not do for nothing.
 func appendBytes(ctx context.Context, c *client.Client, store objectstore.Store, stream, epoch, count uint64, payload []byte, index bool) (*metadpb.CommitAppendResponse, error) {
-	// Check that the offsets fit before anything changes: opening for
-	// write bumps the epoch, and the object would be written for nothing.
 	start, err := appendStart(ctx, c, stream, count)
+	if err != nil {
+		return nil, err
+	}
+	obj, size, err := putAppendObject(ctx, c, store, stream, start, count, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -93,27 +99,42 @@ func appendBytes(ctx context.Context, c *client.Client, store objectstore.Store,
 			return nil, err
 		}
 		epoch = open.WriterEpoch
-		// A writer fenced by the open may have appended in between.
-		if start, err = appendStart(ctx, c, stream, count); err != nil {
+		// A writer fenced by the open may have appended in between: the
+		// append starts at the end after it, under a key that says so (the
+		// object put first is unreferenced, and GC deletes it).
+		moved, err := appendStart(ctx, c, stream, count)
+		if err != nil {
 			return nil, err
 		}
-	}
-	key := fmt.Sprintf("streams/%d/%020d-%020d", stream, start, start+count)
-	info, err := store.Put(ctx, key, bytes.NewReader(payload))
-	if err != nil {
-		return nil, err
-	}
-	obj := &metadpb.ObjectRef{Key: info.Key, Identity: info.Identity}
-	if _, err := client.Call(ctx, c, c.Metad.RegisterObject, &metadpb.RegisterObjectRequest{Object: obj, Size: uint64(info.Size), RequestId: client.NewRequestID()}); err != nil {
-		return nil, err
+		if moved != start {
+			start = moved
+			if obj, size, err = putAppendObject(ctx, c, store, stream, start, count, payload); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// The data checksum is of the bytes as this writer holds them, not as
 	// read back: a reader checks the store against what was meant.
 	return client.Call(ctx, c, c.Metad.CommitAppend, &metadpb.CommitAppendRequest{
 		StreamId: stream, WriterEpoch: epoch, ExpectedStart: start, End: start + count, Object: obj,
-		Bytes: &metadpb.ByteRange{Offset: 0, Length: uint64(info.Size)}, IndexGen0: index, RequestId: client.NewRequestID(),
+		Bytes: &metadpb.ByteRange{Offset: 0, Length: size}, IndexGen0: index, RequestId: client.NewRequestID(),
 		DataCrc32C: checksum.Of(payload).Ptr(),
 	})
+}
+
+// putAppendObject puts the bytes of an append of count offsets at start
+// into the store and registers the object.
+func putAppendObject(ctx context.Context, c *client.Client, store objectstore.Store, stream, start, count uint64, payload []byte) (*metadpb.ObjectRef, uint64, error) {
+	key := fmt.Sprintf("streams/%d/%020d-%020d", stream, start, start+count)
+	info, err := store.Put(ctx, key, bytes.NewReader(payload))
+	if err != nil {
+		return nil, 0, err
+	}
+	obj := &metadpb.ObjectRef{Key: info.Key, Identity: info.Identity}
+	if _, err := client.Call(ctx, c, c.Metad.RegisterObject, &metadpb.RegisterObjectRequest{Object: obj, Size: uint64(info.Size), RequestId: client.NewRequestID()}); err != nil {
+		return nil, 0, err
+	}
+	return obj, uint64(info.Size), nil
 }
 
 // appendStart returns the stream's committed end, where an append of

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -60,12 +61,14 @@ no quorum, or the member at --addr cannot be reached.`,
 
 // endpointHealth is one member's answer.
 type endpointHealth struct {
-	Endpoint string  `json:"endpoint"`
-	NodeID   string  `json:"node_id"`
-	Voter    bool    `json:"voter"`
-	Healthy  bool    `json:"healthy"`
-	TookMS   float64 `json:"took_ms"`
-	Error    string  `json:"error,omitempty"`
+	Endpoint string `json:"endpoint"`
+	NodeID   string `json:"node_id"`
+	Voter    bool   `json:"voter"`
+	Healthy  bool   `json:"healthy"`
+	// Took is how long the member took to answer, a duration as every
+	// -o json writes one ("0.001900s").
+	Took  jsonDuration `json:"took"`
+	Error string       `json:"error,omitempty"`
 }
 
 // checkEndpoints asks every member of st, at once, for its health.
@@ -95,7 +98,7 @@ func checkEndpoint(ctx context.Context, o *clientOpts, n *metadpb.NodeStatus, st
 	defer c.Close()
 	start := clock.Real.Now()
 	resp, err := c.Health.Check(ctx, &healthpb.HealthCheckRequest{})
-	row.TookMS = float64(clock.Since(clock.Real, start).Microseconds()) / 1000
+	row.Took = jsonDuration(clock.Since(clock.Real, start))
 	switch {
 	case err != nil:
 		row.Error = shortReason(err.Error())
@@ -130,7 +133,7 @@ func printEndpoints(w io.Writer, output string, rows []endpointHealth, h cluster
 	if output == "json" {
 		return writeJSON(w, struct {
 			Endpoints []endpointHealth `json:"endpoints"`
-			Leader    string           `json:"leader"`
+			Leader    string           `json:"leader_id"`
 			Quorum    bool             `json:"quorum"`
 			Summary   string           `json:"summary"`
 		}{rows, leader, !h.NoLeader && !h.NoQuorum, h.summary(leader)})
@@ -142,7 +145,8 @@ func printEndpoints(w io.Writer, output string, rows []endpointHealth, h cluster
 		if !r.Healthy {
 			health = "UNHEALTHY"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%.1fms\t%s\n", r.Endpoint, r.NodeID, r.Voter, health, r.TookMS, r.Error)
+		took := float64(time.Duration(r.Took).Microseconds()) / 1000
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%.1fms\t%s\n", r.Endpoint, r.NodeID, r.Voter, health, took, r.Error)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

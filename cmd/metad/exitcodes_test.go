@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -253,6 +255,7 @@ func exitCases(s *realServer, down, tmp string) []exitCase {
 		{[]string{"tls", "gossip-key", "bogus"}, 2},
 		{[]string{"tls", "gossip-key", "create"}, 0},
 		{[]string{"tls", "gossip-key", "create", "extra"}, 2},
+		{[]string{"tls", "ca", "create", "--out-dir", nodir}, 2}, // a directory that does not exist (exit 1 before)
 		{[]string{"tls", "ca", "create", "--out-dir", tmp}, 0},
 		{[]string{"tls", "ca", "create", "--out-dir", tmp}, 2}, // never overwrites
 		// A TLS client of a server without TLS: no retry can help (exit 1).
@@ -543,6 +546,52 @@ func TestRefusedAppendKeepsTheEpoch(t *testing.T) {
 	}
 }
 
+// TestFailedPutKeepsTheEpoch: an append whose bytes the object store
+// refuses fails before the stream is opened for write: the writer epoch
+// does not move (it did: the open came first), and a later append works.
+func TestFailedPutKeepsTheEpoch(t *testing.T) {
+	s := startRealServer(t) // stream "s": one offset, epoch 1
+	id := fmt.Sprint(s.stream)
+	epoch := func() uint64 {
+		t.Helper()
+		out, code := s.run(t, "stream", "describe", id, "-o", "json")
+		var d struct {
+			Stream struct {
+				WriterEpoch uint64 `json:"writer_epoch"`
+			} `json:"stream"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &d) != nil {
+			t.Fatalf("describe: exit %d\n%s", code, out)
+		}
+		return d.Stream.WriterEpoch
+	}
+	before := epoch()
+	// The local store keeps a key's versions in a directory named by the
+	// key's SHA-256: a file in its place makes the next append's put fail.
+	key := fmt.Sprintf("streams/%d/%020d-%020d", s.stream, 1, 2)
+	sum := sha256.Sum256([]byte(key))
+	blocker := filepath.Join(s.objects, hex.EncodeToString(sum[:]))
+	if err := os.WriteFile(blocker, []byte("in the way"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := s.run(t, "append", id, "--data", "x", "--object-dir", s.objects)
+	if code == 0 {
+		t.Fatalf("append with the store refusing its put: exit 0\n%s", out)
+	}
+	if after := epoch(); after != before {
+		t.Errorf("an append whose put failed moved the writer epoch from %d to %d\n%s", before, after, out)
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := s.run(t, "append", id, "--data", "x", "--object-dir", s.objects); code != 0 {
+		t.Errorf("append once the store takes it: exit %d\n%s", code, out)
+	}
+	if after := epoch(); after != before+1 {
+		t.Errorf("after one successful append the epoch is %d, want %d", after, before+1)
+	}
+}
+
 // TestClientUsesTheClustersObjectStore: append and read without an object
 // store flag, from a directory that is not the server's, write and read
 // where the server keeps its objects; a flag naming another store is
@@ -588,7 +637,8 @@ func TestClientUsesTheClustersObjectStore(t *testing.T) {
 // TestDataSnapshotRefusesAnIndexItDoesNotHold: `data snapshot --index N`
 // beyond the data dir's last index is bad usage naming --index and the
 // highest index there is, and writes no file (it wrote the state at the
-// last index, silently); at the last index it writes it.
+// last index, silently); at the last index it writes it, and it does not
+// overwrite the file without --force.
 func TestDataSnapshotRefusesAnIndexItDoesNotHold(t *testing.T) {
 	s := startRealServer(t)
 	s.c.Stop(0)
@@ -616,6 +666,21 @@ func TestDataSnapshotRefusesAnIndexItDoesNotHold(t *testing.T) {
 	}
 	if out, code := s.run(t, "data", "snapshot", file, "--data-dir", dir, "--index", fmt.Sprint(last)); code != 0 {
 		t.Errorf("--index %d (the last): exit %d\n%s", last, code, out)
+	}
+	// An existing file is refused, untouched, as snapshot save refuses it
+	// (it was replaced without a word); --force replaces it.
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, code := s.run(t, "data", "snapshot", file, "--data-dir", dir, "--index", fmt.Sprint(last)); code != exitUsage || !strings.Contains(out, "--force") {
+		t.Errorf("data snapshot over an existing file: exit %d, want %d naming --force\n%s", code, exitUsage, out)
+	}
+	if again, err := os.ReadFile(file); err != nil || !bytes.Equal(again, b) {
+		t.Errorf("a refused data snapshot changed %s (%v)", file, err)
+	}
+	if out, code := s.run(t, "data", "snapshot", file, "--data-dir", dir, "--force"); code != 0 {
+		t.Errorf("data snapshot --force: exit %d\n%s", code, out)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -128,10 +129,64 @@ func TestEveryBadServerFlagIsNamed(t *testing.T) {
 			if !strings.Contains(msg, "--"+name) {
 				t.Errorf("--%s=%s: the message does not name --%s:\n%s", name, bad, name, msg)
 			}
+			if field := internalField.FindString(msg); field != "" {
+				t.Errorf("--%s=%s: the message names the field %s:\n%s", name, bad, field, msg)
+			}
 			if _, err := os.Stat(filepath.Join(dir, "data")); err == nil {
 				t.Errorf("--%s=%s: the data dir was written", name, bad)
 			}
 		})
+	}
+}
+
+// internalField matches what a message about a flag must not name: a Go
+// field of a package's Config (PinTTL, RaftAddr, GRPCAddr, Config.NodeID,
+// TLS.CAFile, Join[0], MaxMessageBytes). Units (MiB) and Go's own functions in a
+// flag's parse error (strconv.ParseUint) are not fields.
+var internalField = regexp.MustCompile(`(^|[^.\w])([A-Z][A-Za-z]*\.[A-Z]\w*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]+|[A-Z]{2,}[a-z]\w*|[A-Z][a-z]+\[[0-9]+\])`)
+
+// TestAddressFlagsAreNamed: an address the server refuses is refused by a
+// message naming its flag — the one given, --raft-advertise or --raft-addr
+// for the address peers dial — and no package's field (RaftAddr, GRPCAddr,
+// BindAddr, AdvertiseAddr, Join[0], Config.AdvertiseAddr). One value per
+// flag in TestEveryBadServerFlagIsNamed could not tell: the first line
+// named the flag, the next ones the fields.
+func TestAddressFlagsAreNamed(t *testing.T) {
+	secret := writeTemp(t.TempDir(), "secret", strings.Repeat("s", 32))
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--raft-addr", "nonsense"}, "--raft-addr"},
+		{[]string{"--raft-addr", "127.0.0.1:0"}, "--raft-addr"},
+		{[]string{"--raft-advertise", "nonsense"}, "--raft-advertise"},
+		{[]string{"--raft-advertise", "127.0.0.1:0"}, "--raft-advertise"},
+		{[]string{"--grpc-advertise", "127.0.0.1:0"}, "--grpc-advertise"},
+		{[]string{"--gossip-addr", "nonsense"}, "--gossip-addr"},
+		{[]string{"--gossip-addr", "0.0.0.0:" + strings.Split(proc.FreePort(t), ":")[1], "--insecure"}, "--gossip-advertise"},
+		{[]string{"--gossip-advertise", "nonsense"}, "--gossip-advertise"},
+		{[]string{"--join", "127.0.0.1:0", "--peer-secret-file", secret}, "--join"},
+	} {
+		args := []string{"server", "--validate", "--data-dir", filepath.Join(t.TempDir(), "data"),
+			"--grpc-addr", proc.FreePort(t), "--raft-addr", proc.FreePort(t), "--gossip-addr", proc.FreePort(t), "--http-addr", proc.FreePort(t)}
+		args = append(args, tc.args...)
+		root := newRootCmd()
+		var out bytes.Buffer
+		root.SetArgs(args)
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.Execute()
+		if exitCode(err) != exitUsage {
+			t.Errorf("%v: exit %d, want %d: %v", tc.args, exitCode(err), exitUsage, err)
+			continue
+		}
+		msg := errorLine(err)
+		if !strings.Contains(msg, tc.flag) {
+			t.Errorf("%v: the message does not name %s:\n%s", tc.args, tc.flag, msg)
+		}
+		if field := internalField.FindString(msg); field != "" {
+			t.Errorf("%v: the message names the field %s:\n%s", tc.args, field, msg)
+		}
 	}
 }
 
@@ -158,4 +213,36 @@ func writePKI(t *testing.T) *strings.Replacer {
 		pairs = append(pairs, "{"+name+"}", path)
 	}
 	return strings.NewReplacer(pairs...)
+}
+
+// TestClientTLSFlagsAreNamed: client TLS flags that make no client are bad
+// usage naming the flags, not the client's Config fields (it said
+// "client: TLS.CAFile (--tls-ca-file) is required with TLS" for a
+// certificate without its CA bundle).
+func TestClientTLSFlagsAreNamed(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tls-cert-file", "c.pem", "--tls-key-file", "k.pem"}, "--tls-cert-file needs --tls-ca-file"},
+		{[]string{"--tls-cert-file", "c.pem", "--tls-ca-file", "ca.pem"}, "--tls-cert-file and --tls-key-file go together"},
+		{[]string{"--tls-key-file", "k.pem", "--tls-ca-file", "ca.pem"}, "--tls-cert-file and --tls-key-file go together"},
+	} {
+		root := newRootCmd()
+		var out bytes.Buffer
+		root.SetArgs(append([]string{"status", "--addr", "127.0.0.1:1"}, tc.args...))
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.Execute()
+		msg := ""
+		if err != nil {
+			msg = errorLine(err)
+		}
+		if exitCode(err) != exitUsage || !strings.Contains(msg, tc.want) {
+			t.Errorf("status %v: exit %d, want %d saying %q: %s", tc.args, exitCode(err), exitUsage, tc.want, msg)
+		}
+		if field := internalField.FindString(msg); field != "" {
+			t.Errorf("status %v: the message names the field %s: %s", tc.args, field, msg)
+		}
+	}
 }

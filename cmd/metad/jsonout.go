@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // The one JSON dialect of every `-o json`: snake_case keys (the proto field
@@ -104,4 +106,12 @@ func unquoteField(v any, fd protoreflect.FieldDescriptor) any {
 // own form (Timestamp as RFC 3339, Duration as "1.5s", wrappers as values).
 func isWellKnown(md protoreflect.MessageDescriptor) bool {
 	return md.ParentFile() != nil && md.ParentFile().Package() == "google.protobuf"
+}
+
+// jsonDuration is a duration in a command's own JSON (not a proto
+// message's), written as protojson writes a google.protobuf.Duration.
+type jsonDuration time.Duration
+
+func (d jsonDuration) MarshalJSON() ([]byte, error) {
+	return protojson.Marshal(durationpb.New(time.Duration(d)))
 }

@@ -28,6 +28,9 @@ import (
 var (
 	snakeKey  = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 	quotedInt = regexp.MustCompile(`^-?[0-9]{1,20}$`)
+	// durationKey is a key whose number would be a duration in some unit
+	// (took_ms): the dialect writes durations as protojson does, "1.5s".
+	durationKey = regexp.MustCompile(`_(ns|us|ms|millis|seconds|secs)$`)
 )
 
 // checkDialect checks that out is one or more JSON values (one document,
@@ -63,6 +66,9 @@ func checkDialectValue(path string, v any) error {
 			if !snakeKey.MatchString(k) {
 				return fmt.Errorf("key %s.%s is not snake_case", path, k)
 			}
+			if _, isNumber := e.(json.Number); isNumber && durationKey.MatchString(k) {
+				return fmt.Errorf("%s.%s is a duration as a number: write it as protojson does (\"1.5s\")", path, k)
+			}
 			if err := checkDialectValue(path+"."+k, e); err != nil {
 				return err
 			}
@@ -83,7 +89,7 @@ func checkDialectValue(path string, v any) error {
 
 // The checker itself rejects the old dialect.
 func TestCheckDialectRejectsTheOldForm(t *testing.T) {
-	for _, bad := range []string{``, `{"leaderId": "n1"}`, `{"nodes": [{"applied_index": "12"}]}`, `{"a": 1} {"writerEpoch": 2}`, `not json`} {
+	for _, bad := range []string{``, `{"leaderId": "n1"}`, `{"endpoints": [{"took_ms": 1.9}]}`, `{"nodes": [{"applied_index": "12"}]}`, `{"a": 1} {"writerEpoch": 2}`, `not json`} {
 		if checkDialect(bad) == nil {
 			t.Errorf("checkDialect accepted %q", bad)
 		}

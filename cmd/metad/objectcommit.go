@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/fsm"
 )
 
 // objectPart is one STREAM=FILE argument of `metad object commit`: the
@@ -83,7 +83,10 @@ nothing is committed then (exit 1; 3 for a stream that does not exist).`,
 				if err != nil {
 					return err
 				}
-				if err := placeParts(ctx, c, parts, epochs); err != nil {
+				// Everything that can fail for this command alone comes
+				// before the streams are opened for write: each open bumps
+				// a writer epoch, which a refused commit must not do.
+				if err := findParts(ctx, c, parts); err != nil {
 					return err
 				}
 				rid := client.NewRequestID()
@@ -96,6 +99,9 @@ nothing is committed then (exit 1; 3 for a stream that does not exist).`,
 				}
 				info, err := store.Put(ctx, key, bytes.NewReader(payload.Bytes()))
 				if err != nil {
+					return err
+				}
+				if err := openParts(ctx, c, parts, epochs); err != nil {
 					return err
 				}
 				req := objectRequest(parts, &metadpb.ObjectRef{Key: info.Key, Identity: info.Identity}, uint64(info.Size), !noIndex, !noData)
@@ -201,11 +207,11 @@ func parsePerStream(flag string, values []string, parts []*objectPart) (map[stri
 	return out, nil
 }
 
-// placeParts finds each part's stream (by id or name), its writer epoch
-// (opening it for write unless epochs names one) and its committed end,
-// where the append starts. Every stream is looked up before any is
-// opened, so a missing one bumps no epoch.
-func placeParts(ctx context.Context, c *client.Client, parts []*objectPart, epochs map[string]uint64) error {
+// findParts finds each part's stream (by id or name), refusing a stream
+// given twice and a part whose offsets would run past the largest offset
+// from the stream's committed end. Nothing changes: a missing stream or a
+// refused count bumps no epoch.
+func findParts(ctx context.Context, c *client.Client, parts []*objectPart) error {
 	byID := map[uint64]*objectPart{}
 	for _, p := range parts {
 		desc, err := client.Call(ctx, c, c.Metad.DescribeStream, streamRequest(p.stream))
@@ -217,7 +223,17 @@ func placeParts(ctx context.Context, c *client.Client, parts []*objectPart, epoc
 			return usageError{fmt.Errorf("argument %q: stream %d is already given by %q; one file per stream", p.arg, p.id, prev.arg)}
 		}
 		byID[p.id] = p
+		if err := p.fits(desc.Stream.CommittedEnd); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// openParts gives each part its writer epoch (opening its stream for
+// write unless epochs names one) and its committed end, where the append
+// starts.
+func openParts(ctx context.Context, c *client.Client, parts []*objectPart, epochs map[string]uint64) error {
 	for _, p := range parts {
 		if e, ok := epochs[p.stream]; ok {
 			p.epoch = e
@@ -237,10 +253,19 @@ func placeParts(ctx context.Context, c *client.Client, parts []*objectPart, epoc
 			return fmt.Errorf("argument %q: %w", p.arg, err)
 		}
 		p.start = desc.Stream.CommittedEnd
-		if p.count > math.MaxUint64-p.start {
-			return usageError{fmt.Errorf("argument %q: %d offsets: stream %d's committed end is %d, and offsets end at %d",
-				p.arg, p.count, p.id, p.start, uint64(math.MaxUint64))}
+		if err := p.fits(p.start); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// fits refuses a part whose offsets, appended at end, would run past the
+// largest offset a stream may have.
+func (p *objectPart) fits(end uint64) error {
+	if end > fsm.MaxOffset || p.count > fsm.MaxOffset-end {
+		return usageError{fmt.Errorf("argument %q: %d offsets: stream %d's committed end is %d, and offsets end at %d",
+			p.arg, p.count, p.id, end, fsm.MaxOffset)}
 	}
 	return nil
 }

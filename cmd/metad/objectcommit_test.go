@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -98,6 +100,65 @@ func TestObjectCommit(t *testing.T) {
 		unmarshalProto(t, mustRun("stream", "describe", id, "-o", "json"), &desc)
 		if desc.Stream.CommittedEnd != end {
 			t.Errorf("stream %s: committed end %d after the refusals, want %d", id, desc.Stream.CommittedEnd, end)
+		}
+	}
+}
+
+// TestRefusedObjectCommitKeepsTheEpochs: a commit refused before it could
+// commit — a count past the largest offset (the server refuses it too),
+// an object the store will not take — opens no stream for write: every
+// writer epoch stays where it was (each refusal moved them by one).
+func TestRefusedObjectCommitKeepsTheEpochs(t *testing.T) {
+	s := startRealServer(t) // stream "s" at epoch 1
+	dir := t.TempDir()
+	part := writeTemp(dir, "part.bin", "part\n")
+	if out, code := s.run(t, "stream", "create", "other"); code != 0 {
+		t.Fatalf("create: exit %d\n%s", code, out)
+	}
+	epochs := func() string {
+		t.Helper()
+		var e []uint64
+		for _, name := range []string{"s", "other"} {
+			var desc metadpb.DescribeStreamResponse
+			out, code := s.run(t, "stream", "describe", name, "-o", "json")
+			if code != 0 {
+				t.Fatalf("describe %s: exit %d\n%s", name, code, out)
+			}
+			unmarshalProto(t, out, &desc)
+			e = append(e, desc.Stream.WriterEpoch)
+		}
+		return fmt.Sprint(e)
+	}
+	before := epochs()
+	blocked := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		what string
+		args []string
+		want string
+	}{
+		{"a count past the largest offset", []string{"other=" + part, "s=" + part, "--count-of", "s=4611686018427387904"},
+			"offsets end at 4611686018427387904"},
+		{"a count past any uint64 end", []string{"other=" + part, "s=" + part, "--count-of", "s=18446744073709551615"},
+			"offsets end at 4611686018427387904"},
+		// The local store keeps a key's versions in a directory named by
+		// the key's SHA-256: a file in its place refuses the put.
+		{"an object the store refuses", []string{"other=" + part, "s=" + part, "--key", "k"}, "not a directory"},
+	} {
+		if tc.what == "an object the store refuses" {
+			sum := sha256.Sum256([]byte("k"))
+			if err := os.Rename(blocked, filepath.Join(s.objects, hex.EncodeToString(sum[:]))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, code := s.run(t, append(append([]string{"object", "commit"}, tc.args...), "--object-dir", s.objects)...)
+		if code == 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, want a refusal saying %q\n%s", tc.what, code, tc.want, out)
+		}
+		if after := epochs(); after != before {
+			t.Errorf("%s: the writer epochs moved from %s to %s", tc.what, before, after)
 		}
 	}
 }

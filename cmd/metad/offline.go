@@ -97,6 +97,7 @@ func newDataSnapshotCmd() *cobra.Command {
 	var (
 		dataDir string
 		index   uint64
+		force   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "snapshot FILE",
@@ -107,11 +108,15 @@ as a snapshot file, like snapshot save writes from a live member. Diff it
 against a snapshot the server served at the same index (snapshot diff) to
 see whether its live state was the one its log gives; inspect or restore it
 like any snapshot file. The file's configuration is the latest the data dir
-holds.`,
+holds. An existing FILE is refused (exit 2) unless --force replaces it, as
+snapshot save does.`,
 		Example: `  metad data snapshot n1-log.snap --data-dir ./data-n1 --index 29447
   metad snapshot diff n1-live.snap n1-log.snap`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := os.Stat(args[0]); err == nil && !force {
+				return usageError{fmt.Errorf("%s exists; --force replaces it", args[0])}
+			}
 			rep, err := inspectDataDir(dataDir, false)
 			if err != nil {
 				return err
@@ -126,6 +131,7 @@ holds.`,
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", node.DefaultDataDir, "the stopped server's data dir")
 	cmd.Flags().Uint64Var(&index, "index", 0, "replay up to this index (default: the whole log)")
+	cmd.Flags().BoolVar(&force, "force", false, "replace FILE if it exists")
 	return cmd
 }
 
@@ -409,6 +415,16 @@ func newConfiguration(rep *dataReport, peersFile string, specs []string) ([]raft
 		if servers == nil {
 			return nil, usageError{fmt.Errorf("%s is not in its own configuration; give its address with --server %s=RAFT_ADDR", rep.NodeID, rep.NodeID)}
 		}
+	}
+	if err := raftstore.CheckServers(servers); err != nil {
+		from := "--server"
+		switch {
+		case peersFile != "":
+			from = "--peers-file " + peersFile
+		case len(specs) == 0:
+			from = "its address in " + rep.DataDir + " (give one with --server " + rep.NodeID + "=RAFT_ADDR)"
+		}
+		return nil, usageError{fmt.Errorf("%s: %w", from, err)}
 	}
 	for _, s := range servers {
 		if s.ID == rep.NodeID && s.Suffrage == raftstore.Voter {

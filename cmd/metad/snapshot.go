@@ -562,13 +562,18 @@ each with its own GC, on one store.`,
 					return usageError{err}
 				}
 			}
+			// The arguments are checked before anything is read or
+			// written: a refused restore leaves the data dir as it was.
 			id, err := node.ChooseNodeID(dataDir, nodeID)
 			if err != nil {
-				return err
+				return usageError{err}
 			}
 			all, err := parseServers(append([]string{id + "=" + raftAddr}, servers...))
 			if err != nil {
 				return usageError{err}
+			}
+			if err := raftstore.CheckServers(all); err != nil {
+				return usageError{fmt.Errorf("the new cluster (--node-id %s at --raft-addr %s, and each --server): %w", id, raftAddr, err)}
 			}
 			file, release, err := backup.Fetch(cmd.Context(), args[0], s3)
 			if err != nil {

@@ -51,6 +51,10 @@ func without(args []string, name string) []string {
 // the corrected command then starts (with an explicit --node-id that a
 // stored random id would contradict).
 func TestRefusedStartLeavesNoState(t *testing.T) {
+	// For the s3:// case: credentials of their own, so the SDK does not
+	// look for an instance role first.
+	t.Setenv("AWS_ACCESS_KEY_ID", "any")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "any")
 	shortSecret := filepath.Join(t.TempDir(), "short-secret")
 	if err := os.WriteFile(shortSecret, []byte("too short\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -72,6 +76,15 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 	writeTemp(tlsDir, "ca.pem", string(ca.CertPEM))
 	mismatchedTLS := []string{"--tls-cert-file", filepath.Join(tlsDir, "n1.pem"), "--tls-key-file", filepath.Join(tlsDir, "n2-key.pem"),
 		"--tls-ca-file", filepath.Join(tlsDir, "ca.pem")}
+	expired, err := tlsconfig.CreateCert(ca, tlsconfig.LeafSpec{Name: "old", Role: "peer", Server: true, IPs: []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTemp(tlsDir, "old.pem", string(expired.CertPEM))
+	writeTemp(tlsDir, "old-key.pem", string(expired.KeyPEM))
+	expiredTLS := []string{"--tls-cert-file", filepath.Join(tlsDir, "old.pem"), "--tls-key-file", filepath.Join(tlsDir, "old-key.pem"),
+		"--tls-ca-file", filepath.Join(tlsDir, "ca.pem")}
 	cases := []struct {
 		name     string
 		bad      []string // extra flags of the refused start
@@ -92,6 +105,8 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 		{name: "peer secret short", bad: []string{"--peer-secret-file", shortSecret}, wantCode: 2, wantMsg: "at least 16 characters"},
 		{name: "tokens file missing", bad: []string{"--auth-tokens-file", "/nonexistent/tokens"}, wantCode: 2, wantMsg: "auth-tokens-file"},
 		{name: "tls key of another certificate", bad: mismatchedTLS, wantCode: 2, wantMsg: "tls-cert-file/tls-key-file: tls: private key does not match public key"},
+		// Every client and peer would refuse it (it started, and served no one).
+		{name: "tls certificate expired", bad: expiredTLS, wantCode: 2, wantMsg: "--tls-cert-file " + filepath.Join(tlsDir, "old.pem") + ": the certificate is valid from"},
 		{name: "grpc port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].GRPC }, wantCode: 1, wantMsg: "grpc-addr"},
 		{name: "http port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].HTTP }, wantCode: 1, wantMsg: "http-addr"},
 		{name: "raft port busy", busy: func(c *proc.Cluster) string { return c.Nodes[0].Raft }, wantCode: 1, wantMsg: "raft-addr"},
@@ -99,6 +114,13 @@ func TestRefusedStartLeavesNoState(t *testing.T) {
 		// The default object store lives in the data dir: opened (and
 		// checked) before the refusal, it must not have been created.
 		{name: "default object store", defaultStore: true, bad: []string{"--backup-interval", "1m", "--backup-to", shortSecret}, wantCode: 2, wantMsg: "backup-to"},
+		// An object store the server cannot use is a bad setting, as
+		// --validate says (exit 2 naming the flag; it exited 1).
+		{name: "object dir is a file", defaultStore: true, bad: []string{"--object-dir", shortSecret}, wantCode: 2,
+			wantMsg: "--object-dir " + shortSecret + ": objectstore: " + shortSecret + " is not a directory"},
+		{name: "s3 endpoint unreachable", defaultStore: true, bad: []string{"--object-store", "s3://metad/objects",
+			"--s3-endpoint", "http://" + proc.FreePort(t), "--s3-path-style"}, wantCode: 2,
+			wantMsg: "--object-store s3://metad/objects: object store s3://metad at http://"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,7 +238,8 @@ func TestNormalStartLogsNoErrorAndTheRealSettings(t *testing.T) {
 }
 
 // TestRefusedRestoreLeavesNoState: a `snapshot restore` refused for its
-// file (missing, or corrupt) writes nothing to the data dir — no LOCK, no
+// file (missing, or corrupt) or its servers (an id or address that does
+// not parse, one id twice) writes nothing to the data dir — no LOCK, no
 // node id — so the corrected command, with the --node-id the operator
 // meant, restores into the same dir (it was refused: "node-id r1 differs
 // from node-… stored in …").
@@ -248,7 +271,31 @@ func TestRefusedRestoreLeavesNoState(t *testing.T) {
 			t.Fatalf("the refused restore of %s left %s behind: %v", file, dataDir, entries)
 		}
 	}
+	// A new cluster the arguments cannot make is bad usage, refused before
+	// the data dir is claimed (the LOCK and node id were written, and the
+	// exit was 1).
+	for _, bad := range []struct{ args []string }{
+		{[]string{"--node-id", "bad id", "--raft-addr", "127.0.0.1:1"}},
+		{[]string{"--node-id", "r1", "--raft-addr", "nonsense"}},
+		{[]string{"--node-id", "r1", "--raft-addr", "127.0.0.1:1", "--server", "r2=nonsense"}},
+		{[]string{"--node-id", "r1", "--raft-addr", "127.0.0.1:1", "--server", "r1=127.0.0.1:2"}},
+	} {
+		args := append([]string{"snapshot", "restore", good, "--data-dir", dataDir}, bad.args...)
+		out, code := s.run(t, args...)
+		if code != exitUsage || !strings.Contains(out, "--raft-addr") || !strings.Contains(out, "invalid server list") {
+			t.Errorf("metad %s: exit %d, want %d naming the flags\n%s", strings.Join(args, " "), code, exitUsage, out)
+		}
+		if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+			entries, _ := os.ReadDir(dataDir)
+			t.Fatalf("metad %s left %s behind: %v", strings.Join(args, " "), dataDir, entries)
+		}
+	}
 	if out, code := s.run(t, "snapshot", "restore", good, "--data-dir", dataDir, "--node-id", "r1", "--raft-addr", "127.0.0.1:1"); code != 0 {
 		t.Fatalf("the corrected restore: exit %d\n%s", code, out)
+	}
+	// data recover checks its --server list before it touches the data dir.
+	out, code := s.run(t, "data", "recover", "--data-dir", dataDir, "--server", "r1=nonsense", "--yes")
+	if code != exitUsage || !strings.Contains(out, "--server: raftstore: invalid server list") {
+		t.Errorf("data recover --server r1=nonsense: exit %d, want %d naming --server\n%s", code, exitUsage, out)
 	}
 }

@@ -22,20 +22,26 @@ func TestJudgeCluster(t *testing.T) {
 		st   *metadpb.StatusResponse
 		want clusterHealth
 		line string
+		exit int // of status and endpoint health: 4 without a leader or a quorum
 	}{
 		{"all well", &metadpb.StatusResponse{LeaderId: "n1", Nodes: []*metadpb.NodeStatus{
 			nodeRow("n1", "Leader", "n1", true, ""), nodeRow("n2", "Follower", "n1", true, ""), nodeRow("n3", "Follower", "n1", true, "")}},
-			clusterHealth{Voters: 3, Healthy: 3, Quorum: 2, Tolerates: 1}, "leader n1; 3 voters, 3 healthy, quorum 2, tolerates 1 more failure(s)"},
+			clusterHealth{Voters: 3, Healthy: 3, Quorum: 2, Tolerates: 1}, "leader n1; 3 voters, 3 healthy, quorum 2, tolerates 1 more failure(s)", exitOK},
 		{"one down", &metadpb.StatusResponse{LeaderId: "n1", Nodes: []*metadpb.NodeStatus{
 			nodeRow("n1", "Leader", "n1", true, ""), nodeRow("n2", "Follower", "n1", true, ""), nodeRow("n3", "UNREACHABLE", "", true, refused)}},
-			clusterHealth{Voters: 3, Healthy: 2, Quorum: 2, Tolerates: 0}, "tolerates 0 more failure(s)"},
+			clusterHealth{Voters: 3, Healthy: 2, Quorum: 2, Tolerates: 0}, "tolerates 0 more failure(s)", exitOK},
 		{"follower without the leader, non-voter ignored", &metadpb.StatusResponse{LeaderId: "n1", Nodes: []*metadpb.NodeStatus{
 			nodeRow("n1", "Leader", "n1", true, ""), nodeRow("n2", "Follower", "", true, ""), nodeRow("n3", "Candidate", "", true, ""),
 			nodeRow("n4", "Follower", "n1", false, "")}},
-			clusterHealth{Voters: 3, Healthy: 1, Quorum: 2, NoQuorum: true}, "NO QUORUM"},
+			clusterHealth{Voters: 3, Healthy: 1, Quorum: 2, NoQuorum: true}, "NO QUORUM", exitRetryable},
+		// Every server up and none knowing a leader, an election under way:
+		// a quorum that could elect one, but NO LEADER now, and so exit 4.
+		{"all up, no leader yet", &metadpb.StatusResponse{Nodes: []*metadpb.NodeStatus{
+			nodeRow("n1", "Candidate", "", true, ""), nodeRow("n2", "Follower", "", true, ""), nodeRow("n3", "Follower", "", true, "")}},
+			clusterHealth{Voters: 3, Healthy: 3, Quorum: 2, Tolerates: 1, NoLeader: true}, "NO LEADER; 3 voters, 3 healthy", exitRetryable},
 		{"two down, no leader", &metadpb.StatusResponse{Nodes: []*metadpb.NodeStatus{
 			nodeRow("n1", "Follower", "", true, ""), nodeRow("n2", "UNREACHABLE", "", true, refused), nodeRow("n3", "UNREACHABLE", "", true, refused)}},
-			clusterHealth{Voters: 3, Healthy: 1, Quorum: 2, NoLeader: true, NoQuorum: true}, "NO LEADER; 3 voters, 1 healthy, quorum 2: NO QUORUM"},
+			clusterHealth{Voters: 3, Healthy: 1, Quorum: 2, NoLeader: true, NoQuorum: true}, "NO LEADER; 3 voters, 1 healthy, quorum 2: NO QUORUM", exitRetryable},
 	} {
 		got := judgeCluster(c.st)
 		if got != c.want {
@@ -43,6 +49,9 @@ func TestJudgeCluster(t *testing.T) {
 		}
 		if line := got.summary(c.st.LeaderId); !strings.Contains(line, c.line) {
 			t.Errorf("%s: summary %q lacks %q", c.name, line, c.line)
+		}
+		if code := exitCode(got.verdict(c.st.LeaderId)); code != c.exit {
+			t.Errorf("%s: exit %d, want %d", c.name, code, c.exit)
 		}
 	}
 }

@@ -197,6 +197,9 @@ func readCA(outDir, certFile, keyFile string) (*tlsconfig.KeyPair, error) {
 // writePair writes the certificate (0644) and key (0600), refusing to
 // overwrite either.
 func writePair(out io.Writer, dir, certName, keyName string, kp *tlsconfig.KeyPair) error {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return usageError{fmt.Errorf("--out-dir %s: not a directory (create it first)", dir)}
+	}
 	certPath, keyPath := filepath.Join(dir, certName), filepath.Join(dir, keyName)
 	for _, p := range []string{certPath, keyPath} {
 		if _, err := os.Stat(p); err == nil {

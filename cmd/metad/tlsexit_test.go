@@ -171,3 +171,55 @@ func (s *tlsServer) handshake(t *testing.T, cert string) string {
 	}
 	return conn.LocalAddr().String()
 }
+
+// TestExpiredServerCertificateIsNotRetryable: a server whose certificate
+// expires while it serves fails every client's handshake the same way
+// until it is renewed: exit 1 (not 4, "try again"), saying so and naming
+// the server's --tls-cert-file. (A start with an expired certificate is
+// refused: TestRefusedStartLeavesNoState.)
+func TestExpiredServerCertificateIsNotRetryable(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := tlsconfig.CreateCA("test CA", 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Long enough for the server to start under load, then it expires.
+	notAfter := time.Now().Add(30 * time.Second).Truncate(time.Second)
+	for name, spec := range map[string]tlsconfig.LeafSpec{
+		"n1": {Name: "n1", Role: "peer", Server: true, IPs: []net.IP{net.IPv4(127, 0, 0, 1)},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter},
+		"op": {Name: "op", Role: "operator"},
+	} {
+		kp, err := tlsconfig.CreateCert(ca, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTemp(dir, name+".pem", string(kp.CertPEM))
+		writeTemp(dir, name+"-key.pem", string(kp.KeyPEM))
+	}
+	writeTemp(dir, "ca.pem", string(ca.CertPEM))
+	c := proc.New(t, 1, "--tls-cert-file", filepath.Join(dir, "n1.pem"), "--tls-key-file", filepath.Join(dir, "n1-key.pem"),
+		"--tls-ca-file", filepath.Join(dir, "ca.pem"))
+	s := &tlsServer{realServer: &realServer{c: c, bin: proc.Binary(t), addr: c.Nodes[0].GRPC}, dir: dir}
+	c.StartAll()
+	c.WaitFor("the TLS server to answer", 25*time.Second, func() bool {
+		_, code := s.run(t, s.tlsArgs("ca.pem", "op", "status")...)
+		return code == 0
+	})
+	c.WaitFor("the server's certificate to expire", time.Minute, func() bool { return time.Now().After(notAfter.Add(time.Second)) })
+	for _, args := range [][]string{
+		s.tlsArgs("ca.pem", "op", "status"),
+		s.tlsArgs("ca.pem", "op", "stream", "list"),
+		s.tlsArgs("ca.pem", "op", "endpoint", "health"),
+	} {
+		out, code := s.run(t, append(args, "--addr", s.addr)...)
+		if code != exitFailure {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, exitFailure, out)
+		}
+		for _, w := range []string{"TLS handshake with " + s.addr + " failed", "the server's certificate has expired", "--tls-cert-file"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: output does not say %q:\n%s", args, w, out)
+			}
+		}
+	}
+}

@@ -44,6 +44,19 @@ func (a *Auth) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.Token, "token", os.Getenv("METAD_TOKEN"), "bearer token (env METAD_TOKEN; prefer the environment: flags show in ps)")
 }
 
+// Check refuses TLS flags that do not make a client, naming the flags
+// (the client's own message names its Config's fields): a certificate
+// without the CA bundle that turns TLS on, a certificate without its key.
+func (a *Auth) Check() error {
+	if (a.CertFile == "") != (a.KeyFile == "") {
+		return usage(errors.New("--tls-cert-file and --tls-key-file go together: give both, or neither"))
+	}
+	if a.CertFile != "" && a.CAFile == "" {
+		return usage(errors.New("--tls-cert-file needs --tls-ca-file, the CA bundle the servers' certificates chain to"))
+	}
+	return nil
+}
+
 // Config is the client configuration for addrs (comma-separated) with
 // these credentials. TLS is on when a CA bundle or a certificate is given.
 func (a *Auth) Config(addrs string) client.Config {
