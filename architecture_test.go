@@ -26,15 +26,15 @@ var forbiddenInCore = regexp.MustCompile(`^(net|net/.*|log|log/.*|os/exec|github
 var forbiddenDirect = regexp.MustCompile(`^(os|os/.*|net|net/.*|log|log/.*)$`)
 
 // inward lists, per package, the project packages it must not import
-// (directly or not): dependencies point inward,
-// cmd/metad → node → api → readpath → {resolver, repair, gc} → raftstore → fsm,
-// with the node-to-node work beside the read path: api → peer → {repair,
-// raftstore} (peer does not see api: node hands it api's error mapping,
-// and readpath proposes through peer without importing it; node also hands
-// repair and gc their readpath adapters),
-// and jepsen/ sees metad only over the network (the public API's generated
-// code, the client and the object store). A trailing "$" bans a package but
-// not its subpackages.
+// (directly or not): dependencies point inward, as the chains README.md and
+// ARCHITECTURE.md draw (TestDocumentedChainsAreImports holds each of their
+// arrows to an import this table allows). resolver, repair and gc do not
+// import raftstore: they declare the small interfaces readpath's store
+// adapter fills, and node hands them those adapters; peer does not see api
+// (node hands it api's error mapping) and readpath proposes through peer
+// without importing it. jepsen/ sees metad only over the network (the
+// public API's generated code, the client and the object store). A
+// trailing "$" bans a package but not its subpackages.
 var inward = map[string][]string{
 	"fsm":        {"resolver", "repair", "raftstore", "membership", "api", "cmd/metad", "objectstore", "client", "jepsen", "readpath", "peer"},
 	"resolver":   {"repair", "gc", "raftstore", "membership", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "readpath", "peer"},
@@ -203,6 +203,92 @@ func TestLoopsReadTimeThroughClock(t *testing.T) {
 	}
 }
 
+// bans reports whether the inward table forbids pkg to depend on dep (both
+// relative to the module).
+func bans(pkg, dep string) bool {
+	for _, b := range inward[pkg] {
+		if exact, ok := strings.CutSuffix(b, "$"); ok {
+			if dep == exact {
+				return true
+			}
+			continue
+		}
+		if dep == b || strings.HasPrefix(dep, b+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDocumentedChainsAreImports: every arrow README.md and ARCHITECTURE.md
+// draw in their "Dependencies point inward" paragraph (a code span such as
+// `api → peer → {repair, raftstore}`) is a direct import of the package it
+// points from, and one the inward table allows; so the documents cannot
+// drift from the code or from the table.
+func TestDocumentedChainsAreImports(t *testing.T) {
+	imports := map[string]map[string]bool{}
+	for _, line := range goList(t, "-f", `{{.ImportPath}}={{join .Imports ","}}`, "./...") {
+		pkg, imps, _ := strings.Cut(line, "=")
+		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+		imports[rel] = map[string]bool{}
+		for _, imp := range strings.Split(imps, ",") {
+			imports[rel][strings.TrimPrefix(imp, module+"/")] = true
+		}
+	}
+	for _, doc := range []string{"README.md", "ARCHITECTURE.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chains := documentedChains(string(b))
+		if len(chains) < 3 {
+			t.Errorf("%s: %d chains found in its \"Dependencies point inward\" paragraph: is this test out of date?", doc, len(chains))
+		}
+		for _, chain := range chains {
+			for i := 0; i+1 < len(chain); i++ {
+				for _, from := range chain[i] {
+					for _, to := range chain[i+1] {
+						if !imports[from][to] {
+							t.Errorf("%s draws %s → %s, but %s does not import %s", doc, from, to, from, to)
+						}
+						if bans(from, to) {
+							t.Errorf("%s draws %s → %s, which the inward table forbids", doc, from, to)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// documentedChains parses the code spans of doc's paragraph that begins
+// "Dependencies point inward": each span with arrows is a chain of steps,
+// a step a package or a {set, of, packages}.
+func documentedChains(doc string) [][][]string {
+	_, para, ok := strings.Cut(doc, "Dependencies point inward")
+	if !ok {
+		return nil
+	}
+	para, _, _ = strings.Cut(para, "\n\n")
+	var chains [][][]string
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(para, -1) {
+		if !strings.Contains(m[1], "→") {
+			continue
+		}
+		var chain [][]string
+		for _, step := range strings.Split(m[1], "→") {
+			step = strings.Trim(strings.TrimSpace(step), "{}")
+			var pkgs []string
+			for _, p := range strings.Split(step, ",") {
+				pkgs = append(pkgs, strings.TrimSpace(p))
+			}
+			chain = append(chain, pkgs)
+		}
+		chains = append(chains, chain)
+	}
+	return chains
+}
+
 func TestDependenciesPointInward(t *testing.T) {
 	for pkg, banned := range inward {
 		// A renamed or moved package fails here instead of dropping out
@@ -218,16 +304,8 @@ func TestDependenciesPointInward(t *testing.T) {
 		}
 		deps := goList(t, "-deps", module+"/"+pkg+"/...")
 		for _, dep := range deps {
-			for _, b := range banned {
-				if exact, ok := strings.CutSuffix(b, "$"); ok {
-					if dep == module+"/"+exact {
-						t.Errorf("%s depends on %s", pkg, dep)
-					}
-					continue
-				}
-				if dep == module+"/"+b || strings.HasPrefix(dep, module+"/"+b+"/") {
-					t.Errorf("%s depends on %s", pkg, dep)
-				}
+			if rel, ok := strings.CutPrefix(dep, module+"/"); ok && bans(pkg, rel) {
+				t.Errorf("%s depends on %s", pkg, dep)
 			}
 		}
 	}
