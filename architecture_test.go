@@ -57,8 +57,8 @@ var inward = map[string][]string{
 	"client":      {"fsm", "resolver", "repair", "raftstore", "membership", "cmd/metad", "jepsen", "readpath", "peer"},
 	"jepsen":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$", "faults", "readpath", "peer"},
 	"faults":      {"fsm", "resolver", "repair", "raftstore", "membership", "api", "node", "gc", "cmd/metad", "objectstore", "client", "jepsen", "internal", "readpath", "peer"},
-	// The data checksum is a leaf: fsm, objectstore, client and the tools
-	// import it, and it imports nothing of the project's.
+	// The data and record checksums are a leaf: fsm, objectstore, client
+	// and the tools import it, and it imports nothing of the project's.
 	"checksum": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "auth", "tlsconfig", "readpath", "internal", "clock", "watch", "peer"},
 	// The error table is a leaf beside the generated API: api builds its
 	// statuses from it and client its sentinels, so it may import only
@@ -78,8 +78,12 @@ var inward = map[string][]string{
 	"auth":      {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "api", "node", "cmd/metad", "objectstore", "client", "jepsen", "tlsconfig", "readpath", "peer"},
 	// The server binary ships no load generator (cmd/metad-bench is its
 	// own binary), and the flags the commands share know no server part.
-	"cmd/metad":    {"bench", "cmd/metad-bench"},
-	"cmd/internal": {"bench", "cmd/metad", "node", "api$", "readpath", "raftstore", "membership", "fsm", "peer"},
+	"cmd/metad": {"bench", "cmd/metad-bench"},
+	// The load drivers see metad as a client does: they build records
+	// with package client and checksum, never the state machine.
+	"bench":           {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$", "readpath", "peer", "statestore", "watch"},
+	"cmd/metad-bench": {"fsm", "resolver", "repair", "raftstore", "membership", "gc", "node", "api$", "readpath", "peer", "statestore", "watch", "cmd/metad"},
+	"cmd/internal":    {"bench", "cmd/metad", "node", "api$", "readpath", "raftstore", "membership", "fsm", "peer"},
 }
 
 // foreignOwners names, per foreign library (an import path and everything

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/client"
 )
 
 // The fill's shape is decided here, without a cluster, so that it can be
@@ -123,7 +123,7 @@ const (
 	stateDiskBytesPerRecord = 64
 	// raftLogBytesPerRecord is one record's share of a PublishGeneration
 	// entry in the raft log: 155 bytes of encoded request per record in
-	// parts of fsm.MaxRecordsPerCommand, plus framing.
+	// parts of client.MaxRecordsPerPart, plus framing.
 	raftLogBytesPerRecord = 160
 	// snapshotBytesPerRecord is a raft snapshot's size per record (179 B
 	// at 100k records, 171 B at 10M, measured), and snapshotCopies how
@@ -148,7 +148,7 @@ const (
 // between snapshots) and the snapshots.
 func diskEstimate(records, nodes int, trailingLogs uint64) int64 {
 	r := int64(records)
-	logRecords := min(r, int64(trailingLogs)*fsm.MaxRecordsPerCommand+compactionLagRecords)
+	logRecords := min(r, int64(trailingLogs)*client.MaxRecordsPerPart+compactionLagRecords)
 	perNode := r*stateDiskBytesPerRecord + logRecords*raftLogBytesPerRecord + r*snapshotBytesPerRecord*snapshotCopies + fixedDiskBytes
 	return int64(nodes) * perNode
 }

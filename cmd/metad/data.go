@@ -232,7 +232,6 @@ func buildRecords(ctx context.Context, c *client.Client, store objectstore.Store
 		if br.Length == 0 {
 			br.Length = obj.Object.Size
 		}
-		k := fsm.IndexKey{Stream: req.StreamId, View: fsm.View(req.View), Generation: req.Generation, Start: rng.Start}
 		var surv []*metadpb.Range
 		for _, s := range survivors {
 			surv = append(surv, &metadpb.Range{Start: s.Start, End: s.End})
@@ -247,12 +246,14 @@ func buildRecords(ctx context.Context, c *client.Client, store objectstore.Store
 			}
 			data = checksum.Of(b)
 		}
-		req.Records = append(req.Records, &metadpb.IndexRecord{
+		rec := &metadpb.IndexRecord{
 			Range: &metadpb.Range{Start: rng.Start, End: rng.End}, Survivors: surv,
-			Object:   &metadpb.ObjectRef{Key: ref.Key, Identity: ref.Identity},
-			Bytes:    &metadpb.ByteRange{Offset: br.Offset, Length: br.Length},
-			Checksum: fsm.RecordChecksumData(k, rng, survivors, ref, br, data), DataCrc32C: data.Ptr(),
-		})
+			Object:     &metadpb.ObjectRef{Key: ref.Key, Identity: ref.Identity},
+			Bytes:      &metadpb.ByteRange{Offset: br.Offset, Length: br.Length},
+			DataCrc32C: data.Ptr(),
+		}
+		rec.Checksum = client.RecordChecksum(req.StreamId, req.View, req.Generation, rec)
+		req.Records = append(req.Records, rec)
 	}
 	return nil
 }
