@@ -364,3 +364,59 @@ func TestServerBinaryHasNoBenchmarkDriver(t *testing.T) {
 		t.Errorf("cmd/metad-bench does not depend on %s: is this test out of date?", runner)
 	}
 }
+
+// TestFaultsEnterThroughOneSeam: package faults (the harness's planted
+// bugs and clock offset) is imported only by a package's faults_on.go,
+// built only with -tags metad_faults, beside a faults_off.go built only
+// without it, which does not import it: no other production file names a
+// fault, so the production build neither links a planted bug nor branches
+// on one. The seams must be found, so the check cannot pass by seeing
+// nothing.
+func TestFaultsEnterThroughOneSeam(t *testing.T) {
+	imp := `"` + module + `/faults"`
+	seams := 0
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (path == ".git" || path == "faults" || path == filepath.FromSlash("jepsen/runs")) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		src, imports := string(b), strings.Contains(string(b), imp)
+		switch filepath.Base(path) {
+		case "faults_on.go":
+			seams++
+			if !strings.HasPrefix(src, "//go:build metad_faults\n") {
+				t.Errorf("%s is not built only with -tags metad_faults", path)
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(path), "faults_off.go")); err != nil {
+				t.Errorf("%s has no faults_off.go beside it: the production build has no seam", path)
+			}
+		case "faults_off.go":
+			if !strings.HasPrefix(src, "//go:build !metad_faults\n") {
+				t.Errorf("%s is not built only without -tags metad_faults", path)
+			}
+			if imports {
+				t.Errorf("%s imports package faults: the production build would link it", path)
+			}
+		default:
+			if imports {
+				t.Errorf("%s imports package faults outside its package's seam (faults_on.go)", path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seams < 3 {
+		t.Errorf("found %d faults_on.go seams (api, readpath, raftstore, node have one): is this test out of date?", seams)
+	}
+}
