@@ -15,6 +15,7 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/clock"
 )
 
 // The fill: index records are written the fast way a compactor would,
@@ -105,18 +106,20 @@ func (f *filler) fillStep(ctx context.Context, step, prev, next, writers int, tr
 func (f *filler) progress(ctx context.Context, total int) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	start := time.Now()
+	start := clock.Real.Now()
 	go func() {
 		defer close(done)
-		t := time.NewTicker(5 * time.Second)
+		const every = 5 * time.Second
+		t := clock.Real.NewTimer(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-t.C():
+				t.Reset(every)
 				n := f.records.Load()
-				fmt.Fprintf(f.log, "    fill: %d of %d records (%.0f/s)\n", n, total, float64(n)/time.Since(start).Seconds())
+				fmt.Fprintf(f.log, "    fill: %d of %d records (%.0f/s)\n", n, total, float64(n)/clock.Since(clock.Real, start).Seconds())
 			}
 		}
 	}()
