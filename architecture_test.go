@@ -166,43 +166,54 @@ func TestPureCoreReadsNoClock(t *testing.T) {
 	}
 }
 
-// clockedLoops are the packages that run a loop (a goroutine that waits, or
-// a retry with a backoff): their production files read the time and wait
-// only through package clock, an injected clock.Clock or, where what they
-// wait on keeps real time (raft, the network, the object store),
-// clock.Real. Their tests drive time (internal/fakeclock) or wait on the
-// loop's progress instead of sleeping. The lint rule forbidigo says the
-// same for every package; this list makes a package's loops a dependency
-// rule, so that a renamed package fails here instead of dropping out.
-var clockedLoops = []string{
-	"membership", "repair", "gc", "diskspace", "readpath", "watch", "backup", "raftstore", "api", "peer", "node",
-	"client", "tlsconfig", "faults", "cmd/metad", "cmd/metad-bench",
-	"internal/proc", "internal/weedtest", "internal/flipproxy", "internal/waitfor",
-}
-
 // wallClock finds direct reads of the wall clock and timers, calls or not
 // (a loop handed time.Now reads the wall clock as surely as one calling it).
 var wallClock = regexp.MustCompile(`\btime\.(Now|Since|Until|Sleep|After|AfterFunc|Tick|NewTimer|NewTicker)\b`)
 
+// TestLoopsReadTimeThroughClock: every production file of every package
+// of the module but package clock (whatever its build tags: faults_on.go
+// and invariants_on.go too) reads the time and waits only through package
+// clock — an injected clock.Clock, or clock.Real where what it waits on
+// keeps real time (raft, the network, the object store, the servers the
+// harness and the load drivers measure). So every loop runs on a clock a
+// test can drive, and none is left out by a list: a new or renamed package
+// is checked as it is. The forbidigo lint rule says the same.
 func TestLoopsReadTimeThroughClock(t *testing.T) {
-	for _, pkg := range clockedLoops {
-		files, _ := filepath.Glob(filepath.Join(filepath.FromSlash(pkg), "*.go"))
-		if len(files) == 0 {
-			t.Errorf("clockedLoops names %s, which holds no Go file: renamed? update the list", pkg)
+	checked := 0
+	for _, line := range goList(t, "-f", `{{.ImportPath}}|{{.Dir}}|{{join .GoFiles ","}},{{join .IgnoredGoFiles ","}}`, "./...") {
+		parts := strings.SplitN(line, "|", 3)
+		if len(parts) != 3 {
+			t.Fatalf("go list printed %q", line)
 		}
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
+		if parts[0] == module+"/clock" {
+			continue
+		}
+		checked++
+		for _, name := range strings.Split(parts[2], ",") {
+			if name != "" {
+				checkWallClock(t, filepath.Join(parts[1], name))
 			}
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, line := range strings.Split(string(b), "\n") {
-				if wallClock.MatchString(line) {
-					t.Errorf("%s:%d: %s (use the injected clock.Clock)", f, i+1, strings.TrimSpace(line))
-				}
-			}
+		}
+	}
+	if checked < 40 {
+		t.Errorf("checked %d packages: is this test out of date?", checked)
+	}
+}
+
+// checkWallClock fails t at every line of the Go file f that reads the
+// wall clock directly.
+func checkWallClock(t *testing.T, f string) {
+	t.Helper()
+	if !strings.HasSuffix(f, ".go") || strings.HasSuffix(f, "_test.go") {
+		return
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		if wallClock.MatchString(line) {
+			t.Errorf("%s:%d: %s (read time through package clock)", f, i+1, strings.TrimSpace(line))
 		}
 	}
 }
@@ -418,5 +429,44 @@ func TestFaultsEnterThroughOneSeam(t *testing.T) {
 	}
 	if seams < 3 {
 		t.Errorf("found %d faults_on.go seams (api, readpath, raftstore, node have one): is this test out of date?", seams)
+	}
+}
+
+// testSleep finds a test's sleeps: time.Sleep and time.Tick, and a bare
+// receive from a timer (<-time.After(d), <-clock.After(c, d)) standing in
+// for one.
+var testSleep = regexp.MustCompile(`\btime\.(Sleep|Tick)\(|^\s*<-\s*(time|clock)\.After\(`)
+
+// maxTestSleeps bounds the sleeps left in tests. Each waits on something
+// outside the process (the progress of a real server, the pace of the load
+// offered to one) and says so in a comment; every other wait is on a
+// condition (internal/waitfor) or on a clock the test drives
+// (internal/fakeclock).
+const maxTestSleeps = 10
+
+// TestTestsSleepRarelyAndSayWhy: at most maxTestSleeps sleeps in the
+// tests of every module of the repository, each with a comment, on its
+// line or the one above, saying what it waits on.
+func TestTestsSleepRarelyAndSayWhy(t *testing.T) {
+	n := 0
+	for _, f := range trackedFiles(t, "*_test.go") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(b), "\n")
+		for i, line := range lines {
+			loc := testSleep.FindStringIndex(line)
+			if loc == nil {
+				continue
+			}
+			n++
+			if !strings.Contains(line[loc[0]:], "//") && (i == 0 || !strings.HasPrefix(strings.TrimSpace(lines[i-1]), "//")) {
+				t.Errorf("%s:%d sleeps without a comment saying what it waits on: %s", f, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+	if n > maxTestSleeps {
+		t.Errorf("%d sleeps in tests, at most %d: wait on a condition (internal/waitfor) or drive a fake clock (internal/fakeclock)", n, maxTestSleeps)
 	}
 }
