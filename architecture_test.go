@@ -470,3 +470,40 @@ func TestTestsSleepRarelyAndSayWhy(t *testing.T) {
 		t.Errorf("%d sleeps in tests, at most %d: wait on a condition (internal/waitfor) or drive a fake clock (internal/fakeclock)", n, maxTestSleeps)
 	}
 }
+
+// statusBuilt finds where a gRPC status or its ErrorInfo is made by hand.
+var statusBuilt = regexp.MustCompile(`\bstatus\.(New|Newf|Error|Errorf)\(|\berrdetails\.ErrorInfo\{|\breasons\.Spec\{`)
+
+// statusBuilders are the only production files that may make a status:
+// api's build (errors.go), which takes every reason's code, definiteness
+// and retry delay from the error table (api/reasons), the stream-set
+// refusal that re-wraps build's status with more details (streamset.go),
+// and the client's stand-in for a watch stream that ended without one
+// (it carries no reason: the client's transport row applies).
+var statusBuilders = map[string]bool{"api/errors.go": true, "api/streamset.go": true, "client/watch.go": true}
+
+// TestStatusesComeFromTheErrorTable: no server error is built outside the
+// one table (quarantine's and watch's once were), so every reason a
+// client can see has the code, definiteness and sentinel the table gives
+// it, which the every-reason wire test checks.
+func TestStatusesComeFromTheErrorTable(t *testing.T) {
+	for _, f := range trackedFiles(t, "*.go") {
+		if strings.HasSuffix(f, "_test.go") || strings.HasSuffix(f, ".pb.go") || strings.HasPrefix(f, "api/reasons/") || statusBuilders[f] {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if statusBuilt.MatchString(line) {
+				t.Errorf("%s:%d builds a status outside api's build (errors.go): %s", f, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+	for f := range statusBuilders {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("statusBuilders names %s: %v (renamed? update the list)", f, err)
+		}
+	}
+}
