@@ -382,3 +382,102 @@ func flagPort(line, flag string, def, p int) int {
 	n, _ := strconv.Atoi(m[1])
 	return n
 }
+
+// archName matches a code span of ARCHITECTURE.md naming a package's
+// identifier: pkg.Name or dir/pkg.Name (a type, function, method, variable
+// or constant), or pkg.Type.Field.
+var archName = regexp.MustCompile(`^([a-z][a-z0-9_/]*)\.([A-Z]\w*)(\.\w+)?$`)
+
+// TestArchitectureNamesWhatExists: the developer's guide walks files,
+// packages and identifiers; every file or directory it names (a code span
+// with a slash or a file suffix) exists, every pattern matches a file, and
+// every pkg.Name it names is declared in that package, so the guide cannot
+// go on walking code that moved.
+func TestArchitectureNamesWhatExists(t *testing.T) {
+	b, err := os.ReadFile("ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, m := range regexp.MustCompile("`([^`\\s]+)`").FindAllStringSubmatch(string(b), -1) {
+		name := m[1]
+		switch {
+		case strings.Contains(name, "*"):
+			if got, _ := filepath.Glob(name); len(got) == 0 {
+				t.Errorf("ARCHITECTURE.md names %s, which matches no file", name)
+			}
+		case archName.MatchString(name):
+			sm := archName.FindStringSubmatch(name)
+			dir, ok := packageDir(sm[1])
+			if !ok {
+				continue // not a package of the repository (errors.Is)
+			}
+			if !declares(t, dir, sm[2]) {
+				t.Errorf("ARCHITECTURE.md names %s, but package %s declares no %s", name, dir, sm[2])
+			}
+		case strings.Contains(name, "/") || regexp.MustCompile(`\.(go|md|proto|txt)$`).MatchString(name):
+			if strings.Count(name, "/") == 0 {
+				continue // a file named by its base alone (doc.go, faults_on.go): one per package
+			}
+			if _, err := os.Stat(name); err != nil {
+				t.Errorf("ARCHITECTURE.md names %s, which does not exist", name)
+			}
+		default:
+			continue
+		}
+		checked++
+	}
+	if checked < 40 {
+		t.Errorf("checked %d names in ARCHITECTURE.md: is this test out of date?", checked)
+	}
+}
+
+// packageDir is the directory of the repository's package called pkg: pkg
+// itself if it is one (fsm/kv), else the one directory whose last element
+// it is (fsmpb: fsm/fsmpb); false if none is, or several are.
+func packageDir(pkg string) (string, bool) {
+	if st, err := os.Stat(pkg); err == nil && st.IsDir() {
+		return pkg, true
+	}
+	var found []string
+	_ = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if path == ".git" || d.Name() == "testdata" || path == filepath.FromSlash("jepsen/runs") {
+			return filepath.SkipDir
+		}
+		if d.Name() == pkg {
+			found = append(found, path)
+		}
+		return nil
+	})
+	if len(found) != 1 {
+		return "", false
+	}
+	return found[0], true
+}
+
+// declares reports whether a non-test Go file of the package in dir
+// declares name (a function, method, type, variable, constant or field).
+func declares(t *testing.T, dir, name string) bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		return false
+	}
+	decl := regexp.MustCompile(`(?m)^(func (\([^)]*\) )?|type |var |const |\t)` + name + `\b`)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if decl.Match(b) {
+			return true
+		}
+	}
+	return false
+}
