@@ -186,11 +186,7 @@ URL, or --object-dir); --no-data-checksum publishes without one, read unchecked.
 				if err := buildRecords(ctx, c, store, req, records); err != nil {
 					return err
 				}
-				resp, err := client.Call(ctx, c, c.Metad.PublishGeneration, req)
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.PublishGeneration, req, func(tw *tabwriter.Writer, resp *metadpb.PublishGenerationResponse) {
 					fmt.Fprintf(tw, "generation %d published (version %d)\n", resp.Generation, resp.Version)
 				})
 			})
@@ -319,11 +315,7 @@ func newIndexListCmd(o *clientOpts) *cobra.Command {
 				return usageError{fmt.Errorf("--view %q: want COMMITTED or TOPIC_COMPACTED", view)}
 			}
 			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
-				resp, err := client.Call(ctx, c, c.Metad.ListIndex, &metadpb.ListIndexRequest{StreamId: id, View: metadpb.View(v), Generation: generation, From: from, Limit: limit})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.ListIndex, &metadpb.ListIndexRequest{StreamId: id, View: metadpb.View(v), Generation: generation, From: from, Limit: limit}, func(tw *tabwriter.Writer, resp *metadpb.ListIndexResponse) {
 					fmt.Fprintln(tw, "START\tEND\tSURVIVORS\tSTATUS\tVERSION\tOBJECT\tBYTES\tCHECKSUM\tDATA")
 					for _, r := range resp.Records {
 						rec := r.Record
