@@ -1,10 +1,13 @@
 package metad_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/checksum"
+	"github.com/metad/metad/client"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/jepsen/history"
 	"github.com/metad/metad/jepsen/model"
@@ -42,5 +45,46 @@ func TestJepsenChecksumMatchesTheServers(t *testing.T) {
 		if got != want {
 			t.Fatalf("record %d (%v, data %v): harness checksum %08x, server's %08x", i, key, data, got, want)
 		}
+	}
+}
+
+// TestClientRecordChecksumIsTheServers: a writer builds records with the
+// client alone (client.RecordChecksum, on the wire's types); the state
+// machine must compute the same checksum from its own types, or the
+// server refuses every record the client builds.
+func TestClientRecordChecksumIsTheServers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 500 {
+		view := fsm.View(1 + i%2)
+		key := fsm.IndexKey{Stream: rng.Uint64N(1 << 40), View: view, Generation: rng.Uint64N(100), Start: rng.Uint64N(1 << 30)}
+		r := fsm.Range{Start: key.Start, End: key.Start + 1 + rng.Uint64N(100)}
+		rec := &metadpb.IndexRecord{Range: &metadpb.Range{Start: r.Start, End: r.End},
+			Object: &metadpb.ObjectRef{Key: fmt.Sprintf("k%d", i), Identity: fmt.Sprintf("sha256:%x", rng.Uint64())},
+			Bytes:  &metadpb.ByteRange{Offset: rng.Uint64N(1 << 20), Length: rng.Uint64N(1 << 20)}}
+		var surv []fsm.Range
+		for j := range i % 3 {
+			s := fsm.Range{Start: r.Start + uint64(j), End: r.Start + uint64(j) + 1}
+			surv = append(surv, s)
+			rec.Survivors = append(rec.Survivors, &metadpb.Range{Start: s.Start, End: s.End})
+		}
+		var data checksum.Data
+		if i%4 != 0 {
+			data = checksum.Data{CRC: rng.Uint32(), Set: true}
+			rec.DataCrc32C = data.Ptr()
+		}
+		want := fsm.RecordChecksumData(key, r, surv, fsm.ObjectRef{Key: rec.Object.Key, Identity: rec.Object.Identity},
+			fsm.ByteRange{Offset: rec.Bytes.Offset, Length: rec.Bytes.Length}, data)
+		if got := client.RecordChecksum(key.Stream, metadpb.View(view), key.Generation, rec); got != want {
+			t.Fatalf("record %d: client's checksum %08x, the state machine's %08x", i, got, want)
+		}
+	}
+}
+
+// TestClientKnowsTheServersRecordBound: a writer splits a generation into
+// parts of client.MaxRecordsPerPart records; the state machine refuses a
+// part of more than fsm.MaxRecordsPerCommand.
+func TestClientKnowsTheServersRecordBound(t *testing.T) {
+	if client.MaxRecordsPerPart != fsm.MaxRecordsPerCommand {
+		t.Fatalf("client.MaxRecordsPerPart %d, fsm.MaxRecordsPerCommand %d", client.MaxRecordsPerPart, fsm.MaxRecordsPerCommand)
 	}
 }

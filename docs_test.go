@@ -57,48 +57,84 @@ func TestDocsLinkOnlyInsideTheRepository(t *testing.T) {
 	}
 }
 
-// testName matches a Go test, benchmark or fuzz target named in a document.
-var testName = regexp.MustCompile("`((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)")
+// testName matches a Go test, benchmark or fuzz target named anywhere in a
+// document, quoted or not; pattern is set when the name is the argument of
+// -run or -bench, a prefix of the names it selects.
+var testName = regexp.MustCompile(`(-(?:run|bench)[= ]['"^]*)?\b((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)`)
 
 // TestDocsNameOnlyTestsThatExist: a guarantee held by a test that was
-// renamed or removed is held by nothing, so every test the documents name
-// must be defined in some _test.go file of the repository.
+// renamed or removed is held by nothing, so every test any document of the
+// repository names must be defined in some _test.go file of it (a -run or
+// -bench pattern must select at least one).
 func TestDocsNameOnlyTestsThatExist(t *testing.T) {
-	defined := map[string]bool{}
-	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, m := range regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)\w+)\(`).FindAllStringSubmatch(string(b), -1) {
-			defined[m[1]] = true
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(defined) == 0 {
-		t.Fatal("found no tests at all")
-	}
-	docs, err := filepath.Glob("*.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs = append(docs, "jepsen/README.md")
-	for _, doc := range docs {
+	defined := definedTests(t)
+	for _, doc := range trackedFiles(t, "*.md") {
 		b, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range testName.FindAllStringSubmatch(string(b), -1) {
-			if !defined[m[1]] {
-				t.Errorf("%s names %s, which no _test.go file defines", doc, m[1])
-			}
+		for _, problem := range undefinedTests(string(b), defined) {
+			t.Errorf("%s %s", doc, problem)
 		}
+	}
+}
+
+// definedTests lists every test, benchmark and fuzz target a tracked
+// _test.go file defines.
+func definedTests(t *testing.T) map[string]bool {
+	t.Helper()
+	defined := map[string]bool{}
+	for _, f := range trackedFiles(t, "*_test.go") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)\w+)\(`).FindAllStringSubmatch(string(b), -1) {
+			defined[m[1]] = true
+		}
+	}
+	if len(defined) == 0 {
+		t.Fatal("found no tests at all")
+	}
+	return defined
+}
+
+// undefinedTests lists the test names doc names that defined lacks.
+func undefinedTests(doc string, defined map[string]bool) []string {
+	var problems []string
+	for _, m := range testName.FindAllStringSubmatch(doc, -1) {
+		name := m[2]
+		if defined[name] {
+			continue
+		}
+		if m[1] != "" && selectsSome(name, defined) {
+			continue
+		}
+		problems = append(problems, "names "+name+", which no _test.go file defines")
+	}
+	return problems
+}
+
+// selectsSome: some defined test's name starts with prefix.
+func selectsSome(prefix string, defined map[string]bool) bool {
+	for d := range defined {
+		if strings.HasPrefix(d, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestUndefinedTestsFindsABogusName: the check above fails on a name no
+// test has, quoted or not, and on a -run pattern that selects nothing.
+func TestUndefinedTestsFindsABogusName(t *testing.T) {
+	defined := map[string]bool{"TestReal": true, "BenchmarkPlan1M": true}
+	doc := "`TestReal` and TestReal hold it; `go test -bench=BenchmarkPlan` runs; TestBogus and `TestNoSuch` do not exist; -run TestGone neither"
+	got := undefinedTests(doc, defined)
+	want := []string{"names TestBogus, which no _test.go file defines", "names TestNoSuch, which no _test.go file defines",
+		"names TestGone, which no _test.go file defines"}
+	if !slices.Equal(got, want) {
+		t.Errorf("undefinedTests = %q, want %q", got, want)
 	}
 }
 
@@ -107,8 +143,8 @@ func TestDocsNameOnlyTestsThatExist(t *testing.T) {
 // package's doc.go); no file refers a reader to a design document it does
 // not hold.
 func TestNothingCitesTheDesignDocument(t *testing.T) {
-	design := "DESIGN" + ".md" // spelled apart, so this file does not cite it
-	for _, f := range trackedFiles(t, "*.go", "*.md", "*.proto", "*.yml", "*.yaml", "*.sh") {
+	design := "DESIGN" + ".md"          // spelled apart, so this file does not cite it
+	for _, f := range trackedFiles(t) { // every file: go.mod cited it once
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -155,7 +191,7 @@ func TestCitedGuaranteesExist(t *testing.T) {
 }
 
 // trackedFiles lists the repository's files (git ls-files) matching any
-// pattern, leaving out the harness's run reports.
+// pattern (none: every file), leaving out the harness's run reports.
 func trackedFiles(t *testing.T, patterns ...string) []string {
 	t.Helper()
 	out, err := exec.Command("git", append([]string{"ls-files", "--"}, patterns...)...).Output()
@@ -345,4 +381,103 @@ func flagPort(line, flag string, def, p int) int {
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n
+}
+
+// archName matches a code span of ARCHITECTURE.md naming a package's
+// identifier: pkg.Name or dir/pkg.Name (a type, function, method, variable
+// or constant), or pkg.Type.Field.
+var archName = regexp.MustCompile(`^([a-z][a-z0-9_/]*)\.([A-Z]\w*)(\.\w+)?$`)
+
+// TestArchitectureNamesWhatExists: the developer's guide walks files,
+// packages and identifiers; every file or directory it names (a code span
+// with a slash or a file suffix) exists, every pattern matches a file, and
+// every pkg.Name it names is declared in that package, so the guide cannot
+// go on walking code that moved.
+func TestArchitectureNamesWhatExists(t *testing.T) {
+	b, err := os.ReadFile("ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, m := range regexp.MustCompile("`([^`\\s]+)`").FindAllStringSubmatch(string(b), -1) {
+		name := m[1]
+		switch {
+		case strings.Contains(name, "*"):
+			if got, _ := filepath.Glob(name); len(got) == 0 {
+				t.Errorf("ARCHITECTURE.md names %s, which matches no file", name)
+			}
+		case archName.MatchString(name):
+			sm := archName.FindStringSubmatch(name)
+			dir, ok := packageDir(sm[1])
+			if !ok {
+				continue // not a package of the repository (errors.Is)
+			}
+			if !declares(t, dir, sm[2]) {
+				t.Errorf("ARCHITECTURE.md names %s, but package %s declares no %s", name, dir, sm[2])
+			}
+		case strings.Contains(name, "/") || regexp.MustCompile(`\.(go|md|proto|txt)$`).MatchString(name):
+			if strings.Count(name, "/") == 0 {
+				continue // a file named by its base alone (doc.go, faults_on.go): one per package
+			}
+			if _, err := os.Stat(name); err != nil {
+				t.Errorf("ARCHITECTURE.md names %s, which does not exist", name)
+			}
+		default:
+			continue
+		}
+		checked++
+	}
+	if checked < 40 {
+		t.Errorf("checked %d names in ARCHITECTURE.md: is this test out of date?", checked)
+	}
+}
+
+// packageDir is the directory of the repository's package called pkg: pkg
+// itself if it is one (fsm/kv), else the one directory whose last element
+// it is (fsmpb: fsm/fsmpb); false if none is, or several are.
+func packageDir(pkg string) (string, bool) {
+	if st, err := os.Stat(pkg); err == nil && st.IsDir() {
+		return pkg, true
+	}
+	var found []string
+	_ = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if path == ".git" || d.Name() == "testdata" || path == filepath.FromSlash("jepsen/runs") {
+			return filepath.SkipDir
+		}
+		if d.Name() == pkg {
+			found = append(found, path)
+		}
+		return nil
+	})
+	if len(found) != 1 {
+		return "", false
+	}
+	return found[0], true
+}
+
+// declares reports whether a non-test Go file of the package in dir
+// declares name (a function, method, type, variable, constant or field).
+func declares(t *testing.T, dir, name string) bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		return false
+	}
+	decl := regexp.MustCompile(`(?m)^(func (\([^)]*\) )?|type |var |const |\t)` + name + `\b`)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if decl.Match(b) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-// Raft stack (DESIGN.md §15): hashicorp/raft v1.7.3 + raft-boltdb/v2 v2.3.1 +
+// Raft stack (owned by raftstore): hashicorp/raft v1.7.3 + raft-boltdb/v2 v2.3.1 +
 // memberlist v0.6.0 + go-metrics v0.6.0, the set rqlite and Oxia run in
 // production, built as published with no replace directive. The newer set
 // (raft v1.8.0, memberlist v0.7.0) needs go-metrics v0.7.0, which dropped the

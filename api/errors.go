@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -74,8 +73,9 @@ func rejectionError(rej *fsmpb.Rejection) error {
 	}
 	r, ok := rejectionReason(rej.Code)
 	if !ok { // unreachable while every RejectCode has a reason
-		return build(metadpb.Reason_INTERNAL, reasons.Spec{Code: codes.Internal, Definite: true},
-			sprintf("refused with unknown code %v: %s", rej.Code, rej.Message), field, nil, nil)
+		spec := reasons.Of(metadpb.Reason_INTERNAL).Spec
+		spec.Definite = true // the state machine refused it: nothing changed
+		return build(metadpb.Reason_INTERNAL, spec, sprintf("refused with unknown code %v: %s", rej.Code, rej.Message), field, nil, nil)
 	}
 	return fail(r, rej.Message, field)
 }

@@ -37,6 +37,13 @@ func TestFollowersFollowAMovingLeader(t *testing.T) {
 		if err != nil || resp.LeaderId != to.id {
 			t.Fatalf("round %d: transfer %s → %s: %v, %v", round, old.id, to.id, resp, err)
 		}
+		// A node learns the new leader from its first heartbeat; asked
+		// before it, it answers NO_LEADER (retryable: the client retries
+		// it), which is not forwarding. On a loaded machine the old leader
+		// was asked first and answered so.
+		if l := c.leader(); l != to {
+			t.Fatalf("round %d: after the transfer to %s, %s leads", round, to.id, l.id)
+		}
 		for _, n := range c.nodes {
 			if n == to {
 				continue

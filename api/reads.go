@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/metad/metad/api/metadpb"
-	"github.com/metad/metad/faults"
 	"github.com/metad/metad/fsm"
 )
 
@@ -13,12 +12,8 @@ import (
 // by default, or as the node has it with the explicit STALE opt-in.
 func (s *Server) read(ctx context.Context, c metadpb.Consistency, fn func(*fsm.Machine) error) error {
 	var err error
-	switch c {
+	switch plantedConsistency(c) { // the fault seam (faults_off.go): c
 	case metadpb.Consistency_LINEARIZABLE:
-		if faults.Bug("stale-read") { // planted bug: no read index
-			err = s.store.ReadLocal(fn)
-			break
-		}
 		err = s.store.Read(ctx, fn)
 	case metadpb.Consistency_STALE:
 		err = s.store.ReadLocal(fn)

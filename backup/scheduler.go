@@ -37,20 +37,28 @@ type Scheduler struct {
 	m      *metrics
 }
 
+// Option adjusts a Scheduler.
+type Option func(*Scheduler)
+
+// WithClock makes the schedule read time and wait through c (default
+// clock.Real): node hands it the server's clock, tests a fake one.
+func WithClock(c clock.Clock) Option { return func(s *Scheduler) { s.clock = c } }
+
 // New makes a Scheduler for a valid, enabled cfg. reg receives the
 // metrics (nil: unregistered).
-func New(cfg Config, target Target, src Source, log *slog.Logger, reg prometheus.Registerer) (*Scheduler, error) {
+func New(cfg Config, target Target, src Source, log *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Scheduler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if !cfg.Enabled() {
 		return nil, errors.New("backup: not enabled (backup-interval 0)")
 	}
-	return &Scheduler{cfg: cfg, target: target, src: src, log: log, clock: clock.Real, m: newMetrics(reg)}, nil
+	s := &Scheduler{cfg: cfg, target: target, src: src, log: log, clock: clock.Real, m: newMetrics(reg)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
-
-// WithClock replaces the wall clock (tests).
-func (s *Scheduler) WithClock(c clock.Clock) *Scheduler { s.clock = c; return s }
 
 // Run takes a backup every interval until ctx ends, continuing the
 // schedule of the newest backup the target holds of this cluster.

@@ -70,12 +70,11 @@ func TestSchedulerContinuesPrunesAndVerifies(t *testing.T) {
 	}
 	cfg := Config{Interval: 30 * time.Minute, To: dir, Retain: 2}
 	reg := prometheus.NewRegistry()
-	s, err := New(cfg, tg, store, slog.New(slog.DiscardHandler), reg)
+	fc := fakeclock.New(start)
+	s, err := New(cfg, tg, store, slog.New(slog.DiscardHandler), reg, WithClock(fc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc := fakeclock.New(start)
-	s.WithClock(fc)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()

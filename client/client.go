@@ -127,7 +127,7 @@ func New(cfg Config) (*Client, error) {
 		ctx, cancel := context.WithCancel(context.Background())
 		c.stopWatch = cancel
 		c.bg.Add(1)
-		go func() { defer c.bg.Done(); watch.Watch(ctx) }()
+		go func() { defer c.bg.Done(); watch.Watch(ctx, wall) }()
 	}
 	var routed grpc.ClientConnInterface = conn
 	if !cfg.SpreadCalls {

@@ -59,7 +59,7 @@
 //
 // A writer computes the data checksum of the exact bytes of each append
 // and index record it commits (checksum.Of) and sends it as data_crc32c;
-// a record's checksum is then fsm.RecordChecksumData.
+// a record's checksum is then RecordChecksum (records.go).
 //
 // Writer (writer.go) is the write path: it buffers Appends to many streams
 // and commits each flush as one stream-set object (CommitObject, all or

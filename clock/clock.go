@@ -1,10 +1,12 @@
 // Package clock is metad's one time source: an interface, so that tests
 // drive time themselves instead of sleeping (internal/fakeclock), and Real,
-// the wall clock. Like raft-autopilot's TimeProvider, it is the only way a
-// background loop (membership, repair, gc, readpath, watch, backup,
-// raftstore, node, client) learns the time or waits; the architecture test
-// and the forbidigo lint rule keep direct reads of the time package out of
-// them. The resolver, a pure core, is handed a Clock and never names Real.
+// the wall clock. Like raft-autopilot's TimeProvider, it is the only way
+// any other package of metad learns the time or waits — every background
+// loop (membership, repair, gc, readpath, watch, backup, raftstore, node,
+// client), and the harness and load drivers too, on Real; the architecture
+// test (TestLoopsReadTimeThroughClock, over every package) and the
+// forbidigo lint rule keep direct reads of the time package out of them.
+// The resolver, a pure core, is handed a Clock and never names Real.
 package clock
 
 import (

@@ -13,9 +13,6 @@ import (
 	"github.com/metad/metad/clock"
 )
 
-// Compiled reports whether fault injection is built in.
-const Compiled = true
-
 var (
 	bugs   = parse(os.Getenv("METAD_FAULTS"))
 	offset atomic.Int64 // nanoseconds added to the wall clock

@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/fsm/fsmpb"
 )
 
@@ -293,8 +294,8 @@ func (p pin) record() *fsmpb.SnapshotRecord {
 
 // headerCRC is the CRC-32C of a header's bytes other than the CRC itself.
 func headerCRC(hdr []byte) uint32 {
-	crc := crc32.Update(0, castagnoli, hdr[:12])
-	return crc32.Update(crc, castagnoli, hdr[16:headerSize])
+	crc := crc32.Update(0, checksum.Castagnoli, hdr[:12])
+	return crc32.Update(crc, checksum.Castagnoli, hdr[16:headerSize])
 }
 
 // sealHeader stores the header's CRC in it.

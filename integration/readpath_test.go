@@ -277,7 +277,7 @@ func TestTrimRacingResolve(t *testing.T) {
 				trims = append(trims, ackedWrite{at: time.Now(), end: to})
 				mu.Unlock()
 			}
-			time.Sleep(20 * time.Millisecond) // pacing: the trims spread over the servers' resolves
+			time.Sleep(20 * time.Millisecond) // pacing: the trims spread over the resolves the servers (real processes) serve
 		}
 	}()
 	// Resolves chase the trim point: each asks for an offset a little
@@ -412,7 +412,7 @@ func TestLeaderChangeDuringRepair(t *testing.T) {
 			tctx, tcancel := context.WithTimeout(ctx, 10*time.Second)
 			_, _ = b.c.Cluster.TransferLeadership(tctx, &metadpb.TransferLeadershipRequest{})
 			tcancel()
-			time.Sleep(300 * time.Millisecond) // pacing: the servers serve a while under each leader
+			time.Sleep(300 * time.Millisecond) // pacing: the servers (real processes) serve resolves a while under each leader
 		}
 	}()
 	for w := range 4 {

@@ -153,7 +153,7 @@ func (l *appendLoad) run(b *testing.B, rate int, d time.Duration) int {
 			}
 			next := start.Add(time.Duration(w) * interval / workers)
 			for j := 0; time.Since(start) < d; j++ {
-				time.Sleep(time.Until(next)) // pacing, not synchronisation
+				time.Sleep(time.Until(next)) // pacing: the rate of appends offered to the servers (real processes)
 				next = next.Add(interval)
 				i := own[j%len(own)]
 				if err := l.appendOne(i); err != nil {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/jepsen/cluster"
 	"github.com/metad/metad/jepsen/nemesis"
 	"github.com/metad/metad/jepsen/report"
@@ -105,7 +106,7 @@ func matrixCells(name string) ([]cell, error) {
 
 func run(ctx context.Context, o options, stdout io.Writer) (bool, error) {
 	if o.seed == 0 {
-		o.seed = time.Now().UnixNano() % 1_000_000
+		o.seed = clock.Real.Now().UnixNano() % 1_000_000
 	}
 	level := slog.LevelWarn
 	if o.verbose {
@@ -142,7 +143,7 @@ func run(ctx context.Context, o options, stdout io.Writer) (bool, error) {
 			return false, err
 		}
 	}
-	stamp := time.Now().Format("20060102-150405")
+	stamp := clock.Real.Now().Format("20060102-150405")
 	all := true
 	var results []report.Result
 	for i, c := range cells {

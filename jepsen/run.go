@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/jepsen/cluster"
 	"github.com/metad/metad/jepsen/history"
 	"github.com/metad/metad/jepsen/model"
@@ -101,7 +102,7 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return report.Result{}, err
 	}
-	start := time.Now()
+	start := clock.Real.Now()
 	ccfg := cluster.Config{Binary: cfg.Binary, Dir: filepath.Join(cfg.Dir, "cluster"), Nodes: cfg.Nodes,
 		Faults: cfg.Bugs, Extra: serverFlags, TLS: cfg.TLS, Store: cfg.Store}
 	if nemesis.NeedsOwnDisks(cfg.Nemesis) {
@@ -137,23 +138,23 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 		cfg.Log.Info("planned", "step", s.String())
 	}
 	finalHeal := drive(ctx, cfg, cl, rec, wl, steps)
-	phase := time.Now()
+	phase := clock.Real.Now()
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	q := wl.DrainQuarantine(rctx, time.Now().Add(healWait))
-	cfg.Log.Info("quarantine drained", "took", time.Since(phase), "status", q.Status, "left", quarantinedLeft(q))
+	q := wl.DrainQuarantine(rctx, clock.Real.Now().Add(healWait))
+	cfg.Log.Info("quarantine drained", "took", clock.Since(clock.Real, phase), "status", q.Status, "left", quarantinedLeft(q))
 	wl.ReadBack(rctx)
 	cancel()
-	cfg.Log.Info("read back", "took", time.Since(phase))
-	phase = time.Now()
+	cfg.Log.Info("read back", "took", clock.Since(clock.Real, phase))
+	phase = clock.Real.Now()
 	conv := converge(ctx, cl, 60*time.Second)
-	cfg.Log.Info("converged", "took", time.Since(phase), "ok", conv.Converged)
+	cfg.Log.Info("converged", "took", clock.Since(clock.Real, phase), "ok", conv.Converged)
 	if !conv.Converged {
 		// Say whether a live state left its log or the logs differ, and
 		// where; the data directories stay as evidence.
 		conv.Detail += "; " + explainDivergence(ctx, cfg, cl)
 		cfg.Keep = true
 	}
-	phase = time.Now()
+	phase = clock.Real.Now()
 	h := rec.History()
 	if err := report.WriteHistory(cfg.Dir, h); err != nil {
 		return report.Result{}, err
@@ -163,8 +164,8 @@ func Run(ctx context.Context, cfg RunConfig) (report.Result, error) {
 		res.Anomalies = append(res.Anomalies, crashed...)
 		res.Passed = false
 	}
-	cfg.Log.Info("checked", "took", time.Since(phase), "ops", len(h.Ops))
-	res.Seconds = time.Since(start).Seconds()
+	cfg.Log.Info("checked", "took", clock.Since(clock.Real, phase), "ops", len(h.Ops))
+	res.Seconds = clock.Since(clock.Real, start).Seconds()
 	if err := report.Write(cfg.Dir, h, res); err != nil {
 		return res, err
 	}
@@ -251,8 +252,8 @@ func setup(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 // data checksums change at history.VersionsLevel.
 func featureLevel(ctx context.Context, cl *cluster.Cluster, wait time.Duration) uint32 {
 	var last uint32
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
+	deadline := clock.Real.Now().Add(wait)
+	for clock.Real.Now().Before(deadline) {
 		for i := range cl.Nodes {
 			st, err := cl.Status(ctx, i, false)
 			if err != nil || st.LeaderId == "" {
@@ -281,7 +282,7 @@ func featureLevel(ctx context.Context, cl *cluster.Cluster, wait time.Duration) 
 // the schedule, then heals everything and lets the workload run on for at
 // least the recovery period. It returns when the final heal happened.
 func drive(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history.Recorder, wl *workload.Workload, steps []nemesis.Step) int64 {
-	deadline := time.Now().Add(cfg.TimeLimit)
+	deadline := clock.Real.Now().Add(cfg.TimeLimit)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
@@ -293,12 +294,12 @@ func drive(ctx context.Context, cfg RunConfig, cl *cluster.Cluster, rec *history
 	}
 	ncancel()
 	healAll(context.WithoutCancel(ctx), cl)
-	finalHeal := time.Now()
+	finalHeal := clock.Real.Now()
 	end := deadline
 	if finalHeal.Add(recovery).After(end) {
 		end = finalHeal.Add(recovery)
 	}
-	_ = sleepCtx(ctx, time.Until(end))
+	_ = sleepCtx(ctx, end.Sub(clock.Real.Now()))
 	cancel()
 	<-done
 	return finalHeal.UnixNano()
@@ -333,12 +334,12 @@ func healAll(ctx context.Context, cl *cluster.Cluster) {
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
+	t := clock.Real.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-t.C():
 		return nil
 	}
 }
@@ -347,9 +348,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // state hash (replicas compared by hash), or until two report
 // the same index with different hashes, which no wait can mend.
 func converge(ctx context.Context, cl *cluster.Cluster, timeout time.Duration) report.Convergence {
-	start := time.Now()
+	start := clock.Real.Now()
 	var last string
-	for time.Since(start) < timeout {
+	for clock.Since(clock.Real, start) < timeout {
 		for i := range cl.Nodes {
 			st, err := cl.Status(ctx, i, true)
 			if err != nil {
@@ -358,7 +359,7 @@ func converge(ctx context.Context, cl *cluster.Cluster, timeout time.Duration) r
 			}
 			c, why := report.Converged(st)
 			if why == "" || report.Diverged(st) {
-				c.Waited, c.Detail = time.Since(start).Seconds(), why
+				c.Waited, c.Detail = clock.Since(clock.Real, start).Seconds(), why
 				return c
 			}
 			last = why

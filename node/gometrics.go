@@ -15,9 +15,9 @@ import (
 // globals discard everything until given a sink, so without a bridge raft's
 // own metrics (raft_commitTime, raft_fsm_apply, raft_leader_lastContact,
 // raft_snapshot_*, raft_state_*) never reach /metrics. gometrics_armon.go
-// and gometrics_hashicorp.go, chosen by the same build tag as compat,
-// install a Prometheus sink as the global sink of the library compat
-// forwards to.
+// and gometrics_hashicorp.go, chosen by the same build tag as compat, name
+// the library compat forwards to, and installGoMetricsSink makes a
+// Prometheus sink its global sink.
 //
 // The global is per process, so one sink is installed once and every node
 // started in the process (tests start several) registers that same
@@ -76,43 +76,31 @@ func goMetricsBridge() (prometheus.Collector, error) {
 	return goMetricsCollector, goMetricsErr
 }
 
-// goMetricsLib is one go-metrics library as the bridge uses it: armon's
-// and hashicorp's have the same API under different import paths, so
-// their types differ and each build-tagged file (gometrics_armon.go,
-// gometrics_hashicorp.go) binds only these constructors; installSink is
-// the one body both run. S and C are the library's summary and counter
-// definitions, K its Prometheus sink.
-type goMetricsLib[S, C any, K prometheus.Collector] struct {
-	summary func(name []string, help string) S
-	counter func(name []string, help string) C
-	// sink makes the Prometheus sink (registering itself on reg) that
-	// exports the declared series.
-	sink func(expiry time.Duration, reg prometheus.Registerer, name string, summaries []S, counters []C) (K, error)
-	// global makes k the library's global sink, with hostname prefixes
-	// (they would rename series per host) and runtime metrics (the Go
-	// collector exports those already) off.
-	global func(k K) error
-}
-
-// installSink declares the series of goMetricSummaries and
-// goMetricCounters on a new Prometheus sink of lib and makes it lib's
-// global sink.
-func installSink[S, C any, K prometheus.Collector](lib goMetricsLib[S, C, K]) (prometheus.Collector, error) {
-	var summaries []S
+// installGoMetricsSink declares the series of goMetricSummaries and
+// goMetricCounters on a new Prometheus sink of the library compat
+// forwards to (gometrics_armon.go or gometrics_hashicorp.go names it) and
+// makes it that library's global sink, with hostname prefixes (they would
+// rename series per host) and runtime metrics (the Go collector exports
+// those already) off.
+func installGoMetricsSink() (prometheus.Collector, error) {
+	var summaries []gmSummary
 	for _, m := range goMetricSummaries {
-		summaries = append(summaries, lib.summary(m.Name, m.Help))
+		summaries = append(summaries, gmSummary{Name: m.Name, Help: m.Help})
 	}
-	var counters []C
+	var counters []gmCounter
 	for _, m := range goMetricCounters {
-		counters = append(counters, lib.counter(m.Name, m.Help))
+		counters = append(counters, gmCounter{Name: m.Name, Help: m.Help})
 	}
 	// The sink registers itself on its own registry; nodes register it on
 	// theirs.
-	sink, err := lib.sink(goMetricsExpiry, prometheus.NewRegistry(), "metad_gometrics_bridge", summaries, counters)
+	sink, err := gmNewSink(gmSinkOpts{Expiration: goMetricsExpiry, Registerer: prometheus.NewRegistry(),
+		Name: "metad_gometrics_bridge", SummaryDefinitions: summaries, CounterDefinitions: counters})
 	if err != nil {
 		return nil, fmt.Errorf("node: go-metrics sink: %w", err)
 	}
-	if err := lib.global(sink); err != nil {
+	cfg := gmDefaultConfig("")
+	cfg.EnableHostname, cfg.EnableRuntimeMetrics = false, false
+	if _, err := gmNewGlobal(cfg, sink); err != nil {
 		return nil, fmt.Errorf("node: go-metrics global: %w", err)
 	}
 	return sink, nil

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/metad/metad/api"
-	"github.com/metad/metad/faults"
 )
 
 // startHTTP serves the admin endpoints: / (a status page, statuspage.go),
@@ -53,7 +52,7 @@ func (n *Server) startHTTP(reg *prometheus.Registry) error {
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	faults.Register(mux) // nothing unless built with -tags metad_faults
+	registerFaults(mux) // the fault seam (faults_off.go): nothing
 	if n.cfg.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -253,17 +253,17 @@ func (n *Server) buildServices(rep *repair.Service, reg *prometheus.Registry) (e
 func (n *Server) startServing(reg *prometheus.Registry) error {
 	cfg, log := n.cfg, n.log
 	rep, err := repair.New(cfg.Repair, readpath.NewStore[repair.State](n.store), log.With("component", "repair"), reg,
-		repair.WithVerifier(readpath.Objects{Store: n.objects}))
+		repair.WithVerifier(readpath.Objects{Store: n.objects}), repair.WithClock(serverClock))
 	if err != nil {
 		return err
 	}
-	col, err := gc.New(cfg.GC, readpath.NewStore[gc.State](n.store), n.objects, log.With("component", "gc"), reg)
+	col, err := gc.New(cfg.GC, readpath.NewStore[gc.State](n.store), n.objects, log.With("component", "gc"), reg, gc.WithClock(serverClock))
 	if err != nil {
 		return err
 	}
 	var bk *backup.Scheduler
 	if n.backups != nil {
-		if bk, err = backup.New(cfg.Backup, n.backups, n.store, log.With("component", "backup"), reg); err != nil {
+		if bk, err = backup.New(cfg.Backup, n.backups, n.store, log.With("component", "backup"), reg, backup.WithClock(serverClock)); err != nil {
 			return err
 		}
 	}
@@ -383,6 +383,7 @@ func (n *Server) hooks(mr membershipRaft, hadState bool) membership.Hooks {
 		},
 		Tombstones: n.tombstones,
 		ClusterID:  n.ownClusterID,
+		Clock:      serverClock,
 	}
 }
 

@@ -83,9 +83,10 @@ type fsmAdapter struct {
 	// observer, when set, follows every applied command (observer.go).
 	observer ApplyObserver
 
-	// diverge is the planted bug diverge-<node id> (package faults): this
-	// replica applies CreateStream differently from the others.
-	diverge bool
+	// diverge is how this replica reads a committed command: as it is,
+	// but under the planted bug diverge-<node id> (faults_on.go), which
+	// renames every stream it creates. Empty in the production build.
+	diverge divergence
 
 	// stopped is the first committed entry this binary could not apply
 	// (fsm.ErrUnsupported), set under mu; from then on nothing is applied
@@ -240,11 +241,7 @@ func (a *fsmAdapter) applyBatch(logs []*raft.Log, out []any) {
 			panic(fmt.Sprintf("raftstore: raft delivered entry %d after %d", l.Index, prev))
 		}
 		if l.Type == raft.LogCommand && !isBarrier(l) {
-			data := l.Data
-			if a.diverge {
-				data = divergedCommand(data)
-			}
-			res, err := a.applyEntry(l.Index, data)
+			res, err := a.applyEntry(l.Index, a.diverge.command(l.Data))
 			if err != nil {
 				a.stop(err)
 				out[i] = err

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/metad/metad/faults"
 )
 
 // voteGuard keeps a server that lost its raft state from voting until it
@@ -179,10 +177,6 @@ func guardIfAmnesiac(trans raft.Transport, logs raft.LogStore, stable raft.Stabl
 	if has {
 		return trans, nil, nil
 	}
-	if faults.Bug("accept-old-incarnation") {
-		log.Warn("planted bug accept-old-incarnation: no vote guard; this server votes with an empty log")
-		return trans, nil, nil
-	}
-	t, g := guardVotes(trans, log)
+	t, g := plantedVoteGuard(trans, log, guardVotes) // the fault seam (faults_off.go): guardVotes
 	return t, g, nil
 }

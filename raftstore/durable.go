@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/metad/metad/faults"
 )
 
 // ErrDiskWrite: a write or an fsync of the raft log or the stable store
@@ -93,15 +91,15 @@ func (f *diskFailure) do(store, path string, write func() error) error {
 	if err == nil {
 		return nil
 	}
-	if faults.Bug("retry-fsync") {
-		return err // planted: raft steps down and writes again, over what the failed fsync lost
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		path = pe.Path
-	}
-	f.latch(&DiskWriteError{Store: store, Path: path, Err: err})
-	return f.failed
+	// The fault seam (faults_off.go): the failure is latched.
+	return plantedWriteFailed(err, func() error {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			path = pe.Path
+		}
+		f.latch(&DiskWriteError{Store: store, Path: path, Err: err})
+		return f.failed
+	})
 }
 
 // corrupt latches a corrupt read (no later write reaches the disk) and

@@ -219,9 +219,10 @@ func (o *offlineStores) readStable(info *DirInfo) error {
 }
 
 // missingKey reports whether a stable-store read failed only because the
-// key is absent: raft-boltdb says so by the text "not found" alone (raft
-// itself checks it the same way), with no sentinel to match.
-func missingKey(err error) bool { return err.Error() == "not found" }
+// key is absent. The stable store is always raft-boltdb's, whose
+// ErrKeyNotFound says so (raft itself compares the text "not found", as it
+// knows no store's sentinel; that text is ErrKeyNotFound's).
+func missingKey(err error) bool { return errors.Is(err, raftboltdb.ErrKeyNotFound) }
 
 // getUint64 reads a stable-store key; a missing key reads as 0.
 func getUint64(b *raftboltdb.BoltStore, key []byte) (uint64, error) {

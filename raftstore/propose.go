@@ -9,7 +9,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/metad/metad/clock"
-	"github.com/metad/metad/faults"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/tracing"
@@ -145,7 +144,7 @@ func (s *Store) apply(ctx context.Context, cmd *fsmpb.Command, encode func(stamp
 		release()
 		return nil, fmt.Errorf("%w: deadline passed before proposing", ErrTimeout)
 	}
-	data, err := plantedEncode(cmd, encode)(faults.Now().UnixNano())
+	data, err := plantedEncode(cmd, encode)(plantedStamp().UnixNano()) // the fault seam (faults_off.go): encode, at wall.Now
 	if err != nil {
 		release()
 		return nil, err

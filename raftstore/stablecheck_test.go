@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
@@ -48,7 +47,11 @@ func TestCheckedStableKeepsRaftBoltdbsFormat(t *testing.T) {
 // as it is; after a crash between the checked copy and the plain key the
 // checked copy wins; a damaged checked copy is an error naming the key.
 func TestCheckedStableRules(t *testing.T) {
-	inner := raft.NewInmemStore()
+	inner, err := raftboltdb.NewBoltStore(filepath.Join(t.TempDir(), "raft.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
 	s := &checkedStable{inner: inner, path: "/data/raft/raft.db"}
 
 	if err := inner.SetUint64(keyCurrentTerm, 3); err != nil { // an older release's write

@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
-	"github.com/metad/metad/faults"
 	"github.com/metad/metad/fsm"
 )
 
@@ -153,9 +152,7 @@ func open(cfg Config, peers Peers, logger *slog.Logger, o openOptions) (*Store, 
 		dl := d.log.(*durableLog)
 		dl.LogStore = o.wrapLog(dl.LogStore)
 	}
-	if faults.Bug("lose-append") {
-		dropLastAppend(d.log, logger)
-	}
+	plantedOpen(d.log, logger) // the fault seam (faults_off.go): nothing
 	s, err := start(cfg, peers, logger, hlog, d, o)
 	if err != nil {
 		d.close()
@@ -226,10 +223,7 @@ func startRaft(cfg Config, peers Peers, logger *slog.Logger, hlog hclog.Logger, 
 		o.observer.Restored(adapter.appliedIndex())
 	}
 	ident.adapter.Store(adapter)
-	if faults.Bug("diverge-" + cfg.NodeID) {
-		adapter.diverge = true
-		logger.Warn("planted bug diverge: this replica renames every stream it creates")
-	}
+	adapter.diverge = plantedDivergence(cfg.NodeID, logger) // the fault seam (faults_off.go): none
 	r, err := newRaft(cfg.raftConfig(hlog), adapter, logs, d.raftStable, snaps, trans)
 	if err != nil {
 		if latched := d.failure.err(); latched != nil {
@@ -313,11 +307,7 @@ func newTCPTransport(cfg Config, logger hclog.Logger, id *identity, slogger *slo
 		// held its log at the index it stopped at for the rest of the run.
 		MaxRPCsInFlight: 1,
 	})
-	if faults.Bug("heartbeat-fast-path") {
-		logger.Warn("planted bug heartbeat-fast-path: heartbeats run concurrently with raft's main loop (hashicorp/raft#695)")
-		return trans, nil
-	}
-	return serialHeartbeats{trans}, nil
+	return plantedHeartbeats(trans, serialHeartbeats{trans}, slogger), nil // the fault seam (faults_off.go): serial
 }
 
 // streamLayer is raft's TCP stream layer with one addition: every dial goes

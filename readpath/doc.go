@@ -59,14 +59,18 @@
 // Config (VerifyObjects, SharePins, LeaseMargin, the resolver's Config) is
 // embedded in api.Config, so cmd/metad's flags set it there.
 //
-// Planted bugs (package faults) enter here once, where the resolver is
-// built, not on the hot path: stale-read makes the resolver's Store read
-// local state without a read index, skip-recheck drops the recheck.
+// Planted bugs (package faults) enter through one seam, plantedDeps
+// (faults_on.go, built only with -tags metad_faults), once, where the
+// resolver is built: stale-read hands the resolver a reader of local state
+// without a read index, skip-recheck drops the recheck. The production
+// build's seam (faults_off.go) changes nothing, so no read branches on a
+// fault.
 //
 // Dependencies: readpath sits between api and the packages it serves —
-// cmd/metad → node → api → readpath → {resolver, repair, gc} → raftstore →
-// fsm, and node imports it too, to hand repair and gc their Store. It
-// imports resolver, repair, raftstore, objectstore and fsm, never api or
-// node; what it needs of api (forwarding a proposal or a repair to the
-// leader) it takes as functions (architecture_test.go).
+// node → api → readpath → raftstore → fsm, readpath → {resolver, repair}
+// — and node imports it too, to hand repair and gc their Store. It
+// imports resolver, repair, raftstore, objectstore and fsm, never api,
+// peer or node; what it needs of the node-to-node side (forwarding a
+// proposal or a repair to the leader) it takes as functions
+// (architecture_test.go).
 package readpath

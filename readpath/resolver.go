@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/metad/metad/clock"
-	"github.com/metad/metad/faults"
 	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/fsm/fsmpb"
 	"github.com/metad/metad/objectstore"
@@ -116,14 +115,12 @@ func New(cfg Config, deps Deps) (*Resolver, error) {
 	if cfg.SharePins {
 		pins.leases = newLeases(cfg.LeaseMargin, clk)
 	}
-	reader := NewStore[resolver.State](deps.Store)
-	reader.local = faults.Bug("stale-read") // planted bug: no read index
 	rdeps := resolver.Deps{
-		Reader: reader, Pinner: pins,
+		Reader: NewStore[resolver.State](deps.Store), Pinner: pins,
 		Repairer: repairer{repair: deps.Repair, store: deps.Store, onLeader: deps.RepairOnLeader},
 		Reporter: reporter{deps.Propose}, Clock: clk, Cache: countingCache{c: r.cache, events: cacheEvents},
 	}
-	rdeps.UnsafeSkipRecheck = faults.Bug("skip-recheck") // planted bug
+	rdeps = plantedDeps(rdeps, deps.Store) // the fault seam (faults_off.go): rdeps as they are
 	if cfg.VerifyObjects && deps.Objects != nil {
 		rdeps.Verifier = Objects{Store: deps.Objects}
 	}

@@ -23,9 +23,6 @@ import (
 // instead (Deps.Propose).
 type Store[S any] struct {
 	raft *raftstore.Store
-	// local answers reads from this node's applied state without a read
-	// index: only the planted bug stale-read sets it (faults).
-	local bool
 }
 
 // NewStore returns raft as a Store of State S. It panics if *fsm.Machine
@@ -44,9 +41,6 @@ func (s Store[S]) Read(ctx context.Context, fn func(S)) error {
 	read := func(m *fsm.Machine) error {
 		fn(any(m).(S)) // cannot fail: NewStore checked it
 		return nil
-	}
-	if s.local {
-		return s.raft.ReadLocal(read)
 	}
 	return s.raft.Read(ctx, read)
 }

@@ -158,9 +158,11 @@ func (r *Reloader) Reload() (bool, error) {
 	return true, nil
 }
 
-// Watch polls the files every PollInterval until ctx ends (Poll).
-func (r *Reloader) Watch(ctx context.Context) {
-	clock.Every(ctx, clock.Real, r.cfg.PollInterval, func() bool { r.Poll(); return true })
+// Watch polls the files every PollInterval on c until ctx ends (Poll).
+// The server polls them from its own loop (node's file watch); the
+// client runs Watch on its clock, a test on one it drives.
+func (r *Reloader) Watch(ctx context.Context, c clock.Clock) {
+	clock.Every(ctx, c, r.cfg.PollInterval, func() bool { r.Poll(); return true })
 }
 
 // Poll reloads, and logs the outcome, if the files' size or mtime changed

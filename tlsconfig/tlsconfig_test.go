@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metad/metad/internal/fakeclock"
 	"github.com/metad/metad/internal/waitfor"
 )
 
@@ -150,10 +151,12 @@ func TestWatchPicksUpChangedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go r.Watch(ctx)
+	fc := watching(t, r)
 	writeFiles(t, dir, ca, mustLeaf(t, ca, "second-with-a-longer-name"))
+	if err := leafNamed(r, "first")(); err != nil {
+		t.Fatalf("reloaded before the next poll: %v", err)
+	}
+	fc.Advance(10 * time.Millisecond) // the next poll
 	waitfor.Cond(t, 10*time.Second, "Watch reloading the changed files", leafNamed(r, "second-with-a-longer-name"))
 }
 
@@ -185,14 +188,36 @@ func TestWatchRetriesWhenBrokenFilesChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go r.Watch(ctx)
+	fc := watching(t, r)
 	if err := os.WriteFile(f.key, []byte("half a key"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	fc.Advance(10 * time.Millisecond) // a poll reads the broken files and keeps "first"
+	waitfor.Cond(t, 10*time.Second, "the poll reading the broken files", func() error {
+		r.mu.RLock()
+		stamp := r.stamp
+		r.mu.RUnlock()
+		if stamp != r.statStamp() {
+			return errors.New("the broken files' stamp is not recorded yet")
+		}
+		return leafNamed(r, "first")()
+	})
 	writeFiles(t, dir, ca, mustLeaf(t, ca, "repaired-certificate"))
+	fc.Advance(10 * time.Millisecond) // the next poll sees them change again
 	waitfor.Cond(t, 10*time.Second, "the repaired files reloaded", leafNamed(r, "repaired-certificate"))
+}
+
+// watching runs r.Watch on a fake clock until the test ends, and returns
+// the clock once Watch's first poll is done and it waits for the next.
+func watching(t *testing.T, r *Reloader) *fakeclock.Clock {
+	t.Helper()
+	fc := fakeclock.New(time.Unix(0, 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Watch(ctx, fc) }()
+	t.Cleanup(func() { cancel(); <-done })
+	fc.BlockUntil(1)
+	return fc
 }
 
 // leafNamed is the condition that r serves the leaf named cn.

@@ -18,6 +18,7 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/auth"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/internal/ports"
 )
 
@@ -124,7 +125,7 @@ func (c *cluster) stop(i int, timeout time.Duration) error {
 	select {
 	case <-nd.done:
 		return nil
-	case <-time.After(timeout):
+	case <-clock.After(clock.Real, timeout):
 		_ = nd.cmd.Process.Kill()
 		<-nd.done
 		return fmt.Errorf("%s did not exit within %v of SIGTERM; killed", nd.id, timeout)
@@ -160,18 +161,18 @@ func (c *cluster) exited() error {
 // waitFor polls cond every 50ms until it holds, ctx ends, timeout passes
 // or a node dies.
 func (c *cluster) waitFor(ctx context.Context, what string, timeout time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
+	deadline := clock.Real.Now().Add(timeout)
 	for !cond() {
 		if err := c.exited(); err != nil {
 			return fmt.Errorf("waiting for %s: %w", what, err)
 		}
-		if time.Now().After(deadline) {
+		if clock.Real.Now().After(deadline) {
 			return fmt.Errorf("timed out after %v waiting for %s; logs in %s", timeout, what, c.dir)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-clock.After(clock.Real, 50*time.Millisecond):
 		}
 	}
 	return nil

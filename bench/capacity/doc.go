@@ -25,7 +25,7 @@
 // gets, per size step, one commit-append of n offsets with its
 // generation-0 index record, then a new COMMITTED generation of the other
 // n-1 offsets, one record each, published in parts of up to
-// fsm.MaxRecordsPerCommand records. Records name objects registered once,
+// client.MaxRecordsPerPart records. Records name objects registered once,
 // each holding 1024 records' bytes and shared by the streams a writer
 // fills (objects are synthetic: registered, never written). A step's new
 // records are spread evenly over up to --streams streams (a new stream

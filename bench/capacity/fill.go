@@ -15,7 +15,7 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/client"
-	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/clock"
 )
 
 // The fill: index records are written the fast way a compactor would,
@@ -106,18 +106,20 @@ func (f *filler) fillStep(ctx context.Context, step, prev, next, writers int, tr
 func (f *filler) progress(ctx context.Context, total int) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	start := time.Now()
+	start := clock.Real.Now()
 	go func() {
 		defer close(done)
-		t := time.NewTicker(5 * time.Second)
+		const every = 5 * time.Second
+		t := clock.Real.NewTimer(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-t.C():
+				t.Reset(every)
 				n := f.records.Load()
-				fmt.Fprintf(f.log, "    fill: %d of %d records (%.0f/s)\n", n, total, float64(n)/time.Since(start).Seconds())
+				fmt.Fprintf(f.log, "    fill: %d of %d records (%.0f/s)\n", n, total, float64(n)/clock.Since(clock.Real, start).Seconds())
 			}
 		}
 	}()
@@ -223,13 +225,13 @@ func (w *writer) place(ctx context.Context) (*metadpb.ObjectRef, *metadpb.ByteRa
 
 // publish writes the next generation of s: one record per offset of seg
 // but its first (which the generation-0 record covers), in parts of at
-// most fsm.MaxRecordsPerCommand.
+// most client.MaxRecordsPerPart.
 func (w *writer) publish(ctx context.Context, s *stream, seg segment) error {
 	c := w.f.c
 	gen := s.gens + 1
 	cover := &metadpb.Range{Start: seg.start, End: seg.end()}
 	for from := seg.start + 1; from < seg.end(); {
-		to := min(from+fsm.MaxRecordsPerCommand, seg.end())
+		to := min(from+client.MaxRecordsPerPart, seg.end())
 		req := &metadpb.PublishGenerationRequest{StreamId: s.id, View: metadpb.View_COMMITTED, Generation: gen,
 			WriterEpoch: s.epoch, Coverage: cover, Complete: to == seg.end(), RequestId: client.NewRequestID()}
 		for o := from; o < to; o++ {
@@ -237,12 +239,9 @@ func (w *writer) publish(ctx context.Context, s *stream, seg segment) error {
 			if err != nil {
 				return err
 			}
-			rng := fsm.Range{Start: o, End: o + 1}
-			key := fsm.IndexKey{Stream: s.id, View: fsm.Committed, Generation: gen, Start: o}
-			sum := fsm.RecordChecksumData(key, rng, nil, fsm.ObjectRef{Key: obj.Key, Identity: obj.Identity},
-				fsm.ByteRange{Offset: br.Offset, Length: br.Length}, recordData)
-			req.Records = append(req.Records, &metadpb.IndexRecord{Range: &metadpb.Range{Start: o, End: o + 1},
-				Object: obj, Bytes: br, Checksum: sum, DataCrc32C: recordData.Ptr()})
+			rec := &metadpb.IndexRecord{Range: &metadpb.Range{Start: o, End: o + 1}, Object: obj, Bytes: br, DataCrc32C: recordData.Ptr()}
+			rec.Checksum = client.RecordChecksum(s.id, req.View, gen, rec)
+			req.Records = append(req.Records, rec)
 		}
 		if _, err := call(ctx, c, c.Metad.PublishGeneration, req); err != nil {
 			return fmt.Errorf("publish generation %d of stream %d: %w", gen, s.id, err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/metad/metad/bench/load"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/clock"
 )
 
 // options are the command's flags.
@@ -146,7 +147,7 @@ func (o options) skipped(phase string) bool { return slices.Contains(o.skip, pha
 // size in turn, writing the JSON after each so that a long run stopped
 // halfway keeps what it measured.
 func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	began := time.Now()
+	began := clock.Real.Now()
 	if o.work == "" {
 		dir, err := os.MkdirTemp("", "metad-capacity.")
 		if err != nil {
@@ -208,7 +209,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		if sr != nil {
 			rep.Sizes = append(rep.Sizes, *sr)
 		}
-		rep.WallSeconds = time.Since(began).Seconds()
+		rep.WallSeconds = clock.Since(clock.Real, began).Seconds()
 		if werr := writeReport(o.out, rep); werr != nil {
 			return werr
 		}
@@ -218,7 +219,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		prev = size
 	}
 	writeTables(stdout, rep)
-	b.say("results in %s; servers' data and logs in %s (wall time %s)", o.out, o.work, time.Since(began).Round(time.Second))
+	b.say("results in %s; servers' data and logs in %s (wall time %s)", o.out, o.work, clock.Since(clock.Real, began).Round(time.Second))
 	return nil
 }
 
@@ -262,10 +263,10 @@ func (b *bench) startCluster(ctx context.Context, rep *Report) error {
 func (b *bench) measureSize(ctx context.Context, step, prev, size int, empty []NodeMemory) (*SizeResult, error) {
 	sr := &SizeResult{Records: int64(size), Phases: map[string]float64{}}
 	phase := func(name string, fn func() error) error {
-		start := time.Now()
+		start := clock.Real.Now()
 		b.say("%d records: %s", size, name)
 		err := fn()
-		sr.Phases[name] = time.Since(start).Seconds()
+		sr.Phases[name] = clock.Since(clock.Real, start).Seconds()
 		return err
 	}
 	var leader int

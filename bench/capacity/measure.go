@@ -13,6 +13,7 @@ import (
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/bench/load"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/clock"
 )
 
 // bench is one run: the cluster, a client of all its nodes, the filled
@@ -69,7 +70,7 @@ func (b *bench) checkpoint(ctx context.Context, i int) (*Checkpoint, error) {
 		return nil, err
 	}
 	defer nc.Close()
-	start := time.Now()
+	start := clock.Real.Now()
 	st, err := nc.Cluster.Snapshot(ctx, &metadpb.SnapshotRequest{})
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func (b *bench) checkpoint(ctx context.Context, i int) (*Checkpoint, error) {
 		}
 		n += int64(len(chunk.Data))
 	}
-	return &Checkpoint{Bytes: n, Seconds: time.Since(start).Seconds()}, nil
+	return &Checkpoint{Bytes: n, Seconds: clock.Since(clock.Real, start).Seconds()}, nil
 }
 
 // snapCounts are a node's raft snapshot summaries (sum in ms, count).
@@ -151,11 +152,11 @@ func (b *bench) rejoin(ctx context.Context, i, leader int, wipe bool) (*Rejoin, 
 	}
 	installs := b.cl.countInLog(i, "Installed remote snapshot")
 	r := &Rejoin{Node: nd.id}
-	start := time.Now()
+	start := clock.Real.Now()
 	if err := b.cl.stop(i, 5*time.Minute); err != nil {
 		return nil, err
 	}
-	r.StopSeconds = time.Since(start).Seconds()
+	r.StopSeconds = clock.Since(clock.Real, start).Seconds()
 	if wipe {
 		if err := os.RemoveAll(nd.dataDir); err != nil {
 			return nil, err
@@ -170,7 +171,7 @@ func (b *bench) rejoin(ctx context.Context, i, leader int, wipe bool) (*Rejoin, 
 		}
 		writer = b.startLoad(ctx, b.appendOnce, b.o.rejoinTimeout)
 	}
-	start = time.Now()
+	start = clock.Real.Now()
 	err := b.cl.start(i)
 	if err == nil {
 		err = b.cl.waitFor(ctx, nd.id+" serving", b.o.rejoinTimeout, func() bool {
@@ -187,7 +188,7 @@ func (b *bench) rejoin(ctx context.Context, i, leader int, wipe bool) (*Rejoin, 
 		}
 		return nil, err
 	}
-	r.ServingSeconds = time.Since(start).Seconds()
+	r.ServingSeconds = clock.Since(clock.Real, start).Seconds()
 	if writer != nil {
 		if r.Commit, err = writer.stop(ctx); err != nil {
 			return nil, fmt.Errorf("commit-append during the catch-up: %w", err)
@@ -379,7 +380,7 @@ func (b *bench) runLoad(ctx context.Context, op load.Op, leader int, during bool
 						b.say("  checkpoint failed (%v); retrying", err)
 						select {
 						case <-runCtx.Done():
-						case <-time.After(200 * time.Millisecond):
+						case <-clock.After(clock.Real, 200*time.Millisecond):
 						}
 					}
 					continue

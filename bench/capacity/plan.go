@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/metad/metad/fsm"
+	"github.com/metad/metad/client"
 )
 
 // The fill's shape is decided here, without a cluster, so that it can be
@@ -124,7 +124,7 @@ const (
 	stateDiskBytesPerRecord = 64
 	// raftLogBytesPerRecord is one record's share of a PublishGeneration
 	// entry in the raft log: 155 bytes of encoded request per record in
-	// parts of fsm.MaxRecordsPerCommand, plus framing.
+	// parts of client.MaxRecordsPerPart, plus framing.
 	raftLogBytesPerRecord = 160
 	// snapshotBytesPerRecord is a whole snapshot's size per record (179 B
 	// at 100k records, 171 B at 10M, measured): what servers before the
@@ -183,7 +183,7 @@ func diskModelOf(bin string) diskModel {
 // the wiped follower, or snapshotCopies whole snapshots on every node.
 func diskEstimate(model diskModel, records, nodes int, trailingLogs uint64) int64 {
 	r := int64(records)
-	logRecords := min(r, int64(trailingLogs)*fsm.MaxRecordsPerCommand+compactionLagRecords)
+	logRecords := min(r, int64(trailingLogs)*client.MaxRecordsPerPart+compactionLagRecords)
 	perNode := logRecords*raftLogBytesPerRecord + fixedDiskBytes
 	if model == wholeSnapshots {
 		return int64(nodes) * (perNode + r*snapshotBytesPerRecord*snapshotCopies)

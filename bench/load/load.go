@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/metad/metad/clock"
 )
 
 // Config says how hard and how long to drive a system.
@@ -27,6 +29,10 @@ type Config struct {
 	// Progress, if not nil, is called every ProgressEvery (from Run's own
 	// goroutine, never concurrently) with the counts so far.
 	Progress func(Progress)
+	// Clock times the operations and the phases and paces Progress.
+	// Default clock.Real: the driver measures real durations of real
+	// servers; tests drive a fake one.
+	Clock clock.Clock
 }
 
 // Bounds of Config, checked by Validate.
@@ -47,6 +53,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ProgressEvery == 0 {
 		c.ProgressEvery = time.Second
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real
 	}
 	return c
 }
@@ -108,7 +117,7 @@ func Run(ctx context.Context, cfg Config, op Op, classify Classify) (Result, err
 	}
 	cfg = cfg.WithDefaults()
 	r := &run{cfg: cfg, op: op, classify: classify, workers: make([]workerLog, cfg.Concurrency)}
-	r.start = time.Now()
+	r.start = cfg.Clock.Now()
 	r.measureFrom = r.start.Add(cfg.Warmup)
 	r.stopAt = r.measureFrom.Add(cfg.Duration)
 
@@ -127,7 +136,7 @@ func Run(ctx context.Context, cfg Config, op Op, classify Classify) (Result, err
 	}()
 	r.report(ctx, done)
 	<-done // report returns early only when ctx ends; the workers follow.
-	end := time.Now()
+	end := cfg.Clock.Now()
 	return r.result(end), ctx.Err()
 }
 
@@ -161,7 +170,7 @@ func (r *run) work(ctx context.Context, w int) {
 	log.errors = map[string]int64{}
 	warm := r.cfg.Warmup > 0
 	for ctx.Err() == nil {
-		begin := time.Now()
+		begin := r.cfg.Clock.Now()
 		if !begin.Before(r.stopAt) {
 			return
 		}
@@ -169,7 +178,7 @@ func (r *run) work(ctx context.Context, w int) {
 			warm = false
 		}
 		kind, err := r.op(ctx, w)
-		took := time.Since(begin)
+		took := clock.Since(r.cfg.Clock, begin)
 		if warm {
 			r.count(&r.warmOps, &r.warmErrs, err)
 			continue
@@ -206,17 +215,18 @@ func (r *run) reason(err error) string {
 // report calls cfg.Progress every interval until the workers are done or
 // ctx ends.
 func (r *run) report(ctx context.Context, done <-chan struct{}) {
-	t := time.NewTicker(r.cfg.ProgressEvery)
+	t := r.cfg.Clock.NewTimer(r.cfg.ProgressEvery)
 	defer t.Stop()
 	var lastOps int64
-	last := time.Now()
+	last := r.cfg.Clock.Now()
 	for {
 		select {
 		case <-done:
 			return
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case now := <-t.C():
+			t.Reset(r.cfg.ProgressEvery)
 			if r.cfg.Progress == nil {
 				continue
 			}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/metad/metad/internal/fakeclock"
 )
 
 func TestPercentileNearestRank(t *testing.T) {
@@ -70,13 +73,26 @@ func TestRunCountsEveryOperation(t *testing.T) {
 	const workers = 4
 	var calls atomic.Int64
 	var inFlight [workers]atomic.Int32
+	fc := fakeclock.New(time.Unix(0, 0))
+	var progress atomic.Int64
+	progressed := make(chan struct{})
+	var once sync.Once
+	cfg := Config{Concurrency: workers, Duration: 200 * time.Millisecond, ProgressEvery: 10 * time.Millisecond, Clock: fc,
+		Progress: func(Progress) { progress.Add(1); once.Do(func() { close(progressed) }) }}
 	op := func(ctx context.Context, w int) (string, error) {
 		if inFlight[w].Add(1) != 1 {
 			t.Errorf("worker %d has two operations in flight", w)
 		}
 		defer inFlight[w].Add(-1)
 		n := calls.Add(1)
-		serve()
+		if n == 1 {
+			// The first call lasts one progress interval, and returns
+			// once Progress has been called for it.
+			fc.BlockUntil(1) // Run's progress timer
+			fc.Advance(cfg.ProgressEvery)
+			<-progressed
+		}
+		serve(fc)
 		switch n % 3 {
 		case 0:
 			return "a", errors.New("boom")
@@ -86,9 +102,6 @@ func TestRunCountsEveryOperation(t *testing.T) {
 		return "b", nil
 	}
 	classify := func(err error) string { return strings.ToUpper(err.Error()) }
-	var progress atomic.Int64
-	cfg := Config{Concurrency: workers, Duration: 200 * time.Millisecond, ProgressEvery: 10 * time.Millisecond,
-		Progress: func(Progress) { progress.Add(1) }}
 	res, err := Run(context.Background(), cfg, op, classify)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +116,7 @@ func TestRunCountsEveryOperation(t *testing.T) {
 		t.Errorf("kinds %+v do not add up to %d ops", res.Kinds, res.Ops)
 	}
 	if res.Concurrency != workers || res.Elapsed < cfg.Duration || res.Latency.P50 < 1 {
-		t.Errorf("implausible result %+v (each op sleeps 1ms)", res)
+		t.Errorf("implausible result %+v (each op takes 1ms)", res)
 	}
 	if progress.Load() == 0 {
 		t.Error("Progress never called")
@@ -112,12 +125,13 @@ func TestRunCountsEveryOperation(t *testing.T) {
 
 func TestRunDiscardsWarmup(t *testing.T) {
 	var calls atomic.Int64
+	fc := fakeclock.New(time.Unix(0, 0))
 	op := func(ctx context.Context, w int) (string, error) {
 		calls.Add(1)
-		serve()
+		serve(fc)
 		return "op", nil
 	}
-	res, err := Run(context.Background(), Config{Concurrency: 2, Duration: 100 * time.Millisecond, Warmup: 200 * time.Millisecond}, op, nil)
+	res, err := Run(context.Background(), Config{Concurrency: 2, Duration: 100 * time.Millisecond, Warmup: 200 * time.Millisecond, Clock: fc}, op, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,14 +147,15 @@ func TestRunDiscardsWarmup(t *testing.T) {
 func TestRunStopsWhenContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var calls atomic.Int64
+	fc := fakeclock.New(time.Unix(0, 0))
 	op := func(ctx context.Context, w int) (string, error) {
 		if calls.Add(1) == 10 {
 			cancel()
 		}
-		serve()
+		serve(fc)
 		return "op", ctx.Err()
 	}
-	res, err := Run(ctx, Config{Concurrency: 3, Duration: time.Hour}, op, nil)
+	res, err := Run(ctx, Config{Concurrency: 3, Duration: time.Hour, Clock: fc}, op, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -149,6 +164,7 @@ func TestRunStopsWhenContextEnds(t *testing.T) {
 	}
 }
 
-// serve stands for a server's reply time, outside the process: the runner measures real
-// durations (Latency, Elapsed), so the fake operation takes some.
-func serve() { time.Sleep(time.Millisecond) }
+// serve stands for a server's reply time: the runner measures durations
+// (Latency, Elapsed) on its clock, so the fake operation takes 1ms of the
+// test's.
+func serve(fc *fakeclock.Clock) { fc.Advance(time.Millisecond) }

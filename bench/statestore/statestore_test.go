@@ -277,16 +277,16 @@ func reportLatency(b *testing.B, prefix string, lat []time.Duration) {
 }
 
 // writer applies one record every millisecond and records each apply's
-// latency until stop is closed: the steady commit load a snapshot stream
-// must not disturb.
-func writer(s store, a *appender, stop <-chan struct{}) (<-chan []time.Duration, <-chan error) {
+// latency until stop is closed or, if limit is not 0, limit records are
+// applied: the steady commit load a snapshot stream must not disturb.
+func writer(s store, a *appender, stop <-chan struct{}, limit int) (<-chan []time.Duration, <-chan error) {
 	out := make(chan []time.Duration, 1)
 	errc := make(chan error, 1)
 	go func() {
 		var lat []time.Duration
 		t := time.NewTicker(time.Millisecond)
 		defer t.Stop()
-		for {
+		for limit == 0 || len(lat) < limit {
 			select {
 			case <-stop:
 				out <- lat
@@ -303,16 +303,16 @@ func writer(s store, a *appender, stop <-chan struct{}) (<-chan []time.Duration,
 			}
 			lat = append(lat, time.Since(t0))
 		}
+		out <- lat
+		errc <- nil
 	}()
 	return out, errc
 }
 
-// runWriter runs the writer for d and returns its latencies.
-func runWriter(b *testing.B, s store, a *appender, d time.Duration) []time.Duration {
-	stop := make(chan struct{})
-	out, errc := writer(s, a, stop)
-	time.Sleep(d) // the measurement window, not synchronisation
-	close(stop)
+// runWriter runs the writer for n applies (n ms of steady load) and
+// returns their latencies.
+func runWriter(b *testing.B, s store, a *appender, n int) []time.Duration {
+	out, errc := writer(s, a, nil, n)
 	lat := <-out
 	if err := <-errc; err != nil {
 		b.Fatal(err)
@@ -344,13 +344,13 @@ func BenchmarkSnapshot(b *testing.B) {
 				if ps, ok := s.(*pebbleStore); ok {
 					checkpoint = checkpointCost(b, ps)
 				}
-				base := runWriter(b, s, a, 3*time.Second)
+				base := runWriter(b, s, a, 3000) // 3 s of load
 				before, err := diskBytes(p.dir)
 				if err != nil {
 					b.Fatal(err)
 				}
 				stop := make(chan struct{})
-				out, errc := writer(s, a, stop)
+				out, errc := writer(s, a, stop, 0)
 				var streamed int64
 				b.ResetTimer()
 				for range b.N {

@@ -26,7 +26,6 @@ import (
 	"github.com/metad/metad/checksum"
 	"github.com/metad/metad/client"
 	"github.com/metad/metad/cmd/internal/cliflags"
-	"github.com/metad/metad/fsm"
 	"github.com/metad/metad/objectstore"
 )
 
@@ -212,8 +211,8 @@ func (b benchOpts) validateShape() []error {
 	if b.streams < 1 || b.appends < 1 || b.offsets < 1 || b.records < 1 {
 		bad("--streams, --appends, --offsets and --records must be positive")
 	}
-	if b.records > fsm.MaxRecordsPerCommand || uint64(b.records) > b.offsets {
-		bad("--records %d: want at most %d and at most --offsets", b.records, fsm.MaxRecordsPerCommand)
+	if b.records > client.MaxRecordsPerPart || uint64(b.records) > b.offsets {
+		bad("--records %d: want at most %d and at most --offsets", b.records, client.MaxRecordsPerPart)
 	}
 	if b.streamsPerObject < 1 || b.streamsPerObject > maxStreamsPerObject {
 		bad("--streams-per-object %d: want 1..%d", b.streamsPerObject, maxStreamsPerObject)
@@ -613,16 +612,13 @@ func (e *benchEnv) publishOnce(ctx context.Context, w *benchWriter) error {
 	req := &metadpb.PublishGenerationRequest{StreamId: w.stream, View: metadpb.View_COMMITTED, Generation: gen,
 		WriterEpoch: w.epoch, Coverage: &metadpb.Range{Start: 0, End: w.end}, Complete: true, RequestId: client.NewRequestID()}
 	n := uint64(e.opts.records)
-	obj := fsm.ObjectRef{Key: w.obj.Key, Identity: w.obj.Identity}
 	for i := range n {
-		rng := fsm.Range{Start: w.end * i / n, End: w.end * (i + 1) / n}
-		br := fsm.ByteRange{Length: w.objLen}
-		key := fsm.IndexKey{Stream: w.stream, View: fsm.Committed, Generation: gen, Start: rng.Start}
-		req.Records = append(req.Records, &metadpb.IndexRecord{
-			Range: &metadpb.Range{Start: rng.Start, End: rng.End}, Object: w.obj,
-			Bytes: &metadpb.ByteRange{Length: br.Length}, Checksum: fsm.RecordChecksumData(key, rng, nil, obj, br, w.data),
-			DataCrc32C: w.data.Ptr(),
-		})
+		rec := &metadpb.IndexRecord{
+			Range: &metadpb.Range{Start: w.end * i / n, End: w.end * (i + 1) / n}, Object: w.obj,
+			Bytes: &metadpb.ByteRange{Length: w.objLen}, DataCrc32C: w.data.Ptr(),
+		}
+		rec.Checksum = client.RecordChecksum(w.stream, req.View, gen, rec)
+		req.Records = append(req.Records, rec)
 	}
 	if _, err := call(ctx, e, e.c.Metad.PublishGeneration, req); err != nil {
 		if errors.Is(err, client.ErrGenerationNotNewer) {

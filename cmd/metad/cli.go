@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/metad/metad/client"
@@ -113,6 +114,18 @@ func (o *clientOpts) print(w io.Writer, msg proto.Message, table func(tw *tabwri
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	table(tw)
 	return tw.Flush()
+}
+
+// callPrint makes one call of rpc with req and prints its answer as o's
+// output asks: JSON, or the table table writes. It is the shape of most
+// client commands.
+func callPrint[Req any, Resp proto.Message](ctx context.Context, o *clientOpts, cmd *cobra.Command, c *client.Client,
+	rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req, table func(*tabwriter.Writer, Resp)) error {
+	resp, err := client.Call(ctx, c, rpc, req)
+	if err != nil {
+		return err
+	}
+	return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) { table(tw, resp) })
 }
 
 // printJSON writes v (not a protobuf message) as JSON, or calls table.

@@ -26,11 +26,7 @@ the Raft configuration (metad raft list-peers) decides who votes.`,
 		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := client.Call(ctx, c, c.Cluster.Members, &metadpb.MembersRequest{})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Cluster.Members, &metadpb.MembersRequest{}, func(tw *tabwriter.Writer, resp *metadpb.MembersResponse) {
 					fmt.Fprintln(tw, "ID\tSTATUS\tGOSSIP\tRAFT\tGRPC\tINCARNATION")
 					for _, m := range resp.Members {
 						inc := m.Incarnation
@@ -98,11 +94,7 @@ An id not in the configuration is refused (exit 3).`,
 				if err := requirePeer(ctx, c, args[0]); err != nil {
 					return err
 				}
-				resp, err := client.Call(ctx, c, c.Cluster.RemovePeer, &metadpb.RemovePeerRequest{NodeId: args[0]})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Cluster.RemovePeer, &metadpb.RemovePeerRequest{NodeId: args[0]}, func(tw *tabwriter.Writer, resp *metadpb.RemovePeerResponse) {
 					fmt.Fprintf(tw, "removed %s at index %d\n", args[0], resp.Version)
 					switch {
 					case resp.Tombstoned && resp.Incarnation != "":

@@ -207,11 +207,7 @@ URL, or --object-dir); --no-data-checksum publishes without one, read unchecked.
 				if err := buildRecords(ctx, c, store, req, records); err != nil {
 					return err
 				}
-				resp, err := client.Call(ctx, c, c.Metad.PublishGeneration, req)
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.PublishGeneration, req, func(tw *tabwriter.Writer, resp *metadpb.PublishGenerationResponse) {
 					fmt.Fprintf(tw, "generation %d published (version %d)\n", resp.Generation, resp.Version)
 				})
 			})
@@ -253,7 +249,6 @@ func buildRecords(ctx context.Context, c *client.Client, store objectstore.Store
 		if br.Length == 0 {
 			br.Length = obj.Object.Size
 		}
-		k := fsm.IndexKey{Stream: req.StreamId, View: fsm.View(req.View), Generation: req.Generation, Start: rng.Start}
 		var surv []*metadpb.Range
 		for _, s := range survivors {
 			surv = append(surv, &metadpb.Range{Start: s.Start, End: s.End})
@@ -268,12 +263,14 @@ func buildRecords(ctx context.Context, c *client.Client, store objectstore.Store
 			}
 			data = checksum.Of(b)
 		}
-		req.Records = append(req.Records, &metadpb.IndexRecord{
+		rec := &metadpb.IndexRecord{
 			Range: &metadpb.Range{Start: rng.Start, End: rng.End}, Survivors: surv,
-			Object:   &metadpb.ObjectRef{Key: ref.Key, Identity: ref.Identity},
-			Bytes:    &metadpb.ByteRange{Offset: br.Offset, Length: br.Length},
-			Checksum: fsm.RecordChecksumData(k, rng, survivors, ref, br, data), DataCrc32C: data.Ptr(),
-		})
+			Object:     &metadpb.ObjectRef{Key: ref.Key, Identity: ref.Identity},
+			Bytes:      &metadpb.ByteRange{Offset: br.Offset, Length: br.Length},
+			DataCrc32C: data.Ptr(),
+		}
+		rec.Checksum = client.RecordChecksum(req.StreamId, req.View, req.Generation, rec)
+		req.Records = append(req.Records, rec)
 	}
 	return nil
 }
@@ -339,11 +336,7 @@ func newIndexListCmd(o *clientOpts) *cobra.Command {
 				return usageError{fmt.Errorf("--view %q: want COMMITTED or TOPIC_COMPACTED", view)}
 			}
 			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
-				resp, err := client.Call(ctx, c, c.Metad.ListIndex, &metadpb.ListIndexRequest{StreamId: id, View: metadpb.View(v), Generation: generation, From: from, Limit: limit})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.ListIndex, &metadpb.ListIndexRequest{StreamId: id, View: metadpb.View(v), Generation: generation, From: from, Limit: limit}, func(tw *tabwriter.Writer, resp *metadpb.ListIndexResponse) {
 					fmt.Fprintln(tw, "START\tEND\tSURVIVORS\tSTATUS\tVERSION\tOBJECT\tBYTES\tCHECKSUM\tDATA")
 					for _, r := range resp.Records {
 						rec := r.Record

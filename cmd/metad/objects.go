@@ -114,11 +114,7 @@ registered, is marked *. On a cluster below feature level 3 a key has one.`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := client.Call(ctx, c, c.Metad.DescribeObject, &metadpb.DescribeObjectRequest{Key: args[0], Consistency: consistency(stale)})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.DescribeObject, &metadpb.DescribeObjectRequest{Key: args[0], Consistency: consistency(stale)}, func(tw *tabwriter.Writer, resp *metadpb.DescribeObjectResponse) {
 					versions := resp.Versions
 					if len(versions) == 0 { // a server from before versions
 						versions = []*metadpb.Object{resp.Object}
@@ -157,12 +153,8 @@ object store's (for the file store: the hex SHA-256 of the bytes).`,
 				return usageError{fmt.Errorf("--identity: required")}
 			}
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := client.Call(ctx, c, c.Metad.RegisterObject, &metadpb.RegisterObjectRequest{
-					Object: &metadpb.ObjectRef{Key: args[0], Identity: identity}, Size: size, RequestId: client.NewRequestID()})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.RegisterObject, &metadpb.RegisterObjectRequest{
+					Object: &metadpb.ObjectRef{Key: args[0], Identity: identity}, Size: size, RequestId: client.NewRequestID()}, func(tw *tabwriter.Writer, resp *metadpb.RegisterObjectResponse) {
 					fmt.Fprintf(tw, "registered %s (version %d)\n", args[0], resp.Version)
 				})
 			})
@@ -196,12 +188,8 @@ func newObjectPinCmd(o *clientOpts) *cobra.Command {
 					}
 					id = obj.Object.Ref.GetIdentity()
 				}
-				resp, err := client.Call(ctx, c, c.Metad.Pin, &metadpb.PinRequest{Object: &metadpb.ObjectRef{Key: args[0], Identity: id},
-					Holder: holder, Ttl: durationpb.New(ttl), RequestId: client.NewRequestID()})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.Pin, &metadpb.PinRequest{Object: &metadpb.ObjectRef{Key: args[0], Identity: id},
+					Holder: holder, Ttl: durationpb.New(ttl), RequestId: client.NewRequestID()}, func(tw *tabwriter.Writer, resp *metadpb.PinResponse) {
 					fmt.Fprintf(tw, "pin %d until %s (version %d)\n", resp.PinId, resp.Expiry.AsTime().Format(time.RFC3339), resp.Version)
 				})
 			})
@@ -225,11 +213,7 @@ func newObjectReleaseCmd(o *clientOpts) *cobra.Command {
 				return err
 			}
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := client.Call(ctx, c, c.Metad.ReleasePin, &metadpb.ReleasePinRequest{PinId: pin, RequestId: client.NewRequestID()})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.ReleasePin, &metadpb.ReleasePinRequest{PinId: pin, RequestId: client.NewRequestID()}, func(tw *tabwriter.Writer, resp *metadpb.ReleasePinResponse) {
 					fmt.Fprintf(tw, "released pin %d (version %d)\n", pin, resp.Version)
 				})
 			})
@@ -266,12 +250,8 @@ changes.`,
 			}
 			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
 				ref.Key.StreamId = id
-				resp, err := client.Call(ctx, c, c.Metad.ReportCandidateFailure, &metadpb.ReportCandidateFailureRequest{
-					Candidate: ref, Kind: metadpb.FailureKind(k), Detail: detail, RequestId: client.NewRequestID()})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.ReportCandidateFailure, &metadpb.ReportCandidateFailureRequest{
+					Candidate: ref, Kind: metadpb.FailureKind(k), Detail: detail, RequestId: client.NewRequestID()}, func(tw *tabwriter.Writer, resp *metadpb.ReportCandidateFailureResponse) {
 					fmt.Fprintf(tw, "reported %s; quarantined %v (version %d)\n", candidateName(ref), resp.Quarantined, resp.Version)
 				})
 			})
@@ -301,11 +281,7 @@ checksums). Repair rebuilds generation 0 of the index from it.`,
 				return err
 			}
 			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
-				resp, err := client.Call(ctx, c, c.Metad.ListEvidence, &metadpb.ListEvidenceRequest{StreamId: id, From: from, Limit: limit, Consistency: consistency(stale)})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.ListEvidence, &metadpb.ListEvidenceRequest{StreamId: id, From: from, Limit: limit, Consistency: consistency(stale)}, func(tw *tabwriter.Writer, resp *metadpb.ListEvidenceResponse) {
 					fmt.Fprintln(tw, "START\tEND\tOBJECT\tBYTES\tEPOCH\tVERSION\tDATA")
 					for _, e := range resp.Evidence {
 						fmt.Fprintf(tw, "%d\t%d\t%s\t%d+%d\t%d\t%d\t%s\n", e.Range.GetStart(), e.Range.GetEnd(), e.Object.GetKey(),
@@ -349,11 +325,7 @@ func newStreamDeleteCmd(o *clientOpts) *cobra.Command {
 				return err
 			}
 			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
-				resp, err := client.Call(ctx, c, c.Metad.DeleteStream, &metadpb.DeleteStreamRequest{StreamId: id, RequestId: client.NewRequestID()})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.DeleteStream, &metadpb.DeleteStreamRequest{StreamId: id, RequestId: client.NewRequestID()}, func(tw *tabwriter.Writer, resp *metadpb.DeleteStreamResponse) {
 					fmt.Fprintf(tw, "deleted stream %d (version %d)\n", id, resp.Version)
 				})
 			})
@@ -380,11 +352,7 @@ func newIndexRetireCmd(o *clientOpts) *cobra.Command {
 				return err
 			}
 			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
-				resp, err := client.Call(ctx, c, c.Metad.RetireGeneration, &metadpb.RetireGenerationRequest{StreamId: id, View: view, Generation: gen, RequestId: client.NewRequestID()})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.RetireGeneration, &metadpb.RetireGenerationRequest{StreamId: id, View: view, Generation: gen, RequestId: client.NewRequestID()}, func(tw *tabwriter.Writer, resp *metadpb.RetireGenerationResponse) {
 					fmt.Fprintf(tw, "retired generation %d of %s (version %d)\n", gen, view, resp.Version)
 				})
 			})

@@ -74,11 +74,7 @@ version as listed: the lift takes effect only if it is still that one.`,
 			}
 			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
 				key.StreamId = id
-				resp, err := client.Call(ctx, c, c.Metad.LiftQuarantine, &metadpb.LiftQuarantineRequest{Key: key, Version: version, RequestId: client.NewRequestID()})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.LiftQuarantine, &metadpb.LiftQuarantineRequest{Key: key, Version: version, RequestId: client.NewRequestID()}, func(tw *tabwriter.Writer, resp *metadpb.LiftQuarantineResponse) {
 					fmt.Fprintf(tw, "lifted: record valid again at version %d\n", resp.Version)
 				})
 			})

@@ -25,11 +25,7 @@ func newStreamCmd(o *clientOpts) *cobra.Command {
 				return usageError{fmt.Errorf("stream name %q: a name of digits only would be read as a stream id by the other commands; add a letter", args[0])}
 			}
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := client.Call(ctx, c, c.Metad.CreateStream, &metadpb.CreateStreamRequest{Name: args[0], RequestId: client.NewRequestID()})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.CreateStream, &metadpb.CreateStreamRequest{Name: args[0], RequestId: client.NewRequestID()}, func(tw *tabwriter.Writer, resp *metadpb.CreateStreamResponse) {
 					fmt.Fprintf(tw, "stream %d %q (version %d)\n", resp.StreamId, args[0], resp.Version)
 				})
 			})
@@ -42,11 +38,7 @@ func newStreamCmd(o *clientOpts) *cobra.Command {
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := client.Call(ctx, c, c.Metad.DescribeStream, streamRequest(args[0]))
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) { describeTable(tw, resp) })
+				return callPrint(ctx, o, cmd, c, c.Metad.DescribeStream, streamRequest(args[0]), func(tw *tabwriter.Writer, resp *metadpb.DescribeStreamResponse) { describeTable(tw, resp) })
 			})
 		},
 	})
@@ -123,11 +115,7 @@ func newTrimCmd(o *clientOpts) *cobra.Command {
 				return err
 			}
 			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
-				resp, err := client.Call(ctx, c, c.Metad.Trim, &metadpb.TrimRequest{StreamId: id, Offset: off, RequestId: client.NewRequestID()})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.Trim, &metadpb.TrimRequest{StreamId: id, Offset: off, RequestId: client.NewRequestID()}, func(tw *tabwriter.Writer, resp *metadpb.TrimResponse) {
 					fmt.Fprintf(tw, "trim %d, committed end %d (version %d)\n", resp.Trim, resp.CommittedEnd, resp.Version)
 				})
 			})
@@ -146,11 +134,7 @@ func newSealCmd(o *clientOpts) *cobra.Command {
 				return err
 			}
 			return o.runStream(cmd, args[0], func(ctx context.Context, c *client.Client, id uint64) error {
-				resp, err := client.Call(ctx, c, c.Metad.Seal, &metadpb.SealRequest{StreamId: id, RequestId: client.NewRequestID()})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Metad.Seal, &metadpb.SealRequest{StreamId: id, RequestId: client.NewRequestID()}, func(tw *tabwriter.Writer, resp *metadpb.SealResponse) {
 					fmt.Fprintf(tw, "sealed at committed end %d (version %d)\n", resp.CommittedEnd, resp.Version)
 				})
 			})

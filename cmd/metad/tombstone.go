@@ -26,11 +26,7 @@ removed by mistake. An id without a tombstone is refused (exit 3).`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := client.Call(ctx, c, c.Cluster.Untombstone, &metadpb.UntombstoneRequest{NodeId: args[0]})
-				if err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), resp, func(tw *tabwriter.Writer) {
+				return callPrint(ctx, o, cmd, c, c.Cluster.Untombstone, &metadpb.UntombstoneRequest{NodeId: args[0]}, func(tw *tabwriter.Writer, resp *metadpb.UntombstoneResponse) {
 					fmt.Fprintf(tw, "lifted the tombstone of %s at index %d\n", args[0], resp.Version)
 				})
 			})

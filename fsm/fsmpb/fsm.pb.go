@@ -699,7 +699,7 @@ type IndexRecord struct {
 	Survivors []*Range               `protobuf:"bytes,2,rep,name=survivors,proto3" json:"survivors,omitempty"`
 	Object    *ObjectRef             `protobuf:"bytes,3,opt,name=object,proto3" json:"object,omitempty"`
 	Bytes     *ByteRange             `protobuf:"bytes,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	// CRC-32C over the canonical fields (fsm.RecordChecksum).
+	// CRC-32C over the canonical fields (checksum.RecordSum).
 	Checksum uint32 `protobuf:"varint,5,opt,name=checksum,proto3" json:"checksum,omitempty"`
 	// data_crc32c is the CRC-32C (Castagnoli) of the exact bytes of `bytes`,
 	// computed by the writer (package checksum). Feature level 3 and later;

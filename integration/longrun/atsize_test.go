@@ -520,7 +520,7 @@ func checkSameState(t *testing.T, c *proc.Cluster) {
 			same = same && len(n.StateHash) > 0 && n.AppliedIndex == st.Nodes[0].AppliedIndex
 		}
 		if !same {
-			time.Sleep(time.Second) // pacing of the poll
+			time.Sleep(time.Second) // the servers (real processes) are still applying: ask again in a second
 			continue
 		}
 		for _, n := range st.Nodes[1:] {
@@ -590,7 +590,7 @@ func (l *writes) run(t *testing.T) {
 		default:
 		}
 		if err := l.appendOnce(); err != nil {
-			time.Sleep(20 * time.Millisecond) // back-off of a retrying client
+			time.Sleep(20 * time.Millisecond) // back-off of a client retrying a write the servers (real processes) refused
 		}
 	}
 }

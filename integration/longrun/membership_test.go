@@ -42,7 +42,7 @@ func TestPartitionedFollowerNotRemoved(t *testing.T) {
 			t.Fatalf("after %v partitioned, %s is in the configuration: %v, voter: %v", time.Since(start).Round(time.Second), c.Nodes[f].ID, present, voter)
 		}
 		w.MustAppend(t, 1)
-		time.Sleep(time.Second) // pacing of the check, not synchronisation
+		time.Sleep(time.Second) // the partitioned server (a real process) must stay a voter all the window: checked each second
 	}
 	if !strings.Contains(c.Log(leader), "is dead in gossip; removing it from raft after 72h0m0s unless it returns") {
 		t.Fatalf("the leader never saw %s dead in gossip (the partition did not take)", c.Nodes[f].ID)
@@ -128,7 +128,8 @@ func TestRemovedServerStaysRemoved(t *testing.T) {
 			t.Fatalf("status tombstones %v, want %s/%s", st.Tombstones, id, oldInc)
 		}
 	}
-	// Pacing of the check over the window the servers are watched in.
+	// The servers (real processes) must keep the removed one out all the
+	// window they are watched in: checked each half second.
 	for start := time.Now(); time.Since(start) < removedWatched; time.Sleep(500 * time.Millisecond) {
 		stillRemoved()
 	}

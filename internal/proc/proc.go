@@ -6,10 +6,12 @@ package proc
 
 import (
 	"context"
+	"debug/buildinfo"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -64,12 +66,32 @@ func (b *binaryBuild) path(t testing.TB, prefix string, tags ...string) string {
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+			return
 		}
+		b.err = checkInvariantsBuiltIn(b.bin)
 	})
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
 	return b.bin
+}
+
+// checkInvariantsBuiltIn fails unless the binary at bin was built with
+// the tag metad_invariants, under which every state machine of the server
+// checks its invariants as it applies (package fsm, invariants_on.go): the
+// tests of real processes rely on it to catch a broken state where it
+// breaks.
+func checkInvariantsBuiltIn(bin string) error {
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		return fmt.Errorf("proc: read the build info of %s: %w", bin, err)
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-tags" && slices.Contains(strings.Split(s.Value, ","), "metad_invariants") {
+			return nil
+		}
+	}
+	return fmt.Errorf("proc: %s was built without -tags metad_invariants (settings %v)", bin, info.Settings)
 }
 
 // FreePort returns a loopback address whose port is free for TCP and UDP

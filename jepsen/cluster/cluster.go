@@ -28,6 +28,7 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/internal/faultfs"
 	"github.com/metad/metad/internal/ports"
 )
@@ -248,7 +249,7 @@ func (c *Cluster) Start(i int, fresh bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(logf, "==== jepsen: starting %s (fresh=%v) at %s\n", n.ID, fresh, time.Now().Format(time.RFC3339Nano))
+	fmt.Fprintf(logf, "==== jepsen: starting %s (fresh=%v) at %s\n", n.ID, fresh, clock.Real.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(c.cfg.Binary, c.args(i, fresh)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "METAD_FAULTS="+c.cfg.Faults)

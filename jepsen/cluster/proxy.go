@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/metad/metad/clock"
 )
 
 // Proxy carries one directed link (node i dialling node j) of one
@@ -164,7 +166,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 			buf := make([]byte, 32<<10)
 			n, err := src.Read(buf)
 			if n > 0 {
-				q <- chunk{data: buf[:n], due: time.Now().Add(time.Duration(p.delay.Load()))}
+				q <- chunk{data: buf[:n], due: clock.Real.Now().Add(time.Duration(p.delay.Load()))}
 			}
 			if err != nil {
 				return
@@ -172,8 +174,8 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 		}
 	})
 	for c := range q {
-		if d := time.Until(c.due); d > 0 {
-			time.Sleep(d)
+		if d := c.due.Sub(clock.Real.Now()); d > 0 {
+			<-clock.After(clock.Real, d) // the delay line: each chunk leaves at its due time
 		}
 		if p.blocked.Load() {
 			break
@@ -207,7 +209,8 @@ func (p *Proxy) forwardPackets() {
 		p.mu.Unlock()
 		data := append([]byte(nil), buf[:n]...)
 		if d := time.Duration(p.delay.Load()); d > 0 {
-			time.AfterFunc(d, func() { _, _ = p.up.WriteTo(data, dst) })
+			due := clock.After(clock.Real, d)
+			p.goRun(func() { <-due; _, _ = p.up.WriteTo(data, dst) })
 			continue
 		}
 		_, _ = p.up.WriteTo(data, dst)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/jepsen/cluster"
 	"github.com/metad/metad/jepsen/history"
 )
@@ -67,7 +68,7 @@ func (r *Runner) amnesia(ctx context.Context, st Step, f history.Fault) injected
 	f.Targets = r.ids(append([]int{wiped, leader}, lagging...))
 
 	r.Cluster.SetLinks(linksOf(cutGroups(lagging, without(st.Perm, lagging...)), cluster.Protocols), true)
-	cut := time.Now()
+	cut := clock.Real.Now()
 	if err := r.awaitCommittedWithout(ctx, leader, lagging, cut); err != nil {
 		f.Error = err.Error()
 		return injected{fault: f, heal: func(context.Context) { r.Cluster.HealNetwork() }}
@@ -89,7 +90,7 @@ func (r *Runner) amnesia(ctx context.Context, st Step, f history.Fault) injected
 	}
 	f.Config.Lagging = r.ids(lagging)
 	hold := func(ctx context.Context, f *history.Fault) error {
-		if err := r.watchLeaders(ctx, f, lagging, r.Cluster.Nodes[leader].ID, time.Now().Add(st.Hold)); err != nil {
+		if err := r.watchLeaders(ctx, f, lagging, r.Cluster.Nodes[leader].ID, clock.Real.Now().Add(st.Hold)); err != nil {
 			return err
 		}
 		f.Detail += fmt.Sprintf("leaders while the old leader was down: %v; ", f.Config.LeadersWhileDown)
@@ -115,8 +116,8 @@ func (r *Runner) awaitCommittedWithout(ctx context.Context, leader int, lagging 
 			behind = max(behind, self.LastIndex)
 		}
 	}
-	deadline := time.Now().Add(amnesiaStaging)
-	for time.Now().Before(deadline) {
+	deadline := clock.Real.Now().Add(amnesiaStaging)
+	for clock.Real.Now().Before(deadline) {
 		st, err := r.Cluster.Status(ctx, leader, false)
 		if self := nodeOf(st, r.Cluster.Nodes[leader].ID); err == nil && self != nil &&
 			self.CommitIndex > behind && r.ackedAppendsSince(cut) >= amnesiaAcked {
@@ -145,12 +146,12 @@ func (r *Runner) ackedAppendsSince(t time.Time) int {
 // while the old leader is down: every other voter holds the entries it
 // lacks and refuses it.
 func (r *Runner) watchLeaders(ctx context.Context, f *history.Fault, lagging []int, old string, until time.Time) error {
-	for i := 0; time.Now().Before(until); i++ {
+	for i := 0; clock.Real.Now().Before(until); i++ {
 		st, err := r.Cluster.Status(ctx, lagging[i%len(lagging)], false)
 		if err == nil && st.LeaderId != "" && st.LeaderId != old && !slices.Contains(f.Config.LeadersWhileDown, st.LeaderId) {
 			f.Config.LeadersWhileDown = append(f.Config.LeadersWhileDown, st.LeaderId)
 		}
-		if err := sleep(ctx, min(500*time.Millisecond, time.Until(until))); err != nil {
+		if err := sleep(ctx, min(500*time.Millisecond, until.Sub(clock.Real.Now()))); err != nil {
 			return err
 		}
 	}
@@ -163,7 +164,7 @@ func (r *Runner) watchLeaders(ctx context.Context, f *history.Fault, lagging []i
 // configuration it ends with.
 func (r *Runner) awaitHealthy(ctx context.Context, f *history.Fault, wiped int, oldInc string) error {
 	id := r.Cluster.Nodes[wiped].ID
-	deadline := time.Now().Add(amnesiaHealthy)
+	deadline := clock.Real.Now().Add(amnesiaHealthy)
 	var target uint64
 	why := "no leader"
 	var last *metadpb.StatusResponse
@@ -172,7 +173,7 @@ func (r *Runner) awaitHealthy(ctx context.Context, f *history.Fault, wiped int, 
 			f.Config.After = configOf(last) // what it ended in, for model.CheckMembership
 		}
 	}()
-	for time.Now().Before(deadline) {
+	for clock.Real.Now().Before(deadline) {
 		if l := r.Cluster.Leader(ctx); l >= 0 {
 			st, err := r.Cluster.Status(ctx, l, false)
 			if err == nil {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/jepsen/history"
 )
 
@@ -88,7 +88,7 @@ func (r *Runner) diskFull(ctx context.Context, st Step, f history.Fault) injecte
 		}
 		done = append(done, fmt.Sprintf("%s ballast %d MiB, %d of %d MiB free", r.Cluster.Nodes[v].ID, size>>20, after.Free>>20, after.Total>>20))
 	}
-	f.Start = time.Now().UnixNano()
+	f.Start = clock.Real.Now().UnixNano()
 	f.Detail += "filled " + strings.Join(done, "; ") + fmt.Sprintf(" (reserve %d MiB)", DiskReserve>>20)
 	return injected{fault: f, heal: heal}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/internal/faultfs"
 	"github.com/metad/metad/jepsen/history"
 )
@@ -123,7 +124,7 @@ func (r *Runner) diskError(ctx context.Context, st Step, f history.Fault) inject
 	for i, fs := range fss {
 		base[i] = fs.Injected(op)
 	}
-	f.Start = time.Now().UnixNano()
+	f.Start = clock.Real.Now().UnixNano()
 	for _, fs := range fss {
 		fs.Fail(op, walPart)
 	}
@@ -143,14 +144,14 @@ func (r *Runner) diskError(ctx context.Context, st Step, f history.Fault) inject
 		r.Log.Info("nemesis: disk error healed", "restarted", started)
 	}
 	hold := func(ctx context.Context, f *history.Fault) error {
-		start := time.Now()
+		start := clock.Real.Now()
 		err := r.awaitStops(ctx, victims, fss, op, base, f)
 		for i, fs := range fss {
 			seen.Injected += fs.Injected(op) - base[i]
 		}
 		if err == nil {
 			// The stopped nodes stay down for the rest of the hold.
-			err = sleep(ctx, st.Hold-time.Since(start))
+			err = sleep(ctx, st.Hold-clock.Since(clock.Real, start))
 		}
 		if err != nil && ctx.Err() != nil {
 			// The run's time limit came first: the fault ends with what
@@ -173,7 +174,7 @@ func (r *Runner) loseUnsynced(ctx context.Context, st Step, f history.Fault) inj
 	}
 	seen := &history.DiskSeen{}
 	f.Disk = seen
-	f.Start = time.Now().UnixNano()
+	f.Start = clock.Real.Now().UnixNano()
 	var lost []string
 	for i, v := range victims {
 		r.Cluster.Kill(v)
@@ -202,11 +203,11 @@ func (r *Runner) loseUnsynced(ctx context.Context, st Step, f history.Fault) inj
 // failed ops before the fault.
 func (r *Runner) awaitStops(ctx context.Context, victims []int, fss []*faultfs.FS, op faultfs.Op, base []int, f *history.Fault) error {
 	seen := f.Disk
-	start := time.Now()
+	start := clock.Real.Now()
 	pending := slices.Clone(victims)
 	bitAt := map[int]time.Time{}
 	for {
-		now := time.Now()
+		now := clock.Real.Now()
 		pending = slices.DeleteFunc(pending, func(v int) bool {
 			i := slices.Index(victims, v)
 			id := r.Cluster.Nodes[v].ID

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/metad/metad/api/metadpb"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/jepsen/cluster"
 	"github.com/metad/metad/jepsen/history"
 )
@@ -45,10 +46,10 @@ func (r *Runner) longPartition(ctx context.Context, st Step, f history.Fault) in
 	f.Config = &history.ConfigSeen{Before: configOf(before)}
 	pairs := cutGroups([]int{victim}, without(st.Perm, victim))
 	r.Cluster.SetLinks(linksOf(pairs, cluster.Protocols), true)
-	f.Targets, f.Start = r.ids([]int{victim}), time.Now().UnixNano()
+	f.Targets, f.Start = r.ids([]int{victim}), clock.Real.Now().UnixNano()
 	f.Detail = fmt.Sprintf("cut %s off for %s; ", r.Cluster.Nodes[victim].ID, st.Hold)
 	hold := func(ctx context.Context, f *history.Fault) error {
-		if err := r.watchConfig(ctx, f, without(st.Perm, victim), time.Now().Add(st.Hold)); err != nil {
+		if err := r.watchConfig(ctx, f, without(st.Perm, victim), clock.Real.Now().Add(st.Hold)); err != nil {
 			return err
 		}
 		r.Cluster.HealNetwork()
@@ -60,14 +61,14 @@ func (r *Runner) longPartition(ctx context.Context, st Step, f history.Fault) in
 // watchConfig reads the configuration from the majority side about once a
 // second until `until`, noting the first one that differs from Before.
 func (r *Runner) watchConfig(ctx context.Context, f *history.Fault, majority []int, until time.Time) error {
-	for i := 0; time.Now().Before(until); i++ {
+	for i := 0; clock.Real.Now().Before(until); i++ {
 		o := majority[i%len(majority)]
 		if st, err := r.Cluster.Status(ctx, o, false); err == nil && f.Config.During == nil {
 			if c := configOf(st); !slices.Equal(c, f.Config.Before) {
-				f.Config.During, f.Config.At = c, time.Now().UnixNano()
+				f.Config.During, f.Config.At = c, clock.Real.Now().UnixNano()
 			}
 		}
-		if err := sleep(ctx, min(time.Second, time.Until(until))); err != nil {
+		if err := sleep(ctx, min(time.Second, until.Sub(clock.Real.Now()))); err != nil {
 			return err
 		}
 	}
@@ -79,7 +80,7 @@ func (r *Runner) watchConfig(ctx context.Context, f *history.Fault, majority []i
 // asked, and records the configuration then.
 func (r *Runner) awaitRejoined(ctx context.Context, f *history.Fault, victim int) error {
 	id := r.Cluster.Nodes[victim].ID
-	deadline := time.Now().Add(longPartitionCatchUp)
+	deadline := clock.Real.Now().Add(longPartitionCatchUp)
 	var target uint64
 	why := "no leader"
 	var last *metadpb.StatusResponse
@@ -88,7 +89,7 @@ func (r *Runner) awaitRejoined(ctx context.Context, f *history.Fault, victim int
 			f.Config.After = configOf(last) // what it ended in, for model.CheckMembership
 		}
 	}()
-	for time.Now().Before(deadline) {
+	for clock.Real.Now().Before(deadline) {
 		if l := r.Cluster.Leader(ctx); l >= 0 {
 			if st, err := r.Cluster.Status(ctx, l, false); err == nil {
 				last = st

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/jepsen/cluster"
 	"github.com/metad/metad/jepsen/history"
 )
@@ -45,12 +46,12 @@ type injected struct {
 // Run injects steps in order until they are done or the deadline leaves
 // no room for the next one, healing each fault before the next.
 func (r *Runner) Run(ctx context.Context, steps []Step, deadline time.Time) {
-	lastHeal := time.Now().UnixNano()
+	lastHeal := clock.Real.Now().UnixNano()
 	for _, st := range steps {
 		if err := r.awaitWork(ctx, lastHeal); err != nil {
 			return
 		}
-		if time.Now().Add(st.expectedHold() + time.Second).After(deadline) {
+		if clock.Real.Now().Add(st.expectedHold() + time.Second).After(deadline) {
 			return
 		}
 		inj := r.inject(ctx, st)
@@ -68,7 +69,7 @@ func (r *Runner) Run(ctx context.Context, steps []Step, deadline time.Time) {
 		if inj.heal != nil {
 			inj.heal(context.WithoutCancel(ctx))
 		}
-		inj.fault.End = time.Now().UnixNano()
+		inj.fault.End = clock.Real.Now().UnixNano()
 		r.Recorder.AddFault(inj.fault)
 		r.Log.Info("nemesis: healed", "kind", st.Kind, "shape", st.Shape, "err", inj.fault.Error)
 		lastHeal = inj.fault.End
@@ -81,8 +82,8 @@ func (r *Runner) Run(ctx context.Context, steps []Step, deadline time.Time) {
 // awaitWork waits until MinOps operations succeeded since `since`, at most
 // MaxWait. Falling short is recorded by the fault's OpsBefore.
 func (r *Runner) awaitWork(ctx context.Context, since int64) error {
-	end := time.Now().Add(r.MaxWait)
-	for r.Recorder.CountOK(since, time.Now().UnixNano()) < r.MinOps && time.Now().Before(end) {
+	end := clock.Real.Now().Add(r.MaxWait)
+	for r.Recorder.CountOK(since, clock.Real.Now().UnixNano()) < r.MinOps && clock.Real.Now().Before(end) {
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {
 			return err
 		}
@@ -91,12 +92,12 @@ func (r *Runner) awaitWork(ctx context.Context, since int64) error {
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
+	t := clock.Real.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-t.C():
 		return nil
 	}
 }
@@ -120,7 +121,7 @@ func (r *Runner) leaderOr(ctx context.Context, st Step, f *history.Fault) int {
 }
 
 func (r *Runner) inject(ctx context.Context, st Step) injected {
-	f := history.Fault{Kind: st.Kind, Shape: st.Shape, Start: time.Now().UnixNano()}
+	f := history.Fault{Kind: st.Kind, Shape: st.Shape, Start: clock.Real.Now().UnixNano()}
 	n := len(r.Cluster.Nodes)
 	switch st.Kind {
 	case Partition:
@@ -133,7 +134,7 @@ func (r *Runner) inject(ctx context.Context, st Step) injected {
 		r.Cluster.SetLinks(links, true)
 		f.Detail += fmt.Sprintf("cut %v", pairs)
 		f.Targets = r.ids(st.Perm)
-		f.Start = time.Now().UnixNano()
+		f.Start = clock.Real.Now().UnixNano()
 		return injected{fault: f, heal: func(context.Context) { r.Cluster.HealNetwork() }}
 	case Kill:
 		return r.kill(ctx, st, f)
@@ -148,7 +149,7 @@ func (r *Runner) inject(ctx context.Context, st Step) injected {
 		for _, v := range victims {
 			r.Cluster.Pause(v)
 		}
-		f.Targets, f.Start = r.ids(victims), time.Now().UnixNano()
+		f.Targets, f.Start = r.ids(victims), clock.Real.Now().UnixNano()
 		return injected{fault: f, heal: func(context.Context) {
 			for _, v := range victims {
 				r.Cluster.Resume(v)
@@ -214,7 +215,7 @@ func (r *Runner) kill(ctx context.Context, st Step, f history.Fault) injected {
 		r.Workload.Quiesce(ctx)
 		f.Detail += "workload quiesced first; "
 	}
-	f.Start = time.Now().UnixNano()
+	f.Start = clock.Real.Now().UnixNano()
 	for _, v := range victims {
 		r.Cluster.Kill(v)
 	}
@@ -253,8 +254,8 @@ func (r *Runner) churn(ctx context.Context, st Step, f history.Fault) injected {
 		f.Error = err.Error()
 	}
 	hold := func(ctx context.Context, _ *history.Fault) error {
-		deadline := time.Now().Add(60 * time.Second)
-		for time.Now().Before(deadline) {
+		deadline := clock.Real.Now().Add(60 * time.Second)
+		for clock.Real.Now().Before(deadline) {
 			if voters, _, err := r.Cluster.Voters(ctx, via); err == nil && slices.Contains(voters, id) {
 				return nil
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/jepsen/cluster"
 	"github.com/metad/metad/jepsen/history"
 )
@@ -163,10 +164,10 @@ func (r *Runner) corrupt(ctx context.Context, st Step, f history.Fault) injected
 	var hot []history.Target
 	err := fmt.Errorf("no target read yet to corrupt")
 	fresh := r.Objects.FreshTargets(want + 2)
-	for end := time.Now().Add(corruptTargetWait); len(fresh) == 0 && time.Now().Before(end) && sleep(ctx, 250*time.Millisecond) == nil; {
+	for end := clock.Real.Now().Add(corruptTargetWait); len(fresh) == 0 && clock.Real.Now().Before(end) && sleep(ctx, 250*time.Millisecond) == nil; {
 		fresh = r.Objects.FreshTargets(want + 2) // the readers have read nothing intact yet
 	}
-	f.Start = time.Now().UnixNano()
+	f.Start = clock.Real.Now().UnixNano()
 	for i, t := range fresh {
 		if len(done) == want {
 			break

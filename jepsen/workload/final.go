@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/jepsen/history"
 	"github.com/metad/metad/jepsen/model"
 )
@@ -26,7 +27,7 @@ import (
 // and CheckIntact report it.
 func (w *Workload) ReadBack(ctx context.Context) {
 	w.drainWatchers(ctx)
-	healBy := time.Now().Add(w.cfg.HealWait)
+	healBy := clock.Real.Now().Add(w.cfg.HealWait)
 	var wg sync.WaitGroup
 	for si := range w.streams {
 		wg.Add(1)
@@ -72,7 +73,7 @@ func (w *Workload) readBackRange(ctx context.Context, h *hint, from, to uint64, 
 			o = r.End // its bytes were replaced: unreadable by design (G8)
 			continue
 		}
-		for i := 0; (i < readBackTries || time.Now().Before(healBy)) && ctx.Err() == nil; i++ {
+		for i := 0; (i < readBackTries || clock.Real.Now().Before(healBy)) && ctx.Err() == nil; i++ {
 			if i >= readBackTries {
 				sleepCtx(ctx, 250*time.Millisecond) // polling for quarantine to heal
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/jepsen/history"
 	"github.com/metad/metad/jepsen/model"
 )
@@ -209,7 +210,7 @@ func (w *Workload) DrainQuarantine(ctx context.Context, deadline time.Time) hist
 				healed = healed && replaced[q.Object.Key]
 			}
 		}
-		if healed || !time.Now().Before(deadline) || ctx.Err() != nil {
+		if healed || !clock.Real.Now().Before(deadline) || ctx.Err() != nil {
 			op.ID = w.cfg.Rec.Add(op)
 			return op
 		}

@@ -33,6 +33,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/jepsen/history"
 	"github.com/metad/metad/objectstore"
 )
@@ -377,12 +378,12 @@ func classify(op *history.Op, err error, a *attempts, write bool) {
 // or after SettleTimeout, and the op then stays indeterminate.
 func settle[Req, Resp any](ctx context.Context, w *Workload, cl *client.Client, a *attempts,
 	rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
-	until := time.Now().Add(w.cfg.SettleTimeout)
+	until := clock.Real.Now().Add(w.cfg.SettleTimeout)
 	for {
 		cctx, cancel := w.opContext(ctx)
 		resp, err := client.Call(cctx, cl, wrap(a, rpc), req)
 		cancel()
-		if settled(err, a) || ctx.Err() != nil || !time.Now().Before(until) {
+		if settled(err, a) || ctx.Err() != nil || !clock.Real.Now().Before(until) {
 			return resp, err
 		}
 		sleepCtx(ctx, 100*time.Millisecond)
@@ -398,7 +399,7 @@ func settled(err error, a *attempts) bool {
 }
 
 // now is the history's clock: wall-clock nanoseconds, as metad stamps.
-func now() int64 { return time.Now().UnixNano() }
+func now() int64 { return clock.Real.Now().UnixNano() }
 
 // rng returns a seeded generator for client i.
 func (w *Workload) rng(i int) *rand.Rand {
@@ -408,7 +409,7 @@ func (w *Workload) rng(i int) *rand.Rand {
 // alive reports whether ctx still has time: its deadline may have passed
 // before its timer fired, and then every call would fail at once.
 func alive(ctx context.Context) bool {
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+	if d, ok := ctx.Deadline(); ok && !clock.Real.Now().Before(d) {
 		return false
 	}
 	return ctx.Err() == nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/metad/metad/api/metadpb"
 	"github.com/metad/metad/client"
+	"github.com/metad/metad/clock"
 	"github.com/metad/metad/jepsen/history"
 	"github.com/metad/metad/jepsen/model"
 )
@@ -106,11 +107,11 @@ func (wr *writer) run(ctx context.Context) {
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
+	t := clock.Real.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case <-t.C:
+	case <-t.C():
 	}
 }
 
