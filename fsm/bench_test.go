@@ -39,6 +39,13 @@ func benchObject(stream uint64, i int) ObjectRef {
 // records, over n/64 objects.
 func buildAppends(b testing.TB, n int) *applier {
 	a := newApplier(b)
+	appendsInto(a, n, 100)
+	return a
+}
+
+// appendsInto creates stream 1 on a's machine and commits n appends of
+// width offsets each to it, all indexed, over n/64 objects.
+func appendsInto(a *applier, n int, width uint64) {
 	a.ok(cmdCreate("bench"))
 	a.ok(cmdOpen(1))
 	for i := range n {
@@ -46,11 +53,10 @@ func buildAppends(b testing.TB, n int) *applier {
 		if i%64 == 0 {
 			a.ok(cmdRegister(obj, 64<<20))
 		}
-		start := uint64(i) * 100
-		a.ok(cmdAppend(1, 1, start, start+100, obj, ByteRange{uint64(i%64) << 20, 1 << 20}, true))
+		start := uint64(i) * width
+		a.ok(cmdAppend(1, 1, start, start+width, obj, ByteRange{uint64(i%64) << 20, 1 << 20}, true))
 		a.now += int64(time.Microsecond)
 	}
-	return a
 }
 
 // buildPublished returns a machine with n index records in one COMMITTED

@@ -117,16 +117,7 @@ func BenchmarkTrimOn(b *testing.B) {
 					}
 					a.commit = st.Commit
 				}
-				a.ok(cmdCreate("bench"))
-				a.ok(cmdOpen(1))
-				for i := range appends {
-					obj := benchObject(1, i/64)
-					if i%64 == 0 {
-						a.ok(cmdRegister(obj, 64<<20))
-					}
-					start := uint64(i) * 10
-					a.ok(cmdAppend(1, 1, start, start+10, obj, ByteRange{uint64(i%64) << 20, 1 << 20}, true))
-				}
+				appendsInto(a, appends, 10)
 				b.StartTimer()
 				for step := 1; step <= steps; step++ {
 					a.ok(cmdTrim(1, uint64(step*appends*10/steps)))
