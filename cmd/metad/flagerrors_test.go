@@ -107,22 +107,11 @@ func TestEveryBadServerFlagIsNamed(t *testing.T) {
 		bad := vals[0]
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			args := []string{"server", "--validate", "--data-dir", filepath.Join(dir, "data"),
-				"--grpc-addr", proc.FreePort(t), "--raft-addr", proc.FreePort(t), "--gossip-addr", proc.FreePort(t), "--http-addr", proc.FreePort(t),
-				"--" + name + "=" + bad}
+			args := validateArgs(t, filepath.Join(dir, "data"), "--"+name+"="+bad)
 			for _, v := range vals[1:] {
 				args = append(args, pki.Replace(v))
 			}
-			root := newRootCmd()
-			var out bytes.Buffer
-			root.SetArgs(args)
-			root.SetOut(&out)
-			root.SetErr(&out)
-			err := root.Execute()
-			msg := ""
-			if err != nil {
-				msg = errorLine(err)
-			}
+			msg, err := executeCLI(args)
 			if code := exitCode(err); code != exitUsage {
 				t.Errorf("--%s=%s: exit %d, want %d: %s", name, bad, code, exitUsage, msg)
 			}
@@ -167,20 +156,11 @@ func TestAddressFlagsAreNamed(t *testing.T) {
 		{[]string{"--gossip-advertise", "nonsense"}, "--gossip-advertise"},
 		{[]string{"--join", "127.0.0.1:0", "--peer-secret-file", secret}, "--join"},
 	} {
-		args := []string{"server", "--validate", "--data-dir", filepath.Join(t.TempDir(), "data"),
-			"--grpc-addr", proc.FreePort(t), "--raft-addr", proc.FreePort(t), "--gossip-addr", proc.FreePort(t), "--http-addr", proc.FreePort(t)}
-		args = append(args, tc.args...)
-		root := newRootCmd()
-		var out bytes.Buffer
-		root.SetArgs(args)
-		root.SetOut(&out)
-		root.SetErr(&out)
-		err := root.Execute()
+		msg, err := executeCLI(validateArgs(t, filepath.Join(t.TempDir(), "data"), tc.args...))
 		if exitCode(err) != exitUsage {
 			t.Errorf("%v: exit %d, want %d: %v", tc.args, exitCode(err), exitUsage, err)
 			continue
 		}
-		msg := errorLine(err)
 		if !strings.Contains(msg, tc.flag) {
 			t.Errorf("%v: the message does not name %s:\n%s", tc.args, tc.flag, msg)
 		}
@@ -188,6 +168,29 @@ func TestAddressFlagsAreNamed(t *testing.T) {
 			t.Errorf("%v: the message names the field %s:\n%s", tc.args, field, msg)
 		}
 	}
+}
+
+// validateArgs is `metad server --validate` on dataDir and free ports,
+// then extra.
+func validateArgs(t *testing.T, dataDir string, extra ...string) []string {
+	args := []string{"server", "--validate", "--data-dir", dataDir,
+		"--grpc-addr", proc.FreePort(t), "--raft-addr", proc.FreePort(t), "--gossip-addr", proc.FreePort(t), "--http-addr", proc.FreePort(t)}
+	return append(args, extra...)
+}
+
+// executeCLI runs the CLI in process on args and returns the error's line
+// as the user sees it ("" without an error) and the error.
+func executeCLI(args []string) (string, error) {
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&out)
+	err := root.Execute()
+	if err != nil {
+		return errorLine(err), err
+	}
+	return "", nil
 }
 
 // writePKI writes a CA and a server certificate for 127.0.0.1 and returns
@@ -228,16 +231,7 @@ func TestClientTLSFlagsAreNamed(t *testing.T) {
 		{[]string{"--tls-cert-file", "c.pem", "--tls-ca-file", "ca.pem"}, "--tls-cert-file and --tls-key-file go together"},
 		{[]string{"--tls-key-file", "k.pem", "--tls-ca-file", "ca.pem"}, "--tls-cert-file and --tls-key-file go together"},
 	} {
-		root := newRootCmd()
-		var out bytes.Buffer
-		root.SetArgs(append([]string{"status", "--addr", "127.0.0.1:1"}, tc.args...))
-		root.SetOut(&out)
-		root.SetErr(&out)
-		err := root.Execute()
-		msg := ""
-		if err != nil {
-			msg = errorLine(err)
-		}
+		msg, err := executeCLI(append([]string{"status", "--addr", "127.0.0.1:1"}, tc.args...))
 		if exitCode(err) != exitUsage || !strings.Contains(msg, tc.want) {
 			t.Errorf("status %v: exit %d, want %d saying %q: %s", tc.args, exitCode(err), exitUsage, tc.want, msg)
 		}

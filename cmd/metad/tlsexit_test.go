@@ -35,20 +35,12 @@ func startTLSServer(t *testing.T) *tlsServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	issue := func(ca *tlsconfig.KeyPair, name string, spec tlsconfig.LeafSpec) {
-		kp, err := tlsconfig.CreateCert(ca, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeTemp(dir, name+".pem", string(kp.CertPEM))
-		writeTemp(dir, name+"-key.pem", string(kp.KeyPEM))
-	}
 	writeTemp(dir, "ca.pem", string(ca.CertPEM))
 	writeTemp(dir, "other-ca.pem", string(other.CertPEM))
-	issue(ca, "n1", tlsconfig.LeafSpec{Name: "n1", Role: "peer", Server: true, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
-	issue(ca, "op", tlsconfig.LeafSpec{Name: "op", Role: "operator"})
-	issue(other, "stranger", tlsconfig.LeafSpec{Name: "stranger", Role: "operator"})
-	issue(ca, "expired", tlsconfig.LeafSpec{Name: "old", Role: "operator",
+	writeLeaf(t, dir, ca, "n1", tlsconfig.LeafSpec{Name: "n1", Role: "peer", Server: true, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	writeLeaf(t, dir, ca, "op", tlsconfig.LeafSpec{Name: "op", Role: "operator"})
+	writeLeaf(t, dir, other, "stranger", tlsconfig.LeafSpec{Name: "stranger", Role: "operator"})
+	writeLeaf(t, dir, ca, "expired", tlsconfig.LeafSpec{Name: "old", Role: "operator",
 		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
 
 	c := proc.New(t, 1, "--tls-cert-file", filepath.Join(dir, "n1.pem"), "--tls-key-file", filepath.Join(dir, "n1-key.pem"),
@@ -190,12 +182,7 @@ func TestExpiredServerCertificateIsNotRetryable(t *testing.T) {
 			NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter},
 		"op": {Name: "op", Role: "operator"},
 	} {
-		kp, err := tlsconfig.CreateCert(ca, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeTemp(dir, name+".pem", string(kp.CertPEM))
-		writeTemp(dir, name+"-key.pem", string(kp.KeyPEM))
+		writeLeaf(t, dir, ca, name, spec)
 	}
 	writeTemp(dir, "ca.pem", string(ca.CertPEM))
 	c := proc.New(t, 1, "--tls-cert-file", filepath.Join(dir, "n1.pem"), "--tls-key-file", filepath.Join(dir, "n1-key.pem"),
@@ -222,4 +209,16 @@ func TestExpiredServerCertificateIsNotRetryable(t *testing.T) {
 			}
 		}
 	}
+}
+
+// writeLeaf issues spec's certificate from ca and writes it to dir as
+// NAME.pem and NAME-key.pem.
+func writeLeaf(t *testing.T, dir string, ca *tlsconfig.KeyPair, name string, spec tlsconfig.LeafSpec) {
+	t.Helper()
+	kp, err := tlsconfig.CreateCert(ca, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTemp(dir, name+".pem", string(kp.CertPEM))
+	writeTemp(dir, name+"-key.pem", string(kp.KeyPEM))
 }
